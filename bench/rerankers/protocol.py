@@ -1,0 +1,159 @@
+"""The one interface every reranker adapter implements (plan section "Rerankers").
+
+An adapter sees a query and its candidates in first-stage order and returns one fp32 score per
+candidate plus a per-call record. It knows nothing of stages, journals or files, and it never ranks:
+ties are broken by first-stage rank in ``analysis.ranking.rank_by_score``, the project's only ranking
+function. The plan requires, per local model, the longest observed input (tokens of the real model
+input) and the number of truncated pairs; ``CallRecord`` carries them per call and ``summarise``
+aggregates them over calls, together with dtype, device, chunk size, model id, revision and package
+versions (``RerankerMeta``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+# Packages whose versions change scores; recorded in every RerankerMeta.
+SCORING_PACKAGES: tuple[str, ...] = ("torch", "transformers", "sentence-transformers", "numpy", "tokenizers")
+
+
+class CallRecord(TypedDict):
+    """What one ``score`` call records. Token counts are of the real model input (special tokens,
+    instruction and template included), after truncation."""
+
+    n: int  # number of passages scored
+    max_input_tokens: int  # longest model input in this call, in tokens (0 if n == 0 or not measurable)
+    truncated_pairs: int  # pairs whose model input was cut to the maximum length
+    chunk_size: int  # pairs per forward pass actually used (after any out-of-memory halving)
+    ties: int  # passages whose fp32 score equals another passage's score in this call
+
+
+@dataclass(frozen=True)
+class RerankerMeta:
+    """Everything about a loaded adapter that a result file must name."""
+
+    id: str  # plan model id ("bge-v2-m3") or a stand-in id ("minilm-standin")
+    model: str  # hub repository ("BAAI/bge-reranker-v2-m3") or API model name
+    revision: str | None  # pinned hub revision; None for an API model
+    dtype: str  # torch dtype name the model computes in ("float32", "bfloat16", ...)
+    device: str  # "cpu", "cuda", "cuda:0", or "api"
+    chunk_size: int | None  # configured pairs per forward pass; None: all k in one pass
+    listwise: bool  # True: scores depend on the other candidates (jina); run separately per depth
+    max_length: int | None = None  # token limit of one model input in effect (None: vendor code decides)
+    implementation: str = ""  # plan column "implementation"
+    variant: str = "correct"  # "correct", or a deliberately wrong variant for the pitfalls experiment
+    packages: Mapping[str, str] = field(default_factory=dict)  # package -> version
+    extra: Mapping[str, Any] = field(default_factory=dict)  # family facts (remote-code revision, ...)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["packages"] = dict(self.packages)
+        out["extra"] = dict(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """fp32 scores, one per passage in the order given, and the call's record."""
+
+    scores: npt.NDArray[np.float32]
+    record: CallRecord
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scores, np.ndarray) or self.scores.dtype != np.float32:
+            raise TypeError("ScoreResult.scores must be a float32 numpy array (upcast before returning)")
+        if self.scores.ndim != 1 or self.scores.shape[0] != self.record["n"]:
+            raise ValueError(
+                f"ScoreResult has {self.scores.shape} scores but the record says n={self.record['n']}"
+            )
+        if not np.all(np.isfinite(self.scores)):
+            raise ValueError("ScoreResult.scores contains NaN or infinity")
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """A reranker adapter. ``passages`` arrive in first-stage order; scores come back in that order."""
+
+    @property
+    def meta(self) -> RerankerMeta: ...
+
+    def score(self, query: str, passages: Sequence[str]) -> ScoreResult: ...
+
+
+def count_ties(scores: npt.NDArray[np.float32]) -> int:
+    """Number of passages whose score equals at least one other passage's score (bf16 collapse shows here)."""
+    if scores.size == 0:
+        return 0
+    _, counts = np.unique(scores, return_counts=True)
+    return int(counts[counts > 1].sum())
+
+
+def make_result(
+    scores: Sequence[float] | npt.NDArray[Any],
+    *,
+    max_input_tokens: int,
+    truncated_pairs: int,
+    chunk_size: int,
+) -> ScoreResult:
+    """Upcast to fp32 (never downcast from a wider type silently: fp64 values are rounded once, here),
+    count ties and build the record."""
+    arr = np.asarray(scores, dtype=np.float32).reshape(-1)
+    record: CallRecord = {
+        "n": int(arr.shape[0]),
+        "max_input_tokens": int(max_input_tokens),
+        "truncated_pairs": int(truncated_pairs),
+        "chunk_size": int(chunk_size),
+        "ties": count_ties(arr),
+    }
+    return ScoreResult(scores=arr, record=record)
+
+
+def summarise(meta: RerankerMeta, records: Iterable[CallRecord]) -> dict[str, Any]:
+    """Aggregate record over calls: what a result file stores next to the run.
+
+    ``chunk_size_min`` is the smallest chunk actually used (after out-of-memory halving), so a
+    changed chunk size is visible even if it happened in one call only.
+    """
+    recs = list(records)
+    chunks = [r["chunk_size"] for r in recs if r["n"] > 0]
+    return {
+        "meta": meta.to_dict(),
+        "calls": len(recs),
+        "pairs": sum(r["n"] for r in recs),
+        "max_input_tokens": max((r["max_input_tokens"] for r in recs), default=0),
+        "truncated_pairs": sum(r["truncated_pairs"] for r in recs),
+        "ties": sum(r["ties"] for r in recs),
+        "chunk_size_min": min(chunks) if chunks else None,
+        "chunk_size_max": max(chunks) if chunks else None,
+    }
+
+
+class RecordLog:
+    """Keeps every call's record; adapters expose it as ``.log`` so callers can ``summarise`` later."""
+
+    def __init__(self) -> None:
+        self.records: list[CallRecord] = []
+
+    def add(self, result: ScoreResult) -> ScoreResult:
+        self.records.append(result.record)
+        return result
+
+    def summary(self, meta: RerankerMeta) -> dict[str, Any]:
+        return summarise(meta, self.records)
+
+
+def package_versions(names: Sequence[str] = SCORING_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages that change scores ("absent" if not installed)."""
+    out: dict[str, str] = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
