@@ -1,0 +1,224 @@
+"""``datasets.lock``: every dataset file the study reads, with source, size, SHA-256 and row count.
+
+Plan section: Data ("Files are checked against datasets.lock (SHA-256; row counts were checked when the lock
+was written) at the start of every measuring command").
+
+File format (JSON, UTF-8, keys sorted, written only by ``bench data lock``)::
+
+    {"format": "datasets.lock/1",
+     "about": "...",
+     "entries": {"<entry id>": {
+         "dataset": "bundled" | a name of bench.integrity.hub.HUB_DATASETS,
+         "base": "repo" | "hub",       # path relative to the repository root / bench.paths.hub_dir()
+         "path": "<relative path>",
+         "source": {"repo": "owner/name", "revision": "<commit>", "path": "<path in that repo>",
+                    "host": "github" | "huggingface-dataset"},
+         "size": <bytes>, "sha256": "<64 hex>", "rows": <data rows>, "rows_rule": "<how rows were counted>"}}}
+
+Entry ids: bundled files by their repository-relative path (``data/bundled/...``); hub files
+``hub:<repo>@<revision>:<path>``. Entries are only ever added: an existing entry is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from bench.errors import BenchError
+from bench.integrity.hashing import sha256_file
+from bench.paths import hub_dir
+
+LOCK_NAME = "datasets.lock"
+FORMAT = "datasets.lock/1"
+ABOUT = (
+    "Every dataset file the study reads. Written by `bench data lock` from files actually hashed (never "
+    "edited by hand); checked by `bench data verify` and at the start of every measuring command. "
+    "Format: bench/integrity/datalock.py."
+)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Source:
+    repo: str
+    revision: str
+    path: str
+    host: Literal["github", "huggingface-dataset"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    dataset: str
+    base: Literal["repo", "hub"]
+    path: str
+    source: Source
+    size: int
+    sha256: str
+    rows: int
+    rows_rule: str
+
+    def file(self, root: Path) -> Path:
+        return (root if self.base == "repo" else hub_dir()) / self.path
+
+
+def _fail(path: Path, what: str) -> BenchError:
+    return BenchError(f"{path}: {what}. The lock is written only by `bench data lock`; restore it with git.")
+
+
+def _entry(path: Path, key: str, raw: Any) -> Entry:
+    if not isinstance(raw, dict):
+        raise _fail(path, f"entry {key!r} is not an object")
+    fields = {"dataset", "base", "path", "source", "size", "sha256", "rows", "rows_rule"}
+    if set(raw) != fields:
+        raise _fail(path, f"entry {key!r} has fields {sorted(raw)}, expected {sorted(fields)}")
+    src = raw["source"]
+    if not isinstance(src, dict) or set(src) != {"repo", "revision", "path", "host"}:
+        raise _fail(path, f"entry {key!r}: source must have repo, revision, path, host")
+    if src["host"] not in ("github", "huggingface-dataset") or raw["base"] not in ("repo", "hub"):
+        raise _fail(path, f"entry {key!r}: unknown host {src['host']!r} or base {raw['base']!r}")
+    if not (isinstance(raw["sha256"], str) and _HEX64.fullmatch(raw["sha256"])):
+        raise _fail(path, f"entry {key!r}: sha256 must be 64 lower-case hex digits")
+    for name in ("size", "rows"):
+        if not isinstance(raw[name], int) or isinstance(raw[name], bool) or raw[name] < 0:
+            raise _fail(path, f"entry {key!r}: {name} must be a non-negative integer")
+    if not all(isinstance(raw[n], str) and raw[n] for n in ("dataset", "path", "rows_rule")):
+        raise _fail(path, f"entry {key!r}: dataset, path and rows_rule must be non-empty strings")
+    return Entry(
+        dataset=raw["dataset"],
+        base=raw["base"],
+        path=raw["path"],
+        source=Source(**src),
+        size=raw["size"],
+        sha256=raw["sha256"],
+        rows=raw["rows"],
+        rows_rule=raw["rows_rule"],
+    )
+
+
+def read_lock(path: Path) -> dict[str, Entry]:
+    """The entries of a lock file, validated; BenchError naming the file and the problem otherwise."""
+    if not path.exists():
+        raise BenchError(f"{path}: lock file not found; write it with `bench data lock`.")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"not UTF-8 ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise _fail(
+            path, f"not valid JSON, corrupt or truncated (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("entries"), dict):
+        raise _fail(path, f"expected an object with format {FORMAT!r} and an 'entries' object")
+    return {key: _entry(path, key, raw) for key, raw in doc["entries"].items()}
+
+
+def write_lock(path: Path, entries: Mapping[str, Entry]) -> None:
+    """Atomic write (temp file, fsync, rename), keys sorted, one trailing newline."""
+    doc = {"format": FORMAT, "about": ABOUT, "entries": {k: asdict(entries[k]) for k in sorted(entries)}}
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def add_entries(path: Path, new: Mapping[str, Entry]) -> list[str]:
+    """Add entries; refuses (writing nothing) if any id is already in the lock. Returns the added ids."""
+    existing = read_lock(path) if path.exists() else {}
+    clash = sorted(set(existing) & set(new))
+    if clash:
+        raise BenchError(
+            f"{path}: refusing to overwrite existing entries: {', '.join(clash)}. Entries are never changed; "
+            "if a file really changed, that is a deviation (DEVIATIONS.md) and needs a new entry id."
+        )
+    write_lock(path, {**existing, **new})
+    return sorted(new)
+
+
+def select(entries: Mapping[str, Entry], names: Iterable[str] | None, lock_path: Path) -> dict[str, Entry]:
+    """Entries named by id or by dataset name; all when ``names`` is None. Unknown names are an error."""
+    if names is None:
+        return dict(entries)
+    chosen: dict[str, Entry] = {}
+    unknown: list[str] = []
+    for name in names:
+        hits = {k: e for k, e in entries.items() if k == name or e.dataset == name}
+        if not hits:
+            unknown.append(name)
+        chosen.update(hits)
+    if unknown:
+        known = sorted({e.dataset for e in entries.values()})
+        raise BenchError(
+            f"{lock_path}: unknown dataset or entry name(s) {', '.join(map(repr, unknown))}; "
+            f"known datasets: {', '.join(known) or '(none)'} (or an entry id listed in the lock)."
+        )
+    return chosen
+
+
+@dataclass(frozen=True)
+class Problem:
+    entry_id: str
+    file: Path
+    what: str  # "missing", "wrong size: ...", "wrong hash: ..."
+
+    def __str__(self) -> str:
+        return f"{self.file} ({self.entry_id}): {self.what}"
+
+
+def check_entry(entry_id: str, entry: Entry, root: Path, on_bytes: Any = None) -> Problem | None:
+    file = entry.file(root)
+    if not file.is_file():
+        return Problem(entry_id, file, "missing")
+    size = file.stat().st_size
+    if size != entry.size:
+        return Problem(entry_id, file, f"wrong size: {size} bytes, lock says {entry.size}")
+    digest = sha256_file(file, on_bytes=on_bytes)
+    if digest != entry.sha256:
+        return Problem(entry_id, file, f"wrong hash: sha256 {digest}, lock says {entry.sha256}")
+    return None
+
+
+def verify(
+    root: Path,
+    names: Iterable[str] | None = None,
+    *,
+    lock_path: Path | None = None,
+    show_progress: bool = True,
+) -> dict[str, Entry]:
+    """Stream every selected file through SHA-256; BenchError naming every missing / wrong-size / wrong-hash
+    file. Returns the verified entries."""
+    from bench.progress import Progress
+
+    lock_path = lock_path or root / LOCK_NAME
+    chosen = select(read_lock(lock_path), names, lock_path)
+    total = sum(e.size for e in chosen.values())
+    problems: list[Problem] = []
+    if show_progress:
+        with Progress("verifying datasets.lock", total // 2**20 or None, "MiB", interval=5.0) as bar:
+            carry = [0]
+
+            def on_bytes(n: int) -> None:
+                carry[0] += n
+                if carry[0] >= 2**20:
+                    bar.advance(carry[0] // 2**20)
+                    carry[0] %= 2**20
+
+            for key in sorted(chosen):
+                problem = check_entry(key, chosen[key], root, on_bytes)
+                if problem is not None:
+                    problems.append(problem)
+    else:
+        problems = [p for k in sorted(chosen) if (p := check_entry(k, chosen[k], root)) is not None]
+    if problems:
+        lines = "\n  ".join(str(p) for p in problems)
+        raise BenchError(
+            f"{len(problems)} of {len(chosen)} files do not match {lock_path}:\n  {lines}\n"
+            "Fetch missing files with `bench data fetch`; a changed file must be restored, never re-locked."
+        )
+    return chosen

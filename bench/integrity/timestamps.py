@@ -1,0 +1,223 @@
+"""Where the study's OpenTimestamps proofs live, and the three operations on them: stamp, upgrade, verify.
+
+Plan section: preamble. Layout (repository root):
+
+- ``PLAN.md.ots`` commits to the SHA-256 of PLAN.md (which never changes after the first commit);
+- ``timestamps/DEVIATIONS.md/<sha256>.ots`` for every committed version of DEVIATIONS.md, named by the
+  SHA-256 of that version, so old versions stay provable;
+- ``timestamps/bitcoin-merkle-roots.json`` (optional, committed by a reviewer who looked the blocks up):
+  Bitcoin attestations are then verified offline against it (format in ``bench.integrity.ots``).
+
+Stamping and upgrading talk to the public calendars over HTTP; verifying is offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.error
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opentimestamps.calendar import DEFAULT_AGGREGATORS, DEFAULT_CALENDAR_WHITELIST, RemoteCalendar
+from opentimestamps.core.notary import PendingAttestation
+from opentimestamps.core.op import OpAppend, OpSHA256
+from opentimestamps.core.serialize import BytesSerializationContext
+from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
+
+from bench.errors import BenchError
+from bench.integrity import git
+from bench.integrity.ots import FAILURES, ProofReport, check_proof, load_merkle_roots, parse_proof, walk
+
+PLAN = "PLAN.md"
+DEVIATIONS = "DEVIATIONS.md"
+PLAN_PROOF = "PLAN.md.ots"
+DEVIATION_PROOFS = Path("timestamps") / DEVIATIONS
+MERKLE_ROOTS = Path("timestamps") / "bitcoin-merkle-roots.json"
+CALENDARS: tuple[str, ...] = tuple(DEFAULT_AGGREGATORS)
+MIN_CALENDARS = 2  # as the `ots` client: a proof from one calendar alone is too easy to lose
+OFFLINE_EXIT = 2
+NOT_STAMPED_EXIT = 3  # `verify`: nothing failed, but at least one file has no proof yet
+USER_AGENT = "miracl-de-rerankers bench (python-opentimestamps)"
+
+
+def deviation_proof_path(root: Path, sha256: str) -> Path:
+    return root / DEVIATION_PROOFS / f"{sha256}.ots"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the verify table."""
+
+    file: str  # e.g. "PLAN.md" or "DEVIATIONS.md @ c27589f (2026-11-29)"
+    report: ProofReport
+
+
+@dataclass
+class VerifyResult:
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        verdicts = {r.report.verdict for r in self.rows}
+        if verdicts & FAILURES:
+            return 1
+        if "not stamped" in verdicts:
+            return NOT_STAMPED_EXIT
+        return 0
+
+
+def verify_all(root: Path) -> VerifyResult:
+    """Check PLAN.md.ots and the proof of every committed DEVIATIONS.md version (history from git)."""
+    roots = load_merkle_roots(root / MERKLE_ROOTS)
+    result = VerifyResult()
+    plan_sha = hashlib.sha256((root / PLAN).read_bytes()).hexdigest()
+    result.rows.append(Row(PLAN, check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)))
+    expected: set[str] = set()
+    for version in git.file_versions(root, DEVIATIONS):
+        sha = hashlib.sha256(version.data).hexdigest()
+        expected.add(sha)
+        proof = deviation_proof_path(root, sha)
+        label = f"{DEVIATIONS} @ {version.commit[:7]} ({version.date[:10]})"
+        result.rows.append(
+            Row(label, check_proof(proof, sha, roots=roots, shown=str(proof.relative_to(root))))
+        )
+    proof_dir = root / DEVIATION_PROOFS
+    if proof_dir.is_dir():
+        for proof in sorted(proof_dir.iterdir()):
+            if proof.name.removesuffix(".ots") not in expected:
+                shown = str(proof.relative_to(root))
+                report = ProofReport(
+                    shown, "", "orphan", "no committed DEVIATIONS.md version has this SHA-256"
+                )
+                result.rows.append(Row("(no version)", report))
+    return result
+
+
+def plan_stamp_status(root: Path) -> dict[str, str]:
+    """PLAN.md's stamp for manifests and the measurement guard: proof path, plan SHA-256, verdict, detail."""
+    plan_sha = hashlib.sha256((root / PLAN).read_bytes()).hexdigest()
+    roots = load_merkle_roots(root / MERKLE_ROOTS)
+    report = check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)
+    return {"proof": PLAN_PROOF, "plan_sha256": plan_sha, "verdict": report.verdict, "detail": report.detail}
+
+
+def _serialize(dtf: DetachedTimestampFile) -> bytes:
+    ctx = BytesSerializationContext()
+    dtf.serialize(ctx)
+    return bytes(ctx.getbytes())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def stamp_digest(
+    digest: bytes,
+    *,
+    calendars: tuple[str, ...] = CALENDARS,
+    min_ok: int = MIN_CALENDARS,
+    timeout: float = 10.0,
+) -> tuple[DetachedTimestampFile, list[str]]:
+    """A new proof for a SHA-256 digest, submitted to ``calendars`` (a random nonce hides the digest, as
+    the ``ots`` client does). BenchError with exit code 2 when fewer than ``min_ok`` calendars answer."""
+    dtf = DetachedTimestampFile(OpSHA256(), Timestamp(digest))
+    tip = dtf.timestamp.ops.add(OpAppend(os.urandom(16))).ops.add(OpSHA256())
+    answered: list[str] = []
+    errors: list[str] = []
+    for url in calendars:
+        try:
+            tip.merge(RemoteCalendar(url, user_agent=USER_AGENT).submit(tip.msg, timeout=timeout))
+            answered.append(url)
+        except Exception as exc:  # any network or calendar failure counts as "did not answer"
+            errors.append(f"{url}: {type(exc).__name__}: {exc}")
+    if len(answered) < min_ok:
+        raise BenchError(
+            f"only {len(answered)} of {len(calendars)} OpenTimestamps calendars answered (need {min_ok}); "
+            "is this machine offline? Nothing was written. Run `bench timestamps stamp` on a machine with "
+            "internet.\n  " + "\n  ".join(errors),
+            exit_code=OFFLINE_EXIT,
+        )
+    return dtf, answered
+
+
+def stamp_targets(root: Path, file: str) -> list[tuple[bytes, Path]]:
+    """(digest, proof path) for what ``stamp FILE`` must stamp that has no proof yet."""
+    rel = Path(file).resolve().relative_to(root.resolve()) if Path(file).is_absolute() else Path(file)
+    if str(rel) == PLAN:
+        digest = hashlib.sha256((root / PLAN).read_bytes()).digest()
+        return [] if (root / PLAN_PROOF).exists() else [(digest, root / PLAN_PROOF)]
+    if str(rel) == DEVIATIONS:
+        versions = git.file_versions(root, DEVIATIONS)
+        if not versions:
+            raise BenchError(f"{DEVIATIONS} has no committed version in {root}; commit it, then stamp.")
+        head = (root / DEVIATIONS).read_bytes()
+        if head != versions[-1].data:
+            raise BenchError(f"{root / DEVIATIONS} has uncommitted changes; commit them first, then stamp.")
+        targets: list[tuple[bytes, Path]] = []
+        for v in versions:
+            digest = hashlib.sha256(v.data).digest()
+            proof = deviation_proof_path(root, digest.hex())
+            if not proof.exists() and all(p != proof for _, p in targets):
+                targets.append((digest, proof))
+        return targets
+    path = root / rel
+    if not path.is_file():
+        raise BenchError(f"{path}: no such file to stamp.")
+    proof = path.with_name(path.name + ".ots")
+    return [] if proof.exists() else [(hashlib.sha256(path.read_bytes()).digest(), proof)]
+
+
+def stamp(root: Path, file: str, **kwargs: object) -> list[Path]:
+    """Stamp ``file``: PLAN.md, DEVIATIONS.md (every committed version without proof) or any file (FILE.ots).
+    All digests are submitted before anything is written, so a failure writes nothing."""
+    targets = stamp_targets(root, file)
+    made = [(stamp_digest(digest, **kwargs)[0], proof) for digest, proof in targets]  # type: ignore[arg-type]
+    for dtf, proof in made:
+        _write_atomic(proof, _serialize(dtf))
+    return [proof for _, proof in made]
+
+
+def all_proofs(root: Path) -> list[Path]:
+    proofs = [root / PLAN_PROOF] if (root / PLAN_PROOF).exists() else []
+    if (root / DEVIATION_PROOFS).is_dir():
+        proofs += sorted((root / DEVIATION_PROOFS).glob("*.ots"))
+    return proofs
+
+
+def upgrade_proof(path: Path, *, timeout: float = 10.0) -> tuple[bool, list[str], int]:
+    """Ask each pending attestation's calendar for the completed timestamp and merge it in.
+
+    Returns (changed, messages, number of calendars that could not be reached)."""
+    dtf = parse_proof(path.read_bytes())
+    changed = False
+    messages: list[str] = []
+    unreachable = 0
+    for node in list(walk(dtf.timestamp)):
+        for att in [a for a in node.attestations if isinstance(a, PendingAttestation)]:
+            if att.uri not in DEFAULT_CALENDAR_WHITELIST:
+                messages.append(f"{path.name}: skipped calendar {att.uri} (not in the default whitelist)")
+                continue
+            try:
+                upgraded = RemoteCalendar(att.uri, user_agent=USER_AGENT).get_timestamp(
+                    node.msg, timeout=timeout
+                )
+            except KeyError as exc:  # CommitmentNotFoundError: the calendar has not committed it yet
+                messages.append(f"{path.name}: {att.uri}: not yet in a block ({exc})")
+                continue
+            except (urllib.error.URLError, OSError, TimeoutError) as exc:
+                unreachable += 1
+                messages.append(f"{path.name}: {att.uri}: unreachable ({exc})")
+                continue
+            before = _serialize(dtf)
+            node.merge(upgraded)
+            changed = changed or _serialize(dtf) != before
+    if changed:
+        _write_atomic(path, _serialize(dtf))
+    return changed, messages, unreachable

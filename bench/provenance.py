@@ -1,0 +1,151 @@
+"""The manifest every result records: code, packages, host, device, hashes of plan, deviations and lock.
+
+Plan sections: Reproducibility and licences; Latency (`lscpu`, torch threads, `nvidia-smi` clocks recorded).
+STYLE: record what others leave out (package versions, git commit plus a dirty flag, device, dtype, server
+version, dataset hashes). Every field is always present (null when unknown), so manifests compare
+field by field.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+from bench.integrity import git, timestamps
+from bench.integrity.datalock import LOCK_NAME
+from bench.integrity.hashing import sha256_file
+from bench.paths import repo_root
+
+__all__ = ["collect_manifest", "require_clean_tree", "sha256_file"]
+
+PACKAGES = ("numpy", "torch", "transformers", "sentence-transformers", "huggingface-hub", "opentimestamps")
+NVIDIA_SMI_QUERY = (
+    "name,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,"
+    "power.draw,pstate"
+)
+
+
+def _run(cmd: list[str], timeout: float = 10.0) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _torch_info() -> dict[str, Any]:
+    """Torch threads and CUDA device, only if torch is already imported (never imported just for this)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {"torch_threads": None, "cuda_device": None, "cuda_version": None}
+    cuda = bool(torch.cuda.is_available())
+    return {
+        "torch_threads": int(torch.get_num_threads()),
+        "cuda_device": torch.cuda.get_device_name(0) if cuda else None,
+        "cuda_version": getattr(torch.version, "cuda", None),
+    }
+
+
+def _sha(path: Path) -> str | None:
+    return sha256_file(path) if path.is_file() else None
+
+
+def _git(root: Path) -> dict[str, Any]:
+    commit = git.head_commit(root)
+    if commit is None:
+        return {"commit": None, "dirty": None, "dirty_paths": None}
+    dirty = git.dirty_paths(root)
+    return {"commit": commit, "dirty": bool(dirty), "dirty_paths": dirty[:50]}
+
+
+def host_info() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "lscpu": _run(["lscpu"]),
+        "nvidia_smi": _run(["nvidia-smi", f"--query-gpu={NVIDIA_SMI_QUERY}", "--format=csv"]),
+        **_torch_info(),
+    }
+
+
+def collect_manifest(
+    *,
+    kind: str,
+    device: str | None = None,
+    dtype: str | None = None,
+    server_version: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    root: Path | None = None,
+) -> dict[str, Any]:
+    """A JSON-serialisable record of everything a result depends on besides its inputs' contents."""
+    root = root or repo_root()
+    try:
+        stamp: dict[str, Any] = (
+            dict(timestamps.plan_stamp_status(root)) if (root / "PLAN.md").is_file() else {}
+        )
+    except BenchError as exc:  # e.g. an unreadable merkle-roots file: record it, the guard refuses separately
+        stamp = {"verdict": "error", "detail": exc.message}
+    manifest: dict[str, Any] = {
+        "kind": kind,
+        "utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "git": _git(root),
+        "python": platform.python_version(),
+        "packages": {name: _version(name) for name in PACKAGES},
+        "host": host_info(),
+        "device": device,
+        "dtype": dtype,
+        "server_version": server_version,
+        "plan_sha256": _sha(root / "PLAN.md"),
+        "deviations_sha256": _sha(root / "DEVIATIONS.md"),
+        "datasets_lock_sha256": _sha(root / LOCK_NAME),
+        "timestamp": stamp,
+        "extra": dict(extra) if extra is not None else {},
+    }
+    return manifest
+
+
+def require_clean_tree(root: Path | None = None) -> None:
+    """Measurements refuse a tree with uncommitted changes: a result must name the code that made it."""
+    root = root or repo_root()
+    if git.head_commit(root) is None:
+        raise BenchError(f"{root} is not a git checkout with a commit; measurements must name their code.")
+    dirty = git.dirty_paths(root)
+    if dirty:
+        shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
+        raise BenchError(
+            f"{root}: the working tree has uncommitted changes ({shown}); "
+            "commit or remove them before measuring."
+        )
