@@ -1,0 +1,258 @@
+"""The Voyage adapter against a local HTTP server on 127.0.0.1 that speaks the rerank endpoint's JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bench.errors import BenchError
+from bench.rerankers.protocol import Reranker
+from bench.rerankers.voyage import VoyageError, VoyageReranker, parse_retry_after, read_api_key
+
+KEY = "pa-TESTKEY-0123456789abcdef"
+
+
+def ok_body(request: dict[str, Any], score: Callable[[str, str], float] | None = None) -> bytes:
+    """A well-formed answer: data sorted by score descending, as the real endpoint returns it."""
+    score = score or (lambda q, d: float(len(d)) / 100.0)
+    docs = request["documents"]
+    items = [{"index": i, "relevance_score": score(request["query"], d)} for i, d in enumerate(docs)]
+    items.sort(key=lambda it: -it["relevance_score"])
+    tokens = sum(len(d.split()) + len(request["query"].split()) for d in docs)
+    return json.dumps(
+        {"object": "list", "data": items, "model": request["model"], "usage": {"total_tokens": tokens}}
+    ).encode()
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes | None = None  # None: a well-formed answer
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+class FakeVoyage:
+    def __init__(self) -> None:
+        self.script: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, so a persistent client connection is visible
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                payload = json.loads(self.rfile.read(length))
+                outer.requests.append(
+                    {
+                        "path": self.path,
+                        "json": payload,
+                        "auth": self.headers.get("Authorization"),
+                        "client_port": self.client_address[1],
+                    }
+                )
+                reply = outer.script.pop(0) if outer.script else Reply()
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                body = ok_body(payload) if reply.body is None else reply.body
+                try:
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeVoyage]:
+    server = FakeVoyage()
+    yield server
+    server.close()
+
+
+def make(fake: FakeVoyage, sleeps: list[float] | None = None, **kw: Any) -> VoyageReranker:
+    waits = sleeps if sleeps is not None else []
+    return VoyageReranker(
+        "voyage-rerank-3",
+        api_key=KEY,
+        base_url=fake.url,
+        sleep=waits.append,
+        timeout_s=kw.pop("timeout_s", 5.0),
+        **kw,
+    )
+
+
+DOCS = ["kurz", "ein etwas längerer Text", "mittel lang", "x" * 50]
+
+
+def test_request_shape_and_scores_in_first_stage_order(fake: FakeVoyage) -> None:
+    with make(fake) as r:
+        assert isinstance(r, Reranker)
+        res = r.score("Frage?", DOCS)
+    assert res.scores.dtype == np.float32
+    assert res.scores.tolist() == pytest.approx([len(d) / 100.0 for d in DOCS])
+    req = fake.requests[0]
+    assert req["path"] == "/v1/rerank"
+    assert req["auth"] == f"Bearer {KEY}"
+    assert req["json"] == {
+        "model": "rerank-3",
+        "query": "Frage?",
+        "documents": DOCS,
+        "truncation": True,
+        "return_documents": False,
+    }
+    call = r.calls[0]
+    assert call["billed_tokens"] == sum(len(d.split()) + 1 for d in DOCS)
+    assert [a["status"] for a in call["attempts"]] == [200]
+    assert call["attempts"][0]["duration_s"] > 0
+    assert r.meta.extra["measurement_date"] == call["measurement_date"]
+    assert r.meta.device == "api" and r.meta.revision is None
+
+
+def test_lite_model_and_top_k(fake: FakeVoyage) -> None:
+    with VoyageReranker("voyage-rerank-3-lite", api_key=KEY, base_url=fake.url, sleep=lambda s: None) as r:
+        r.score("q", DOCS, top_k=4)
+    assert fake.requests[0]["json"]["model"] == "rerank-3-lite"
+    assert fake.requests[0]["json"]["top_k"] == 4
+
+
+def test_persistent_connection(fake: FakeVoyage) -> None:
+    with make(fake) as r:
+        for _ in range(3):
+            r.score("q", DOCS)
+    assert len({req["client_port"] for req in fake.requests}) == 1
+
+
+def test_429_retry_after_is_honoured_and_recorded(fake: FakeVoyage) -> None:
+    fake.script = [Reply(429, b'{"detail":"rate limited"}', {"Retry-After": "7"}), Reply()]
+    waits: list[float] = []
+    with make(fake, waits) as r:
+        res = r.score("q", DOCS)
+    assert waits == [7.0]
+    attempts = r.calls[0]["attempts"]
+    assert [a["status"] for a in attempts] == [429, 200]
+    assert attempts[0]["retry_after_s"] == 7.0 and attempts[0]["waited_s"] == 7.0
+    assert len(res.scores) == len(DOCS)
+
+
+def test_5xx_backoff_then_success(fake: FakeVoyage) -> None:
+    fake.script = [Reply(503, b"unavailable"), Reply(500, b"oops"), Reply(502, b"bad gw"), Reply()]
+    waits: list[float] = []
+    with make(fake, waits, backoff_s=0.5) as r:
+        r.score("q", DOCS)
+    assert waits == [0.5, 1.0, 2.0]
+    assert [a["status"] for a in r.calls[0]["attempts"]] == [503, 500, 502, 200]
+
+
+def test_timeout_is_retried(fake: FakeVoyage) -> None:
+    fake.script = [Reply(delay_s=1.0), Reply()]
+    with make(fake, timeout_s=0.2) as r:
+        res = r.score("q", DOCS)
+    attempts = r.calls[0]["attempts"]
+    assert attempts[0]["status"] is None and "Timeout" in attempts[0]["error"]
+    assert attempts[1]["status"] == 200
+    assert len(res.scores) == 4
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>gateway</html>",
+        # documents missing
+        b'{"data": [{"index": 0, "relevance_score": 0.5}], "usage": {"total_tokens": 3}}',
+        b'{"data": [{"index": 0, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.4},'
+        b' {"index": 1, "relevance_score": 0.1}, {"index": 2, "relevance_score": 0.1}],'
+        b' "usage": {"total_tokens": 3}}',
+        b'{"data": [{"index": 9, "relevance_score": 0.5}], "usage": {"total_tokens": 3}}',
+        b'{"data": [], "usage": {}}',
+    ],
+)
+def test_malformed_body_retried_then_ok(fake: FakeVoyage, body: bytes) -> None:
+    fake.script = [Reply(200, body), Reply()]
+    with make(fake) as r:
+        res = r.score("q", DOCS)
+    attempts = r.calls[0]["attempts"]
+    assert attempts[0]["status"] == 200 and attempts[0]["error"].startswith("malformed body")
+    assert res.scores.tolist() == pytest.approx([len(d) / 100.0 for d in DOCS])
+
+
+def test_gives_up_with_every_attempt_recorded(fake: FakeVoyage) -> None:
+    fake.script = [Reply(503, b"x")] * 3
+    with make(fake, max_attempts=3) as r, pytest.raises(VoyageError) as info:
+        r.score("q", DOCS)
+    assert [a["status"] for a in info.value.attempts] == [503, 503, 503]
+    assert info.value.attempts[-1]["waited_s"] == 0.0  # no wait after the last attempt
+    assert r.calls == []  # nothing fabricated for a failed call
+
+
+def test_client_error_not_retried(fake: FakeVoyage) -> None:
+    fake.script = [Reply(400, b'{"detail":"bad model"}')]
+    with make(fake) as r, pytest.raises(VoyageError) as info:
+        r.score("q", DOCS)
+    assert len(info.value.attempts) == 1 and len(fake.requests) == 1
+
+
+def test_key_never_in_records_or_errors(fake: FakeVoyage, capsys: pytest.CaptureFixture[str]) -> None:
+    echo = json.dumps({"detail": f"invalid key {KEY}"}).encode()
+    fake.script = [Reply(500, echo), Reply(200, echo), Reply(401, echo)]
+    with make(fake) as r, pytest.raises(VoyageError) as info:
+        r.score("q", DOCS)
+    dumped = json.dumps(info.value.attempts) + str(info.value) + json.dumps(r.meta.to_dict(), default=str)
+    out = capsys.readouterr()
+    assert KEY not in dumped and KEY not in out.out and KEY not in out.err
+    assert "[REDACTED]" in dumped
+
+
+def test_empty_passages_no_request(fake: FakeVoyage) -> None:
+    with make(fake) as r:
+        assert r.score("q", []).scores.shape == (0,)
+    assert fake.requests == []
+
+
+def test_read_api_key(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("# comment\nOTHER=1\nexport VOYAGE_API_KEY='pa-file'\n")
+    assert read_api_key(env={}, dotenv=env_file) == "pa-file"
+    assert read_api_key(env={"VOYAGE_API_KEY": "pa-env"}, dotenv=env_file) == "pa-env"
+    with pytest.raises(BenchError) as info:
+        read_api_key(env={}, dotenv=tmp_path / "missing.env")
+    assert "VOYAGE_API_KEY" in str(info.value)
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after("Sun, 29 Nov 2026 10:00:10 GMT", now=1795946400.0) == pytest.approx(10.0)
+
+
+def test_not_a_voyage_model() -> None:
+    with pytest.raises(BenchError):
+        VoyageReranker("bge-v2-m3", api_key=KEY)
