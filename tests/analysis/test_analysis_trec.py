@@ -1,0 +1,149 @@
+"""TREC reading, validation, writing; the tie rule (analysis.trec, analysis.ranking)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.ranking import TIE_RULE, rank_by_score
+from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table, write_run
+
+GOOD = "q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\nq1 Q0 d3 3 -1e-05 t\nq2 Q0 d9 1 0.25 t\n"
+
+
+def _write(tmp_path: Path, text: str | bytes, name: str = "run.trec") -> Path:
+    p = tmp_path / name
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_read_run_good(tmp_path: Path) -> None:
+    run = read_run(_write(tmp_path, GOOD))
+    assert run == {"q1": [("d1", 3.5), ("d2", 3.5), ("d3", -1e-05)], "q2": [("d9", 0.25)]}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ("q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 t\n", 2, "6 columns"),
+        ("q1 Q0 d1 1 3.5 t extra\n", 1, "6 columns"),
+        ("q1 Q0 d1 1 abc t\n", 1, "finite float score"),
+        ("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 nan t\n", 2, "finite float score"),
+        ("q1 Q0 d1 1 inf t\n", 1, "finite float score"),
+        ("q1 Q0 d1 x 1.0 t\n", 1, "integer rank"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", 2, "each docid once"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 1 1.0 t\n", 2, "each rank once"),
+        ("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 2.0 t\n", 2, "do not increase with rank"),
+        ("q1 Q0 d2 2 2.0 t\nq1 Q0 d1 1 1.0 t\n", 1, "do not increase with rank"),
+        ("q1 Q0 d1 1 1.0 t\nq1 Q0 dä 2 2.0 t\n", 2, "do not increase with rank"),  # non-ASCII path
+        ("q1 Q0 dä 1 1.0 t\nq1 Q0 d2 2\n", 2, "6 columns"),
+    ],
+)
+def test_read_run_errors(tmp_path: Path, text: str, line: int, needle: str) -> None:
+    p = _write(tmp_path, text)
+    with pytest.raises(TrecFormatError) as exc:
+        read_run(p)
+    assert exc.value.line == line
+    assert needle in str(exc.value)
+    assert str(p) in str(exc.value) and "Fix:" in str(exc.value)
+
+
+def test_empty_and_encoding(tmp_path: Path) -> None:
+    with pytest.raises(TrecFormatError, match="empty"):
+        read_run(_write(tmp_path, "\n  \n"))
+    with pytest.raises(TrecFormatError, match="UTF-8") as exc:
+        read_run(_write(tmp_path, b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xe42 2 0.5 t\n"))
+    assert exc.value.line == 2
+
+
+def test_unknown_queries(tmp_path: Path) -> None:
+    p = _write(tmp_path, GOOD)
+    with pytest.raises(TrecFormatError, match="'q2'") as exc:
+        read_run(p, qrels_qids={"q1"})
+    assert exc.value.line == 4
+    assert set(read_run(p, qrels_qids={"q1"}, allow_unknown_queries=True)) == {"q1", "q2"}
+
+
+def test_qrels(tmp_path: Path, miracl_qrels: dict[str, dict[str, int]]) -> None:
+    assert len(miracl_qrels) == 305
+    assert sum(len(v) for v in miracl_qrels.values()) == 3144
+    assert sum(r > 0 for v in miracl_qrels.values() for r in v.values()) == 811
+    with pytest.raises(TrecFormatError, match="repeats"):
+        read_qrels(_write(tmp_path, "q 0 d 1\nq 0 d 0\n", "q.tsv"))
+    with pytest.raises(TrecFormatError, match="integer relevance"):
+        read_qrels(_write(tmp_path, "q 0 d x\n", "q.tsv"))
+    with pytest.raises(TrecFormatError, match="4 columns"):
+        read_qrels(_write(tmp_path, "q 0 d 1 1\n", "q.tsv"))
+
+
+def test_write_round_trip_full_precision(tmp_path: Path) -> None:
+    run = {"b": [("x", 0.1 + 0.2), ("y", 1e-300), ("z", -3.0)], "a": [("x", 5.0)]}
+    p = tmp_path / "sub" / "r.trec"
+    write_run(p, run, "stage/model@100")
+    assert read_run(p) == run
+    assert p.read_text().splitlines()[0] == "a Q0 x 1 5.0 stage/model@100"
+    assert not list(p.parent.glob(".*tmp"))
+    with pytest.raises(ValueError, match="rank_by_score"):
+        write_run(p, {"a": [("x", 1.0), ("y", 2.0)]}, "t")
+    with pytest.raises(ValueError, match="tag"):
+        write_run(p, run, "has space")
+    assert read_run(p) == run  # a refused write leaves the old file
+
+
+lines_strategy = st.lists(
+    st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3)), min_size=1, max_size=40, unique=True
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=lines_strategy, seed=st.integers(0, 2**32 - 1))
+def test_shuffling_lines_changes_nothing(tmp_path_factory: pytest.TempPathFactory,
+                                         rows: list[tuple[str, int]], seed: int) -> None:
+    rng = random.Random(seed)
+    by_q: dict[str, list[tuple[str, float]]] = {}
+    for q, level in rows:
+        by_q.setdefault(q, []).append((f"d{len(by_q.get(q, []))}", float(level)))  # ties on purpose
+    ranked = {q: rank_by_score([d for d, _ in v], [s for _, s in v]) for q, v in by_q.items()}
+    tmp = tmp_path_factory.mktemp("shuffle")
+    write_run(tmp / "a.trec", ranked, "t")
+    lines = (tmp / "a.trec").read_text().splitlines(keepends=True)
+    rng.shuffle(lines)
+    (tmp / "b.trec").write_text("".join(lines))
+    a, b = read_run(tmp / "a.trec"), read_run(tmp / "b.trec")
+    assert a == b == ranked
+    ta = read_run_table(tmp / "b.trec")
+    assert ta.as_dict() == ranked
+
+
+@settings(max_examples=100, deadline=None)
+@given(scores=st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 1e-9]), min_size=0, max_size=30),
+       seed=st.integers(0, 2**32 - 1))
+def test_tie_rule(scores: list[float], seed: int) -> None:
+    docids = [f"d{i}" for i in range(len(scores))]
+    ranked = rank_by_score(docids, scores)
+    expected = sorted(zip(docids, scores, strict=True), key=lambda x: (-x[1], int(x[0][1:])))
+    assert ranked == expected
+    # the result depends only on (docid, score, first-stage position), not on how pairs are presented:
+    perm = list(range(len(scores)))
+    random.Random(seed).shuffle(perm)
+    shuffled = [(docids[i], scores[i], i) for i in perm]
+    again = rank_by_score([d for d, _, _ in sorted(shuffled, key=lambda x: x[2])],
+                          [s for _, s, _ in sorted(shuffled, key=lambda x: x[2])])
+    assert again == ranked
+
+
+def test_tie_rule_differs_from_trec_eval() -> None:
+    # trec_eval breaks ties by docid descending; we keep first-stage order.
+    assert rank_by_score(["a", "b"], [1.0, 1.0]) == [("a", 1.0), ("b", 1.0)]
+    assert "first-stage" in TIE_RULE
+    with pytest.raises(ValueError, match="NaN"):
+        rank_by_score(["a"], [float("nan")])
+    with pytest.raises(ValueError, match="duplicate"):
+        rank_by_score(["a", "a"], [1.0, 2.0])
