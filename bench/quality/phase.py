@@ -1,0 +1,156 @@
+"""The resumable reranking loop (plan section "Quality"): fills the journal, one record per unit of work.
+
+A unit is (stage, model, called depth, query). For each model, in the order given, the adapter is loaded
+once (only if work is left for it), then every stage and every query is scored at the model's called depths
+(``bench.quality.depths.call_depths``) with the first k frozen candidates in first-stage order. Units already
+in the journal are skipped, so a resume continues exactly where the last fsynced record ends and the order
+of records is the same as in an uninterrupted run.
+
+Errors: an adapter call that raises (``Exception``, not Ctrl-C) is recorded as ``status: "error"`` with the
+message and no latency and no scores; the query then has no entry in that run file, so it counts as 0 in
+every metric ("errors stay in denominators") and the count is reported. Errors are final; they are not
+retried on resume (a retry would pick the lucky attempt). Ctrl-C/SIGTERM during a call writes nothing for
+that unit; it is redone on resume.
+
+Record fields: ``stage, model, depth, qid`` (key), ``status``, ``docids`` (the candidates passed, in
+order), ``scores`` (fp32 values widened exactly to float64, written with full precision), ``call`` (the
+adapter's ``CallRecord``), ``error``, ``latency_ns``, ``utc``. ``TIMING_FIELDS`` are the fields that differ
+between two otherwise identical runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from bench.journal import Journal
+from bench.progress import Progress
+from bench.quality.candidates import Candidates, check_queries
+from bench.quality.depths import call_depths
+from bench.quality.timing import timed_score
+from bench.rerankers.protocol import Reranker
+
+TIMING_FIELDS: tuple[str, ...] = ("latency_ns", "utc")
+RECORD_VERSION = 1
+
+Loader = Callable[[str], Reranker]
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """What to run. ``per_depth``: model ids called separately at every depth (listwise, non-pointwise API);
+    ``extra_timing_depths``: also call pointwise models at every depth (the rehearsal times all depths;
+    their run files still come from the depth-100 scores)."""
+
+    stages: tuple[str, ...]
+    models: tuple[str, ...]
+    depths: tuple[int, ...]
+    per_depth: frozenset[str] = frozenset()
+    extra_timing_depths: bool = False
+
+    def called_depths(self, model: str) -> tuple[int, ...]:
+        return call_depths(model in self.per_depth or self.extra_timing_depths, self.depths)
+
+
+@dataclass
+class PhaseOutcome:
+    scored: int = 0
+    skipped: int = 0
+    errors: int = 0
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> RerankerMeta.to_dict()
+
+
+def _utc() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def score_unit(
+    reranker: Reranker,
+    key: tuple[str, str, int, str],
+    query: str,
+    docids: Sequence[str],
+    texts: Sequence[str],
+) -> dict[str, Any]:
+    """One journal record for one adapter call (``KeyboardInterrupt`` propagates, nothing is recorded)."""
+    stage, model, depth, qid = key
+    rec: dict[str, Any] = {"v": RECORD_VERSION, "stage": stage, "model": model, "depth": depth, "qid": qid}
+    rec["docids"] = list(docids)
+    try:
+        result, latency = timed_score(reranker, query, texts)
+        if result.scores.shape[0] != len(docids):
+            raise ValueError(f"adapter returned {result.scores.shape[0]} scores for {len(docids)} passages")
+    except Exception as exc:  # recorded, counted, reported: never swallowed
+        rec.update(status="error", scores=None, call=None, error=f"{type(exc).__name__}: {exc}")
+        rec.update(latency_ns=None, utc=_utc())
+        return rec
+    rec.update(status="ok", scores=[float(s) for s in result.scores.tolist()], call=dict(result.record))
+    rec.update(error=None, latency_ns=latency, utc=_utc())
+    return rec
+
+
+def run_phase(
+    journal: Journal,
+    candidates: Candidates,
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    load: Loader,
+    spec: PhaseSpec,
+    *,
+    stream: TextIO | None = None,
+    on_loaded: Callable[[str, Reranker], None] | None = None,
+) -> PhaseOutcome:
+    """Score every missing unit of ``spec`` into ``journal``; returns counts and the loaded models' meta."""
+    stream = stream if stream is not None else sys.stderr
+    check_queries(candidates, queries, spec.stages)
+    outcome = PhaseOutcome()
+    for model in spec.models:
+        depths = spec.called_depths(model)
+        todo = {
+            stage: [
+                (qid, k)
+                for qid in candidates.qids(stage)
+                for k in depths
+                if (stage, model, k, qid) not in journal
+            ]
+            for stage in spec.stages
+        }
+        total_left = sum(len(v) for v in todo.values())
+        outcome.skipped += sum(len(candidates.qids(s)) * len(depths) for s in spec.stages) - total_left
+        if total_left == 0:
+            continue
+        reranker = load(model)
+        outcome.meta[model] = reranker.meta.to_dict()
+        if on_loaded is not None:
+            on_loaded(model, reranker)
+        for stage in spec.stages:
+            units = todo[stage]
+            if not units:
+                continue
+            n_total = len(candidates.qids(stage)) * len(depths)
+            with Progress(
+                f"{stage} {model}", n_total, "calls", initial=n_total - len(units), stream=stream
+            ) as p:
+                for qid, k in units:
+                    docids = candidates.lists[stage][qid][:k]
+                    rec = score_unit(
+                        reranker, (stage, model, k, qid), queries[qid], docids, [texts[d] for d in docids]
+                    )
+                    journal.append(rec)
+                    outcome.scored += 1
+                    if rec["status"] == "error":
+                        outcome.errors += 1
+                        print(
+                            f"error: {stage} {model} @{k} query {qid}: {rec['error']}",
+                            file=stream,
+                            flush=True,
+                        )
+                    p.advance()
+    return outcome
+
+
+def strip_timing(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record without ``TIMING_FIELDS``: what two runs of the same study must agree on."""
+    return {k: v for k, v in record.items() if k not in TIMING_FIELDS}
