@@ -35,7 +35,9 @@ def sources_table(root: Path) -> dict[str, tuple[Source, str]]:
             continue
         m = _SOURCE.match(cells[1])
         if m is None:
-            raise BenchError(f"{note}:{lineno}: cannot read the source {cells[1]!r} (expected repo@commit:path).")
+            raise BenchError(
+                f"{note}:{lineno}: cannot read the source {cells[1]!r} (expected repo@commit:path)."
+            )
         repo, rev = m["repo"], m["rev"]
         if repo == "same repo":
             if last is None:
@@ -55,7 +57,9 @@ def bundled_entries(root: Path) -> dict[str, Entry]:
     for file in files:
         rel = file.relative_to(root).as_posix()
         if rel not in table:
-            raise BenchError(f"{file}: bundled file has no row in {root / SOURCES_NOTE}; document its source.")
+            raise BenchError(
+                f"{file}: bundled file has no row in {root / SOURCES_NOTE}; document its source."
+            )
         source, _note_sha = table[rel]
         rows, rule = count_rows(file)
         entries[rel] = Entry(

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import csv
 import gzip
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
 
 from bench.errors import BenchError
 
 
-def _lines(fh: IO[bytes]) -> Iterator[bytes]:
+def _lines(fh: Iterable[bytes]) -> Iterator[bytes]:
     for line in fh:
         if line.strip():
             yield line
