@@ -12,7 +12,29 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
+from analysis import plan as _stats
+
 PLAN_TITLE: Final = "Measurement plan: German rerankers on MIRACL-de (round 1)"
+
+# The statistics and wording constants live once, in analysis.plan (analysis never imports bench).
+ALPHA: Final = _stats.ALPHA
+BOOTSTRAP_RESAMPLES: Final = _stats.BOOTSTRAP_RESAMPLES
+CLEARLY_BETTER_POINTS: Final = _stats.CLEARLY_BETTER_POINTS
+CONFIDENCE: Final = _stats.CONFIDENCE
+CONTAMINATION_READ_DATE: Final = _stats.CONTAMINATION_READ_DATE
+DEPTHS: Final = _stats.DEPTHS
+DETERMINISM_MAX_POINTS: Final = _stats.DETERMINISM_MAX_POINTS
+DTYPE_CHECK_MAX_POINTS: Final = _stats.DTYPE_CHECK_MAX_POINTS
+INTERVAL_METRICS: Final = _stats.INTERVAL_METRICS
+JUDGED_CONTROL_MIN_AGREEMENT: Final = _stats.JUDGED_CONTROL_MIN_AGREEMENT
+JUDGED_CONTROL_PAIRS: Final = _stats.JUDGED_CONTROL_PAIRS
+MAIN_METRIC: Final = _stats.MAIN_METRIC
+PYTREC_EVAL_TOLERANCE: Final = _stats.PYTREC_EVAL_TOLERANCE
+QUALITY_DEPTH: Final = _stats.QUALITY_DEPTH
+RANDOMISATION_RESAMPLES: Final = _stats.RANDOMISATION_RESAMPLES
+SEED: Final = _stats.SEED
+WORDING: Final = _stats.WORDING
+CONTAMINATION: Final = _stats.CONTAMINATION
 
 # --- Data -------------------------------------------------------------------------------------------------
 
@@ -104,7 +126,9 @@ GERMAN_SEARCH_PARAMS: Final = MappingProxyType(
 FIRST_STAGE_DEPTH: Final = 100
 EF_MIN_OVERLAP: Final = 0.99  # top-100 overlap of HNSW with exact search
 
-EMBEDDING_MODEL = HubSource("Snowflake/snowflake-arctic-embed-l-v2.0", "ac6544c8a46e00af67e330e85a9028c66b8cfd9a")
+EMBEDDING_MODEL = HubSource(
+    "Snowflake/snowflake-arctic-embed-l-v2.0", "ac6544c8a46e00af67e330e85a9028c66b8cfd9a"
+)
 EMBEDDING_QUERY_PROMPT: Final = "query: "
 EMBEDDING_DIMS: Final = 1024
 
@@ -128,10 +152,18 @@ class RerankerPlan:
     code_revision: str | None = None
     raw_logit: bool = False
     instruction: str | None = None
-    contamination: str = "unknown"  # MTEB registry training_datasets, read 2026-10-09
-    flagged: bool = False  # marked in every table; never a winner without the note
     local: bool = True
     deciding_reference: str = ""
+
+    @property
+    def contamination(self) -> str:
+        """MTEB registry ``training_datasets`` note, read on CONTAMINATION_READ_DATE (from analysis.plan)."""
+        return CONTAMINATION[self.id].note
+
+    @property
+    def flagged(self) -> bool:
+        """Marked in every table; never called a winner without the note."""
+        return CONTAMINATION[self.id].flagged
 
 
 QWEN3_INSTRUCTION: Final = "Given a web search query, retrieve relevant passages that answer the query"
@@ -148,7 +180,6 @@ RERANKERS: Final = MappingProxyType(
                 "512 (model card)",
                 code_repo="Alibaba-NLP/new-impl",
                 code_revision="40ced75c3017eb27626c9d4ea981bde21a2662f4",
-                contamination="not listed",
                 deciding_reference="model-card code under transformers 4.57",
             ),
             RerankerPlan(
@@ -157,7 +188,6 @@ RERANKERS: Final = MappingProxyType(
                 "953dc6f6f85a1b2dbfca4c34a2796e7dde08d41e",
                 "cross-encoder",
                 "512 (model card)",
-                contamination="unknown",
                 deciding_reference="model-card code in plain transformers",
             ),
             RerankerPlan(
@@ -167,7 +197,6 @@ RERANKERS: Final = MappingProxyType(
                 "jina-listwise",
                 "fixed by vendor code (query 1024, document 8192)",
                 listwise=True,
-                contamination="unknown",
                 deciding_reference="model-card code under transformers 4.57",
             ),
             RerankerPlan(
@@ -178,8 +207,6 @@ RERANKERS: Final = MappingProxyType(
                 "vendor default",
                 raw_logit=True,
                 instruction=QWEN3_INSTRUCTION,
-                contamination="MIRACLReranking",
-                flagged=True,
                 deciding_reference="model-card code in plain transformers",
             ),
             RerankerPlan(
@@ -189,7 +216,6 @@ RERANKERS: Final = MappingProxyType(
                 "cross-encoder",
                 "vendor default",
                 raw_logit=True,
-                contamination="no MIRACL",
                 deciding_reference="vendor package mxbai-rerank==0.1.6",
             ),
             RerankerPlan(
@@ -200,8 +226,6 @@ RERANKERS: Final = MappingProxyType(
                 "vendor default",
                 raw_logit=True,
                 instruction=QWEN3_INSTRUCTION,
-                contamination="MIRACLReranking",
-                flagged=True,
                 deciding_reference="model-card code in plain transformers",
             ),
             RerankerPlan(
@@ -210,8 +234,6 @@ RERANKERS: Final = MappingProxyType(
                 "e557bb5ce6555f16b33dbb7d2ca62e8d27c14c13",
                 "querit",
                 "1024 (the model pads every input to the maximum)",
-                contamination="MIRACLReranking",
-                flagged=True,
                 deciding_reference="mteb 2.24.3 QueritWrapper input format under transformers 4.57",
             ),
             RerankerPlan(
@@ -221,7 +243,6 @@ RERANKERS: Final = MappingProxyType(
                 "voyage-api",
                 "32k",
                 local=False,
-                contamination="unknown",
             ),
             RerankerPlan(
                 "voyage-rerank-3-lite",
@@ -230,7 +251,6 @@ RERANKERS: Final = MappingProxyType(
                 "voyage-api",
                 "32k",
                 local=False,
-                contamination="unknown",
             ),
         )
     }
@@ -238,7 +258,6 @@ RERANKERS: Final = MappingProxyType(
 LOCAL_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if p.local)
 API_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if not p.local)
 EMBEDDING_CONTAMINATION: Final = "MIRACLRetrieval, MIRACLRetrievalHardNegatives, MIRACLReranking"
-CONTAMINATION_READ_DATE: Final = "2026-10-09"
 
 TRANSFORMERS_VERSION: Final = "5.5.4"
 SENTENCE_TRANSFORMERS_VERSION: Final = "6.1.0"
@@ -255,14 +274,11 @@ VOYAGE_RETURN_DOCUMENTS: Final = False
 EQUALITY_QUERIES: Final = 20  # first 20 MIRACLReranking queries
 EQUALITY_CANDIDATES: Final = 100
 EQUALITY_MIN_SPEARMAN: Final = 0.99  # per query
-PYTREC_EVAL_TOLERANCE: Final = 0.0001  # check 2: nDCG@10 against pytrec_eval ndcg_cut_10
 VOYAGE_POINTWISE_TOLERANCE: Final = 0.001  # check 3: same candidate, k = 20 and k = 100
 VOYAGE_POINTWISE_DEPTHS: Final = (20, 100)
 
 # --- Quality ----------------------------------------------------------------------------------------------
 
-DEPTHS: Final = (20, 50, 100)
-QUALITY_DEPTH: Final = 100
 METRICS: Final = (
     "ndcg@10",
     "ndcg'@10",
@@ -275,21 +291,10 @@ METRICS: Final = (
     "judged@10",
 )
 STAGE_METRICS: Final = ("recall@100", "ceiling")  # plus first-stage latency
-INTERVAL_METRICS: Final = ("ndcg@10", "hit@5")
-MAIN_METRIC: Final = "ndcg@10"
-SEED: Final = 20261009
-BOOTSTRAP_RESAMPLES: Final = 10_000
-CONFIDENCE: Final = 0.95
-RANDOMISATION_RESAMPLES: Final = 10_000
-ALPHA: Final = 0.05
-CLEARLY_BETTER_POINTS: Final = 2.0  # nDCG points (0.020 on the 0..1 scale)
-WORDING: Final = ("clearly better", "measurably better", "on par")
 DETERMINISM_MODELS: Final = ("bge-v2-m3", "qwen3-0.6b", "jina-v3.5")
 DETERMINISM_STAGE: Final = "hybrid-71k"
-DETERMINISM_MAX_POINTS: Final = 0.1
 DTYPE_CHECK_MODELS: Final = ("gte-base", "bge-v2-m3", "jina-v3.5", "qwen3-0.6b")
 DTYPE_CHECK_QUERIES: Final = 20
-DTYPE_CHECK_MAX_POINTS: Final = 0.5
 REPRODUCTION_MAX_POINTS: Final = 0.1  # fresh clone, two rerankers, same GPU
 
 # --- Judged sample of unjudged passages ---------------------------------------------------------------------
@@ -299,10 +304,8 @@ JUDGED_SAMPLE_FULL_STAGE: Final = "keyword-full"
 JUDGED_SAMPLE_TOP_MODELS: Final = 3
 JUDGED_SAMPLE_PER_GROUP: Final = 15
 JUDGED_SAMPLE_MAX_RANK: Final = 3
-JUDGED_CONTROL_PAIRS: Final = 15
 JUDGED_CONTROL_RELEVANT: Final = 8
 JUDGED_CONTROL_NOT_RELEVANT: Final = 7
-JUDGED_CONTROL_MIN_AGREEMENT: Final = 12
 JUDGE_MODEL: Final = "claude-opus-5-5"
 
 # --- Pitfalls experiment ------------------------------------------------------------------------------------
@@ -322,7 +325,7 @@ CPU_SERVER: Final = "Hetzner CCX33"
 CPU_MODELS: Final = ("gte-base", "bge-v2-m3", "jina-v3.5", "qwen3-0.6b")
 CPU_INT8_MODEL: Final = "bge-v2-m3"
 CPU_SAMPLE_QUERIES: Final = 100
-CPU_SAMPLE_SEED: Final = 20261009
+CPU_SAMPLE_SEED: Final = SEED  # the plan names the same seed
 CPU_DEPTHS: Final = (20, 100)
 CPU_PASSES: Final = 1
 CPU_QWEN4B_QUERIES: Final = 5

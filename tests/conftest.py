@@ -1,0 +1,89 @@
+"""Shared fixtures (owned by the "repo" helper; anyone may append a small, clearly named fixture)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_SYSTEM": os.devnull,
+}
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The checkout under test (the folder holding PLAN.md)."""
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def bundled_paths() -> dict[str, Path]:
+    """The bundled real data files (data/bundled, see SOURCES.md) by short name."""
+    base = REPO_ROOT / "data" / "bundled"
+    return {
+        "topics": base / "miracl-de-dev" / "topics.miracl-v1.0-de-dev.tsv",
+        "qrels": base / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv",
+        "judged_docs": base / "miracl-de-dev" / "colbert-kit-judged-pool" / "docs.csv",
+        "judged_qrels": base / "miracl-de-dev" / "colbert-kit-judged-pool" / "qrels.csv",
+        "judged_queries": base / "miracl-de-dev" / "colbert-kit-judged-pool" / "queries.csv",
+        "nomiracl_relevant": base / "miracl-de-nomiracl" / "relevant.de.test.vanilla_prompt.jsonl",
+        "nomiracl_non_relevant": base / "miracl-de-nomiracl" / "non_relevant.de.test.vanilla_prompt.jsonl",
+        "stopwords": base / "snowball-german-stop" / "stop.txt",
+        "sources": base / "SOURCES.md",
+    }
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity and no user config; returns stdout."""
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    return proc.stdout
+
+
+Commit = Mapping[str, bytes | str | None]  # path -> content (None deletes the file)
+
+
+@pytest.fixture
+def tmp_git_repo(tmp_path: Path) -> Callable[..., Path]:
+    """Factory: ``tmp_git_repo([{"PLAN.md": "..."}, {"DEVIATIONS.md": "..."}], messages=[...])`` makes a git
+    repository with one commit per mapping (path -> content, None deletes) and returns its root."""
+    counter = [0]
+
+    def make(commits: Sequence[Commit], messages: Sequence[str] | None = None) -> Path:
+        counter[0] += 1
+        root = tmp_path / f"repo{counter[0]}"
+        root.mkdir()
+        git(root, "init", "-q", "-b", "main")
+        for i, files in enumerate(commits):
+            for rel, content in files.items():
+                path = root / rel
+                if content is None:
+                    git(root, "rm", "-q", rel)
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if isinstance(content, str):
+                    path.write_text(content, encoding="utf-8")
+                else:
+                    path.write_bytes(content)
+                git(root, "add", rel)
+            message = messages[i] if messages is not None else f"commit {i}"
+            git(root, "commit", "-q", "--allow-empty", "-m", message)
+        return root
+
+    return make
