@@ -1,0 +1,162 @@
+"""``bench check-adapters`` as a library function: load the check data once, run check 1 (local models) or
+check 3 (Voyage) per model, write one result file each (plan: Adapter checks).
+
+Every failure that keeps a model from being checked (snapshot missing, adapter fails to load, reference
+cannot run, API unreachable) becomes a "not rated" result with the reason; nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import plan
+from bench.equality.check import ReferenceRunner, run_equality
+from bench.equality.data import EqualitySet, build_equality_set, load_reranking, read_id_map
+from bench.equality.pointwise import run_pointwise
+from bench.equality.references import DECIDING, FURTHER, ReferenceSpec, run_reference
+from bench.equality.results import results_dir, write_result
+from bench.errors import BenchError
+from bench.integrity.hashing import sha256_file
+from bench.integrity.hub import snapshot_dir
+from bench.paths import bundled_dir, repo_root
+from bench.progress import Progress
+from bench.rerankers.protocol import Reranker
+
+Loader = Callable[..., Reranker]
+TORCH_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def load_equality_set(
+    reranking_snapshot: Path | None = None, id_map_file: Path | None = None, topics_file: Path | None = None
+) -> EqualitySet:
+    """The first 20 MIRACLReranking queries with MIRACL ids, plus the SHA-256 of every file read."""
+    from bench.data.miracl import read_topics
+
+    snap = reranking_snapshot or snapshot_dir(plan.RERANKING)
+    id_map_path = id_map_file or snapshot_dir(plan.RERANKING_ID_MAP) / plan.RERANKING_ID_MAP_PATH
+    topics_path = topics_file or bundled_dir() / "miracl-de-dev" / "topics.miracl-v1.0-de-dev.tsv"
+    rows = load_reranking(snap)
+    topics = read_topics(topics_path) if topics_path.is_file() else {}
+    data = build_equality_set(rows, read_id_map(id_map_path), topics, id_map_path=id_map_path)
+    files = {
+        f"{plan.RERANKING.repo}@{plan.RERANKING.revision}:{p}": sha256_file(snap / p)
+        for p in (
+            f"{plan.LANGUAGE}-{part}/dev-00000-of-00001.parquet"
+            for part in ("queries", "top_ranked", "corpus")
+        )
+    }
+    files[f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}:{plan.RERANKING_ID_MAP_PATH}"] = (
+        sha256_file(id_map_path)
+    )
+    provenance = {
+        **data.provenance,
+        "files_sha256": files,
+        "queries": [q.qid for q in data.queries],
+        "text_rule": "MIRACLReranking text as provided (title + newline + text if a title is non-empty)",
+    }
+    return dataclasses.replace(data, provenance=provenance)
+
+
+def _default_loader(model_id: str, **kw: Any) -> Reranker:
+    from bench.rerankers.registry import load_reranker
+
+    return load_reranker(model_id, **kw)
+
+
+def _model_dir(model_id: str) -> Path:
+    from bench.rerankers.registry import spec_for
+    from bench.rerankers.snapshots import resolve_snapshot
+
+    return resolve_snapshot(spec_for(model_id))
+
+
+def check_one(
+    model_id: str,
+    data: EqualitySet,
+    *,
+    device: str = "cpu",
+    loader: Loader = _default_loader,
+    model_dir: Path | None = None,
+    runner: ReferenceRunner | None = None,
+) -> dict[str, Any]:
+    """Check 1 (local model) or check 3 (Voyage) for one model; the result payload (not yet written)."""
+    if model_id not in plan.RERANKERS:
+        raise BenchError(f"unknown model {model_id!r}; the plan's models: {', '.join(plan.RERANKERS)}")
+    if not plan.RERANKERS[model_id].local:
+        try:
+            with loader(model_id) as api:  # type: ignore[attr-defined]
+                return run_pointwise(model_id, api, data.queries)
+        except BenchError as exc:
+            return {
+                "model": model_id,
+                "rated": False,
+                "verdict": "not rated",
+                "reason": f"API check failed: {exc}",
+            }
+    try:
+        mdir = model_dir or _model_dir(model_id)
+        reranker = loader(model_id, device=device, snapshot_dir=mdir)
+    except BenchError as exc:
+        return {
+            "model": model_id,
+            "rated": False,
+            "verdict": "not rated",
+            "reason": f"adapter did not load: {exc}",
+        }
+    dtype = reranker.meta.dtype if reranker.meta.dtype in TORCH_DTYPES else None
+
+    def same_dtype(spec: ReferenceSpec | None) -> ReferenceSpec | None:
+        return spec if spec is None or spec.dtype is not None else dataclasses.replace(spec, dtype=dtype)
+
+    def default_runner(spec: ReferenceSpec, queries: Sequence[Any]) -> dict[str, Any]:
+        return run_reference(spec, mdir, queries, device=device)
+
+    further = [s for s in (same_dtype(f) for f in FURTHER.get(model_id, ())) if s is not None]
+    try:
+        return run_equality(
+            model_id,
+            reranker,
+            data.queries,
+            same_dtype(DECIDING.get(model_id)),
+            further,
+            runner or default_runner,
+        )
+    finally:
+        del reranker
+        gc.collect()
+
+
+def check_models(
+    model_ids: Sequence[str],
+    data: EqualitySet,
+    *,
+    device: str = "cpu",
+    directory: Path | None = None,
+    loader: Loader = _default_loader,
+    manifest: Callable[..., dict[str, Any]] | None = None,
+    preflight_record: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the checks and write ``results/adapter-checks/<model>.json`` per model; returns the payloads."""
+    from bench.provenance import collect_manifest
+
+    make_manifest = manifest or collect_manifest
+    directory = directory or results_dir()
+    out = []
+    with Progress("adapter checks", len(model_ids), "models") as progress:
+        for model_id in model_ids:
+            payload = check_one(model_id, data, device=device, loader=loader)
+            adapter = payload.get("adapter") or {}
+            payload["data"] = dict(data.provenance)
+            payload["preflight"] = preflight_record
+            payload["manifest"] = make_manifest(
+                kind="adapter-check", device=device, dtype=adapter.get("dtype"), root=repo_root()
+            )
+            payload["plan_sha256"] = payload["manifest"].get("plan_sha256")
+            write_result(model_id, payload, directory)
+            out.append(payload)
+            progress.advance()
+    return out
