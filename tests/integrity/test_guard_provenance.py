@@ -1,0 +1,124 @@
+"""The measurement guard (lock verified, plan stamped; rehearsal exempt) and the provenance manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.errors import BenchError
+from bench.guard import preflight
+from bench.integrity import lockops
+from bench.provenance import collect_manifest, require_clean_tree, sha256_file
+
+from .conftest import PLAN_TEXT
+
+STOP = "data/bundled/snowball-german-stop/stop.txt"
+Factory = Callable[..., tuple[bytes, bytes | None]]
+
+
+@pytest.fixture
+def guarded(study_repo: Path, repo_root: Path) -> Path:
+    """The study checkout plus one bundled file and its lock entry (sources note copied)."""
+    for rel in (STOP, "data/bundled/SOURCES.md"):
+        (study_repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(repo_root / rel, study_repo / rel)
+    lockops.lock(study_repo, ["bundled"])
+    return study_repo
+
+
+def test_measurement_refuses_without_plan_stamp(guarded: Path) -> None:
+    with pytest.raises(BenchError, match=r"PLAN\.md\.ots does not exist"):
+        preflight("measurement", root=guarded)
+
+
+def test_measurement_refuses_a_proof_of_another_file(guarded: Path, proof_factory: Factory) -> None:
+    (guarded / "PLAN.md.ots").write_bytes(proof_factory(b"not the plan")[0])
+    with pytest.raises(BenchError, match=r"does not prove PLAN\.md \(wrong digest"):
+        preflight("measurement", root=guarded)
+    (guarded / "PLAN.md.ots").write_bytes(b"garbage")
+    with pytest.raises(BenchError, match="corrupt"):
+        preflight("measurement", root=guarded)
+
+
+def test_measurement_passes_with_stamp_and_lock(guarded: Path, proof_factory: Factory) -> None:
+    (guarded / "PLAN.md.ots").write_bytes(proof_factory(PLAN_TEXT.encode())[0])
+    record = preflight("measurement", root=guarded)
+    assert record["kind"] == "measurement"
+    assert record["plan_stamp"]["verdict"] == "pending"
+    assert record["plan_stamp"]["plan_sha256"] == hashlib.sha256(PLAN_TEXT.encode()).hexdigest()
+    assert record["verified_entries"] == {STOP: sha256_file(guarded / STOP)}
+    lock_sha = hashlib.sha256((guarded / "datasets.lock").read_bytes()).hexdigest()
+    assert record["datasets_lock_sha256"] == lock_sha
+    json.dumps(record)
+
+
+def test_rehearsal_is_exempt_and_says_so(guarded: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record = preflight("rehearsal", root=guarded)
+    err = capsys.readouterr().err
+    assert "rehearsal: exempt from the plan-stamp requirement" in err
+    assert record["plan_stamp"]["exempt"] == "rehearsal" and record["plan_stamp"]["verdict"] == "not stamped"
+
+
+def test_lock_failures_stop_every_kind(guarded: Path, proof_factory: Factory) -> None:
+    (guarded / "PLAN.md.ots").write_bytes(proof_factory(PLAN_TEXT.encode())[0])
+    (guarded / STOP).write_bytes(b"changed")
+    for kind in ("measurement", "rehearsal"):
+        with pytest.raises(BenchError, match="wrong size"):
+            preflight(kind, root=guarded)  # type: ignore[arg-type]
+    with pytest.raises(BenchError, match="unknown dataset or entry name"):
+        preflight("rehearsal", lock_names=["nope"], root=guarded)
+    with pytest.raises(ValueError, match="kind must be"):
+        preflight("measure", root=guarded)  # type: ignore[arg-type]
+
+
+def test_repository_rehearsal_preflight(repo_root: Path) -> None:
+    record = preflight("rehearsal", lock_names=["bundled"], root=repo_root)
+    assert len(record["verified_entries"]) == 8
+
+
+def test_manifest_fields(guarded: Path) -> None:
+    m = collect_manifest(
+        kind="test", device="cpu", dtype="float32", server_version="0.24.1", extra={"seed": 1}, root=guarded
+    )
+    json.dumps(m)
+    assert m["plan_sha256"] == hashlib.sha256(PLAN_TEXT.encode()).hexdigest()
+    assert m["deviations_sha256"] == sha256_file(guarded / "DEVIATIONS.md")
+    assert m["datasets_lock_sha256"] == sha256_file(guarded / "datasets.lock")
+    assert m["git"]["commit"] is not None and len(m["git"]["commit"]) == 40
+    assert m["git"]["dirty"] is True  # the copied data and the lock are untracked
+    assert (m["device"], m["dtype"], m["server_version"], m["extra"]) == (
+        "cpu",
+        "float32",
+        "0.24.1",
+        {"seed": 1},
+    )
+    assert m["timestamp"]["verdict"] == "not stamped"
+    assert set(m["host"]) >= {"hostname", "platform", "cpu_model", "lscpu", "nvidia_smi", "torch_threads"}
+    assert m["packages"]["numpy"] is not None
+    assert m["utc"].endswith("+00:00")
+
+
+def test_manifest_outside_git(tmp_path: Path) -> None:
+    m = collect_manifest(kind="test", root=tmp_path)
+    assert m["git"] == {"commit": None, "dirty": None, "dirty_paths": None}
+    assert m["plan_sha256"] is None and m["timestamp"] == {}
+
+
+def test_require_clean_tree(study_repo: Path, tmp_path: Path) -> None:
+    require_clean_tree(study_repo)
+    (study_repo / "new.txt").write_text("x")
+    with pytest.raises(BenchError, match=r"uncommitted changes \(new\.txt\)"):
+        require_clean_tree(study_repo)
+    (study_repo / "new.txt").unlink()
+    (study_repo / "PLAN.md").write_text("edited")
+    with pytest.raises(BenchError, match=r"PLAN\.md"):
+        require_clean_tree(study_repo)
+    empty = tmp_path / "nogit"
+    empty.mkdir()
+    with pytest.raises(BenchError, match="not a git checkout"):
+        require_clean_tree(empty)
