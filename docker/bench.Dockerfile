@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# The study's one container (PLAN.md, "Reproducibility and licences"): Python 3.14.8, every package from
+# uv.lock, base image pinned by digest. Build and run through compose.yaml:
+#   docker compose build bench && docker compose run --rm bench <phase> ...
+# The checkout is mounted at /study at run time (compose.yaml), so manifests name its git commit.
+#
+# Base image digest: python:3.14.8-slim-trixie@sha256:89fb7d3d..., as pinned in a public Dockerfile found
+# through the code search index (file id 71024826703, "Python 3.14 on Debian 13, pinned by digest"; the index
+# does not name the repository). It could not be checked against the registry from the development machines
+# (no internet). Before the first measurement run `docker/pin-digests.sh --check` on a machine with internet;
+# see DEVIATIONS.md D-003.
+ARG PYTHON_IMAGE=python:3.14.8-slim-trixie@sha256:89fb7d3da20043c370643435258bdd7ab755d326d359001d02988ed15ae5219e
+FROM ${PYTHON_IMAGE}
+
+# git: provenance (commit + dirty flag) of the mounted checkout; openssl: `bench data verify` benchmark.
+# Debian packages come from the pinned base image's release; their versions are recorded by the manifest.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git openssl ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_PROJECT_ENVIRONMENT=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
+    BENCH_ROOT=/study
+
+RUN pip install --no-cache-dir uv==0.13.9
+
+WORKDIR /study
+# Dependencies first (cached layer), then the project itself; both strictly from uv.lock. The dev group
+# (linters, test tools) is not part of the measuring image.
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --locked --no-dev --no-install-project
+COPY bench ./bench
+COPY analysis ./analysis
+RUN uv sync --locked --no-dev \
+    && git config --system --add safe.directory /study
+
+ENTRYPOINT ["bench"]
+CMD ["--help"]
