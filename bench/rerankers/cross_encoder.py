@@ -68,6 +68,7 @@ def load_cross_encoder(
         device=device,
         trust_remote_code=trust_remote_code,
         local_files_only=True,
+        # where transformers finds remote code referenced as "Org/repo--module.Class" (gte's new-impl)
         cache_folder=str(models_dir()),
         max_length=max_length,
         model_kwargs={"dtype": torch_dtype(dtype), **extra},

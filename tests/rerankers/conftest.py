@@ -1,0 +1,54 @@
+"""Fixtures of the reranker tests: tiny random models in the hub cache layout (see rerankers_tiny.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rerankers_tiny import build_bert, build_qwen3, qwen_dir
+
+from bench.plan import RERANKERS
+from bench.rerankers.snapshots import snapshot_path
+
+
+@pytest.fixture(scope="session")
+def models_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models folder holding tiny snapshots for bge-v2-m3, qwen3-0.6b and mxbai-large-v2."""
+    root = tmp_path_factory.mktemp("models")
+    for model_id, build in (
+        ("bge-v2-m3", build_bert),
+        ("qwen3-0.6b", build_qwen3),
+        ("mxbai-large-v2", build_qwen3),
+    ):
+        plan = RERANKERS[model_id]
+        assert plan.revision is not None
+        build(snapshot_path(plan.model, plan.revision, root))
+    return root
+
+
+@pytest.fixture
+def use_models_root(models_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BENCH_MODELS_DIR", str(models_root))
+    return models_root
+
+
+@pytest.fixture(scope="session")
+def bge(models_root: Path):  # type: ignore[no-untyped-def]
+    import os
+
+    from bench.rerankers.registry import load_reranker
+
+    plan = RERANKERS["bge-v2-m3"]
+    assert plan.revision is not None
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # the tiny BERT has 128 positions; the adapter's 512 default is for the real model
+    return load_reranker(
+        "bge-v2-m3", snapshot_dir=snapshot_path(plan.model, plan.revision, models_root), max_length=64
+    )
+
+
+@pytest.fixture(scope="session")
+def qwen(models_root: Path):  # type: ignore[no-untyped-def]
+    from bench.rerankers.registry import load_reranker
+
+    return load_reranker("qwen3-0.6b", snapshot_dir=qwen_dir(models_root))
