@@ -41,6 +41,15 @@ NOT_STAMPED_EXIT = 3  # `verify`: nothing failed, but at least one file has no p
 USER_AGENT = "miracl-de-rerankers bench (python-opentimestamps)"
 
 
+def plan_bytes(root: Path) -> bytes:
+    """PLAN.md as committed in the repository's first commit (the plan), or the file itself outside git."""
+    if git.is_repo(root) and git.head_commit(root) is not None:
+        first = git.first_commit(root)
+        if PLAN in git.commit_files(root, first):
+            return git.show_file(root, first, PLAN)
+    return (root / PLAN).read_bytes()
+
+
 def deviation_proof_path(root: Path, sha256: str) -> Path:
     return root / DEVIATION_PROOFS / f"{sha256}.ots"
 
@@ -71,7 +80,7 @@ def verify_all(root: Path) -> VerifyResult:
     """Check PLAN.md.ots and the proof of every committed DEVIATIONS.md version (history from git)."""
     roots = load_merkle_roots(root / MERKLE_ROOTS)
     result = VerifyResult()
-    plan_sha = hashlib.sha256((root / PLAN).read_bytes()).hexdigest()
+    plan_sha = hashlib.sha256(plan_bytes(root)).hexdigest()
     result.rows.append(Row(PLAN, check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)))
     expected: set[str] = set()
     for version in git.file_versions(root, DEVIATIONS):
@@ -96,7 +105,7 @@ def verify_all(root: Path) -> VerifyResult:
 
 def plan_stamp_status(root: Path) -> dict[str, str]:
     """PLAN.md's stamp for manifests and the measurement guard: proof path, plan SHA-256, verdict, detail."""
-    plan_sha = hashlib.sha256((root / PLAN).read_bytes()).hexdigest()
+    plan_sha = hashlib.sha256(plan_bytes(root)).hexdigest()
     roots = load_merkle_roots(root / MERKLE_ROOTS)
     report = check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)
     return {"proof": PLAN_PROOF, "plan_sha256": plan_sha, "verdict": report.verdict, "detail": report.detail}
@@ -151,7 +160,10 @@ def stamp_targets(root: Path, file: str) -> list[tuple[bytes, Path]]:
     """(digest, proof path) for what ``stamp FILE`` must stamp that has no proof yet."""
     rel = Path(file).resolve().relative_to(root.resolve()) if Path(file).is_absolute() else Path(file)
     if str(rel) == PLAN:
-        digest = hashlib.sha256((root / PLAN).read_bytes()).digest()
+        data = plan_bytes(root)
+        if (root / PLAN).read_bytes() != data:
+            raise BenchError(f"{root / PLAN} differs from the first commit's PLAN.md; the plan is immutable.")
+        digest = hashlib.sha256(data).digest()
         return [] if (root / PLAN_PROOF).exists() else [(digest, root / PLAN_PROOF)]
     if str(rel) == DEVIATIONS:
         versions = git.file_versions(root, DEVIATIONS)

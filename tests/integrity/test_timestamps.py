@@ -286,3 +286,14 @@ def test_repository_verify_runs(repo_root: Path, monkeypatch: pytest.MonkeyPatch
     result = CliRunner().invoke(cli, ["timestamps", "verify"])
     assert result.exit_code in (0, 3), result.output
     assert "PLAN.md.ots" in result.output
+
+
+def test_plan_proof_is_checked_against_the_first_commit(study_repo: Path, proof_factory: Factory) -> None:
+    stamp_all(study_repo, proof_factory)
+    (study_repo / "PLAN.md").write_text(PLAN_TEXT + "edited\n", encoding="utf-8")
+    _code, _out, verdicts = verify(study_repo)
+    assert verdicts["PLAN.md"] == "pending"  # the proof still proves the committed plan
+    (study_repo / "PLAN.md.ots").unlink()
+    result = CliRunner().invoke(cli, ["timestamps", "stamp", "PLAN.md"])
+    assert result.exit_code == 1 and "the plan is immutable" in result.output
+    assert not (study_repo / "PLAN.md.ots").exists()
