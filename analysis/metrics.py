@@ -64,7 +64,8 @@ class Judgments:
             gains = np.sort(np.array([r for r in qrels[q].values() if r > 0], dtype=np.float64))[::-1]
             nrel[i] = gains.size
             top = gains[:_CUTOFF]
-            idcg[i] = float(np.sum(top * _dcg_discount(np.arange(top.size))))
+            # summed left to right, like the DCG (np.bincount), so a perfect ranking gives exactly 1.0
+            idcg[i] = sum((top * _dcg_discount(np.arange(top.size))).tolist(), 0.0)
         return cls(qids, qrels, idcg, nrel)
 
 

@@ -129,7 +129,9 @@ def bootstrap_intervals(
 def sign_matrix(n: int, resamples: int = RANDOMISATION_RESAMPLES, seed: int = SEED) -> np.ndarray:
     """The sign vectors (resamples x n) of +1/-1 as float64, read-only; see the module docstring."""
     bits = np.random.default_rng(seed).integers(0, 2, size=(resamples, n))
-    signs = 1.0 - 2.0 * bits
+    signs = bits.astype(np.float64)
+    signs *= -2.0
+    signs += 1.0  # 1 - 2 * bits
     signs.flags.writeable = False
     return signs
 

@@ -20,9 +20,11 @@ is located line by line for the message.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,16 +117,28 @@ def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], n
 
 
 def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type, what: str) -> np.ndarray:
-    try:
-        arr = np.array([kind(v) for v in values], dtype=np.int64 if kind is int else np.float64)
-    except ValueError:
-        for v, line in zip(values, lines.tolist(), strict=True):
+    dtype = np.int64 if kind is int else np.float64
+    arr: np.ndarray | None = None
+    if values:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # numpy warns when it stops before the end: then parse slowly
             try:
-                kind(v)
-            except ValueError:
-                raise TrecFormatError(path, line, f"{what}, found {v!r}",
-                                      f"write the {what.split()[0]} as a number") from None
-        raise
+                arr = np.fromstring(" ".join(values), dtype=dtype, sep=" ")
+            except (ValueError, DeprecationWarning):
+                arr = None
+        if arr is not None and arr.size != len(values):
+            arr = None
+    if arr is None:
+        try:
+            arr = np.array([kind(v) for v in values], dtype=dtype)
+        except ValueError:
+            for v, line in zip(values, lines.tolist(), strict=True):
+                try:
+                    kind(v)
+                except ValueError:
+                    raise TrecFormatError(path, line, f"{what}, found {v!r}",
+                                          f"write the {what.split()[-1]} as a number") from None
+            raise
     if kind is float:
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
@@ -144,14 +158,16 @@ def read_run_table(
     qtok, dtok = tokens[0::6], tokens[2::6]
     ranks = _parse_numbers(path, tokens[3::6], lines, int, "an integer rank")
     scores = _parse_numbers(path, tokens[4::6], lines, float, "a finite float score")
-    qids, qinv = np.unique(np.asarray(qtok), return_inverse=True)
-    qids_t = tuple(str(q) for q in qids.tolist())
+    qids_t = tuple(sorted(set(qtok)))
+    position = {q: i for i, q in enumerate(qids_t)}
+    qinv = np.fromiter(map(position.__getitem__, qtok), dtype=np.int64, count=len(qtok))
     if qrels_qids is not None and not allow_unknown_queries:
         known = set(qrels_qids)
-        for q, line in zip(qtok, lines.tolist(), strict=True):
-            if q not in known:
-                raise TrecFormatError(path, line, f"a query id of the qrels, found {q!r}",
-                                      "use the run of the matching query set, or allow unknown queries")
+        if not known.issuperset(qids_t):
+            for q, line in zip(qtok, lines.tolist(), strict=True):
+                if q not in known:
+                    raise TrecFormatError(path, line, f"a query id of the qrels, found {q!r}",
+                                          "use the run of the matching query set, or allow unknown queries")
     order = np.lexsort((ranks, qinv))
     q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
     same_q = q_sorted[1:] == q_sorted[:-1]
@@ -169,18 +185,20 @@ def read_run_table(
             f"above rank {ranks[i]} (line {int(lines[i])}) with score {tokens[6 * i + 4]}",
             "write ranks in descending score order (analysis.ranking.rank_by_score)",
         )
-    seen: set[tuple[int, str]] = set()
-    qinv_list = qinv.tolist()
-    if len(set(zip(qinv_list, dtok, strict=True))) != len(dtok):
-        for qi, d, line in zip(qinv_list, dtok, lines.tolist(), strict=True):
-            if (qi, d) in seen:
-                raise TrecFormatError(path, line, f"each docid once per query, {d!r} repeats in query "
-                                      f"{qids_t[qi]!r}", "remove the duplicate line")
-            seen.add((qi, d))
     offsets = np.zeros(len(qids_t) + 1, dtype=np.int64)
     np.cumsum(np.bincount(qinv, minlength=len(qids_t)), out=offsets[1:])
-    docids = tuple(dtok) if np.array_equal(order, np.arange(len(order))) else tuple(
-        dtok[i] for i in order.tolist())
+    in_order = bool(np.all(order[1:] > order[:-1]))
+    docids = tuple(dtok) if in_order else tuple(dtok[i] for i in order.tolist())
+    bounds = offsets.tolist()
+    for qi, (a, b) in enumerate(itertools.pairwise(bounds)):
+        if len(set(docids[a:b])) != b - a:
+            seen: set[str] = set()
+            for row in order[a:b].tolist():
+                if dtok[row] in seen:
+                    raise TrecFormatError(path, int(lines[row]), f"each docid once per query, "
+                                          f"{dtok[row]!r} repeats in query {qids_t[qi]!r}",
+                                          "remove the duplicate line")
+                seen.add(dtok[row])
     return RunTable(qids_t, offsets, docids, s_sorted)
 
 

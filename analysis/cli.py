@@ -1,0 +1,143 @@
+"""The ``analysis`` command: quality numbers, intervals, tests and sentences from TREC run files.
+
+Thin over the library: every command parses arguments and calls one function. Malformed input exits 1 with
+a message naming the file, the line and the fix. Needs only numpy, click and matplotlib.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from analysis.metrics import MEASURES, Judgments, evaluate_table
+from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+METRICS_JSON_KEYS = tuple(m for m in MEASURES if m != "ceiling")  # the stable keys of `analysis metrics`
+
+
+def _user_errors(func: F) -> F:
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (TrecFormatError, ValueError, RuntimeError) as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+_existing = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.group()
+def cli() -> None:
+    """Quality numbers of the study from TREC runs and qrels (PLAN.md, section "Quality")."""
+
+
+@cli.command()
+@click.option("--qrels", required=True, type=_existing, help="TREC qrels (qid iter docid relevance).")
+@click.option("--run", "runs", required=True, multiple=True, type=_existing, help="TREC run; repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object keyed by run path.")
+@click.option("--allow-unknown-queries", is_flag=True, help="Ignore run queries that are not in the qrels.")
+@_user_errors
+def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_queries: bool) -> None:
+    """Mean metrics over every qrels query (a query missing from a run scores 0)."""
+    judgments = Judgments.from_qrels(read_qrels(qrels))
+    out: dict[str, dict[str, float | int]] = {}
+    for run in runs:
+        table = read_run_table(run, qrels_qids=judgments.qids, allow_unknown_queries=allow_unknown_queries)
+        values = evaluate_table(judgments, table, METRICS_JSON_KEYS)
+        row: dict[str, float | int] = {m: float(values[m].mean()) for m in METRICS_JSON_KEYS}
+        row["queries"] = len(judgments.qids)
+        out[str(run)] = row
+    if as_json:
+        click.echo(json.dumps(out, indent=1))
+        return
+    for run_name, row in out.items():
+        click.echo(run_name)
+        for key, value in row.items():
+            click.echo(f"  {key:<11} {value}")
+
+
+_folder = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+@cli.command()
+@click.option("--runs", "runs_dir", required=True, type=_folder,
+              help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.")
+@click.option("--qrels", required=True, type=_existing)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--flags", "flags_file", type=_existing,
+              help="JSON object model id -> contamination note, added to the plan's flags.")
+@click.option("--title", default=None)
+@click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
+@_user_errors
+def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
+           no_figures: bool) -> None:
+    """Write quality/*.json, report.md and figures/*.png for a study."""
+    from analysis.report import write_report
+
+    flags = None
+    if flags_file is not None:
+        loaded = json.loads(flags_file.read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+            raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
+        flags = loaded
+    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures)
+    click.echo(str(path))
+
+
+@cli.command("check-pytrec")
+@click.option("--qrels", required=True, type=_existing)
+@click.option("--run", required=True, type=_existing)
+@_user_errors
+def check_pytrec(qrels: Path, run: Path) -> None:
+    """Plan check 2: our nDCG@10 against pytrec_eval ndcg_cut_10 (tolerance 0.0001)."""
+    from analysis.pytrec_check import compare_with_pytrec_eval
+
+    q = read_qrels(qrels)
+    result = compare_with_pytrec_eval(q, read_run(run, qrels_qids=q))
+    click.echo(f"queries                      {result.queries}")
+    click.echo(f"ours nDCG@10                 {result.ours!r}")
+    click.echo(f"pytrec_eval ndcg_cut_10      {result.pytrec_eval!r}")
+    click.echo(f"largest per-query difference {result.max_abs_diff!r} (query {result.worst_qid})")
+    click.echo(f"queries with tied scores     {result.queries_with_ties}")
+    click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
+               "descending; ours by first-stage rank)")
+    verdict = "PASS" if result.passed else "FAIL"
+    click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
+    if not result.passed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--qrels", required=True, type=_existing)
+@click.option("--studies", default=200, show_default=True, help="Null studies (and as many effect studies).")
+@click.option("--models", default=9, show_default=True)
+@click.option("--base-ndcg", default=0.5, show_default=True, help="Expected nDCG@10 under the null.")
+@click.option("--correlation", default=0.5, show_default=True, help="Shared share of the models' noise.")
+@click.option("--seed", default=7, show_default=True)
+@_user_errors
+def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlation: float, seed: int) -> None:
+    """Family-wise error under the null and power for a 2-point difference, on the real qrels."""
+    from analysis.simulate import simulate as run_simulation
+
+    result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
+                            seed=seed, correlation=correlation)
+    click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
+
+
+def main() -> None:
+    cli(prog_name="analysis")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""One figure per stage: nDCG@10 with 95 % bootstrap intervals (plan section "Quality").
+
+Matplotlib's Agg backend, no timestamps in the PNG metadata, so a rerun writes the same file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from analysis.study import RunResult, StageResult
+
+__all__ = ["stage_figure"]
+
+_COLOURS = {20: "#4c72b0", 50: "#55a868", 100: "#c44e52"}
+
+
+def _label(r: RunResult, flags: Mapping[str, str]) -> str:
+    if r.model is None:
+        return "first stage"
+    return f"{r.model}{'†' if r.model in flags else ''}@{r.depth}"
+
+
+def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str]) -> Path:
+    runs = [stage.first_stage, *stage.runs]
+    height = 1.2 + 0.22 * len(runs)
+    fig, ax = plt.subplots(figsize=(7.5, height), dpi=100)
+    try:
+        for i, r in enumerate(runs):
+            y = len(runs) - 1 - i
+            mean = 100 * r.means["ndcg@10"]
+            lo, hi = (100 * v for v in r.intervals["ndcg@10"])
+            colour = "#555555" if r.depth is None else _COLOURS.get(r.depth, "#8172b2")
+            ax.errorbar(mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", color=colour, capsize=2, ms=4)
+        ax.set_yticks(range(len(runs)))
+        ax.set_yticklabels([_label(r, flags) for r in reversed(runs)], fontsize=7)
+        ax.set_xlabel("nDCG@10 (points) with 95 % bootstrap interval")
+        ax.set_title(f"{stage.stage}: rerankers against the first stage", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format="png", metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return path

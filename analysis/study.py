@@ -1,0 +1,182 @@
+"""A study's quality results from its run files (plan section "Quality"): metrics, intervals, tests, Holm,
+wording, best model and winner, per stage and depth. :mod:`analysis.report` writes them out.
+
+Layout read: ``<runs>/first-stage/<stage>.trec`` and ``<runs>/<stage>/<model>@<k>.trec``.
+
+Comparison families (the plan: "Holm correction per stage and comparison family"; it does not mention
+depth). Each depth is its own experimental condition, so a family is one stage *and one depth*:
+``<stage>/@<k>/vs-first-stage`` (every model at depth k against the first stage) and
+``<stage>/@<k>/vs-best`` (every other model at depth k against the best model at depth k). Depth 100 is the
+plan's main depth; 20 and 50 are analysed the same way. The best model at a stage and depth is the one with
+the highest mean nDCG@10 (ties: the smallest model id). All statistics use nDCG@10, the main metric.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.metrics import MEASURES, Judgments, evaluate_table
+from analysis.multiple import holm
+from analysis.plan import ALPHA, CONTAMINATION, INTERVAL_METRICS, MAIN_METRIC
+from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
+from analysis.trec import TrecFormatError, read_qrels, read_run_table
+from analysis.wording import corpus_of, winner, word
+
+__all__ = [
+    "RunResult",
+    "StageResult",
+    "analyse_stages",
+    "analyse_study",
+    "default_flags",
+    "discover_runs",
+    "sha256_of",
+]
+
+FIRST_STAGE_DIR = "first-stage"
+_RUN_NAME = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)@(?P<depth>[1-9][0-9]*)\.trec$")
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def default_flags() -> dict[str, str]:
+    """model id -> contamination note for the plan's flagged models."""
+    return {m: c.note for m, c in CONTAMINATION.items() if c.flagged}
+
+
+@dataclass
+class RunResult:
+    stage: str
+    model: str | None  # None: the first stage
+    depth: int | None
+    path: str  # relative to the runs folder, "/" separated
+    sha256: str
+    per_query: dict[str, np.ndarray]
+    means: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class StageResult:
+    stage: str
+    first_stage: RunResult
+    runs: list[RunResult]
+    families: list[dict[str, Any]] = field(default_factory=list)
+    best: dict[int, str] = field(default_factory=dict)
+    winner: dict[int, bool] = field(default_factory=dict)
+
+
+def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, Path]]]]:
+    """stage -> (first-stage run, [(model, depth, run)]) sorted; refuses unexpected names."""
+    first = runs_dir / FIRST_STAGE_DIR
+    if not first.is_dir():
+        raise TrecFormatError(first, None, "a folder first-stage/ with <stage>.trec files",
+                              "point --runs at the study's runs folder")
+    stages: dict[str, tuple[Path, list[tuple[str, int, Path]]]] = {}
+    for f in sorted(first.glob("*.trec")):
+        stages[f.stem] = (f, [])
+    for d in sorted(p for p in runs_dir.iterdir() if p.is_dir() and p.name != FIRST_STAGE_DIR):
+        if d.name not in stages:
+            raise TrecFormatError(d, None, f"a first-stage run first-stage/{d.name}.trec for stage {d.name}",
+                                  "add the stage's first-stage run, or remove the folder")
+        for f in sorted(d.glob("*.trec")):
+            m = _RUN_NAME.match(f.name)
+            if m is None:
+                raise TrecFormatError(f, None, "a run file named <model>@<k>.trec", "rename the file")
+            stages[d.name][1].append((m["model"], int(m["depth"]), f))
+    if not stages:
+        raise TrecFormatError(first, None, "at least one first-stage run <stage>.trec",
+                              "run the first stages")
+    for stage in stages:
+        corpus_of(stage)  # every stage id names its corpus
+    return stages
+
+
+def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path,
+          judgments: Judgments) -> RunResult:
+    table = read_run_table(path, qrels_qids=judgments.qids)
+    per_query = evaluate_table(judgments, table)
+    rel = path.relative_to(runs_dir).as_posix()
+    return RunResult(stage, model, depth, rel, sha256_of(path), per_query,
+                     means={m: float(np.mean(v)) for m, v in per_query.items()})
+
+
+def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
+            p_values: np.ndarray, diffs: np.ndarray) -> dict[str, Any]:
+    reject, adjusted = holm(p_values, ALPHA) if len(rows) else (np.zeros(0, bool), np.zeros(0))
+    comparisons = []
+    for i, (run, ref) in enumerate(rows):
+        diff = float(diffs[i])
+        comparisons.append({
+            "model": run.model, "depth": run.depth, "reference": ref.model or FIRST_STAGE_DIR,
+            "mean_difference": diff, "p_value": float(p_values[i]), "p_holm": float(adjusted[i]),
+            "significant": bool(reject[i]), "wording": word(diff, float(adjusted[i])),
+        })
+    return {"id": fid, "reference": reference, "metric": MAIN_METRIC, "comparisons": comparisons}
+
+
+def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:
+    """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
+    judgments = Judgments.from_qrels(read_qrels(qrels_path))
+    n = len(judgments.qids)
+    stages: list[StageResult] = []
+    for stage, (first_path, reranked) in discover_runs(runs_dir).items():
+        first = _load(stage, None, None, first_path, runs_dir, judgments)
+        runs = [_load(stage, model, depth, p, runs_dir, judgments) for model, depth, p in
+                sorted(reranked, key=lambda x: (-x[1], x[0]))]
+        stages.append(StageResult(stage, first, runs))
+    analyse_stages(stages, n)
+    inputs = {"qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)}, "queries": n,
+              "measures": list(MEASURES)}
+    return stages, inputs
+
+
+def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True) -> None:
+    """Fill intervals, families, best models and winners of ``stages`` in place (runs already scored)."""
+    every_run = [r for s in stages for r in (s.first_stage, *s.runs)]
+    for metric in INTERVAL_METRICS if intervals else ():
+        values = np.column_stack([r.per_query[metric] for r in every_run]) if every_run else np.zeros((n, 0))
+        for r, interval in zip(every_run, bootstrap_intervals(values), strict=True):
+            r.intervals[metric] = [float(interval[0]), float(interval[1])]
+
+    # every comparison of the study as one matrix: the same sign vectors for all (see analysis.resampling)
+    planned: list[tuple[StageResult, int, str, list[tuple[RunResult, RunResult]]]] = []
+    for s in stages:
+        for depth in sorted({r.depth for r in s.runs if r.depth is not None}, reverse=True):
+            at_depth = [r for r in s.runs if r.depth == depth]
+            best = min(at_depth, key=lambda r: (-r.means[MAIN_METRIC], r.model or ""))
+            s.best[depth] = str(best.model)
+            planned.append((s, depth, "vs-first-stage", [(r, s.first_stage) for r in at_depth]))
+            planned.append((s, depth, "vs-best", [(r, best) for r in at_depth if r is not best]))
+    pairs = [pair for *_, rows in planned for pair in rows]
+    if pairs:
+        d = np.column_stack([paired_differences(a.per_query[MAIN_METRIC], b.per_query[MAIN_METRIC])
+                             for a, b in pairs])
+        p_all = randomisation_p_values(d)
+        diff_all = np.array([a.means[MAIN_METRIC] - b.means[MAIN_METRIC] for a, b in pairs])
+    else:
+        p_all, diff_all = np.zeros(0), np.zeros(0)
+    start = 0
+    for s, depth, kind, rows in planned:
+        stop = start + len(rows)
+        reference = FIRST_STAGE_DIR if kind == "vs-first-stage" else s.best[depth]
+        s.families.append(_family(f"{s.stage}/@{depth}/{kind}", reference, rows, p_all[start:stop],
+                                  diff_all[start:stop]))
+        start = stop
+    for s in stages:
+        fam = {f["id"]: f for f in s.families}
+        for depth, best_model in s.best.items():
+            vs_best = fam[f"{s.stage}/@{depth}/vs-best"]["comparisons"]
+            vs_first = next(c for c in fam[f"{s.stage}/@{depth}/vs-first-stage"]["comparisons"]
+                            if c["model"] == best_model)
+            # the best model's view of each comparison: word(best - other)
+            mirrored = {c["model"]: word(-c["mean_difference"], c["p_holm"]) for c in vs_best}
+            s.winner[depth] = winner(mirrored, vs_first["wording"])
+
