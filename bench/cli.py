@@ -8,7 +8,6 @@ with a message naming the missing package.
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -71,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -14,4 +14,4 @@ class BenchError(click.ClickException):
 
     def __init__(self, message: str, *, exit_code: int = 1) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]

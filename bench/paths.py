@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def repo_root() -> Path:
-    """The repository root: ``$BENCH_ROOT`` if set (tests, the container), else the folder above ``bench/``."""
+    """The repository root: ``$BENCH_ROOT`` if set (tests, the container), else the parent of ``bench/``."""
     env = os.environ.get("BENCH_ROOT")
     return Path(env).resolve() if env else Path(__file__).resolve().parent.parent
 

@@ -11,8 +11,8 @@ from typing import TextIO
 def _fmt_seconds(seconds: float) -> str:
     if seconds != seconds or seconds == float("inf"):
         return "?"
-    seconds = int(round(seconds))
-    h, rem = divmod(seconds, 3600)
+    whole = round(seconds)
+    h, rem = divmod(whole, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
@@ -70,7 +70,10 @@ class Progress:
         eta = ""
         if self.total is not None and rate > 0:
             eta = f", ETA {_fmt_seconds((self.total - self.done) / rate)}"
-        return f"{self.label}: {self.done}{total} {self.unit}, {rate:.1f}/s, elapsed {_fmt_seconds(elapsed)}{eta}"
+        return (
+            f"{self.label}: {self.done}{total} {self.unit}, {rate:.1f}/s, "
+            f"elapsed {_fmt_seconds(elapsed)}{eta}"
+        )
 
     def _emit(self, final: bool = False, interrupted: bool = False) -> None:
         suffix = " (interrupted)" if interrupted else (" (done)" if final else "")
