@@ -1,0 +1,121 @@
+"""Tiny random models in the hub cache layout and small check inputs, built offline (no hub, no GPU).
+
+- ``tiny_bert``: a BERT sequence-classification cross-encoder at ``models--BAAI--bge-reranker-v2-m3/
+  snapshots/<pinned revision>`` (what the bge adapter loads).
+- ``tiny_qwen3``: a Qwen3 causal LM with a word-level tokenizer that knows "yes"/"no" and the chat template
+  words, at ``models--Qwen--Qwen3-Reranker-0.6B/snapshots/<pinned revision>``.
+Weights use a large initialiser range, so the scores depend strongly on every input token: a wrong input
+format changes the ranking instead of hiding in a nearly constant score.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.equality.data import EqualityQuery
+from bench.plan import QWEN3_INSTRUCTION, RERANKERS
+
+WORDS = (
+    "wer was wann wo wie warum ist war hat die der das ein eine und oder in im am von zu mit "
+    "berlin hamburg köln rhein elbe stadt fluss land hauptstadt einwohner jahr gegründet liegt "
+    "deutschland europa musik kunst geschichte kaiser könig krieg frieden schule sprache deutsch"
+).split()
+
+
+def passages_for(seed: int, n: int, long: bool = False) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    lo, hi = (40, 70) if long else (3, 14)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi))) for _ in range(n)]
+
+
+def make_queries(n_queries: int = 3, n_passages: int = 12, *, long: bool = False) -> list[EqualityQuery]:
+    import random
+
+    out = []
+    for i in range(n_queries):
+        rng = random.Random(1000 + i)
+        query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 6))) + "?"
+        passages = passages_for(i, n_passages, long)
+        docids = tuple(f"{100 + i}#{j}" for j in range(n_passages))
+        out.append(EqualityQuery(f"q{i}", query, docids, tuple(passages), f"dev_query{i}", docids))
+    return out
+
+
+@pytest.fixture(scope="session")
+def queries_factory():  # type: ignore[no-untyped-def]
+    """``queries_factory(n_queries, n_passages, long=False)`` -> deterministic EqualityQuery list."""
+    return make_queries
+
+
+def _vocab(extra_text: str) -> list[str]:
+    tokens = set(WORDS) | set(re.findall(r"\w+|[^\w\s]+", extra_text.lower() + " " + extra_text))
+    return sorted(tokens)
+
+
+def snapshot_dir(root: Path, model_id: str) -> Path:
+    plan = RERANKERS[model_id]
+    assert plan.revision is not None
+    folder = "models--" + plan.model.replace("/", "--")
+    path = root / folder / "snapshots" / plan.revision
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    # --- BERT cross-encoder (bge layout) ---
+    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = special + [w for w in _vocab("? ä ö ü ß") if w not in special]
+    bert_dir = snapshot_dir(root, "bge-v2-m3")
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)
+    tok.save_pretrained(bert_dir)
+    cfg = BertConfig(
+        vocab_size=len(words),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=1,
+        initializer_range=0.5,
+    )
+    BertForSequenceClassification(cfg).eval().save_pretrained(bert_dir)
+    # --- Qwen3 causal LM (Qwen3-Reranker layout) ---
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    from bench.rerankers.decoder import QWEN3_PREFIX, QWEN3_SUFFIX
+
+    qwords = ["<unk>", "<|endoftext|>", *(w for w in _vocab(QWEN3_PREFIX + QWEN3_SUFFIX + QWEN3_INSTRUCTION))]
+    qwords += [w for w in ("yes", "no", "<", ">:", ":", "?") if w not in qwords]
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(qwords))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    qtok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<|endoftext|>")
+    qwen_dir = snapshot_dir(root, "qwen3-0.6b")
+    qtok.save_pretrained(qwen_dir)
+    qcfg = Qwen3Config(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=1024,
+        initializer_range=0.5,
+        tie_word_embeddings=False,
+        pad_token_id=vocab["<|endoftext|>"],
+    )
+    Qwen3ForCausalLM(qcfg).eval().save_pretrained(qwen_dir)
+    return {"bge-v2-m3": bert_dir, "qwen3-0.6b": qwen_dir, "root": root}
