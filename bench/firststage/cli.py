@@ -1,0 +1,87 @@
+"""``bench first-stage STAGE``: one measured first stage (plan section "First stages").
+
+Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the plan stamp
+(``bench.guard.preflight("measurement")``), refuses a dirty tree, connects to the study's Typesense
+(``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version 30.2), loads the pinned hub
+files and writes ``runs/first-stage/<stage>.trec`` and ``results/first-stage/<stage>.json``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from bench.firststage.definitions import STAGE_DEFS
+
+IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose to the image reference it started (recorded)
+
+
+@click.command("first-stage")
+@click.argument("stage", type=click.Choice(list(STAGE_DEFS)))
+@click.option("--device", default="cuda", show_default=True, help="Device for the Arctic embeddings.")
+@click.option("--batch-size", default=500, show_default=True, help="Documents per import request.")
+@click.option(
+    "--runs", "runs_dir", type=click.Path(path_type=Path), default=None, help="Default: <repo>/runs"
+)
+@click.option(
+    "--results", "results_dir", type=click.Path(path_type=Path), default=None, help="Default: <repo>/results"
+)
+def first_stage(
+    stage: str, device: str, batch_size: int, runs_dir: Path | None, results_dir: Path | None
+) -> None:
+    """Run one first stage against the pinned Typesense 30.2 and write its run and record."""
+    from bench.data.hub import iter_corpus_full, read_corpus_71k
+    from bench.data.miracl import hub_topics_and_qrels
+    from bench.firststage.embed import arctic_embedder
+    from bench.firststage.features import check_server
+    from bench.firststage.server import external_typesense
+    from bench.firststage.stages import run_stage
+    from bench.guard import preflight
+    from bench.integrity.hub import snapshot_dir
+    from bench.paths import repo_root
+    from bench.plan import CORPUS_71K, CORPUS_71K_PASSAGES, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL
+    from bench.provenance import collect_manifest, require_clean_tree
+
+    sdef = STAGE_DEFS[stage]
+    corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
+    guard = preflight("measurement", lock_names=["miracl", corpus_name])
+    require_clean_tree()
+    root = repo_root()
+    runs = runs_dir or root / "runs"
+    results = results_dir or root / "results"
+    with external_typesense() as server:
+        check_server("measurement", server.version)
+        queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
+        if sdef.corpus == "71k":
+            corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
+            expected = CORPUS_71K_PASSAGES
+        else:
+            corpus = iter_corpus_full(snapshot_dir(CORPUS_FULL))  # type: ignore[assignment]
+            expected = CORPUS_FULL_PASSAGES
+        embedder = arctic_embedder(device=device) if sdef.vector else None
+        manifest = collect_manifest(
+            kind="first-stage",
+            device=device if sdef.vector else None,
+            server_version=server.version,
+            extra={"preflight": guard},
+        )
+        result = run_stage(
+            stage,
+            server=server,
+            corpus=corpus,
+            queries=queries,
+            embedder=embedder,
+            mode="measurement",
+            out_run=runs / "first-stage" / f"{stage}.trec",
+            out_json=results / "first-stage" / f"{stage}.json",
+            qrels_path=qrels_path,
+            expected_passages=expected,
+            batch_size=batch_size,
+            extra={"manifest": manifest, "image_reported": os.environ.get(IMAGE_ENV)},
+        )
+    m = result.record.get("metrics", {})
+    recall, ceiling = m.get("recall@100", float("nan")), m.get("ceiling", float("nan"))
+    click.echo(f"{stage}: Recall@100 {recall:.4f}, ceiling {ceiling:.4f}")
+    click.echo(f"wrote {result.run_path} and {result.json_path}", err=True)

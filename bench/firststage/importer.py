@@ -1,0 +1,150 @@
+"""Streaming, resumable import into Typesense (plan: "documents imported in ascending passage-id order").
+
+Passages arrive as a stream (the full corpus is never held in memory) and must already be in ascending
+MIRACL id order (checked on the fly; ``bench.data.IMPORT_ORDER``). After each batch a checkpoint file
+records how many passages are in the collection and the last id. After a crash the import resumes after
+that id: the stream is read again up to it (nothing is re-sent) and the batch that may have been cut is
+re-sent as an upsert, which keeps the documents' original sequence ids (FIELD-NOTES), so the
+insertion order and hence the tie order is the same as without the crash. At the end the document count
+is checked against what was sent and against the expected corpus size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.data import Passage, docid_key
+from bench.errors import BenchError
+from bench.firststage.atomic import write_json_atomic
+from bench.firststage.collection import count_documents, ensure_collection, import_batch
+from bench.firststage.server import TypesenseServer
+from bench.progress import Progress
+
+DocBuilder = Callable[[list[Passage], int], list[dict[str, Any]]]  # (batch, index of first) -> documents
+
+
+def text_doc(p: Passage) -> dict[str, Any]:
+    return {"id": p.docid, "title": p.title, "text": p.text}
+
+
+def text_docs(batch: list[Passage], start: int) -> list[dict[str, Any]]:
+    return [text_doc(p) for p in batch]
+
+
+@dataclass(frozen=True)
+class ImportRecord:
+    collection: str
+    documents: int
+    created: bool
+    resumed_from: int
+    batch_size: int
+    seconds: float
+
+    def record(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def schema_sha256(schema: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+
+
+def _load_checkpoint(path: Path, schema_sha: str) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BenchError(
+            f"{path}: import checkpoint unreadable ({exc.msg}); delete it to start over"
+        ) from exc
+    if data.get("schema_sha256") != schema_sha:
+        raise BenchError(f"{path}: checkpoint belongs to another schema; delete it to start over")
+    return data
+
+
+def import_passages(
+    server: TypesenseServer,
+    schema: Mapping[str, Any],
+    passages: Iterable[Passage],
+    *,
+    checkpoint: Path,
+    expected: int | None = None,
+    batch_size: int = 500,
+    build: DocBuilder = text_docs,
+    label: str = "import",
+) -> ImportRecord:
+    import time
+
+    name = str(schema["name"])
+    sha = schema_sha256(schema)
+    created = ensure_collection(server, schema)
+    state = None if created else _load_checkpoint(checkpoint, sha)
+    if state is not None and state.get("complete") and count_documents(server, name) == state["imported"]:
+        return ImportRecord(name, int(state["imported"]), False, int(state["imported"]), batch_size, 0.0)
+    if state is None and not created and count_documents(server, name) > 0:
+        raise BenchError(
+            f"collection {name} already holds documents but there is no checkpoint {checkpoint}; "
+            "delete the collection to import it again"
+        )
+    skip = int(state["imported"]) if state else 0
+    last_id = state.get("last_docid") if state else None
+    t0 = time.perf_counter()
+    n = 0
+    prev: tuple[int, int] | None = None
+    batch: list[Passage] = []
+    batch_start = skip
+
+    def flush() -> None:
+        nonlocal batch, batch_start
+        import_batch(server, name, build(batch, batch_start))
+        batch_start += len(batch)
+        write_json_atomic(checkpoint, {"collection": name, "schema_sha256": sha, "imported": batch_start,
+                                       "last_docid": batch[-1].docid, "complete": False})  # fmt: skip
+        progress.advance(len(batch))
+        batch = []
+
+    with Progress(label, expected, "passages", initial=skip) as progress:
+        for p in passages:
+            key = docid_key(p.docid)
+            if prev is not None and key <= prev:
+                raise BenchError(
+                    f"passage {p.docid} follows {passages_prev_id(prev)}: the corpus is not in ascending "
+                    "MIRACL id order (the plan's import order); sort it before importing"
+                )
+            prev = key
+            n += 1
+            if n <= skip:
+                if n == skip and p.docid != last_id:
+                    raise BenchError(
+                        f"{checkpoint}: passage {skip} of the corpus is {p.docid}, the checkpoint says "
+                        f"{last_id}; the corpus changed. Delete collection {name} and the checkpoint."
+                    )
+                continue
+            batch.append(p)
+            if len(batch) >= batch_size:
+                flush()
+        if batch:
+            flush()
+    if n < skip:
+        raise BenchError(
+            f"{checkpoint}: the corpus has {n} passages, the checkpoint says {skip} were imported"
+        )
+    have = count_documents(server, name)
+    if have != n or (expected is not None and have != expected):
+        raise BenchError(
+            f"collection {name} holds {have} documents after the import; {n} were read"
+            + (f", the corpus should have {expected}" if expected is not None else "")
+        )
+    write_json_atomic(checkpoint, {"collection": name, "schema_sha256": sha, "imported": n,
+                                   "last_docid": last_id if prev is None else passages_prev_id(prev),
+                                   "complete": True})  # fmt: skip
+    return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0)
+
+
+def passages_prev_id(key: tuple[int, int]) -> str:
+    return f"{key[0]}#{key[1]}"

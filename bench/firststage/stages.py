@@ -1,0 +1,194 @@
+"""Run one first stage end to end (plan section "First stages"): check the server, import, tune ef, search
+every query, write the TREC run (top 100) and the result record. ``run_stage`` is the one generic runner;
+the stages themselves are data (``bench.firststage.definitions``).
+
+Outputs are written last and atomically: the run file first, then the JSON record (which names the run
+file's SHA-256); if the record cannot be written, the run file is removed, so a run file without its
+record never looks complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.metrics import MISSING_QUERY_POLICY, mean_scores
+from analysis.ranking import TIE_RULE
+from analysis.trec import read_qrels, write_run
+from bench.data import IMPORT_ORDER, Passage
+from bench.errors import BenchError
+from bench.firststage.atomic import write_json_atomic
+from bench.firststage.definitions import STAGE_DEFS, STOPWORD_SET_ID, StageDef
+from bench.firststage.embed import CachedEmbeddings, Embedder
+from bench.firststage.exact import exact_top_k
+from bench.firststage.features import Mode, StageRefused, check_server, require
+from bench.firststage.importer import import_passages, text_doc
+from bench.firststage.queries import run_queries, vector_top_ids
+from bench.firststage.server import TypesenseServer
+from bench.firststage.stopwords import german_stopwords, install_stopwords
+from bench.firststage.tune import EfChoice, choose_ef
+from bench.paths import cache_dir
+from bench.plan import (
+    EF_MIN_OVERLAP,
+    EMBEDDING_QUERY_PROMPT,
+    FIRST_STAGE_DEPTH,
+    TYPESENSE_IMAGE,
+    WARMUP_CALLS,
+)
+
+__all__ = ["StageRefused", "StageResult", "run_stage"]
+
+
+@dataclass(frozen=True)
+class StageResult:
+    stage: str
+    run: dict[str, list[tuple[str, float]]]
+    record: dict[str, Any]
+    run_path: Path
+    json_path: Path
+
+
+def _stage(stage_id: str) -> StageDef:
+    if stage_id not in STAGE_DEFS:
+        raise BenchError(f"unknown stage {stage_id!r}; stages: {', '.join(STAGE_DEFS)}")
+    return STAGE_DEFS[stage_id]
+
+
+def default_checkpoint(server: TypesenseServer, collection: str) -> Path:
+    host = hashlib.sha256(server.url.encode()).hexdigest()[:12]
+    return cache_dir() / "typesense-import" / host / f"{collection}.json"
+
+
+def _embed_corpus(cached: CachedEmbeddings, passages: Sequence[Passage], chunk: int = 2048) -> np.ndarray:
+    from bench.progress import Progress
+
+    parts = []
+    with Progress("embed passages", len(passages), "passages") as prog:
+        for i in range(0, len(passages), chunk):
+            parts.append(cached.embed([p.passage_text for p in passages[i : i + chunk]]))
+            prog.advance(len(parts[-1]))
+    return np.concatenate(parts) if parts else np.zeros((0, cached.embedder.dims), dtype=np.float32)
+
+
+def run_stage(
+    stage_id: str,
+    *,
+    server: TypesenseServer,
+    corpus: Iterable[Passage],
+    queries: Mapping[str, str],
+    embedder: Embedder | CachedEmbeddings | None = None,
+    mode: Mode,
+    out_run: Path,
+    out_json: Path,
+    qrels_path: Path | None = None,
+    expected_passages: int | None = None,
+    checkpoint: Path | None = None,
+    batch_size: int = 500,
+    warmup: int = WARMUP_CALLS,
+    ef_target: float | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> StageResult:
+    """Run ``stage_id`` against ``server``; ``corpus`` in ascending MIRACL id order (checked)."""
+    stage = _stage(stage_id)
+    check_server(mode, server.version)
+    require(stage.id, server.version, stage.features)
+    cached: CachedEmbeddings | None = None
+    if stage.vector:
+        if embedder is None:
+            raise BenchError(f"stage {stage.id} needs an embedder")
+        cached = embedder if isinstance(embedder, CachedEmbeddings) else CachedEmbeddings(embedder)
+    record: dict[str, Any] = {
+        "stage": stage.id,
+        "mode": mode,
+        "server_version": server.version,
+        "server_url": server.url,
+        "image": TYPESENSE_IMAGE if mode == "measurement" else None,
+        "corpus": stage.corpus,
+        "kind": stage.kind,
+        "import_order": IMPORT_ORDER,
+        "tie_rule_first_stage": stage.tie_rule,
+        "tie_rule_ranking": TIE_RULE,
+        "features_needed": list(stage.features),
+        "notes": list(stage.notes),
+    }
+    if stage.stopwords:
+        sw = german_stopwords()
+        install_stopwords(server, STOPWORD_SET_ID, sw)
+        record["stopwords"] = {"id": STOPWORD_SET_ID, **sw.record()}
+    passages: Iterable[Passage] = corpus
+    position: dict[str, int] = {}
+    doc_matrix: np.ndarray | None = None
+    build = None
+    if cached is not None:
+        seq = list(corpus)
+        passages = seq
+        position = {p.docid: i for i, p in enumerate(seq)}
+        doc_matrix = _embed_corpus(cached, seq)
+        matrix = doc_matrix
+
+        def build(batch: list[Passage], start: int) -> list[dict[str, Any]]:
+            docs = []
+            for i, p in enumerate(batch, start):
+                d = text_doc(p) if stage.fields else {"id": p.docid}
+                d["embedding"] = matrix[i].tolist()
+                docs.append(d)
+            return docs
+
+    schema = stage.schema(cached.embedder.dims if cached is not None else None)
+    record["schema"] = schema
+    imp = import_passages(
+        server, schema, passages, checkpoint=checkpoint or default_checkpoint(server, stage.collection),
+        expected=expected_passages, batch_size=batch_size, label=f"import {stage.id}",
+        **({"build": build} if build is not None else {}),
+    )  # fmt: skip
+    record["import"] = imp.record()
+    qvecs: dict[str, np.ndarray] | None = None
+    ef: int | None = None
+    if cached is not None and doc_matrix is not None:
+        qids = list(queries)
+        qmat = cached.embed([queries[q] for q in qids], prompt=EMBEDDING_QUERY_PROMPT)
+        qvecs = dict(zip(qids, qmat, strict=True))
+        record["embeddings"] = cached.record(EMBEDDING_QUERY_PROMPT)
+        record["embeddings"]["computed_now"] = cached.computed
+        order = sorted(position, key=position.__getitem__)
+        exact = [[order[i] for i in row] for row in exact_top_k(qmat, doc_matrix, FIRST_STAGE_DEPTH)]
+        vecs = qvecs
+        choice: EfChoice = choose_ef(
+            stage.id, server.version, lambda e: vector_top_ids(server, stage, vecs, e, position), exact,
+            target=ef_target if ef_target is not None else EF_MIN_OVERLAP,
+        )  # fmt: skip
+        ef = choice.ef
+        record["ef"] = choice.record()
+    run, timings = run_queries(server, stage, queries, qvecs, ef, position, warmup=warmup)
+    record["search_params"] = {k: v for k, v in stage.params.items()}
+    record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}
+    if qrels_path is not None:
+        qrels = read_qrels(qrels_path)
+        record["metrics"] = mean_scores(qrels, run, measures=["recall@100", "ceiling"])
+        record["qrels"] = {"path": str(qrels_path), "sha256": _sha(qrels_path)}
+        record["missing_query_policy"] = MISSING_QUERY_POLICY
+    record["queries"] = len(queries)
+    record["depth"] = FIRST_STAGE_DEPTH
+    if extra:
+        record.update(extra)
+    write_run(out_run, run, tag=f"first-stage/{stage.id}")
+    record["run_file"] = {"path": str(out_run), "sha256": _sha(out_run)}
+    try:
+        write_json_atomic(out_json, record)
+    except BaseException:
+        out_run.unlink(missing_ok=True)
+        raise
+    return StageResult(stage.id, run, record, out_run, out_json)
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,100 @@
+"""The German stop-word set (plan section "First stages"; DEVIATIONS.md D-002).
+
+Rule: the Snowball German stop list (data/bundled/snowball-german-stop/stop.txt, BSD) plus the Snowball
+German stem of every entry (PyPI ``snowballstemmer``), because Typesense stems the query before it removes
+stop words. Canonical serialisation for the SHA-256: the distinct strings sorted by Python's default
+string order (code points), UTF-8, joined by ``"\\n"``, no trailing newline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import snowballstemmer
+
+from bench.errors import BenchError
+from bench.paths import bundled_dir
+
+CANONICAL_FORM = "distinct strings, sorted by code point, UTF-8, joined by '\\n', no trailing newline"
+
+
+@dataclass(frozen=True)
+class StopwordSet:
+    words: tuple[str, ...]  # sorted, distinct
+    list_words: int  # entries of the Snowball list
+    source: str
+    sha256: str
+    snowballstemmer_version: str
+
+    @property
+    def size(self) -> int:
+        return len(self.words)
+
+    def record(self) -> dict[str, object]:
+        return {
+            "size": self.size,
+            "sha256": self.sha256,
+            "list_words": self.list_words,
+            "source": self.source,
+            "rule": "Snowball German stop list plus the Snowball German stem of every entry",
+            "canonical_form": CANONICAL_FORM,
+            "snowballstemmer": self.snowballstemmer_version,
+        }
+
+
+def default_path() -> Path:
+    return bundled_dir() / "snowball-german-stop" / "stop.txt"
+
+
+def read_snowball_list(path: Path) -> list[str]:
+    """Words of a Snowball stop file: the first token of each line, ``|`` starts a comment."""
+    if not path.is_file():
+        raise BenchError(f"{path}: Snowball stop list missing (see data/bundled/SOURCES.md)")
+    words: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        body = line.split("|", 1)[0].strip()
+        if body:
+            words.append(body.split()[0])
+    if not words:
+        raise BenchError(f"{path}: no stop words found")
+    return words
+
+
+def canonical_bytes(words: tuple[str, ...]) -> bytes:
+    return "\n".join(words).encode("utf-8")
+
+
+def german_stopwords(path: Path | None = None) -> StopwordSet:
+    src = path if path is not None else default_path()
+    base = read_snowball_list(src)
+    stemmer = snowballstemmer.stemmer("german")
+    words = tuple(sorted(set(base) | {stemmer.stemWord(w) for w in base}))
+    from importlib.metadata import version
+
+    try:
+        rel = str(src.resolve().relative_to(bundled_dir().parent.parent))
+    except ValueError:
+        rel = str(src)
+    return StopwordSet(
+        words=words,
+        list_words=len(base),
+        source=rel,
+        sha256=hashlib.sha256(canonical_bytes(words)).hexdigest(),
+        snowballstemmer_version=version("snowballstemmer"),
+    )
+
+
+def install_stopwords(server: Any, set_id: str, sw: StopwordSet) -> None:
+    """PUT the set (Typesense >= 26.0) and check the server kept exactly these words."""
+    got = server.request("PUT", f"/stopwords/{set_id}", json={"stopwords": list(sw.words), "locale": "de"})
+    kept = set(got.get("stopwords", []))
+    if kept != set(sw.words):
+        missing = sorted(set(sw.words) - kept)[:10]
+        added = sorted(kept - set(sw.words))[:10]
+        raise BenchError(
+            f"Typesense stored stop-word set {set_id} differently ({len(kept)} words, missing {missing}, "
+            f"added {added}); the plan's set would not be applied as recorded"
+        )
