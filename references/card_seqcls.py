@@ -23,6 +23,8 @@ def score_queries(
     extra: dict[str, Any] = {}
     if options.get("code_revision"):
         extra["code_revision"] = options["code_revision"]
+    if trust and options.get("cache_dir"):  # where "Org/repo--module.Class" remote code is cached (gte)
+        extra["cache_dir"] = options["cache_dir"]
     tokenizer = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust)
     model = AutoModelForSequenceClassification.from_pretrained(
         model_dir, trust_remote_code=trust, **dtype_kwarg(torch_dtype(dtype)), **extra

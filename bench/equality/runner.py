@@ -79,11 +79,12 @@ def check_one(
     data: EqualitySet,
     *,
     device: str = "cpu",
-    loader: Loader = _default_loader,
+    loader: Loader | None = None,
     model_dir: Path | None = None,
     runner: ReferenceRunner | None = None,
 ) -> dict[str, Any]:
     """Check 1 (local model) or check 3 (Voyage) for one model; the result payload (not yet written)."""
+    loader = loader or _default_loader
     if model_id not in plan.RERANKERS:
         raise BenchError(f"unknown model {model_id!r}; the plan's models: {', '.join(plan.RERANKERS)}")
     if not plan.RERANKERS[model_id].local:
@@ -110,7 +111,12 @@ def check_one(
     dtype = reranker.meta.dtype if reranker.meta.dtype in TORCH_DTYPES else None
 
     def same_dtype(spec: ReferenceSpec | None) -> ReferenceSpec | None:
-        return spec if spec is None or spec.dtype is not None else dataclasses.replace(spec, dtype=dtype)
+        """The adapter's dtype unless the reference fixes its own; remote code (gte) is looked up in the
+        same hub cache as the adapter's (the snapshot's models root)."""
+        if spec is None:
+            return None
+        options = {**spec.options, "cache_dir": str(mdir.parent.parent.parent)}
+        return dataclasses.replace(spec, dtype=spec.dtype or dtype, options=options)
 
     def default_runner(spec: ReferenceSpec, queries: Sequence[Any]) -> dict[str, Any]:
         return run_reference(spec, mdir, queries, device=device)
@@ -136,7 +142,7 @@ def check_models(
     *,
     device: str = "cpu",
     directory: Path | None = None,
-    loader: Loader = _default_loader,
+    loader: Loader | None = None,
     manifest: Callable[..., dict[str, Any]] | None = None,
     preflight_record: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:

@@ -1,0 +1,163 @@
+"""Result files, ``outcome``, check 3 and ``bench check-adapters`` wiring (fake adapters and references)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from bench.cli import cli
+from bench.equality import outcome
+from bench.equality.data import EqualityQuery, EqualitySet
+from bench.equality.pointwise import run_pointwise
+from bench.equality.results import write_result
+from bench.equality.runner import check_one
+from bench.errors import BenchError
+from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result
+
+
+def text_score(text: str) -> float:
+    return (zlib.crc32(text.encode()) % 10_000) / 10_000
+
+
+class FakeReranker:
+    """Scores by a hash of the passage; ``listwise_shift`` adds a list-length term (not pointwise)."""
+
+    def __init__(self, model_id: str, listwise_shift: float = 0.0) -> None:
+        self._meta = RerankerMeta(model_id, "fake", None, "float32", "cpu", None, False)
+        self.shift = listwise_shift
+        self.calls: list[dict[str, Any]] = []
+        self.log = RecordLog()
+
+    @property
+    def meta(self) -> RerankerMeta:
+        return self._meta
+
+    def __enter__(self) -> FakeReranker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
+        self.calls.append({"billed_tokens": 10 * len(passages), "n": len(passages)})
+        scores = [text_score(p) + self.shift * len(passages) for p in passages]
+        return make_result(scores, max_input_tokens=0, truncated_pairs=0, chunk_size=len(passages))
+
+
+@pytest.fixture
+def data(queries_factory: Any) -> EqualitySet:
+    return EqualitySet(tuple(queries_factory(3, 100)), {"id_map_matching": {}})
+
+
+def test_write_and_read_outcome(tmp_path: Path) -> None:
+    assert outcome("bge-v2-m3", tmp_path)["rated"] is False  # no file: not rated, says which command
+    assert "bench check-adapters bge-v2-m3" in outcome("bge-v2-m3", tmp_path)["reason"]
+    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "ok"}, tmp_path)
+    assert outcome("bge-v2-m3", tmp_path) == {
+        "model": "bge-v2-m3",
+        "rated": True,
+        "reason": "ok",
+        "missing": False,
+    }
+    with pytest.raises(ValueError):
+        write_result("bge-v2-m3", {"rated": "yes"}, tmp_path)
+    (tmp_path / "gte-base.json").write_text('{"rated": true}')
+    with pytest.raises(BenchError, match="reason"):
+        outcome("gte-base", tmp_path)
+    (tmp_path / "jina-v3.5.json").write_text("{broken")
+    with pytest.raises(BenchError, match=r"jina-v3\.5\.json:1"):
+        outcome("jina-v3.5", tmp_path)
+
+
+def test_pointwise_check(data: EqualitySet, tmp_path: Path) -> None:
+    result = run_pointwise("voyage-rerank-3", FakeReranker("voyage-rerank-3"), data.queries)
+    assert result["pointwise"] is True and result["max_abs_diff"] == 0.0
+    assert result["billed_tokens"] == 3 * 10 * (20 + 100)
+    write_result("voyage-rerank-3", result, tmp_path)
+    assert outcome("voyage-rerank-3", tmp_path)["pointwise"] is True
+    listwise = run_pointwise("voyage-rerank-3-lite", FakeReranker("voyage-rerank-3-lite", 1e-4), data.queries)
+    assert listwise["pointwise"] is False  # 80 x 1e-4 = 0.008 > 0.001
+    assert "every depth is requested separately" in listwise["reason"]
+    tiny = run_pointwise("voyage-rerank-3-lite", FakeReranker("voyage-rerank-3-lite", 1e-6), data.queries)
+    assert tiny["pointwise"] is True  # 80 x 1e-6 is within 0.001
+
+
+def test_check_one_local_with_fake_reference(data: EqualitySet, tmp_path: Path) -> None:
+    def loader(model_id: str, **kw: Any) -> FakeReranker:
+        return FakeReranker(model_id)
+
+    def good(spec: Any, queries: Sequence[EqualityQuery]) -> dict[str, Any]:
+        return {"scores": {q.qid: [2 * text_score(p) for p in q.passages] for q in queries}, "versions": {}}
+
+    result = check_one("bge-v2-m3", data, loader=loader, model_dir=tmp_path, runner=good)
+    assert result["rated"] is True and result["min_spearman"] == pytest.approx(1.0)
+    assert [f["label"] for f in result["further_references"]] == ["card-seqcls@tf457"]
+    json.dumps(result, allow_nan=False)  # JSON-ready
+    assert not any("passages" in json.dumps(r) for r in result["queries"])  # ids and numbers only
+
+
+def test_check_one_adapter_that_does_not_load(data: EqualitySet) -> None:
+    def loader(model_id: str, **kw: Any) -> FakeReranker:
+        raise BenchError("snapshot missing; run `bench models fetch gte-base`")
+
+    result = check_one("gte-base", data, loader=loader, model_dir=Path("/x"))
+    assert result["rated"] is False and "bench models fetch gte-base" in result["reason"]
+
+
+def test_check_one_voyage_api_failure(data: EqualitySet) -> None:
+    def loader(model_id: str, **kw: Any) -> FakeReranker:
+        raise BenchError("No Voyage API key")
+
+    result = check_one("voyage-rerank-3", data, loader=loader)
+    assert result["rated"] is False and result["reason"].startswith("API check failed")
+
+
+@pytest.mark.parametrize("agree", [True, False])
+def test_cli_check_adapters(
+    data: EqualitySet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agree: bool
+) -> None:
+    import bench.equality.runner as runner_mod
+    import bench.guard
+    import bench.provenance
+
+    seen: list[str] = []
+    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: seen.append(kind) or {"kind": kind})
+    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root=None: None)
+    monkeypatch.setattr(runner_mod, "load_equality_set", lambda: data)
+    monkeypatch.setattr(runner_mod, "_default_loader", lambda model_id, **kw: FakeReranker(model_id))
+    monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
+
+    def fake_reference(
+        spec: Any, model_dir: Path, queries: Sequence[EqualityQuery], **kw: Any
+    ) -> dict[str, Any]:
+        sign = 1.0 if agree else -1.0
+        return {
+            "scores": {q.qid: [sign * text_score(p) for p in q.passages] for q in queries},
+            "versions": {},
+        }
+
+    monkeypatch.setattr(runner_mod, "run_reference", fake_reference)
+    out_dir = tmp_path / "results"
+    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(out_dir)])
+    assert seen == ["measurement"]
+    payload = json.loads((out_dir / "bge-v2-m3.json").read_text())
+    assert payload["manifest"]["kind"] == "adapter-check" and len(payload["plan_sha256"]) == 64
+    assert payload["preflight"] == {"kind": "measurement"}
+    if agree:
+        assert res.exit_code == 0, res.output
+        assert payload["verdict"] == "rated"
+    else:
+        assert res.exit_code == 1
+        assert "not rated: bge-v2-m3" in res.output
+        assert payload["verdict"] == "not rated" and payload["min_spearman"] == pytest.approx(-1.0)
+
+
+def test_cli_rejects_unknown_model() -> None:
+    res = CliRunner().invoke(cli, ["check-adapters", "no-such-model"])
+    assert res.exit_code == 2 and "no-such-model" in res.output
