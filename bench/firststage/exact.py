@@ -28,7 +28,8 @@ def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, *, block: int = 6
 
 
 def overlap_at_k(found: list[list[str]], exact: list[list[str]], k: int) -> float:
-    """Mean over queries of |top-k found ∩ top-k exact| / k (the plan's "top-100 overlap")."""
-    if len(found) != len(exact) or not found:
-        raise BenchError("overlap needs the same, non-zero number of queries on both sides")
-    return float(np.mean([len(set(f[:k]) & set(e[:k])) / k for f, e in zip(found, exact, strict=True)]))
+    """Mean over queries of |top-k found ∩ top-k exact| / |top-k exact| (the plan's "top-100 overlap"; the
+    exact list is shorter than k only when the corpus has fewer than k passages)."""
+    if len(found) != len(exact) or not found or any(not e for e in exact):
+        raise BenchError("overlap needs the same, non-zero number of queries and non-empty exact lists")
+    return float(np.mean([len(set(f[:k]) & set(e[:k])) / len(e[:k]) for f, e in zip(found, exact, strict=True)]))
