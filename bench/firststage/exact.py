@@ -32,4 +32,6 @@ def overlap_at_k(found: list[list[str]], exact: list[list[str]], k: int) -> floa
     exact list is shorter than k only when the corpus has fewer than k passages)."""
     if len(found) != len(exact) or not found or any(not e for e in exact):
         raise BenchError("overlap needs the same, non-zero number of queries and non-empty exact lists")
-    return float(np.mean([len(set(f[:k]) & set(e[:k])) / len(e[:k]) for f, e in zip(found, exact, strict=True)]))
+    return float(
+        np.mean([len(set(f[:k]) & set(e[:k])) / len(e[:k]) for f, e in zip(found, exact, strict=True)])
+    )

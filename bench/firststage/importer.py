@@ -103,8 +103,16 @@ def import_passages(
         nonlocal batch, batch_start
         import_batch(server, name, build(batch, batch_start))
         batch_start += len(batch)
-        write_json_atomic(checkpoint, {"collection": name, "schema_sha256": sha, "imported": batch_start,
-                                       "last_docid": batch[-1].docid, "complete": False})  # fmt: skip
+        write_json_atomic(
+            checkpoint,
+            {
+                "collection": name,
+                "schema_sha256": sha,
+                "imported": batch_start,
+                "last_docid": batch[-1].docid,
+                "complete": False,
+            },
+        )
         progress.advance(len(batch))
         batch = []
 
@@ -140,9 +148,16 @@ def import_passages(
             f"collection {name} holds {have} documents after the import; {n} were read"
             + (f", the corpus should have {expected}" if expected is not None else "")
         )
-    write_json_atomic(checkpoint, {"collection": name, "schema_sha256": sha, "imported": n,
-                                   "last_docid": last_id if prev is None else passages_prev_id(prev),
-                                   "complete": True})  # fmt: skip
+    write_json_atomic(
+        checkpoint,
+        {
+            "collection": name,
+            "schema_sha256": sha,
+            "imported": n,
+            "last_docid": last_id if prev is None else passages_prev_id(prev),
+            "complete": True,
+        },
+    )
     return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0)
 
 

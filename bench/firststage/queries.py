@@ -118,8 +118,13 @@ def run_queries(
     return run, t
 
 
-def vector_top_ids(server: TypesenseServer, stage: StageDef, qvecs: Mapping[str, np.ndarray],
-                   ef: int | None, position: Mapping[str, int]) -> list[list[str]]:  # fmt: skip
+def vector_top_ids(
+    server: TypesenseServer,
+    stage: StageDef,
+    qvecs: Mapping[str, np.ndarray],
+    ef: int | None,
+    position: Mapping[str, int],
+) -> list[list[str]]:
     out = []
     for qid in qvecs:
         res = search(server, stage.collection, vector_only_params(stage, qvecs[qid], ef))

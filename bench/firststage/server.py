@@ -151,10 +151,20 @@ def local_typesense(
         while peering_port == api_port:
             peering_port = free_port()
         cmd = [
-            str(binary), "--data-dir", str(ddir), "--api-key", api_key,
-            "--api-address", "127.0.0.1", "--api-port", str(api_port),
-            "--peering-address", "127.0.0.1", "--peering-port", str(peering_port),
-        ]  # fmt: skip
+            str(binary),
+            "--data-dir",
+            str(ddir),
+            "--api-key",
+            api_key,
+            "--api-address",
+            "127.0.0.1",
+            "--api-port",
+            str(api_port),
+            "--peering-address",
+            "127.0.0.1",
+            "--peering-port",
+            str(peering_port),
+        ]
         with log.open("wb") as log_fh:
             proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://127.0.0.1:{api_port}"

@@ -142,10 +142,15 @@ def run_stage(
     schema = stage.schema(cached.embedder.dims if cached is not None else None)
     record["schema"] = schema
     imp = import_passages(
-        server, schema, passages, checkpoint=checkpoint or default_checkpoint(server, stage.collection),
-        expected=expected_passages, batch_size=batch_size, label=f"import {stage.id}",
+        server,
+        schema,
+        passages,
+        checkpoint=checkpoint or default_checkpoint(server, stage.collection),
+        expected=expected_passages,
+        batch_size=batch_size,
+        label=f"import {stage.id}",
         **({"build": build} if build is not None else {}),
-    )  # fmt: skip
+    )
     record["import"] = imp.record()
     qvecs: dict[str, np.ndarray] | None = None
     ef: int | None = None
@@ -159,9 +164,12 @@ def run_stage(
         exact = [[order[i] for i in row] for row in exact_top_k(qmat, doc_matrix, FIRST_STAGE_DEPTH)]
         vecs = qvecs
         choice: EfChoice = choose_ef(
-            stage.id, server.version, lambda e: vector_top_ids(server, stage, vecs, e, position), exact,
+            stage.id,
+            server.version,
+            lambda e: vector_top_ids(server, stage, vecs, e, position),
+            exact,
             target=ef_target if ef_target is not None else EF_MIN_OVERLAP,
-        )  # fmt: skip
+        )
         ef = choice.ef
         record["ef"] = choice.record()
     run, timings = run_queries(server, stage, queries, qvecs, ef, position, warmup=warmup)

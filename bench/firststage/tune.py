@@ -71,8 +71,10 @@ def choose_ef(
         prev = (ef, results)
     if not ef_ok:
         raise StageRefused(
-            stage, server_version, [FEATURES["ef"]],
+            stage,
+            server_version,
+            [FEATURES["ef"]],
             reason=f"The top-100 overlap with exact search at the server default is "
             f"{steps[-1]['overlap']:.4f} < {target}, so ef would have to be raised.",
-        )  # fmt: skip
+        )
     raise BenchError(f"stage {stage}: overlap {steps[-1]['overlap']:.4f} < {target} even at ef={ladder[-1]}")

@@ -61,7 +61,7 @@ def test_runs_on_0241() -> None:
 def test_measurement_only_on_302() -> None:
     check_server("measurement", "30.2")
     check_server("rehearsal", "0.24.1")
-    with pytest.raises(ServerRefused, match="30.2"):
+    with pytest.raises(ServerRefused, match=r"30\.2"):
         check_server("measurement", "0.24.1")
     with pytest.raises(ServerRefused):
         check_server("measurement", "30.3")

@@ -32,8 +32,17 @@ def test_kill_and_resume(server: TypesenseServer, sample: Sample, tmp_path: Path
     server.request("DELETE", f"/collections/{stage.collection}", ok=(200, 404))
     ck = tmp_path / "checkpoint.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("import_worker.py")), server.url,
-                             server.api_key, str(ck)], env=env, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("import_worker.py")),
+            server.url,
+            server.api_key,
+            str(ck),
+        ],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:

@@ -25,8 +25,11 @@ pytestmark = pytest.mark.typesense
 
 
 @pytest.fixture(scope="module")
-def loaded(server: TypesenseServer, small: tuple[dict[str, str], list[Passage], Path],
-           tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]  # fmt: skip
+def loaded(
+    server: TypesenseServer,
+    small: tuple[dict[str, str], list[Passage], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+):  # type: ignore[no-untyped-def]
     queries, passages, _ = small
     stage = STAGE_DEFS["vector-71k"]
     emb = CachedEmbeddings(HashEmbedder(dims=32), EmbeddingCache(tmp_path_factory.mktemp("c") / "e.sqlite"))
@@ -36,8 +39,9 @@ def loaded(server: TypesenseServer, small: tuple[dict[str, str], list[Passage], 
     def build(batch: list[Passage], start: int) -> list[dict]:  # type: ignore[type-arg]
         return [{"id": p.docid, "embedding": docs[start + i].tolist()} for i, p in enumerate(batch)]
 
-    import_passages(server, stage.schema(32), passages, checkpoint=tmp_path_factory.mktemp("k") / "c.json",
-                    build=build)  # fmt: skip
+    import_passages(
+        server, stage.schema(32), passages, checkpoint=tmp_path_factory.mktemp("k") / "c.json", build=build
+    )
     qids = list(queries)
     q = emb.embed([queries[x] for x in qids], prompt="query: ")
     position = {p.docid: i for i, p in enumerate(passages)}
@@ -47,8 +51,9 @@ def loaded(server: TypesenseServer, small: tuple[dict[str, str], list[Passage], 
 
 def test_overlap_at_server_default_is_recorded(server: TypesenseServer, loaded) -> None:  # type: ignore[no-untyped-def]
     stage, qvecs, position, exact = loaded
-    choice = choose_ef("vector-71k", server.version, lambda e: vector_top_ids(server, stage, qvecs, e, position),
-                       exact)  # fmt: skip
+    choice = choose_ef(
+        "vector-71k", server.version, lambda e: vector_top_ids(server, stage, qvecs, e, position), exact
+    )
     assert (
         choice.ef is None and not choice.ef_sent and choice.steps == [{"ef": None, "overlap": choice.overlap}]
     )
@@ -58,8 +63,13 @@ def test_overlap_at_server_default_is_recorded(server: TypesenseServer, loaded) 
 def test_refused_when_ef_would_be_needed(server: TypesenseServer, loaded) -> None:  # type: ignore[no-untyped-def]
     stage, qvecs, position, exact = loaded
     with pytest.raises(StageRefused) as info:
-        choose_ef("vector-71k", server.version, lambda e: vector_top_ids(server, stage, qvecs, e, position),
-                  exact, target=1.01)  # fmt: skip
+        choose_ef(
+            "vector-71k",
+            server.version,
+            lambda e: vector_top_ids(server, stage, qvecs, e, position),
+            exact,
+            target=1.01,
+        )
     assert (info.value.feature, info.value.first_version) == ("ef", "26.0")
 
 
