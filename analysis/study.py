@@ -35,6 +35,7 @@ __all__ = [
     "analyse_study",
     "default_flags",
     "discover_runs",
+    "load_stages",
     "sha256_of",
 ]
 
@@ -122,24 +123,34 @@ def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
     return {"id": fid, "reference": reference, "metric": MAIN_METRIC, "comparisons": comparisons}
 
 
-def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:
-    """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
-    judgments = Judgments.from_qrels(read_qrels(qrels_path))
-    n = len(judgments.qids)
+def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
+    """Read, validate and score every run of the study (no statistics yet)."""
     stages: list[StageResult] = []
     for stage, (first_path, reranked) in discover_runs(runs_dir).items():
         first = _load(stage, None, None, first_path, runs_dir, judgments)
         runs = [_load(stage, model, depth, p, runs_dir, judgments) for model, depth, p in
                 sorted(reranked, key=lambda x: (-x[1], x[0]))]
         stages.append(StageResult(stage, first, runs))
-    analyse_stages(stages, n)
-    inputs = {"qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)}, "queries": n,
-              "measures": list(MEASURES)}
+    return stages
+
+
+def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:
+    """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
+    judgments = Judgments.from_qrels(read_qrels(qrels_path))
+    stages = load_stages(runs_dir, judgments)
+    analyse_stages(stages, len(judgments.qids))
+    inputs = {"qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
+              "queries": len(judgments.qids), "measures": list(MEASURES)}
     return stages, inputs
 
 
 def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True) -> None:
-    """Fill intervals, families, best models and winners of ``stages`` in place (runs already scored)."""
+    """Fill intervals, families, best models and winners of ``stages`` in place (runs already scored).
+
+    Idempotent: earlier families, best models and winners are replaced.
+    """
+    for s in stages:
+        s.families, s.best, s.winner = [], {}, {}
     every_run = [r for s in stages for r in (s.first_stage, *s.runs)]
     for metric in INTERVAL_METRICS if intervals else ():
         values = np.column_stack([r.per_query[metric] for r in every_run]) if every_run else np.zeros((n, 0))

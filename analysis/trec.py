@@ -79,14 +79,19 @@ def _read_text(path: Path) -> str:
         raise TrecFormatError(
             path, line, "UTF-8 text", "re-encode the file as UTF-8 (e.g. `iconv -t UTF-8`)"
         ) from exc
-    if not text.strip():
+    return text
+
+
+def _require_rows(path: Path, tokens: list[str]) -> None:
+    if not tokens:
         raise TrecFormatError(path, None, f"at least one line `{RUN_COLUMNS}` (the file is empty)",
                               "write the run again; an empty run is never valid")
-    return text
 
 
 def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], np.ndarray]:
     """All tokens (row-major) and the 1-based line number of each row; checks column counts."""
+    if not text:
+        return [], np.zeros(0, dtype=np.int64)
     if text.isascii():
         raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         ws = raw <= 32  # ASCII control characters and space separate columns
@@ -155,6 +160,7 @@ def read_run_table(
     path = Path(path)
     text = _read_text(path)
     tokens, lines = _rows(path, text, 6, RUN_COLUMNS)
+    _require_rows(path, tokens)
     qtok, dtok = tokens[0::6], tokens[2::6]
     ranks = _parse_numbers(path, tokens[3::6], lines, int, "an integer rank")
     scores = _parse_numbers(path, tokens[4::6], lines, float, "a finite float score")
@@ -214,6 +220,7 @@ def read_qrels(path: Path | str) -> dict[str, dict[str, int]]:
     path = Path(path)
     text = _read_text(path)
     tokens, lines = _rows(path, text, 4, QRELS_COLUMNS)
+    _require_rows(path, tokens)
     rels = _parse_numbers(path, tokens[3::4], lines, int, "an integer relevance").tolist()
     out: dict[str, dict[str, int]] = {}
     for q, d, rel, line in zip(tokens[0::4], tokens[2::4], rels, lines.tolist(), strict=True):

@@ -44,6 +44,11 @@ def test_read_run_good(tmp_path: Path) -> None:
         ("q1 Q0 d2 2 2.0 t\nq1 Q0 d1 1 1.0 t\n", 1, "do not increase with rank"),
         ("q1 Q0 d1 1 1.0 t\nq1 Q0 dä 2 2.0 t\n", 2, "do not increase with rank"),  # non-ASCII path
         ("q1 Q0 dä 1 1.0 t\nq1 Q0 d2 2\n", 2, "6 columns"),
+        ("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2.5 0.5 t\n", 2, "integer rank"),
+        ("q1 Q0 d1 1 1,5 t\n", 1, "finite float score"),
+        ("q1 Q0 d1 1 0x10 t\n", 1, "finite float score"),
+        ("q1 Q0 d1 1 1e400 t\n", 1, "finite float score"),
+        ("q1 Q0 d1 1 1.0 t\n\nq1 Q0 d2 2 2.0 t\n", 3, "do not increase"),  # blank lines are skipped
     ],
 )
 def test_read_run_errors(tmp_path: Path, text: str, line: int, needle: str) -> None:
@@ -58,6 +63,10 @@ def test_read_run_errors(tmp_path: Path, text: str, line: int, needle: str) -> N
 def test_empty_and_encoding(tmp_path: Path) -> None:
     with pytest.raises(TrecFormatError, match="empty"):
         read_run(_write(tmp_path, "\n  \n"))
+    with pytest.raises(TrecFormatError, match="empty"):
+        read_run(_write(tmp_path, ""))
+    with pytest.raises(TrecFormatError, match="empty"):
+        read_qrels(_write(tmp_path, b"", "q.tsv"))
     with pytest.raises(TrecFormatError, match="UTF-8") as exc:
         read_run(_write(tmp_path, b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xe42 2 0.5 t\n"))
     assert exc.value.line == 2

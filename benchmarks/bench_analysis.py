@@ -1,0 +1,155 @@
+"""Speed of `analysis report` on a full-size study (issue 3, "Speed"); run on demand, not in CI.
+
+    uv run python benchmarks/bench_analysis.py [--ranx-pairs 45] [--keep DIR]
+
+Generates 4 stages x 9 models x 3 depths x 305 queries (the real MIRACL-de dev qrels, synthetic scores) in a
+temporary folder and prints, in this process after imports:
+  * reading + scoring all 112 run files,
+  * the statistics (bootstrap intervals for nDCG@10 and Hit@5 of every run, 10,000 resamples; the paired
+    sign-flip test for every comparison, 10,000 sign flips; Holm; wording) - target < 1 s on 2 cores,
+  * the whole report with figures (write_report) - target < 3 s,
+  * peak memory (max RSS of this process), and a cold `analysis report` subprocess for reference.
+Then it times ranx's Fisher randomisation test (10,000 permutations) on the same comparisons and prints the
+ratio. ranx is in the optional dependency group `benchmarks`: install it with
+`uv sync --group benchmarks` (or `uv pip install ranx==0.3.21`); without it that part is skipped with this
+message. ranx is timed on a subset of the comparisons (``--ranx-pairs``) and extrapolated per comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from analysis.metrics import Judgments
+from analysis.plan import MAIN_METRIC, RANDOMISATION_RESAMPLES, SEED
+from analysis.report import write_report
+from analysis.resampling import bootstrap_indices, paired_differences, randomisation_p_values, sign_matrix
+from analysis.study import analyse_stages, load_stages
+from analysis.synthetic import write_study
+from analysis.trec import read_qrels
+
+REPO = Path(__file__).resolve().parents[1]
+QRELS = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
+STAGES = ("keyword-71k", "vector-71k", "hybrid-71k", "keyword-full")
+MODELS = ("gte-base", "bge-v2-m3", "jina-v3.5", "qwen3-0.6b", "mxbai-large-v2", "qwen3-4b", "querit-4b",
+          "voyage-rerank-3", "voyage-rerank-3-lite")
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _timed(label: str, func, repeat: int = 1):  # type: ignore[no-untyped-def]
+    """Best wall time of ``repeat`` calls; the CPU time of this process is printed too, because on a shared
+    machine the wall time mostly measures the other processes."""
+    times, cpus = [], []
+    result = None
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        result = func()
+        times.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    print(f"{label:<52} wall {min(times):7.3f} s  cpu {min(cpus):7.3f} s  (best of {repeat})")
+    return result, min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranx-pairs", type=int, default=45, help="comparisons timed with ranx (0: skip)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", type=Path, default=None, help="write the study here and keep it")
+    args = ap.parse_args()
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, cpus {os.cpu_count()}, "
+          f"affinity {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-analysis-")) if args.keep is None else args.keep
+    try:
+        qrels = read_qrels(QRELS)
+        rng = np.random.default_rng(5)
+        signals = {m: float(s) for m, s in zip(MODELS, rng.uniform(1.0, 2.5, len(MODELS)), strict=True)}
+        runs = tmp / "runs"
+        _timed("generate the study (not part of the targets)", lambda: write_study(
+            runs, qrels, stages=STAGES, models=signals, depths=(20, 50, 100)))
+        files = sorted(runs.rglob("*.trec"))
+        print(f"study: {len(files)} run files, {sum(f.stat().st_size for f in files) / 2**20:.1f} MiB")
+
+        judgments = Judgments.from_qrels(qrels)
+        n = len(judgments.qids)
+        stages, _ = _timed("read + validate + score all runs", lambda: load_stages(runs, judgments),
+                                args.repeat)
+        bootstrap_indices.cache_clear()
+        sign_matrix.cache_clear()
+        _timed("statistics, cold (draws the resample matrices)", lambda: analyse_stages(stages, n))
+        _, t_stats = _timed("statistics, warm", lambda: analyse_stages(stages, n), args.repeat)
+        pairs = [(c, f) for s in stages for f in s.families for c in f["comparisons"]]
+        comparisons = len(pairs)
+        print(f"comparisons: {comparisons}; intervals: {2 * sum(1 + len(s.runs) for s in stages)}")
+
+        # the randomisation tests alone, for a like-for-like ratio with ranx
+        by_key = {(s.stage, r.model, r.depth): r for s in stages for r in (s.first_stage, *s.runs)}
+        arrays = []
+        for c, f in pairs:
+            stage = f["id"].split("/")[0]
+            a = by_key[(stage, c["model"], c["depth"])].per_query[MAIN_METRIC]
+            ref_model = None if c["reference"] == "first-stage" else c["reference"]
+            b = by_key[(stage, ref_model, None if ref_model is None else c["depth"])].per_query[MAIN_METRIC]
+            arrays.append((a, b))
+        diffs = np.column_stack([paired_differences(a, b) for a, b in arrays])
+        _, t_rand = _timed("randomisation tests alone (all comparisons)",
+                           lambda: randomisation_p_values(diffs), args.repeat)
+
+        out = tmp / "out"
+        _, t_report = _timed("whole report with figures (write_report)",
+                             lambda: write_report(runs, QRELS, out), args.repeat)
+        print(f"peak memory (max RSS of this process): {_peak_mib():.0f} MiB")
+
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "analysis.cli", "report", "--runs", str(runs), "--qrels",
+                               str(QRELS), "--out", str(tmp / "out-cold")], capture_output=True, text=True)
+        cold = time.perf_counter() - t
+        child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"{'cold `analysis report` subprocess (imports included)':<52} wall {cold:7.3f} s, exit "
+              f"{proc.returncode}, peak {child:.0f} MiB")
+        print(f"TARGETS: statistics {t_stats:.3f} s (< 1 s: {'met' if t_stats < 1 else 'NOT met'}); "
+              f"report {t_report:.3f} s (< 3 s: {'met' if t_report < 3 else 'NOT met'})")
+
+        if args.ranx_pairs > 0:
+            try:
+                from ranx.statistical_tests import fisher_randomization_test
+            except ModuleNotFoundError:
+                print("ranx is not installed: run `uv sync --group benchmarks` (or "
+                      "`uv pip install ranx==0.3.21`) to time its Fisher randomisation test")
+                return 0
+            a0, b0 = arrays[0]
+            _timed("ranx: first call (numba compilation)", lambda: fisher_randomization_test(
+                a0, b0, n_permutations=RANDOMISATION_RESAMPLES, max_p=0.05, random_seed=SEED))
+            subset = arrays[: args.ranx_pairs]
+
+            def run_ranx() -> None:
+                for a, b in subset:
+                    fisher_randomization_test(a, b, n_permutations=RANDOMISATION_RESAMPLES, max_p=0.05,
+                                              random_seed=SEED)
+
+            _, t_ranx = _timed(f"ranx Fisher test, {len(subset)} comparisons, warm", run_ranx)
+            per = t_ranx / len(subset)
+            total = per * comparisons
+            print(f"ranx per comparison {per:.4f} s -> {comparisons} comparisons ~ {total:.1f} s "
+                  "(extrapolated)")
+            print(f"RATIO ranx / ours (randomisation tests only): {total / t_rand:.0f}x; "
+                  f"ranx / ours (all statistics incl. bootstrap): {total / t_stats:.0f}x")
+        return 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
