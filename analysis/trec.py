@@ -88,10 +88,30 @@ def _require_rows(path: Path, tokens: list[str]) -> None:
                               "write the run again; an empty run is never valid")
 
 
+def _canonical(text: str) -> bool:
+    return (
+        text.isascii() and "\t" not in text and "\r" not in text and "  " not in text and "\n\n" not in text
+        and " \n" not in text and "\n " not in text and not text.startswith((" ", "\n"))
+        and not text.endswith(" ") and "\x0b" not in text and "\x0c" not in text
+    )
+
+
 def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], np.ndarray]:
     """All tokens (row-major) and the 1-based line number of each row; checks column counts."""
     if not text:
         return [], np.zeros(0, dtype=np.int64)
+    if _canonical(text):
+        # one space between columns, "\n" line ends, no blank lines (what write_run writes): a line has
+        # ncols columns exactly when it has ncols - 1 spaces
+        lines_list = text.split("\n")
+        if lines_list[-1] == "":
+            lines_list.pop()
+        spaces = np.fromiter(map(str.count, lines_list, itertools.repeat(" ")), dtype=np.int64,
+                             count=len(lines_list))
+        if not np.any(spaces != ncols - 1):
+            tokens = text.split()
+            if len(tokens) == ncols * len(lines_list):  # no other separator (e.g. \x1c) split a column
+                return tokens, np.arange(1, len(lines_list) + 1, dtype=np.int64)
     if text.isascii():
         raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         ws = raw <= 32  # ASCII control characters and space separate columns

@@ -156,3 +156,28 @@ def test_tie_rule_differs_from_trec_eval() -> None:
         rank_by_score(["a"], [float("nan")])
     with pytest.raises(ValueError, match="duplicate"):
         rank_by_score(["a", "a"], [1.0, 2.0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_from(["a", "b", "c", "d", "e"])),
+                     min_size=1, max_size=12, unique=True),
+       sep=st.sampled_from([" ", "\t", "  ", " \t "]), end=st.sampled_from(["\n", "\r\n", " \n"]),
+       blank=st.booleans(), unicode_tag=st.booleans())
+def test_parsing_paths_agree(tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, str]], sep: str,
+                             end: str, blank: bool, unicode_tag: bool) -> None:
+    # the canonical, the numpy and the line-by-line readers give the same run
+    counter: dict[str, int] = {}
+    lines = []
+    for q, d in rows:
+        counter[q] = counter.get(q, 0) + 1
+        tag = "tä" if unicode_tag else "t"
+        lines.append(sep.join([q, "Q0", d, str(counter[q]), repr(1.0 / counter[q]), tag]) + end)
+    if blank:
+        lines.insert(len(lines) // 2, end)
+    tmp = tmp_path_factory.mktemp("paths")
+    canonical = tmp / "c.trec"
+    canonical.write_text("".join(x.replace("\r\n", "\n").replace(sep, " ").replace(" \n", "\n")
+                                 .replace("tä", "t") for x in lines if x.strip()))
+    variant = tmp / "v.trec"
+    variant.write_bytes("".join(lines).encode("utf-8"))
+    assert read_run(canonical) == read_run(variant)
