@@ -57,6 +57,17 @@ def _vocab(extra_text: str) -> list[str]:
     return sorted(tokens)
 
 
+def _portable_tokenizer_class(path: Path) -> None:
+    """transformers 5 writes ``"tokenizer_class": "TokenizersBackend"``, which 4.57 cannot load; hub snapshots
+    name a real class, so the tiny snapshot names the generic fast tokenizer that both versions know."""
+    import json
+
+    cfg_path = path / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+
+
 def snapshot_dir(root: Path, model_id: str) -> Path:
     plan = RERANKERS[model_id]
     assert plan.revision is not None
@@ -119,3 +130,42 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     Qwen3ForCausalLM(qcfg).eval().save_pretrained(qwen_dir)
     return {"bge-v2-m3": bert_dir, "qwen3-0.6b": qwen_dir, "root": root}
+
+
+@pytest.fixture(scope="session")
+def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Qwen2 causal LM (mxbai-rerank-v2 is Qwen2-based) with a word-level tokenizer that knows "1"/"0" and
+    the vendor's prompt words, at ``models--mixedbread-ai--mxbai-rerank-large-v2/snapshots/<revision>``."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    from bench.rerankers.decoder import MXBAI_PREFIX, MXBAI_SUFFIX, MXBAI_TASK
+
+    torch.manual_seed(1)
+    words = [
+        "<unk>",
+        "<|endoftext|>",
+        *_vocab(MXBAI_PREFIX + MXBAI_SUFFIX + MXBAI_TASK + " query: document: 1 0 ?"),
+    ]
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<|endoftext|>")
+    path = snapshot_dir(tmp_path_factory.mktemp("mxbai"), "mxbai-large-v2")
+    tok.save_pretrained(path)
+    _portable_tokenizer_class(path)
+    cfg = Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.5,
+        tie_word_embeddings=False,
+        pad_token_id=vocab["<|endoftext|>"],
+    )
+    Qwen2ForCausalLM(cfg).eval().save_pretrained(path)
+    return path
