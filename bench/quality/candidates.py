@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,10 +113,16 @@ def _check_recorded(recorded: Mapping[str, Any], sources: Mapping[str, Path], st
             )
 
 
-def check_queries(candidates: Candidates, queries: Mapping[str, str], stages: Sequence[str]) -> None:
-    """Every candidate query must have a query text."""
+def check_queries(
+    candidates: Candidates,
+    queries: Mapping[str, str],
+    stages: Sequence[str],
+    *,
+    only: Collection[str] | None = None,
+) -> None:
+    """Every candidate query (of ``only``, if given) must have a query text."""
     for stage in stages:
-        missing = [q for q in candidates.lists[stage] if q not in queries]
+        missing = [q for q in candidates.lists[stage] if q not in queries and (only is None or q in only)]
         if missing:
             raise BenchError(
                 f"first-stage run of {stage} has {len(missing)} query id(s) without a query text "

@@ -50,9 +50,14 @@ class PhaseSpec:
     depths: tuple[int, ...]
     per_depth: frozenset[str] = frozenset()
     extra_timing_depths: bool = False
+    queries: frozenset[str] | None = None  # only these query ids (dtype check: 20 queries); None: all
 
     def called_depths(self, model: str) -> tuple[int, ...]:
         return call_depths(model in self.per_depth or self.extra_timing_depths, self.depths)
+
+    def qids(self, candidates: Candidates, stage: str) -> list[str]:
+        """The stage's candidate query ids in frozen order, restricted to ``queries`` if given."""
+        return [q for q in candidates.qids(stage) if self.queries is None or q in self.queries]
 
 
 @dataclass
@@ -104,21 +109,21 @@ def run_phase(
 ) -> PhaseOutcome:
     """Score every missing unit of ``spec`` into ``journal``; returns counts and the loaded models' meta."""
     stream = stream if stream is not None else sys.stderr
-    check_queries(candidates, queries, spec.stages)
+    check_queries(candidates, queries, spec.stages, only=spec.queries)
     outcome = PhaseOutcome()
     for model in spec.models:
         depths = spec.called_depths(model)
         todo = {
             stage: [
                 (qid, k)
-                for qid in candidates.qids(stage)
+                for qid in spec.qids(candidates, stage)
                 for k in depths
                 if (stage, model, k, qid) not in journal
             ]
             for stage in spec.stages
         }
         total_left = sum(len(v) for v in todo.values())
-        outcome.skipped += sum(len(candidates.qids(s)) * len(depths) for s in spec.stages) - total_left
+        outcome.skipped += sum(len(spec.qids(candidates, s)) * len(depths) for s in spec.stages) - total_left
         if total_left == 0:
             continue
         reranker = load(model)
@@ -129,7 +134,7 @@ def run_phase(
             units = todo[stage]
             if not units:
                 continue
-            n_total = len(candidates.qids(stage)) * len(depths)
+            n_total = len(spec.qids(candidates, stage)) * len(depths)
             with Progress(
                 f"{stage} {model}", n_total, "calls", initial=n_total - len(units), stream=stream
             ) as p:

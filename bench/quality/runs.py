@@ -44,7 +44,7 @@ def write_runs(
     """Write every complete (stage, model, depth) run of ``spec``; returns what was written."""
     written: list[RunFileInfo] = []
     for stage in spec.stages:
-        qids = candidates.qids(stage)
+        qids = spec.qids(candidates, stage)
         for model in spec.models:
             per_depth = model in spec.per_depth
             for k in spec.depths:

@@ -1,0 +1,138 @@
+"""``bench quality``, ``bench determinism``, ``bench dtype-check``: thin commands over
+``bench.quality.commands`` (plan section "Quality")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from bench.paths import repo_root
+from bench.plan import (
+    DEPTHS,
+    DETERMINISM_MODELS,
+    DETERMINISM_STAGE,
+    DTYPE_CHECK_MODELS,
+    DTYPE_CHECK_QUERIES,
+    QUALITY_DEPTH,
+    RERANKED_STAGES,
+    RERANKERS,
+)
+from bench.quality.commands import Setup
+
+_MODELS = click.Choice(sorted(RERANKERS))
+_STAGES = click.Choice(sorted(RERANKED_STAGES))
+
+
+def _setup(study: Path | None, default_study: str, runs: Path | None, default_runs: str, device: str,
+           first_stage: Path | None, checks: Path | None) -> Setup:  # fmt: skip
+    root = repo_root()
+    return Setup(
+        root=root,
+        study_dir=study or root / default_study,
+        runs_dir=runs or root / default_runs,
+        first_stage_dir=first_stage or root / "runs" / "first-stage",
+        checks_dir=checks or root / "results" / "adapter-checks",
+        device=device,
+    )
+
+
+def _common(f: click.decorators.FC) -> click.decorators.FC:
+    for opt in reversed([
+        click.option("--study", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="Study directory (journal, manifest, frozen candidates); resumed if it exists."),
+        click.option("--runs", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="Where run files go (<runs>/<stage>/<model>@<k>.trec)."),
+        click.option("--first-stage", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="Folder of the first-stage runs (default runs/first-stage)."),
+        click.option("--checks", type=click.Path(path_type=Path, file_okay=False), default=None,
+                     help="Adapter-check results (default results/adapter-checks)."),
+    ]):  # fmt: skip
+        f = opt(f)
+    return f
+
+
+@click.command("quality")
+@_common
+@click.option("--stage", "stages", multiple=True, type=_STAGES, help="Default: every reranked stage.")
+@click.option("--model", "models", multiple=True, type=_MODELS, help="Default: every plan reranker (rated).")
+@click.option("--device", default="cuda", show_default=True)
+def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
+            stages: tuple[str, ...], models: tuple[str, ...], device: str) -> None:  # fmt: skip
+    """Rerank the frozen top 100 of every stage with every rated reranker (resumable)."""
+    from bench.quality.commands import run_session
+
+    setup = _setup(study, "studies/quality", runs, "runs", device, first_stage, checks)
+    _, session, skipped = run_session(
+        setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
+        resume_hint=f"uv run bench quality --study {setup.study_dir} (same options)", what="quality phase",
+    )  # fmt: skip
+    for m, reason in skipped.items():
+        print(f"skipped {m}: not rated ({reason})", file=sys.stderr)
+    click.echo(
+        f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
+        f"{session.outcome.errors} failed; {len(session.runs)} run files under {setup.runs_dir}"
+    )
+
+
+@click.command("determinism")
+@_common
+@click.option("--device", default="cuda", show_default=True)
+def determinism(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
+                device: str) -> None:  # fmt: skip
+    """Rerun bge-v2-m3, qwen3-0.6b and jina-v3.5 on hybrid-71k; nDCG@10 must agree within 0.1 points."""
+    from bench.quality.commands import run_session
+    from bench.quality.inputs import study_queries
+    from bench.quality.verdicts import compare_runs, format_verdicts, write_verdicts
+
+    setup = _setup(
+        study, "studies/determinism", runs, "results/determinism/runs", device, first_stage, checks
+    )
+    run_session(setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
+                                resume_hint=f"uv run bench determinism --study {setup.study_dir}",
+                                what="determinism rerun")  # fmt: skip
+    _, qrels = study_queries()
+    verdicts = compare_runs("determinism", setup.root / "runs", setup.runs_dir, stage=DETERMINISM_STAGE,
+                            models=DETERMINISM_MODELS, depths=DEPTHS, qrels_path=qrels)  # fmt: skip
+    write_verdicts(setup.root / "results" / "determinism" / "verdicts.json", verdicts,
+                   {"stage": DETERMINISM_STAGE, "first_runs": str(setup.root / "runs"),
+                    "second_runs": str(setup.runs_dir)})  # fmt: skip
+    click.echo(format_verdicts(verdicts))
+
+
+@click.command("dtype-check")
+@_common
+@click.option("--gpu", default="cuda", show_default=True, help="The GPU device (vendor dtype).")
+def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
+                gpu: str) -> None:  # fmt: skip
+    """gte, bge, jina, qwen3-0.6b on 20 queries: CPU fp32 against the GPU (plan rule 0.5 points)."""
+    from bench.quality.commands import run_session
+    from bench.quality.inputs import study_queries
+    from bench.quality.verdicts import compare_runs, format_verdicts, write_verdicts
+
+    base = study or repo_root() / "studies" / "dtype-check"
+    out = runs or repo_root() / "results" / "dtype-check"
+    dirs = {}
+    for name, device, dtype in (("cpu-fp32", "cpu", "float32"), ("gpu", gpu, None)):
+        setup = _setup(base / name, "", out / name / "runs", "", device, first_stage, checks)
+        run_session(
+            setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
+            resume_hint=f"uv run bench dtype-check --study {base}", what=f"dtype check ({name})",
+            max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
+        )  # fmt: skip
+        dirs[name] = setup.runs_dir
+    queries, qrels = study_queries()
+    qids = sorted(queries)[:DTYPE_CHECK_QUERIES]
+    verdicts = compare_runs(
+        "dtype",
+        dirs["cpu-fp32"],
+        dirs["gpu"],
+        stage=DETERMINISM_STAGE,
+        models=DTYPE_CHECK_MODELS,
+        depths=(QUALITY_DEPTH,),
+        qrels_path=qrels,
+        qids=qids,
+    )
+    write_verdicts(out / "verdicts.json", verdicts, {"stage": DETERMINISM_STAGE, "queries": qids})
+    click.echo(format_verdicts(verdicts))

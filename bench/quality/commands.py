@@ -1,0 +1,130 @@
+"""Library functions behind ``bench quality``, ``bench determinism`` and ``bench dtype-check``.
+
+- ``quality_session``: every rated reranker on the plan's reranked stages, depth 100 (pointwise models) or
+  every depth (listwise models, and Voyage models whose check 3 did not find them pointwise). A model that
+  is not rated (``bench.equality.results.outcome``) is skipped and the reason recorded in the manifest.
+- ``determinism``: the plan's three models rerun on hybrid-71k into their own study directory and run
+  files; ``analysis.checks.determinism`` is applied to nDCG@10 of the first and the second run.
+- ``dtype_check``: the plan's four models on the first 20 queries (sorted ids) of hybrid-71k at depth
+  100, once on the CPU in float32 and once on the GPU in the vendor dtype, each its own study;
+  ``analysis.checks.dtype_rule`` is applied per model to nDCG@10 over those 20 queries.
+Measurements refuse a dirty tree (``bench.provenance.require_clean_tree``) and run ``preflight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.plan import RERANKERS
+from bench.quality.driver import SessionResult, execute
+from bench.quality.phase import PhaseSpec
+from bench.quality.study import Study
+from bench.rerankers.protocol import Reranker
+
+
+def lock_names(stages: Sequence[str]) -> list[str]:
+    """datasets.lock datasets a quality session reads: the topics and the stages' corpora."""
+    from bench.plan import STAGES
+
+    corpora = {STAGES[s].corpus for s in stages}
+    return (
+        ["miracl"]
+        + (["corpus-71k"] if "71k" in corpora else [])
+        + (["corpus-full"] if "full" in corpora else [])
+    )
+
+
+@dataclass(frozen=True)
+class Setup:
+    root: Path
+    study_dir: Path
+    runs_dir: Path
+    first_stage_dir: Path
+    checks_dir: Path
+    device: str
+    kind: str = "measurement"
+
+
+def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+    """Models called separately at every depth: listwise ones, and API models not shown pointwise."""
+    out = set()
+    for m in models:
+        plan = RERANKERS.get(m)
+        if plan is not None and plan.listwise:
+            out.add(m)
+        elif plan is not None and not plan.local and outcomes.get(m, {}).get("pointwise") is not True:
+            out.add(m)
+    return frozenset(out)
+
+
+def rated(models: Sequence[str], checks_dir: Path) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files."""
+    from bench.equality.results import outcome
+
+    outcomes = {m: outcome(m, checks_dir) for m in models}
+    keep = [m for m in models if outcomes[m]["rated"]]
+    skipped = {m: str(outcomes[m]["reason"]) for m in models if not outcomes[m]["rated"]}
+    return keep, skipped, outcomes
+
+
+def _loader(device: str, dtype: str | None = None) -> Any:
+    def load(model: str) -> Reranker:
+        from bench.rerankers.registry import load_reranker
+
+        return load_reranker(model, device=device, dtype=dtype)
+
+    return load
+
+
+def open_measurement(setup: Setup, params: Mapping[str, Any], *, lock_names: Sequence[str]) -> Study:
+    """Clean tree, preflight, provenance, then create or resume the study (refusals named there)."""
+    from bench.guard import preflight
+    from bench.provenance import collect_manifest, require_clean_tree
+
+    require_clean_tree(setup.root)
+    pre = preflight("measurement", lock_names=lock_names, root=setup.root)
+    prov = collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
+    return Study.start(setup.study_dir, kind="measurement", plan_path=setup.root / "PLAN.md", params=params,
+                       provenance=prov, preflight=pre)  # fmt: skip
+
+
+def run_session(
+    setup: Setup,
+    *,
+    stages: Sequence[str],
+    models: Sequence[str],
+    depths: Sequence[int],
+    resume_hint: str,
+    what: str,
+    max_queries: int | None = None,
+    dtype: str | None = None,
+) -> tuple[Study, SessionResult, dict[str, str]]:
+    from bench.quality.inputs import candidate_texts, study_queries
+
+    keep, skipped, outcomes = rated(list(models), setup.checks_dir)
+    queries, _ = study_queries()
+    only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
+    spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths),
+                     per_depth=per_depth_models(keep, outcomes), queries=only)  # fmt: skip
+    params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
+              "dtype": dtype, "per_depth": sorted(spec.per_depth), "max_queries": max_queries}  # fmt: skip
+    study = open_measurement(setup, params, lock_names=lock_names(stages))
+    study.manifest["skipped_models"] = skipped
+    study.manifest["adapter_checks"] = outcomes
+    study.save()
+    sources = {s: setup.first_stage_dir / f"{s}.trec" for s in stages}
+    session = execute(
+        study,
+        sources=sources,
+        queries=queries,
+        texts=candidate_texts,
+        load=_loader(setup.device, dtype),
+        spec=spec,
+        runs_dir=setup.runs_dir,
+        resume_hint=resume_hint,
+        what=what,
+    )
+    return study, session, skipped

@@ -1,0 +1,101 @@
+"""One session of the quality phase over an open study: freeze, score, write runs, record.
+
+Used unchanged by ``bench quality``, ``bench determinism``, ``bench dtype-check`` and ``bench rehearse``:
+the rehearsal is this code on other inputs, never a second implementation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from bench.journal import Journal
+from bench.plan import WARMUP_CALLS
+from bench.quality.candidates import Candidates, freeze
+from bench.quality.interrupt import Interrupted, interruptible
+from bench.quality.phase import Loader, PhaseOutcome, PhaseSpec, run_phase
+from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
+from bench.quality.study import Study
+from bench.quality.summary import latency_table, model_summaries
+from bench.rerankers.protocol import Reranker
+
+
+@dataclass
+class SessionResult:
+    candidates: Candidates
+    outcome: PhaseOutcome
+    runs: list[RunFileInfo]
+    summaries: dict[str, dict[str, Any]]
+    latency: list[dict[str, Any]]
+    pointwise_max_abs_diff: dict[str, float]
+
+
+def execute(
+    study: Study,
+    *,
+    sources: Mapping[str, Path],
+    queries: Mapping[str, str],
+    texts: Mapping[str, str] | Callable[[Candidates], Mapping[str, str]],
+    load: Loader,
+    spec: PhaseSpec,
+    runs_dir: Path,
+    resume_hint: str,
+    what: str = "quality phase",
+    stream: TextIO | None = None,
+) -> SessionResult:
+    """Run one session; on Ctrl-C/SIGTERM record ``interrupted`` and raise ``Interrupted`` (exit 130).
+
+    ``texts`` maps docid -> passage text, or is a function of the frozen candidates that returns it.
+    """
+    stream = stream if stream is not None else sys.stderr
+
+    def on_loaded(model: str, reranker: Reranker) -> None:
+        entry = study.manifest["models"].setdefault(model, {})
+        entry["meta"] = reranker.meta.to_dict()
+        study.save()
+
+    try:
+        with interruptible():
+            candidates = freeze(study.dir, sources)
+            study.manifest["candidates"] = dict(candidates.sha256)
+            study.save()
+            if callable(texts):  # texts of exactly the frozen candidates (the full corpus is not in memory)
+                texts = texts(candidates)
+            with Journal(study.journal_path, stream=stream) as journal:
+                outcome = run_phase(
+                    journal, candidates, queries, texts, load, spec, stream=stream, on_loaded=on_loaded
+                )
+                runs = write_runs(journal, candidates, spec, runs_dir)
+                records = journal.records
+                consistency = pointwise_consistency(journal, spec)
+    except KeyboardInterrupt:
+        study.end("interrupted")
+        raise Interrupted(what, resume_hint) from None
+    except BaseException as exc:
+        study.end("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    summaries = model_summaries(records)
+    for model, summary in summaries.items():
+        study.manifest["models"].setdefault(model, {})["summary"] = summary
+    latency = latency_table(records, warmup=WARMUP_CALLS)
+    study.end(
+        "complete",
+        scored=outcome.scored,
+        skipped=outcome.skipped,
+        errors=outcome.errors,
+        runs=[
+            {
+                "stage": r.stage,
+                "model": r.model,
+                "depth": r.depth,
+                "path": str(r.path) if r.path else None,
+                "queries": r.queries,
+                "errors": r.errors,
+            }
+            for r in runs
+        ],
+    )
+    return SessionResult(candidates, outcome, runs, summaries, latency, consistency)

@@ -1,0 +1,186 @@
+"""The study directory and its manifest (plan sections "Quality" and "Reproducibility and licences").
+
+Layout of a study directory (``studies/<name>/`` for the study, ``rehearsal/<utc-time>/`` for a rehearsal)::
+
+    manifest.json        what the study is (plan hash, parameters, rules) and one entry per session
+    candidates.json      SHA-256 of every frozen first-stage run (bench.quality.candidates)
+    candidates/<stage>.trec
+    journal.jsonl        one record per (stage, model, called depth, query) (bench.journal)
+
+Run files go to a separate runs directory (``runs/`` of the repository for the study, ``<dir>/runs/`` for a
+rehearsal). A resume must be the same study: the PLAN.md SHA-256 and the parameters (stages, models,
+depths, per-depth models, kind) recorded at creation must match, and a measurement must run from the same
+git commit as the sessions before it; otherwise the resume is refused with the reason and the fix.
+Every session appends its provenance (``bench.provenance.collect_manifest``), its preflight result and how
+it ended (``complete``, ``interrupted`` or ``failed``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from analysis.ranking import TIE_RULE
+from bench.errors import BenchError
+from bench.integrity.hashing import sha256_file
+from bench.quality.depths import DEPTH_RULE, TAIL_SCORE_RULE
+from bench.quality.timing import PERCENTILE_METHOD
+
+MANIFEST = "manifest.json"
+JOURNAL = "journal.jsonl"
+MANIFEST_VERSION = 1
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomic JSON write (temp file, fsync, rename): a crash leaves the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_manifest(study_dir: Path) -> dict[str, Any]:
+    path = study_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BenchError(f"{path} not found: {study_dir} is not a study directory") from None
+    except json.JSONDecodeError as exc:
+        raise BenchError(
+            f"{path}: not valid JSON ({exc}); the manifest is written atomically, so the file "
+            "was edited or damaged. Restore it or start a new study directory."
+        ) from exc
+    if not isinstance(data, dict) or "study" not in data or "sessions" not in data:
+        raise BenchError(f"{path}: not a study manifest (no 'study'/'sessions')")
+    return data
+
+
+class Study:
+    """An open study directory. ``start`` creates or resumes it; ``end`` records how the session ended."""
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.dir = directory
+        self.manifest = manifest
+
+    @property
+    def journal_path(self) -> Path:
+        return self.dir / JOURNAL
+
+    @property
+    def session(self) -> dict[str, Any]:
+        sessions: list[dict[str, Any]] = self.manifest["sessions"]
+        return sessions[-1]
+
+    @classmethod
+    def start(
+        cls,
+        directory: Path,
+        *,
+        kind: str,
+        plan_path: Path,
+        params: Mapping[str, Any],
+        provenance: Mapping[str, Any],
+        preflight: Mapping[str, Any] | None,
+        resume_only: bool = False,
+    ) -> Study:
+        """Create ``directory`` as a new study, or resume the study in it (checks above)."""
+        plan_sha = sha256_file(plan_path)
+        params = json.loads(json.dumps(dict(params)))  # normalise tuples -> lists for comparison
+        if (directory / MANIFEST).exists():
+            manifest = read_manifest(directory)
+            _check_same_study(
+                directory, manifest, kind=kind, plan_sha=plan_sha, params=params, provenance=provenance
+            )
+        elif resume_only:
+            raise BenchError(f"{directory / MANIFEST} not found: nothing to resume in {directory}")
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
+            manifest = {
+                "version": MANIFEST_VERSION,
+                "study": {
+                    "kind": kind,
+                    "created_utc": utc_now(),
+                    "plan_sha256": plan_sha,
+                    "params": params,
+                    "depth_rule": DEPTH_RULE,
+                    "tail_score_rule": TAIL_SCORE_RULE,
+                    "tie_rule": TIE_RULE,
+                    "percentiles": PERCENTILE_METHOD,
+                    "errors_rule": "a failed call is recorded with no scores and no latency; the query is "
+                    "absent from that run file and counts as 0 (missing-query policy of analysis)",
+                },
+                "sessions": [],
+                "models": {},
+                "skipped_models": {},
+            }
+        manifest["sessions"].append(
+            {
+                "started_utc": utc_now(),
+                "ended_utc": None,
+                "status": "running",
+                "provenance": dict(provenance),
+                "preflight": dict(preflight) if preflight is not None else None,
+            }
+        )
+        study = cls(directory, manifest)
+        study.save()
+        return study
+
+    def save(self) -> None:
+        write_json(self.dir / MANIFEST, self.manifest)
+
+    def end(self, status: str, **fields: Any) -> None:
+        self.session.update(ended_utc=utc_now(), status=status, **fields)
+        self.save()
+
+
+def _check_same_study(
+    directory: Path,
+    manifest: Mapping[str, Any],
+    *,
+    kind: str,
+    plan_sha: str,
+    params: Mapping[str, Any],
+    provenance: Mapping[str, Any],
+) -> None:
+    study = manifest["study"]
+    path = directory / MANIFEST
+    if study["plan_sha256"] != plan_sha:
+        raise BenchError(
+            f"{path}: this study was started under another version of PLAN.md "
+            f"(SHA-256 {study['plan_sha256']}, "
+            f"now {plan_sha}). Its results belong to that plan; refusing to resume. Start a new study "
+            "directory, or check out the plan the study was made for."
+        )
+    if study["kind"] != kind:
+        raise BenchError(f"{path}: a {study['kind']} directory cannot be resumed as a {kind}")
+    if study["params"] != params:
+        diff = sorted(
+            k for k in set(study["params"]) | set(params) if study["params"].get(k) != params.get(k)
+        )
+        raise BenchError(
+            f"{path}: resumed with different parameters ({', '.join(diff)}): recorded "
+            f"{ {k: study['params'].get(k) for k in diff} }, now { {k: params.get(k) for k in diff} }. "
+            "Resume with the recorded parameters, or start a new study directory."
+        )
+    if kind == "measurement":
+        before = {s["provenance"].get("git", {}).get("commit") for s in manifest["sessions"]}
+        now = provenance.get("git", {}).get("commit")
+        if before and now not in before:
+            raise BenchError(
+                f"{path}: earlier sessions ran code {sorted(c for c in before if c)}, this checkout is "
+                f"{now}. A study is measured by one version of the code; check out that commit to resume, "
+                "or start a new study directory."
+            )

@@ -1,0 +1,69 @@
+"""What a finished (or partial) journal says per model: inputs, truncation, ties, errors, latency.
+
+Plan sections "Rerankers" (longest observed input and number of truncated pairs per local model) and
+"Latency" (p50 and p95 per depth; the first ``warmup`` calls of each (stage, model, depth) are left out when
+there are more calls than that, as the plan discards warm-up calls). Pure functions of the journal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from bench.quality.timing import percentiles_ms
+
+
+def model_summaries(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """model -> calls, pairs, errors, max_input_tokens, truncated_pairs, ties, chunk sizes."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        s = out.setdefault(
+            r["model"],
+            {
+                "calls": 0,
+                "pairs": 0,
+                "errors": 0,
+                "max_input_tokens": 0,
+                "truncated_pairs": 0,
+                "ties": 0,
+                "chunk_size_min": None,
+                "chunk_size_max": None,
+            },
+        )
+        s["calls"] += 1
+        if r["status"] != "ok":
+            s["errors"] += 1
+            continue
+        call = r["call"] or {}
+        s["pairs"] += int(call.get("n", len(r["scores"])))
+        s["max_input_tokens"] = max(s["max_input_tokens"], int(call.get("max_input_tokens", 0)))
+        s["truncated_pairs"] += int(call.get("truncated_pairs", 0))
+        s["ties"] += int(call.get("ties", 0))
+        chunk = call.get("chunk_size")
+        if chunk:
+            s["chunk_size_min"] = chunk if s["chunk_size_min"] is None else min(s["chunk_size_min"], chunk)
+            s["chunk_size_max"] = chunk if s["chunk_size_max"] is None else max(s["chunk_size_max"], chunk)
+    return out
+
+
+def latency_table(records: Iterable[Mapping[str, Any]], *, warmup: int) -> list[dict[str, Any]]:
+    """One row per (stage, model, depth) in journal order: n, warm-up calls left out, p50/p95 in ms.
+
+    Failed calls have no latency and are counted in ``errors``, never timed."""
+    groups: dict[tuple[str, str, int], list[int | None]] = {}
+    for r in records:
+        groups.setdefault((r["stage"], r["model"], r["depth"]), []).append(r["latency_ns"])
+    rows = []
+    for (stage, model, depth), lat in groups.items():
+        skip = warmup if len(lat) > warmup else 0
+        timed = [x for x in lat[skip:] if x is not None]
+        row = {
+            "stage": stage,
+            "model": model,
+            "depth": depth,
+            "warmup_excluded": skip,
+            "errors": sum(1 for x in lat if x is None),
+        }
+        row.update(percentiles_ms(timed))
+        rows.append(row)
+    return rows

@@ -1,0 +1,74 @@
+"""Inputs for the plan's determinism and data-type rules, and the verdicts ``analysis.checks`` gives them.
+
+nDCG@10 is ``analysis.metrics.mean_scores`` over the qrels queries in question (all dev queries for the
+determinism rerun; the 20 dtype-check queries for the data-type check: a query missing from a run
+counts 0). The rule functions are analysis's (``determinism``, ``dtype_rule``); nothing is decided here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.metrics import mean_scores
+from analysis.trec import read_qrels, read_run
+from bench.errors import BenchError
+from bench.quality.runs import run_path
+
+
+def ndcg10(run_file: Path, qrels: Mapping[str, Mapping[str, int]]) -> float:
+    if not run_file.is_file():
+        raise BenchError(f"{run_file} missing: the run the rule compares against has not been written")
+    run = read_run(run_file, allow_unknown_queries=True)
+    run = {q: rows for q, rows in run.items() if q in qrels}
+    return mean_scores(qrels, run, measures=["ndcg@10"])["ndcg@10"]
+
+
+def restricted_qrels(qrels_path: Path, qids: Collection[str] | None) -> dict[str, dict[str, int]]:
+    qrels = read_qrels(qrels_path)
+    return qrels if qids is None else {q: j for q, j in qrels.items() if q in qids}
+
+
+def compare_runs(
+    kind: str,
+    first_dir: Path,
+    second_dir: Path,
+    *,
+    stage: str,
+    models: Sequence[str],
+    depths: Sequence[int],
+    qrels_path: Path,
+    qids: Collection[str] | None = None,
+) -> list[dict[str, Any]]:
+    """One verdict per (model, depth) whose two run files exist: ``determinism`` or ``dtype``."""
+    from analysis.checks import determinism, dtype_rule
+
+    rule = determinism if kind == "determinism" else dtype_rule
+    qrels = restricted_qrels(qrels_path, qids)
+    out = []
+    for model in models:
+        for k in depths:
+            a, b = run_path(first_dir, stage, model, k), run_path(second_dir, stage, model, k)
+            if not a.is_file() and not b.is_file():
+                continue
+            result = rule(ndcg10(a, qrels), ndcg10(b, qrels))
+            out.append({"stage": stage, "model": model, "depth": k, "first_run": str(a), "second_run": str(b),
+                        "queries": len(qrels), **result.as_dict()})  # fmt: skip
+    return out
+
+
+def write_verdicts(path: Path, verdicts: list[dict[str, Any]], extra: Mapping[str, Any]) -> None:
+    from bench.quality.study import write_json
+
+    write_json(path, {**extra, "verdicts": verdicts})
+
+
+def format_verdicts(verdicts: Sequence[Mapping[str, Any]]) -> str:
+    lines = ["| model | depth | first nDCG@10 | second nDCG@10 | diff (points) | limit | passed |",
+             "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for v in verdicts:
+        lines.append(f"| {v['model']} | {v['depth']} | {100 * v['first']:.2f} | {100 * v['second']:.2f} | "
+                     f"{v['difference_points']:.3f} | {v['limit_points']} | {v['passed']} |")  # fmt: skip
+    return "\n".join(lines) + "\n" + json.dumps({"all_passed": all(v["passed"] for v in verdicts)})

@@ -1,0 +1,1 @@
+"""`bench rehearse`: the study end to end on CPU with stand-ins (see bench.rehearse.run)."""

