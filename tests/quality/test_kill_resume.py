@@ -42,7 +42,8 @@ def _compare(a: Path, b: Path) -> None:
     for rel in files_a:
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
     for name in sorted(p.name for p in (a / "study" / "candidates").iterdir()):
-        assert (a / "study" / "candidates" / name).read_bytes() == (b / "study" / "candidates" / name).read_bytes()
+        ca, cb = a / "study" / "candidates" / name, b / "study" / "candidates" / name
+        assert ca.read_bytes() == cb.read_bytes()
     with Journal(a / "study" / "journal.jsonl") as ja, Journal(b / "study" / "journal.jsonl") as jb:
         assert len(ja) == UNITS
         assert [strip_timing(r) for r in ja] == [strip_timing(r) for r in jb]
