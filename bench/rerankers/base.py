@@ -16,9 +16,12 @@ import numpy as np
 from bench.errors import BenchError
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result
 
-# Vendor-recommended dtype on a GPU, from each model card's example code (see the family modules).
-# "auto" means the dtype saved in the snapshot's config.json. On CPU every model runs in float32 (the
-# plan's data type check compares desktop CPU fp32 against GPU).
+# Vendor-recommended dtype on a GPU. Sources: gte model card (``torch_dtype=torch.float16``); bge model
+# card (FlagReranker ``use_fp16=True``); Qwen3-Reranker model card (float16 with flash attention
+# recommended); mxbai-rerank 0.1.6 (``torch_dtype="auto"``); jina model card (``dtype="auto"``); mteb
+# 2.24.3 QueritWrapper (``fp_options="bfloat16"``). "auto" means the dtype saved in the snapshot's
+# config.json. On CPU every model runs in float32 (the plan's data type check compares desktop CPU
+# fp32 against GPU). The dtype actually loaded is recorded in ``RerankerMeta.dtype``.
 VENDOR_DTYPE: dict[str, str] = {
     "gte-base": "float16",
     "bge-v2-m3": "float16",

@@ -10,7 +10,9 @@ are built here, exactly in each vendor's format, because the format decides the 
   ``"<Instruct>: {instruction}\\n<Query>: {query}\\n<Document>: {doc}"`` tokenised and cut from the
   end to ``max_length - len(prefix) - len(suffix)`` (so only the passage loses tokens), then the
   assistant suffix with an empty think block; true/false tokens "yes"/"no"; left padding. The card's
-  score is softmax over (no, yes); the plan asks for the raw logit, which ranks identically.
+  score is softmax over (no, yes); the plan asks for the raw logit, which ranks identically. (The card
+  tokenises the body with the tokenizer's defaults; Qwen's tokenizer adds no special tokens, so
+  ``add_special_tokens=False`` here gives the same ids.)
 * mxbai-rerank v2 (vendor package ``mxbai-rerank==0.1.6``, ``MxbaiRerankV2.prepare_inputs``): chat
   prefix, ``"query: {q}"`` cut to ``max_length*3//4`` tokens, ``"\\n" + "document: {d}"`` cut so the pair
   fits ``max_length`` (8192), then ``"\\n"`` + task prompt + chat suffix; true/false tokens "1"/"0";
