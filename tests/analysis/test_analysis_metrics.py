@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import math
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ import pytrec_eval
 from analysis.metrics import MEASURES, evaluate, mean_scores
 from analysis.pytrec_check import compare_with_pytrec_eval
 from analysis.ranking import rank_by_score
+from analysis.trec import read_run, write_run
 
 Run = dict[str, list[tuple[str, float]]]
 Qrels = dict[str, dict[str, int]]
@@ -156,3 +160,25 @@ def test_inputs_not_modified(miracl_qrels: Qrels) -> None:
     before = repr(run)
     evaluate({"x": {"a": 1}}, run)
     assert repr(run) == before
+
+
+def test_real_lexical_run_with_ties(miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path) -> None:
+    """A real run: the 305 German dev queries against the 3,103 real judged passages, scored by the number
+    of shared lower-cased words (integer scores: many ties, broken by passage order in docs.csv)."""
+    pool = miracl_qrels_path.parent / "colbert-kit-judged-pool"
+    with (pool / "docs.csv").open(encoding="utf-8", newline="") as f:
+        docs = [(row["doc_id"], set(re.findall(r"\w+", row["text"].lower()))) for row in csv.DictReader(f)]
+    with (pool / "queries.csv").open(encoding="utf-8", newline="") as f:
+        queries = {row["query_id"]: set(re.findall(r"\w+", row["text"].lower())) for row in csv.DictReader(f)}
+    assert len(docs) == 3103 and len(queries) == 305
+    run = {}
+    for q, words in queries.items():
+        ranked = rank_by_score([d for d, _ in docs], [float(len(words & w)) for _, w in docs])
+        run[q] = ranked[:100]
+    write_run(tmp_path / "lexical.trec", run, "lexical")
+    cmp = compare_with_pytrec_eval(miracl_qrels, read_run(tmp_path / "lexical.trec", qrels_qids=miracl_qrels))
+    assert cmp.passed and cmp.max_abs_diff <= 1e-12
+    assert cmp.queries_with_ties == 305
+    assert 0.05 < cmp.ours < 0.9
+    # trec_eval's own tie-breaking (docid descending) gives a different number on the same scores
+    assert cmp.pytrec_eval_raw != cmp.ours
