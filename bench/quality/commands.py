@@ -105,16 +105,17 @@ def run_session(
     from bench.quality.inputs import candidate_texts, study_queries
 
     keep, skipped, outcomes = rated(list(models), setup.checks_dir)
-    queries, _ = study_queries()
-    only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
-    spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths),
-                     per_depth=per_depth_models(keep, outcomes), queries=only)  # fmt: skip
+    per_depth = per_depth_models(keep, outcomes)
     params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
-              "dtype": dtype, "per_depth": sorted(spec.per_depth), "max_queries": max_queries}  # fmt: skip
-    study = open_measurement(setup, params, lock_names=lock_names(stages))
+              "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries}  # fmt: skip
+    study = open_measurement(setup, params, lock_names=lock_names(stages))  # refusals first
     study.manifest["skipped_models"] = skipped
     study.manifest["adapter_checks"] = outcomes
     study.save()
+    queries, _ = study_queries()
+    only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
+    spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths), per_depth=per_depth,
+                     queries=only)  # fmt: skip
     sources = {s: setup.first_stage_dir / f"{s}.trec" for s in stages}
     session = execute(
         study,

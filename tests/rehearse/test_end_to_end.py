@@ -1,0 +1,85 @@
+"""`bench rehearse` end to end on a small real subset (8 MIRACL-de queries, their judged passages and 40
+NoMIRACL passages, in BEIR layout): the real PyPI Typesense, the real MiniLM stand-ins, the quality phase
+and `analysis report`. Then Ctrl-C at some point and `--resume`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bench.cli import cli
+from bench.journal import Journal
+from tests.rehearse.conftest import N_QUERIES
+
+pytestmark = [pytest.mark.typesense, pytest.mark.model]
+ROOT = Path(__file__).resolve().parents[2]
+RAN = ("vector-71k", "keyword-plain-71k")
+
+
+def test_rehearsal_end_to_end_then_resume_is_a_no_op(
+    tmp_path: Path, mini_beir: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(shared_cache))
+    out = tmp_path / "reh"
+    result = CliRunner().invoke(cli, ["rehearse", "--dataset", str(mini_beir), "--out", str(out)])
+    assert result.exit_code == 0, result.output + (result.stderr or "")
+    first = (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# REHEARSAL, not study results")
+    assert "first stages run: vector-71k, keyword-plain-71k" in first
+    assert "keyword-71k (stem needs Typesense >= 26.0, server 0.24.1)" in first
+    assert "hybrid-71k (" in first and "keyword-full (" in first
+    assert "minilm-standin" in first and "stands in for" in first
+    for stage in RAN:
+        assert (out / "runs" / "first-stage" / f"{stage}.trec").is_file()
+        for k in (20, 50, 100):
+            assert (out / "runs" / stage / f"minilm-standin@{k}.trec").is_file()
+        assert (out / "quality" / f"{stage}.json").is_file()
+    with Journal(out / "journal.jsonl") as j:
+        assert len(j) == len(RAN) * N_QUERIES * 3  # timing calls at 20 and 50 as well
+        assert all(r["status"] == "ok" and r["latency_ns"] > 0 for r in j)
+    summary = json.loads((out / "rehearsal.json").read_text())
+    assert summary["pointwise_max_abs_diff"]["minilm-standin"] < 1e-5
+    assert {"lock check", "first stages", "rerank", "report", "total"} <= set(summary["times_s"])
+    assert "| vector-71k | minilm-standin@20 |" in result.output
+    assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/
+    runs_before = {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")}
+
+    again = CliRunner().invoke(cli, ["rehearse", "--resume", str(out)])
+    assert again.exit_code == 0, again.output + (again.stderr or "")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["status"] for s in manifest["sessions"]] == ["complete", "complete"]
+    assert manifest["sessions"][-1]["scored"] == 0
+    assert {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")} == runs_before
+
+
+def test_ctrl_c_then_resume(tmp_path: Path, mini_beir: Path, shared_cache: Path) -> None:
+    out = tmp_path / "reh"
+    env = {**os.environ, "BENCH_CACHE_DIR": str(shared_cache)}
+    cmd = [sys.executable, "-m", "bench.cli", "rehearse", "--dataset", str(mini_beir), "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (out / "manifest.json").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the rehearsal finished before the interrupt landed")
+    assert proc.returncode == 130, err.decode()
+    assert b"rehearsal interrupted" in err and b"--resume" in err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sessions"][-1]["status"] == "interrupted"
+    resumed = subprocess.run([sys.executable, "-m", "bench.cli", "rehearse", "--resume", str(out)], cwd=ROOT,
+                             env=env, capture_output=True, timeout=300)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert (out / "report.md").read_text().startswith("# REHEARSAL")
+    with Journal(out / "journal.jsonl") as j:
+        assert len(j) == len(RAN) * N_QUERIES * 3
