@@ -14,7 +14,10 @@ the highest mean nDCG@10 (ties: the smallest model id). All statistics use nDCG@
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,14 +126,54 @@ def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
     return {"id": fid, "reference": reference, "metric": MAIN_METRIC, "comparisons": comparisons}
 
 
+_JUDGMENTS: Judgments | None = None  # set once in each worker process
+
+
+def _init_worker(judgments: Judgments) -> None:
+    global _JUDGMENTS
+    _JUDGMENTS = judgments
+
+
+def _load_job(job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
+    if _JUDGMENTS is None:  # pragma: no cover - set by the initializer
+        raise RuntimeError("worker not initialised")
+    return _load(*job, _JUDGMENTS)
+
+
+def worker_count(jobs: int) -> int:
+    """Processes for reading runs: ``ANALYSIS_WORKERS`` if set, else the usable CPUs (at most 4) when there
+    are at least 16 files. Results do not depend on it."""
+    env = os.environ.get("ANALYSIS_WORKERS")
+    if env:
+        return max(1, int(env))
+    if jobs < 16:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, 4))
+
+
 def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
-    """Read, validate and score every run of the study (no statistics yet)."""
+    """Read, validate and score every run of the study (no statistics yet); files are read in parallel
+    processes (forkserver) when :func:`worker_count` says so."""
+    layout = discover_runs(runs_dir)
+    jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
+    for stage, (first_path, reranked) in layout.items():
+        jobs.append((stage, None, None, first_path, runs_dir))
+        jobs += [(stage, model, depth, p, runs_dir) for model, depth, p in
+                 sorted(reranked, key=lambda x: (-x[1], x[0]))]
+    workers = worker_count(len(jobs))
+    if workers > 1:
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                 initargs=(judgments,)) as pool:
+            results = list(pool.map(_load_job, jobs, chunksize=4))
+    else:
+        results = [_load(*job, judgments) for job in jobs]
     stages: list[StageResult] = []
-    for stage, (first_path, reranked) in discover_runs(runs_dir).items():
-        first = _load(stage, None, None, first_path, runs_dir, judgments)
-        runs = [_load(stage, model, depth, p, runs_dir, judgments) for model, depth, p in
-                sorted(reranked, key=lambda x: (-x[1], x[0]))]
-        stages.append(StageResult(stage, first, runs))
+    i = 0
+    for stage, (_, reranked) in layout.items():
+        stages.append(StageResult(stage, results[i], results[i + 1 : i + 1 + len(reranked)]))
+        i += 1 + len(reranked)
     return stages
 
 

@@ -48,6 +48,9 @@ class TrecFormatError(ValueError):
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: expected {expected}. Fix: {fix}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, int | None, str, str]]:  # picklable across processes
+        return (type(self), (self.path, self.line, self.expected, self.fix))
+
 
 @dataclass(frozen=True)
 class RunTable:

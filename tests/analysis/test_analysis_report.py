@@ -167,3 +167,32 @@ def test_calibration_hits_its_target(miracl_qrels: Qrels) -> None:
     values = [evaluate_table(j, first_stage_table(c, system_scores(c, signal, rng)), ["ndcg@10"])["ndcg@10"]
               .mean() for _ in range(6)]
     assert float(np.mean(values)) == pytest.approx(0.4, abs=0.01)
+
+
+def test_parallel_reading_changes_nothing(study: Path, miracl_qrels_path: Path, reported: Path,
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis.study import worker_count
+
+    monkeypatch.setenv("ANALYSIS_WORKERS", "1")
+    assert worker_count(100) == 1
+    write_report(study, miracl_qrels_path, tmp_path / "one", header_lines=["rehearsal, stand-in models"],
+                 figures=False)
+    monkeypatch.setenv("ANALYSIS_WORKERS", "2")
+    write_report(study, miracl_qrels_path, tmp_path / "two", header_lines=["rehearsal, stand-in models"],
+                 figures=False)
+    for name in ("study.json", "hybrid-71k.json", "keyword-full.json"):
+        one = (tmp_path / "one" / "quality" / name).read_bytes()
+        assert one == (tmp_path / "two" / "quality" / name).read_bytes()
+        assert one == (reported / "quality" / name).read_bytes()
+    # a malformed file found in a worker process is reported like in-process
+    runs = tmp_path / "runs"
+    shutil.copytree(study, runs)
+    target = runs / "keyword-full" / "gte-base@20.trec"
+    lines = target.read_text().splitlines(keepends=True)
+    lines[6] = lines[6].replace(" Q0 ", " Q0 extra ")
+    target.write_text("".join(lines))
+    from analysis.trec import TrecFormatError
+
+    with pytest.raises(TrecFormatError) as exc:
+        write_report(runs, miracl_qrels_path, tmp_path / "bad", figures=False)
+    assert exc.value.line == 7 and exc.value.path == str(target)
