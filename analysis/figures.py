@@ -37,6 +37,7 @@ def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str]) -> Pa
             lo, hi = (100 * v for v in r.intervals["ndcg@10"])
             colour = "#555555" if r.depth is None else _COLOURS.get(r.depth, "#8172b2")
             ax.errorbar(mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", color=colour, capsize=2, ms=4)
+        ax.axvline(100 * stage.first_stage.means["ndcg@10"], color="#999999", ls="--", lw=0.8)
         ax.set_yticks(range(len(runs)))
         ax.set_yticklabels([_label(r, flags) for r in reversed(runs)], fontsize=7)
         ax.set_xlabel("nDCG@10 (points) with 95 % bootstrap interval")
