@@ -73,12 +73,25 @@ def run_equality(
 ) -> dict[str, Any]:
     """Check 1 for one model: verdict, per-query Spearman, the references used. JSON-ready, no texts."""
     ours = adapter_scores(reranker, queries)
+    return evaluate(model_id, reranker.meta.to_dict(), ours, queries, deciding, further, runner)
+
+
+def evaluate(
+    model_id: str,
+    adapter_meta: dict[str, Any],
+    ours: dict[str, np.ndarray],
+    queries: Sequence[EqualityQuery],
+    deciding: ReferenceSpec | None,
+    further: Sequence[ReferenceSpec],
+    runner: ReferenceRunner,
+) -> dict[str, Any]:
+    """Check 1 from the adapter's scores (the adapter may already be unloaded: references need the memory)."""
     result: dict[str, Any] = {
         "model": model_id,
         "check": "adapter equality (check 1)",
         "threshold": EQUALITY_MIN_SPEARMAN,
         "n_queries": len(queries),
-        "adapter": reranker.meta.to_dict(),
+        "adapter": adapter_meta,
         "further_references": [],
     }
     if deciding is None:

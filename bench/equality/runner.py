@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench import plan
-from bench.equality.check import ReferenceRunner, run_equality
+from bench.equality.check import ReferenceRunner, adapter_scores, evaluate
 from bench.equality.data import EqualitySet, build_equality_set, load_reranking, read_id_map
 from bench.equality.pointwise import run_pointwise
 from bench.equality.references import DECIDING, FURTHER, ReferenceSpec, run_reference
@@ -122,18 +123,30 @@ def check_one(
         return run_reference(spec, mdir, queries, device=device)
 
     further = [s for s in (same_dtype(f) for f in FURTHER.get(model_id, ())) if s is not None]
+    meta = reranker.meta.to_dict()
     try:
-        return run_equality(
-            model_id,
-            reranker,
-            data.queries,
-            same_dtype(DECIDING.get(model_id)),
-            further,
-            runner or default_runner,
-        )
+        ours = adapter_scores(reranker, data.queries)
+    except Exception as exc:  # recorded as "not rated" with the reason; the command still exits non-zero
+        return {
+            "model": model_id,
+            "rated": False,
+            "verdict": "not rated",
+            "adapter": meta,
+            "reason": f"adapter failed while scoring: {type(exc).__name__}: {exc}",
+        }
     finally:
         del reranker
-        gc.collect()
+        _release_memory()
+    deciding = same_dtype(DECIDING.get(model_id))
+    return evaluate(model_id, meta, ours, data.queries, deciding, further, runner or default_runner)
+
+
+def _release_memory() -> None:
+    """Free the adapter before a reference subprocess loads the same model (one GPU holds one at a time)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def check_models(

@@ -161,3 +161,12 @@ def test_cli_check_adapters(
 def test_cli_rejects_unknown_model() -> None:
     res = CliRunner().invoke(cli, ["check-adapters", "no-such-model"])
     assert res.exit_code == 2 and "no-such-model" in res.output
+
+
+def test_check_one_adapter_that_fails_while_scoring(data: EqualitySet, tmp_path: Path) -> None:
+    class Broken(FakeReranker):
+        def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
+            raise RuntimeError("CUDA out of memory")
+
+    result = check_one("qwen3-4b", data, loader=lambda m, **kw: Broken(m), model_dir=tmp_path)
+    assert result["rated"] is False and "RuntimeError: CUDA out of memory" in result["reason"]
