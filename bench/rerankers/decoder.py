@@ -31,11 +31,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench.errors import BenchError
+from bench.plan import PITFALL_MAX_LENGTH
 from bench.rerankers.base import Chunk, ChunkedTorchReranker, to_device, torch_dtype
 from bench.rerankers.protocol import RerankerMeta
 
 Variant = Literal["correct", "right-padding", "whole-input-truncation", "no-instruction"]
 VARIANTS: tuple[str, ...] = ("correct", "right-padding", "whole-input-truncation", "no-instruction")
+
+# Plan "Pitfalls experiment" (model PITFALL_MODEL): run name -> load_reranker keyword arguments.
+PITFALL_RUNS: dict[str, dict[str, Any]] = {
+    "a-model-card": {},
+    "b-empty-instruction": {"variant": "no-instruction"},
+    "c-right-padding": {"variant": "right-padding"},
+    "d-256-passage-truncation": {"max_length": PITFALL_MAX_LENGTH},
+    "d-256-whole-input-truncation": {"variant": "whole-input-truncation", "max_length": PITFALL_MAX_LENGTH},
+}
 
 QWEN3_PREFIX = (
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "

@@ -5,24 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rerankers_tiny import build_bert, build_qwen3, qwen_dir
+from rerankers_tiny import qwen_dir
 
 from bench.plan import RERANKERS
 from bench.rerankers.snapshots import snapshot_path
+from bench.rerankers.testing import tiny_models_root
 
 
 @pytest.fixture(scope="session")
 def models_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A models folder holding tiny snapshots for bge-v2-m3, qwen3-0.6b and mxbai-large-v2."""
     root = tmp_path_factory.mktemp("models")
-    for model_id, build in (
-        ("bge-v2-m3", build_bert),
-        ("qwen3-0.6b", build_qwen3),
-        ("mxbai-large-v2", build_qwen3),
-    ):
-        plan = RERANKERS[model_id]
-        assert plan.revision is not None
-        build(snapshot_path(plan.model, plan.revision, root))
+    tiny_models_root(root)
     return root
 
 

@@ -151,3 +151,23 @@ def test_mxbai_format_and_score_tokens(models_root: Path) -> None:
     assert res.record["truncated_pairs"] == 1 and res.scores.dtype == np.float32
     cut = fmt.pair(QUERY, LONG * 3)
     assert cut.truncated and cut.ids[-len(tail) :] == tail
+
+
+def test_pitfall_runs_cover_the_plan(models_root: Path) -> None:
+    from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL
+    from bench.rerankers.decoder import PITFALL_RUNS
+
+    assert PITFALL_MODEL == "qwen3-0.6b" and len(PITFALL_RUNS) == 5
+    scores = {}
+    for name, kwargs in PITFALL_RUNS.items():
+        r = load_reranker(PITFALL_MODEL, snapshot_dir=qwen_dir(models_root), **kwargs)
+        assert r.meta.max_length == kwargs.get("max_length", 8192) and r.meta.variant == kwargs.get(
+            "variant", "correct"
+        )
+        scores[name] = r.score(QUERY, [LONG * 2, *PASSAGES]).scores
+    assert PITFALL_MAX_LENGTH == 256
+    for name in ("b-empty-instruction", "c-right-padding", "d-256-passage-truncation"):
+        assert not np.allclose(scores[name], scores["a-model-card"], atol=1e-4), name
+    whole, passage = scores["d-256-whole-input-truncation"], scores["d-256-passage-truncation"]
+    assert abs(whole[0] - passage[0]) > 1e-4  # the long passage: suffix lost in one, kept in the other
+    np.testing.assert_allclose(whole[1:], passage[1:], atol=1e-5)  # inputs that fit agree
