@@ -41,7 +41,9 @@ def score_queries(
     out: dict[str, list[float]] = {}
     with torch.inference_mode():
         for q in queries:
-            texts = [f"<Instruct>: {instruction}\n<Query>: {q['query']}\n<Document>: {p}" for p in q["passages"]]
+            texts = [
+                f"<Instruct>: {instruction}\n<Query>: {q['query']}\n<Document>: {p}" for p in q["passages"]
+            ]
             scores: list[float] = []
             for start in range(0, len(texts), batch_size):
                 enc = tokenizer(

@@ -1,8 +1,9 @@
-"""Model-card usage of a sequence-classification cross-encoder (bge-reranker-v2-m3, gte-multilingual-reranker-base).
+"""Model-card usage of a sequence-classification cross-encoder (bge-reranker-v2-m3, gte-multilingual-
+reranker-base).
 
 Both cards: tokenizer on [query, passage] pairs with padding, truncation and ``max_length=512``, then
 ``AutoModelForSequenceClassification(...)(**inputs).logits.view(-1).float()``; gte additionally loads with
-``trust_remote_code=True`` (its card; the code revision is pinned by the plan and passed as ``code_revision``).
+``trust_remote_code=True`` (its card; the code revision is pinned by the plan, passed as ``code_revision``).
 Written from the cards, not copied; one forward pass per query over all its passages, as the cards batch.
 """
 
@@ -35,7 +36,9 @@ def score_queries(
     with torch.inference_mode():
         for q in queries:
             pairs = [[q["query"], p] for p in q["passages"]]
-            inputs = tokenizer(pairs, padding=True, truncation=True, return_tensors="pt", max_length=max_length)
+            inputs = tokenizer(
+                pairs, padding=True, truncation=True, return_tensors="pt", max_length=max_length
+            )
             inputs = {k: v.to(device) for k, v in inputs.items()}
             out[q["qid"]] = as_floats(model(**inputs, return_dict=True).logits.view(-1))
     return out

@@ -1,14 +1,15 @@
 """Querit-4B with the input format of mteb 2.24.3 ``QueritWrapper`` (the model card has no usage code).
 
 What that wrapper does, restated: load ``AutoModel`` and ``AutoTokenizer`` with ``trust_remote_code=True``
-(mteb's loader uses bfloat16); ``max_length = min(4096, tokenizer.model_max_length) - 1``; each pair is the text
-``Judge whether the Content meets the requirements based on the Query. Query: {query}; Content: {doc}``
-(no instruction for MIRACLReranking), tokenised without special tokens and truncated to ``max_length``; a
-``[CLS]`` token is appended; the sequence is LEFT-padded with the pad id (0 if none) to exactly ``max_length``,
-or, if longer, only its last ``max_length`` tokens are kept; the attention mask is a boolean
-``[batch, 1, n, n]`` matrix: content tokens attend causally to content tokens, the final [CLS] attends
-causally to every non-pad token, pads attend to nothing; the score is ``model(...)["score"].squeeze(-1)``.
-Written from mteb 2.24.3's source (PyPI wheel), not copied. Runs under transformers 4.57 (references/tf457).
+(mteb's loader uses bfloat16); ``max_length = min(4096, tokenizer.model_max_length) - 1``; each pair is
+the text ``Judge whether the Content meets the requirements based on the Query. Query: {query};
+Content: {doc}`` (no instruction for MIRACLReranking), tokenised without special tokens and truncated
+to ``max_length``; a ``[CLS]`` token is appended; the sequence is LEFT-padded with the pad id (0 if
+none) to exactly ``max_length``, or, if longer, only its last ``max_length`` tokens are kept; the
+attention mask is a boolean ``[batch, 1, n, n]`` matrix: content tokens attend causally to content
+tokens, the final [CLS] attends causally to every non-pad token, pads attend to nothing; the score is
+``model(...)["score"].squeeze(-1)``. Written from mteb 2.24.3's source (PyPI wheel), not copied. Runs
+under transformers 4.57 (references/tf457).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 
 from common import as_floats, dtype_kwarg, torch_dtype
 
-TEMPLATE = "Judge whether the Content meets the requirements based on the Query. Query: {query}; Content: {doc}"
+TEMPLATE = (
+    "Judge whether the Content meets the requirements based on the Query. Query: {query}; Content: {doc}"
+)
 PAD, CONTENT, CLS = 0, 1, 2
 
 
@@ -37,9 +40,9 @@ def encode(tokenizer: Any, texts: list[str], max_length: int, cls_id: int, pad_i
     import torch
 
     ids_batch, masks = [], []
-    for ids in tokenizer(texts, add_special_tokens=False, truncation=True, max_length=max_length, padding=False)[
-        "input_ids"
-    ]:
+    for ids in tokenizer(
+        texts, add_special_tokens=False, truncation=True, max_length=max_length, padding=False
+    )["input_ids"]:
         ids = [*ids, cls_id]
         kinds = [CONTENT] * (len(ids) - 1) + [CLS]
         if len(ids) < max_length:
@@ -49,7 +52,10 @@ def encode(tokenizer: Any, texts: list[str], max_length: int, cls_id: int, pad_i
             ids, kinds = ids[-max_length:], kinds[-max_length:]
         ids_batch.append(ids)
         masks.append(block_mask(kinds))
-    return {"input_ids": torch.tensor(ids_batch, dtype=torch.long), "attention_mask": torch.stack(masks, dim=0)}
+    return {
+        "input_ids": torch.tensor(ids_batch, dtype=torch.long),
+        "attention_mask": torch.stack(masks, dim=0),
+    }
 
 
 def score_queries(

@@ -4,8 +4,9 @@ Usage: ``python references/run.py IN.json OUT.json``. Standalone on purpose: it 
 anything outside this folder, so it runs under any of the reference environments (the main one,
 ``references/tf457``, ``references/mxbai``) and the main process never imports a second transformers.
 
-IN.json: {"reference": NAME, "model_dir": PATH, "device": "cpu"|"cuda", "dtype": "float32"|"bfloat16"|...|null,
-          "options": {...}, "queries": [{"qid": ID, "query": TEXT, "passages": [TEXT, ...]}, ...]}
+IN.json: {"reference": NAME, "model_dir": PATH, "device": "cpu"|"cuda",
+          "dtype": "float32"|"bfloat16"|...|null, "options": {...},
+          "queries": [{"qid": ID, "query": TEXT, "passages": [TEXT, ...]}, ...]}
 OUT.json: {"reference": NAME, "scores": {qid: [float, ...]}, "versions": {...}, "seconds": float}
 Scores are in the order of the passages given. Any failure exits non-zero with the reason on stderr.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 REFERENCES = {
-    "card-seqcls": "card_seqcls",  # bge-v2-m3 (main env), gte-base (tf457): AutoModelForSequenceClassification
+    "card-seqcls": "card_seqcls",  # bge-v2-m3 (main), gte-base (tf457): AutoModelForSequenceClassification
     "card-qwen3": "card_qwen3",  # Qwen3-Reranker model card: causal LM, yes/no logits
     "card-jina": "card_jina",  # jina-reranker-v3.5 model card: AutoModel + model.rerank
     "mteb-querit": "mteb_querit",  # input format of mteb 2.24.3 QueritWrapper
@@ -62,9 +63,16 @@ def main(argv: list[str]) -> int:
     for q in spec["queries"]:
         got = scores.get(q["qid"])
         if got is None or len(got) != len(q["passages"]):
-            print(f"reference {name} returned no or wrong-length scores for query {q['qid']}", file=sys.stderr)
+            print(
+                f"reference {name} returned no or wrong-length scores for query {q['qid']}", file=sys.stderr
+            )
             return 1
-    out = {"reference": name, "scores": scores, "versions": versions(), "seconds": time.perf_counter() - start}
+    out = {
+        "reference": name,
+        "scores": scores,
+        "versions": versions(),
+        "seconds": time.perf_counter() - start,
+    }
     Path(argv[2]).write_text(json.dumps(out), encoding="utf-8")
     return 0
 
