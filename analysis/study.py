@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,12 +163,16 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
         jobs += [(stage, model, depth, p, runs_dir) for model, depth, p in
                  sorted(reranked, key=lambda x: (-x[1], x[0]))]
     workers = worker_count(len(jobs))
+    results: list[RunResult] | None = None
     if workers > 1:
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                 initargs=(judgments,)) as pool:
-            results = list(pool.map(_load_job, jobs, chunksize=4))
-    else:
+        try:
+            context = multiprocessing.get_context("forkserver")
+            with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                     initargs=(judgments,)) as pool:
+                results = list(pool.map(_load_job, jobs, chunksize=4))
+        except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
+            results = None
+    if results is None:
         results = [_load(*job, judgments) for job in jobs]
     stages: list[StageResult] = []
     i = 0
