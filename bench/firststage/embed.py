@@ -63,7 +63,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._st: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
-        got = self._st.get_sentence_embedding_dimension()
+        got = self._st.get_embedding_dimension()
         if got != dims:
             raise BenchError(f"{path}: model {model} has {got} dimensions, the stage needs {dims}")
         self.model, self.revision, self.dims, self.device = model, revision, dims, device

@@ -4,6 +4,7 @@ a deterministic fake embedder (fast), and the real MiniLM stand-in with a sessio
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from bench.data.bundled import Sample, load_sample
 from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder, l2_normalise
 from bench.firststage.embed_cache import EmbeddingCache
 from bench.firststage.server import TypesenseServer, local_typesense
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the hub is unreachable here: never wait for it
 
 
 class HashEmbedder:
@@ -63,3 +66,16 @@ def minilm_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CachedEmb
     cache = EmbeddingCache(tmp_path_factory.mktemp("emb") / "embeddings.sqlite")
     yield CachedEmbeddings(MiniLMEmbedder(), cache)
     cache.close()
+
+
+@pytest.fixture(scope="session")
+def tiny(sample: Sample) -> tuple[dict[str, str], list[Passage], Path]:
+    """8 dev queries, their judged passages and 40 NoMIRACL passages: small enough to embed with MiniLM."""
+    qids = sorted(sample.queries)[:8]
+    wanted = set()
+    for line in sample.qrels_path.read_text(encoding="utf-8").splitlines():
+        qid, _, docid, _ = line.split("\t")
+        if qid in qids:
+            wanted.add(docid)
+    passages = [p for p in sample.judged if p.docid in wanted] + sample.nomiracl[:40]
+    return {q: sample.queries[q] for q in qids}, sort_passages(passages), sample.qrels_path

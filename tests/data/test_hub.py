@@ -1,0 +1,92 @@
+"""Hub-layout loaders on small files built in the hub layouts (the hub itself is unreachable here)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bench.data.hub import (
+    CORPUS_71K_FILE,
+    CORPUS_FULL_DIR,
+    corpus_full_shards,
+    iter_corpus_full,
+    read_corpus_71k,
+)
+from bench.data.miracl import hub_topics_and_qrels, qrels_relpath, topics_relpath
+from bench.errors import BenchError
+
+
+def _parquet(path: Path, columns: dict[str, list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path)
+
+
+def test_71k_sorted_into_import_order(tmp_path: Path) -> None:
+    _parquet(tmp_path / CORPUS_71K_FILE, {"_id": ["10#1", "9#3", "10#0"], "title": ["B", "A", "B"],
+                                          "text": ["zwei", "eins", "null"]})  # fmt: skip
+    got = read_corpus_71k(tmp_path)
+    assert [p.docid for p in got] == ["9#3", "10#0", "10#1"]
+    assert got[0].passage_text == "A\neins"
+
+
+def test_71k_wrong_layout(tmp_path: Path) -> None:
+    _parquet(tmp_path / CORPUS_71K_FILE, {"id": ["1#0"], "text": ["x"]})
+    with pytest.raises(BenchError, match=r"lack \['_id', 'title'\]"):
+        read_corpus_71k(tmp_path)
+    with pytest.raises(BenchError, match="missing"):
+        read_corpus_71k(tmp_path / "nothing")
+
+
+def _shard(folder: Path, n: int, rows: list[object]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"docs-{n}.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n")
+    return path
+
+
+def test_full_corpus_streams_shards_in_numeric_order(tmp_path: Path) -> None:
+    folder = tmp_path / CORPUS_FULL_DIR
+    for n in range(12):
+        _shard(folder, n, [{"docid": f"{n}#{i}", "title": f"T{n}", "text": "Größe"} for i in range(3)])
+    assert [p.name for p in corpus_full_shards(tmp_path)][:3] == ["docs-0.jsonl.gz", "docs-1.jsonl.gz",
+                                                                   "docs-2.jsonl.gz"]  # fmt: skip
+    ids = [p.docid for p in iter_corpus_full(tmp_path)]
+    assert len(ids) == 36 and ids[:4] == ["0#0", "0#1", "0#2", "1#0"] and ids[-1] == "11#2"
+
+
+def test_full_corpus_malformed_line(tmp_path: Path) -> None:
+    folder = tmp_path / CORPUS_FULL_DIR
+    path = _shard(folder, 0, [{"docid": "1#0", "title": "", "text": "a"}, '{"docid": "1#1", "title"'])
+    with pytest.raises(BenchError, match=rf"{path}:2: not valid JSON"):
+        list(iter_corpus_full(tmp_path))
+    _shard(folder, 0, [{"docid": "1#0", "text": "a"}])
+    with pytest.raises(BenchError, match=":1: expected an object"):
+        list(iter_corpus_full(tmp_path))
+
+
+def test_full_corpus_missing_shard(tmp_path: Path) -> None:
+    folder = tmp_path / CORPUS_FULL_DIR
+    _shard(folder, 0, [])
+    _shard(folder, 2, [])
+    with pytest.raises(BenchError, match="missing"):
+        corpus_full_shards(tmp_path)
+
+
+def test_topics_and_qrels_hub_layout(tmp_path: Path) -> None:
+    topics, qrels = tmp_path / topics_relpath(), tmp_path / qrels_relpath()
+    topics.parent.mkdir(parents=True)
+    qrels.parent.mkdir(parents=True)
+    topics.write_text("1#0\tWo ist das?\n2#0\tWer war das?\n", encoding="utf-8")
+    qrels.write_text("1#0\tQ0\t5#1\t1\n", encoding="utf-8")
+    queries, path = hub_topics_and_qrels(tmp_path)
+    assert queries == {"1#0": "Wo ist das?", "2#0": "Wer war das?"} and path == qrels
+    topics.write_text("1#0\tWo\n1#0\tnochmal\n", encoding="utf-8")
+    with pytest.raises(BenchError, match=":2: query id"):
+        hub_topics_and_qrels(tmp_path)

