@@ -36,7 +36,7 @@ class Candidates:
         rel: list[float] = []
         for i, q in enumerate(qids):
             judged = sorted(qrels[q])
-            fill = [f"unjudged-{q}-{j}" for j in range(max(0, depth - len(judged)))]
+            fill = [f"{90_000_000 + 1000 * i + j}#0" for j in range(max(0, depth - len(judged)))]
             pool = judged + fill
             docids += pool
             rows += [i] * len(pool)
@@ -98,20 +98,37 @@ def _as_run(t: RunTable) -> dict[str, list[tuple[str, float]]]:
     return t.as_dict()
 
 
+def _with_tail(top: RunTable, first: RunTable) -> dict[str, list[tuple[str, float]]]:
+    """bench's layout of a depth-k run: the reranked top k, then the first stage's remaining candidates in
+    first-stage order with placeholder scores ``m - j`` (m: lowest reranked score)."""
+    out = top.as_dict()
+    full = first.as_dict()
+    for q, ranked in out.items():
+        seen = {d for d, _ in ranked}
+        low = ranked[-1][1]
+        tail = [d for d, _ in full[q] if d not in seen]
+        ranked.extend((d, low - j) for j, d in enumerate(tail, start=1))
+    return out
+
+
 def write_study(out: Path, qrels: Mapping[str, Mapping[str, int]], *, stages: Sequence[str],
                 models: Mapping[str, float], depths: Sequence[int] = (20, 50, 100), first_signal: float = 1.0,
-                seed: int = 1) -> Path:
-    """Write ``<out>/first-stage/<stage>.trec`` and ``<out>/<stage>/<model>@<k>.trec`` (model -> signal)."""
+                seed: int = 1, tails: bool = False) -> Path:
+    """Write ``<out>/first-stage/<stage>.trec`` and ``<out>/<stage>/<model>@<k>.trec`` (model -> signal).
+
+    ``tails``: depth-k runs also hold the first stage's candidates below k (bench's layout); otherwise they
+    hold only the k reranked passages."""
     rng = np.random.default_rng(seed)
     c = Candidates.from_qrels(qrels)
     for stage in stages:
         first_scores = system_scores(c, first_signal, rng)
         rows = first_stage_order(c, first_scores)
-        write_run(out / "first-stage" / f"{stage}.trec", _as_run(_table(c, rows, first_scores)),
-                  f"first-stage/{stage}")
+        first = _table(c, rows, first_scores)
+        write_run(out / "first-stage" / f"{stage}.trec", _as_run(first), f"first-stage/{stage}")
         for model, signal in models.items():
             scores = system_scores(c, signal, rng)
             for k in depths:
-                write_run(out / stage / f"{model}@{k}.trec", _as_run(rerank_table(c, rows, scores, k)),
-                          f"{stage}/{model}@{k}")
+                top = rerank_table(c, rows, scores, k)
+                run = _with_tail(top, first) if tails else _as_run(top)
+                write_run(out / stage / f"{model}@{k}.trec", run, f"{stage}/{model}@{k}")
     return out

@@ -3,7 +3,8 @@
     uv run python benchmarks/bench_analysis.py [--ranx-pairs 45] [--keep DIR]
 
 Generates 4 stages x 9 models x 3 depths x 305 queries (the real MIRACL-de dev qrels, synthetic scores) in a
-temporary folder and prints, in this process after imports:
+temporary folder, laid out as bench writes it (every depth-k run holds all 100 candidates: the reranked top k,
+then the first stage's tail with placeholder scores), and prints, in this process after imports:
   * reading + scoring all 112 run files,
   * the statistics (bootstrap intervals for nDCG@10 and Hit@5 of every run, 10,000 resamples; the paired
     sign-flip test for every comparison, 10,000 sign flips; Holm; wording) - target < 1 s on 2 cores,
@@ -83,7 +84,7 @@ def main() -> int:
         signals = {m: float(s) for m, s in zip(MODELS, rng.uniform(1.0, 2.5, len(MODELS)), strict=True)}
         runs = tmp / "runs"
         _timed("generate the study (not part of the targets)", lambda: write_study(
-            runs, qrels, stages=STAGES, models=signals, depths=(20, 50, 100)))
+            runs, qrels, stages=STAGES, models=signals, depths=(20, 50, 100), tails=True))
         files = sorted(runs.rglob("*.trec"))
         print(f"study: {len(files)} run files, {sum(f.stat().st_size for f in files) / 2**20:.1f} MiB")
 

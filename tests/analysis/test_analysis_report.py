@@ -24,7 +24,8 @@ MODELS = {"bge-v2-m3": 1.2, "gte-base": 1.15, "qwen3-4b": 4.0}  # qwen3-4b: flag
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels) -> Path:
     runs = tmp_path_factory.mktemp("study") / "runs"
-    write_study(runs, miracl_qrels, stages=["hybrid-71k", "keyword-full"], models=MODELS, depths=(20, 100))
+    write_study(runs, miracl_qrels, stages=["hybrid-71k", "keyword-full"], models=MODELS, depths=(20, 100),
+                tails=True)  # bench's layout: depth-20 runs hold the first stage's tail too
     (runs / "first-stage" / "keyword-plain-71k.trec").write_bytes(
         (runs / "first-stage" / "hybrid-71k.trec").read_bytes())  # a reference stage without rerankers
     # a "model" that returns the first stage unchanged: p = 1 and on par
@@ -90,6 +91,17 @@ def test_json_records(reported: Path, miracl_qrels_path: Path, study: Path) -> N
     assert rec["winner"]["100"] == "qwen3-4b"
     plain = json.loads((reported / "quality" / "keyword-plain-71k.json").read_text())
     assert plain["runs"] == [] and plain["families"] == [] and plain["winner"] == {}
+
+
+def test_tails_are_first_stage_order(study: Path) -> None:
+    from analysis.trec import read_run
+
+    first = read_run(study / "first-stage" / "hybrid-71k.trec")
+    at20 = read_run(study / "hybrid-71k" / "gte-base@20.trec")
+    for q, ranked in at20.items():
+        assert len(ranked) == len(first[q])
+        assert [d for d, _ in ranked[20:]] == [d for d, _ in first[q] if d not in {x for x, _ in ranked[:20]}]
+        assert {d for d, _ in ranked[:20]} == {d for d, _ in first[q][:20]}
 
 
 def test_markdown(reported: Path) -> None:
