@@ -38,8 +38,10 @@ def test_measurement_refuses_0241(
     _no_guard(monkeypatch)
     monkeypatch.setenv("BENCH_TYPESENSE_URL", server.url)
     monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
-    res = CliRunner().invoke(cli, ["first-stage", "keyword-plain-71k", "--runs", str(tmp_path / "r"),
-                                   "--results", str(tmp_path / "j")])  # fmt: skip
+    res = CliRunner().invoke(
+        cli,
+        ["first-stage", "keyword-plain-71k", "--runs", str(tmp_path / "r"), "--results", str(tmp_path / "j")],
+    )
     assert res.exit_code == 1 and "measurement refused" in res.output and "0.24.1" in res.output
     assert not (tmp_path / "r").exists() and not (tmp_path / "j").exists()
 

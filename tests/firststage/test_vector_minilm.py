@@ -26,10 +26,18 @@ def test_vector_stage_minilm(
     queries, passages, qrels = tiny
     server.request("DELETE", "/collections/miracl-de-71k-vector", ok=(200, 404))
     res = run_stage(
-        "vector-71k", server=server, corpus=passages, queries=queries, embedder=minilm_cache,
-        mode="rehearsal", out_run=tmp_path / "vector-71k.trec", out_json=tmp_path / "vector-71k.json",
-        qrels_path=qrels, checkpoint=tmp_path / "ck.json", warmup=2,
-    )  # fmt: skip
+        "vector-71k",
+        server=server,
+        corpus=passages,
+        queries=queries,
+        embedder=minilm_cache,
+        mode="rehearsal",
+        out_run=tmp_path / "vector-71k.trec",
+        out_json=tmp_path / "vector-71k.json",
+        qrels_path=qrels,
+        checkpoint=tmp_path / "ck.json",
+        warmup=2,
+    )
     rec = json.loads((tmp_path / "vector-71k.json").read_text(encoding="utf-8"))
     assert rec["embeddings"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert rec["embeddings"]["query_prompt"] == "query: " and rec["embeddings"]["dims"] == 384
