@@ -91,21 +91,21 @@ def _require_rows(path: Path, tokens: list[str]) -> None:
                               "write the run again; an empty run is never valid")
 
 
-def _canonical(text: str) -> bool:
-    return (
-        text.isascii() and "\t" not in text and "\r" not in text and "  " not in text and "\n\n" not in text
-        and " \n" not in text and "\n " not in text and not text.startswith((" ", "\n"))
-        and not text.endswith(" ") and "\x0b" not in text and "\x0c" not in text
-    )
+_OTHER_SEPARATORS = ("\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
+
+
+def _space_separated(text: str) -> bool:
+    """True for ASCII text whose only separators are " " and "\n". Then a line has at most (spaces + 1)
+    columns, so "every line has ncols - 1 spaces" and "ncols * lines tokens in all" together mean that every
+    line has exactly ncols columns."""
+    return text.isascii() and not any(sep in text for sep in _OTHER_SEPARATORS)
 
 
 def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], np.ndarray]:
     """All tokens (row-major) and the 1-based line number of each row; checks column counts."""
     if not text:
         return [], np.zeros(0, dtype=np.int64)
-    if _canonical(text):
-        # one space between columns, "\n" line ends, no blank lines (what write_run writes): a line has
-        # ncols columns exactly when it has ncols - 1 spaces
+    if _space_separated(text):
         lines_list = text.split("\n")
         if lines_list[-1] == "":
             lines_list.pop()
@@ -113,7 +113,7 @@ def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], n
                              count=len(lines_list))
         if not np.any(spaces != ncols - 1):
             tokens = text.split()
-            if len(tokens) == ncols * len(lines_list):  # no other separator (e.g. \x1c) split a column
+            if len(tokens) == ncols * len(lines_list):
                 return tokens, np.arange(1, len(lines_list) + 1, dtype=np.int64)
     if text.isascii():
         raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
@@ -279,6 +279,7 @@ def write_run(path: Path | str, run: Mapping[str, Sequence[tuple[str, float]]], 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp creates 0600; run files are published
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write("".join(parts))
             f.flush()

@@ -49,6 +49,8 @@ def test_read_run_good(tmp_path: Path) -> None:
         ("q1 Q0 d1 1 0x10 t\n", 1, "finite float score"),
         ("q1 Q0 d1 1 1e400 t\n", 1, "finite float score"),
         ("q1 Q0 d1 1 1.0 t\n\nq1 Q0 d2 2 2.0 t\n", 3, "do not increase"),  # blank lines are skipped
+        ("q1 Q0  d1 1 1.0\nq1 Q0 d\xa0x 2 0.5 t\n", 1, "6 columns"),  # 5 + 7 columns: 12 tokens in all
+        ("q1 Q0 d1 1 1.0 t x\nq1 Q0 d2 2 0.5\n", 1, "6 columns"),
     ],
 )
 def test_read_run_errors(tmp_path: Path, text: str, line: int, needle: str) -> None:
