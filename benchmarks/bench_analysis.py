@@ -34,7 +34,7 @@ from analysis.metrics import Judgments
 from analysis.plan import MAIN_METRIC, RANDOMISATION_RESAMPLES, SEED
 from analysis.report import write_report
 from analysis.resampling import bootstrap_indices, paired_differences, randomisation_p_values, sign_matrix
-from analysis.study import analyse_stages, load_stages
+from analysis.study import analyse_stages, load_stages, worker_count
 from analysis.synthetic import write_study
 from analysis.trec import read_qrels
 
@@ -90,8 +90,13 @@ def main() -> int:
 
         judgments = Judgments.from_qrels(qrels)
         n = len(judgments.qids)
-        stages, _ = _timed("read + validate + score all runs", lambda: load_stages(runs, judgments),
-                                args.repeat)
+        workers = worker_count(len(files))
+        os.environ["ANALYSIS_WORKERS"] = "1"
+        _timed("read + validate + score all runs, 1 process", lambda: load_stages(runs, judgments),
+               args.repeat)
+        os.environ["ANALYSIS_WORKERS"] = str(workers)
+        stages, _ = _timed(f"read + validate + score all runs, {workers} processes (cpu: parent only)",
+                           lambda: load_stages(runs, judgments), args.repeat)
         bootstrap_indices.cache_clear()
         sign_matrix.cache_clear()
         _timed("statistics, cold (draws the resample matrices)", lambda: analyse_stages(stages, n))
@@ -114,17 +119,26 @@ def main() -> int:
                            lambda: randomisation_p_values(diffs), args.repeat)
 
         out = tmp / "out"
-        _, t_report = _timed("whole report with figures (write_report)",
+        os.environ["ANALYSIS_WORKERS"] = "1"
+        _timed("whole report with figures, 1 process", lambda: write_report(runs, QRELS, out), args.repeat)
+        os.environ["ANALYSIS_WORKERS"] = str(workers)
+        _, t_report = _timed(f"whole report with figures, {workers} processes (cpu: parent only)",
                              lambda: write_report(runs, QRELS, out), args.repeat)
-        workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"peak memory: max RSS of this process {_peak_mib():.0f} MiB; largest worker {workers:.0f} MiB")
+        print(f"peak memory: max RSS of this process {_peak_mib():.0f} MiB (reader processes: see the "
+              "cold run below)")
 
-        t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "analysis.cli", "report", "--runs", str(runs), "--qrels",
-                               str(QRELS), "--out", str(tmp / "out-cold")], capture_output=True, text=True)
-        cold = time.perf_counter() - t
-        print(f"{'cold `analysis report` subprocess (imports included)':<52} wall {cold:7.3f} s, exit "
-              f"{proc.returncode}")
+        for n_workers in (1, workers):
+            t, c = time.perf_counter(), _cpu()
+            proc = subprocess.run(
+                [sys.executable, "-m", "analysis.cli", "report", "--runs", str(runs), "--qrels", str(QRELS),
+                 "--out", str(tmp / "out-cold")],
+                capture_output=True, text=True, env={**os.environ, "ANALYSIS_WORKERS": str(n_workers)},
+            )
+            cold, cold_cpu = time.perf_counter() - t, _cpu() - c  # all descendants have been waited for
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            print(f"cold `analysis report` subprocess, {n_workers} process(es), imports included: wall "
+                  f"{cold:.3f} s, cpu {cold_cpu:.3f} s (all processes), exit {proc.returncode}; peak RSS of "
+                  f"any child so far {peak:.0f} MiB")
         print(f"TARGETS: statistics {t_stats:.3f} s (< 1 s: {'met' if t_stats < 1 else 'NOT met'}); "
               f"report {t_report:.3f} s (< 3 s: {'met' if t_report < 3 else 'NOT met'})")
 
