@@ -164,8 +164,9 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
                 try:
                     kind(v)
                 except ValueError:
+                    kind_word = "an integer" if kind is int else "a decimal number such as 0.25 or 1e-05"
                     raise TrecFormatError(path, line, f"{what}, found {v!r}",
-                                          f"write the {what.split()[-1]} as a number") from None
+                                          f"write the {what.split()[-1]} as {kind_word}") from None
             raise
     if kind is float:
         bad = np.flatnonzero(~np.isfinite(arr))
