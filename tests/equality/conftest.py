@@ -169,3 +169,85 @@ def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     Qwen2ForCausalLM(cfg).eval().save_pretrained(path)
     return path
+
+
+def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[Path, Path]:
+    """MIRACLReranking (de) parquet files and the mmteb id map (gzip JSON lines, candidates shuffled)
+    under ``hub`` where ``bench.integrity.hub.snapshot_dir`` looks; texts from the tiny vocabulary."""
+    import gzip
+    import json
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench import plan
+
+    snap = hub / f"{plan.RERANKING.repo}@{plan.RERANKING.revision}"
+    id_map = (
+        hub / f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}" / plan.RERANKING_ID_MAP_PATH
+    )
+    id_map.parent.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(7)
+    queries, corpus, top, lines = [], [], [], []
+    for i in range(n_q):
+        qid, text = f"dev_query{i}", " ".join(rng.choice(WORDS) for _ in range(4)) + "?"
+        queries.append({"_id": qid, "text": text})
+        cands = []
+        for j, passage in enumerate(passages_for(500 + i, n_c)):
+            corpus.append({"_id": f"candidate_{qid}_{j:05d}", "title": "", "text": passage})
+            cands.append({"docid": f"{90000 + i}#{j}", "title": "", "text": passage})
+        top.append({"query-id": qid, "corpus-ids": [f"candidate_{qid}_{j:05d}" for j in range(n_c)]})
+        rng.shuffle(cands)
+        lines.append(json.dumps({"query_id": str(7000 + i), "query": text, "candidates": cands}))
+    for part, rows in (("queries", queries), ("corpus", corpus), ("top_ranked", top)):
+        (snap / f"de-{part}").mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), snap / f"de-{part}" / "dev-00000-of-00001.parquet")
+    with gzip.open(id_map, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return snap, id_map
+
+
+def sync_reference_env(env: str) -> Path:
+    """The interpreter of ``references/<env>``, synced from its lock with uv if missing; skips (with the
+    reason) when uv is absent or the sync fails (offline without a cache)."""
+    import shutil
+    import subprocess
+
+    from bench.equality.references import env_python, references_dir
+
+    py = env_python(env)  # type: ignore[arg-type]
+    if not py.exists():
+        uv = shutil.which("uv")
+        if uv is None:
+            pytest.skip(
+                f"uv not on PATH: cannot sync references/{env} (the deciding run is on the study machine)"
+            )
+        proc = subprocess.run(
+            [uv, "sync", "--frozen", "--project", str(references_dir() / env)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if proc.returncode != 0 or not py.exists():
+            pytest.skip(f"`uv sync --frozen` in references/{env} failed: {proc.stderr[-300:]}")
+    return py
+
+
+@pytest.fixture(scope="session")
+def tf457_python() -> Path:
+    return sync_reference_env("tf457")
+
+
+@pytest.fixture(scope="session")
+def mxbai_python() -> Path:
+    return sync_reference_env("mxbai")
+
+
+@pytest.fixture
+def reranking_hub(tmp_path: Path) -> Path:
+    """A hub folder holding the check-1 input files (22 queries x 100 candidates) in the pinned layout."""
+    hub = tmp_path / "hub"
+    write_reranking_snapshot(hub)
+    return hub

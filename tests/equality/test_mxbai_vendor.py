@@ -3,41 +3,16 @@ tiny Qwen2 model the adapter must match it, and a wrong variant must not."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.equality.check import run_equality
-from bench.equality.references import DECIDING, env_python, run_reference
-from bench.paths import repo_root
+from bench.equality.references import DECIDING, run_reference
 from bench.rerankers.registry import load_reranker
 
 pytestmark = pytest.mark.model
-
-
-@pytest.fixture(scope="module")
-def mxbai_python() -> Path:
-    py = env_python("mxbai")
-    if not py.exists():
-        uv = shutil.which("uv")
-        if uv is None:
-            pytest.skip("uv not on PATH: cannot sync references/mxbai")
-        proj = str(repo_root() / "references" / "mxbai")
-        proc = subprocess.run(
-            [uv, "sync", "--frozen", "--project", proj],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if proc.returncode != 0 or not py.exists():
-            pytest.skip(
-                f"`uv sync --frozen` in references/mxbai failed (offline, no cache?): {proc.stderr[-300:]}"
-            )
-    return py
 
 
 def test_adapter_matches_vendor_package(tiny_mxbai: Path, mxbai_python: Path, queries_factory: Any) -> None:

@@ -34,6 +34,7 @@ def test_rejects_bad_input() -> None:
 small_ints = st.lists(st.integers(min_value=0, max_value=5), min_size=3, max_size=40)
 
 
+@pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_matches_scipy_with_ties(data: st.DataObject) -> None:

@@ -1,0 +1,51 @@
+"""``bench check-adapters bge-v2-m3`` end to end on a tiny BERT: MIRACLReranking files in the hub layout, the
+real adapter, the deciding card reference (main environment) and the further one under transformers 4.57
+(references/tf457), both as subprocesses; only the measurement guards are stubbed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bench.cli import cli
+from bench.equality import outcome
+from bench.plan import REFERENCE_TRANSFORMERS_VERSION
+
+pytestmark = pytest.mark.model
+
+
+def test_check_adapters_bge_end_to_end(
+    tiny_models: dict[str, Path],
+    reranking_hub: Path,
+    tf457_python: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import bench.guard
+    import bench.provenance
+
+    monkeypatch.setenv("BENCH_HUB_DIR", str(reranking_hub))
+    monkeypatch.setenv("BENCH_MODELS_DIR", str(tiny_models["root"]))
+    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: {"kind": kind, "stub": True})
+    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root=None: None)
+    results = tmp_path / "results"
+    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(results)])
+    assert res.exit_code == 0, res.output
+    payload = json.loads((results / "bge-v2-m3.json").read_text())
+    assert payload["verdict"] == "rated" and payload["min_spearman"] > 0.9999
+    assert len(payload["queries"]) == 20 and payload["queries"][0]["qid"] == "7000"
+    assert payload["queries"][0]["source_qid"] == "dev_query0"
+    assert payload["deciding_reference"]["label"] == "card-seqcls@main"
+    assert payload["deciding_reference"]["versions"]["transformers"].startswith("5.")
+    further = payload["further_references"][0]
+    assert further["label"] == "card-seqcls@tf457" and further["status"] == "ran", further.get("reason")
+    assert further["versions"]["transformers"].startswith(REFERENCE_TRANSFORMERS_VERSION + ".")
+    assert further["passed"] is True  # the tiny BERT scores the same under transformers 4.57 and 5.5.4
+    assert payload["data"]["id_map_matching"]["docs_by_text"] == 2000
+    assert len(payload["data"]["files_sha256"]) == 4
+    text = json.dumps(payload)
+    assert "Titel" not in text and "hauptstadt" not in text  # ids and numbers only, never texts
+    assert outcome("bge-v2-m3", results)["rated"] is True
