@@ -110,7 +110,7 @@ class IdMapEntry:
     qid: str
     query: str | None
     docids: list[str]
-    texts: list[str | None]
+    texts: list[tuple[str, ...]]  # per candidate: the text forms it may appear in (empty: no text given)
 
 
 def _open_text(path: Path) -> list[str]:
@@ -120,16 +120,20 @@ def _open_text(path: Path) -> list[str]:
         return [line for line in fh.read().splitlines() if line.strip()]
 
 
-def _doc(item: Any) -> tuple[str, str | None]:
+def _doc(item: Any) -> tuple[str, tuple[str, ...]]:
+    """Docid and the text forms a candidate may have in MIRACLReranking: title + "\n" + text, or the text
+    alone (whitespace is normalised when matching, so "title text" matches the first form)."""
     if isinstance(item, str):
-        return item, None
+        return item, ()
     if isinstance(item, Mapping):
-        for key in ("docid", "_id", "id", "doc_id"):
+        for key in ("docid", "_id", "id", "doc_id", "corpus-id"):
             if key in item:
                 title = str(item.get("title") or "")
                 text = item.get("text")
-                full = None if text is None else (passage_text(title, str(text)) if title else str(text))
-                return str(item[key]), full
+                if text is None:
+                    return str(item[key]), ()
+                forms = (passage_text(title, str(text)), str(text)) if title else (str(text),)
+                return str(item[key]), forms
     raise ValueError(f"candidate without a docid: {str(item)[:80]!r}")
 
 
@@ -137,12 +141,17 @@ def read_id_map(path: Path) -> list[IdMapEntry]:
     """Query id, query text (if given) and ordered candidate ids (+ texts if given) from ``de.gz``."""
     lines = _open_text(path)
     entries: list[IdMapEntry] = []
+    if lines and lines[0].lstrip().startswith("["):  # one JSON array instead of JSON lines
+        try:
+            lines = [json.dumps(obj) for obj in json.loads("\n".join(lines))]
+        except json.JSONDecodeError as exc:
+            raise BenchError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if lines and lines[0].lstrip().startswith("{"):
         for n, line in enumerate(lines, 1):
             try:
                 obj = json.loads(line)
-                qid = next(str(obj[k]) for k in ("query_id", "qid", "id", "_id") if k in obj)
-                cands = next(obj[k] for k in ("candidates", "docs", "passages", "docids") if k in obj)
+                qid = next(str(obj[k]) for k in ("query_id", "qid", "query-id", "id", "_id") if k in obj)
+                cands = next(obj[k] for k in ("candidates", "docs", "passages", "docids", "hits") if k in obj)
                 docs = [_doc(c) for c in cands]
             except (json.JSONDecodeError, StopIteration, ValueError, TypeError) as exc:
                 raise BenchError(
@@ -162,7 +171,7 @@ def read_id_map(path: Path) -> list[IdMapEntry]:
             raise BenchError(f"{path}:{n}: neither JSON lines nor a 6-column TREC run line: {line[:80]!r}")
         by_qid.setdefault(parts[0], []).append((int(parts[3]), parts[2]))
     return [
-        IdMapEntry(q, None, [d for _, d in sorted(ranked)], [None] * len(ranked))
+        IdMapEntry(q, None, [d for _, d in sorted(ranked)], [()] * len(ranked))
         for q, ranked in by_qid.items()
     ]
 
@@ -204,7 +213,7 @@ def build_equality_set(
                 )
             matched["query_by_text"] += 1
         docids: list[str] = []
-        text_to_id = {_norm(t): d for d, t in zip(entry.docids, entry.texts, strict=True) if t is not None}
+        text_to_id = {_norm(t): d for d, forms in zip(entry.docids, entry.texts, strict=True) for t in forms}
         for i, passage in enumerate(passages):
             did = text_to_id.get(_norm(passage))
             if did is not None:

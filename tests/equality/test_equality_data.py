@@ -122,3 +122,25 @@ def test_errors_name_file_and_fix(tmp_path: Path) -> None:
     rows = load_reranking(snap, n_queries=3, n_candidates=5)
     with pytest.raises(BenchError, match="matches no query id or text"):
         build_equality_set(rows, read_id_map(other), {}, id_map_path=other)
+
+
+def test_id_map_as_json_array_and_text_without_title(tmp_path: Path) -> None:
+    snap = tmp_path / "rr"
+    write_reranking(snap, n_q=2, n_c=3, titles=False)  # MIRACLReranking carries the text only
+    id_map = tmp_path / "de.gz"
+    objs = [
+        {
+            "qid": str(5000 + i),
+            "query": f"Wie heißt Frage {i}?",
+            "candidates": [
+                {"docid": f"{70000 + i}#{j}", "title": "T", "text": f"Text {i} {j}."} for j in range(3)
+            ],
+        }
+        for i in range(2)
+    ]
+    with gzip.open(id_map, "wt") as fh:
+        json.dump(objs, fh, indent=1)
+    rows = load_reranking(snap, n_queries=2, n_candidates=3)
+    data = build_equality_set(rows, read_id_map(id_map), {}, id_map_path=id_map)
+    assert data.queries[1].docids == ("70001#0", "70001#1", "70001#2")
+    assert data.provenance["id_map_matching"]["docs_by_text"] == 6
