@@ -1,0 +1,65 @@
+"""gte-base: the deciding reference (card code under transformers 4.57, references/tf457) resolves the
+pinned remote code from the same hub cache as the adapter, offline, and agrees with the adapter; uses the
+rerankers part's fake gte remote code (tests/rerankers/rerankers_fake_gte.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.equality.data import EqualityQuery, EqualitySet
+from bench.equality.runner import check_one
+from bench.paths import repo_root
+from bench.plan import REFERENCE_TRANSFORMERS_VERSION, RERANKERS
+from bench.rerankers.snapshots import snapshot_path
+
+pytestmark = pytest.mark.model
+WORDS = ["berlin", "hamburg", "zug", "ist", "die", "hauptstadt"]
+
+
+@pytest.fixture(scope="module")
+def gte_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import sys
+
+    sys.path.insert(0, str(repo_root() / "tests" / "rerankers"))
+    try:
+        from rerankers_fake_gte import build_fake_gte
+    finally:
+        sys.path.pop(0)
+    plan = RERANKERS["gte-base"]
+    assert plan.revision and plan.code_repo and plan.code_revision
+    root = tmp_path_factory.mktemp("gte")
+    build_fake_gte(
+        snapshot_path(plan.model, plan.revision, root),
+        snapshot_path(plan.code_repo, plan.code_revision, root),
+    )
+    return root
+
+
+def test_gte_deciding_reference_under_tf457(
+    gte_root: Path, tf457_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_MODELS_DIR", str(gte_root))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rng = random.Random(3)
+    queries = tuple(
+        EqualityQuery(
+            f"g{i}",
+            " ".join(rng.choice(WORDS) for _ in range(3)),
+            tuple(f"{i}#{j}" for j in range(8)),
+            tuple(" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(8)),
+        )
+        for i in range(2)
+    )
+    result: dict[str, Any] = check_one("gte-base", EqualitySet(queries))
+    ref = result["deciding_reference"]
+    assert ref["label"] == "card-seqcls@tf457" and ref["status"] == "ran", result["reason"]
+    assert ref["versions"]["transformers"].startswith(REFERENCE_TRANSFORMERS_VERSION + ".")
+    assert result["rated"] is True, result["reason"]
+    # The same card code under transformers 5.5.4 is reported only; with this fake it crashes on the
+    # uninitialised non-persistent position_ids buffer, the transformers-5 bug the adapter repairs.
+    further = result["further_references"][0]
+    assert further["label"] == "card-seqcls@main" and further["status"] in ("ran", "could not run")
