@@ -43,7 +43,8 @@ class CachedPassageStandin:
         self._inner = inner
         self._model = model
         self._cache = cache
-        self._dims = int(model.get_sentence_embedding_dimension())
+        dims = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self._dims = int(dims())
         self._max_seq = int(inner.meta.max_length or model.max_seq_length or 256)
         self._meta = replace(
             inner.meta,

@@ -9,8 +9,8 @@ import pytest
 
 from bench.data.bundled import load_sample
 
-N_QUERIES = 8
-N_OTHER = 40
+N_QUERIES = 5
+N_OTHER = 20
 
 
 def write_mini_beir(directory: Path, *, qrels: bool = True) -> Path:

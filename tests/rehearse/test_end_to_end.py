@@ -1,4 +1,4 @@
-"""`bench rehearse` end to end on a small real subset (8 MIRACL-de queries, their judged passages and 40
+"""`bench rehearse` end to end on a small real subset (5 MIRACL-de queries, their judged passages and 20
 NoMIRACL passages, in BEIR layout): the real PyPI Typesense, the real MiniLM stand-ins, the quality phase
 and `analysis report`. Then Ctrl-C at some point and `--resume`."""
 

@@ -1,0 +1,47 @@
+"""Rehearsal inputs: the bundled sample, BEIR layout, the query subset and the qrels written for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.trec import read_qrels
+from bench.errors import BenchError
+from bench.rehearse.inputs import load_beir, load_inputs
+from tests.rehearse.conftest import N_QUERIES, write_mini_beir
+
+
+def test_bundled_sample_with_subset(tmp_path: Path) -> None:
+    full = load_inputs(None, None)
+    assert len(full.queries) == 305 and sum(len(j) for j in full.qrels.values()) == 3144
+    assert len(full.corpus) == full.notes["judged_passages"] + full.notes["nomiracl_passages"]
+    sub = load_inputs(None, 20)
+    assert list(sub.queries) == sorted(full.queries)[:20]
+    qrels = read_qrels(sub.write_qrels(tmp_path / "qrels.tsv"))
+    assert set(qrels) == set(sub.queries)
+    assert qrels == {q: full.qrels[q] for q in sub.queries}
+
+
+def test_beir_layout(tmp_path: Path) -> None:
+    inputs = load_beir(write_mini_beir(tmp_path / "ds"))
+    assert len(inputs.queries) == N_QUERIES
+    assert all(p.title or p.text for p in inputs.corpus)
+    ids = [p.docid for p in inputs.corpus]
+    assert ids == sorted(ids, key=lambda d: tuple(map(int, d.split("#"))))
+
+
+def test_beir_malformed_line_named(tmp_path: Path) -> None:
+    ds = write_mini_beir(tmp_path / "ds")
+    with (ds / "corpus.jsonl").open("a") as fh:
+        fh.write("{broken\n")
+    with pytest.raises(BenchError, match=r"corpus\.jsonl:\d+: not a JSON object"):
+        load_beir(ds)
+
+
+def test_beir_qrels_query_without_text(tmp_path: Path) -> None:
+    ds = write_mini_beir(tmp_path / "ds")
+    with (ds / "qrels" / "test.tsv").open("a") as fh:
+        fh.write("999#0\t1#0\t1\n")
+    with pytest.raises(BenchError, match=r"'999#0' is not in queries\.jsonl"):
+        load_beir(ds)

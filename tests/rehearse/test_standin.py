@@ -1,0 +1,31 @@
+"""The cached stand-in scores like the registry's minilm-standin (same model, passage vectors cached)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.firststage.embed_cache import EmbeddingCache
+from bench.rehearse.standin import CachedPassageStandin
+from bench.rerankers.registry import load_reranker
+
+pytestmark = pytest.mark.model
+
+
+def test_cached_scores_equal_registry_scores(tmp_path: Path) -> None:
+    inner = load_reranker("minilm-standin", device="cpu")
+    cached = CachedPassageStandin(inner, EmbeddingCache(tmp_path / "emb.sqlite"))
+    query = "Wann wurde die Universität Heidelberg gegründet?"
+    passages = ["Die Universität Heidelberg wurde 1386 gegründet.", "Berlin ist die Hauptstadt.",
+                "Heidelberg liegt am Neckar.\n" + "Wort " * 400]  # fmt: skip
+    want = inner.score(query, passages)
+    first = cached.score(query, passages)
+    again = cached.score(query, list(reversed(passages)))
+    assert cached.encoded_passages == 3  # the second call read every passage vector from the cache
+    np.testing.assert_allclose(first.scores, want.scores, atol=1e-5)
+    np.testing.assert_allclose(again.scores[::-1], first.scores, atol=1e-5)
+    assert first.record["truncated_pairs"] == want.record["truncated_pairs"] == 1
+    assert first.record["max_input_tokens"] == want.record["max_input_tokens"]
+    assert cached.meta.id == "minilm-standin" and "embedding cache" in cached.meta.implementation
