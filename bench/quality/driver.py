@@ -55,6 +55,11 @@ def execute(
     def on_loaded(model: str, reranker: Reranker) -> None:
         entry = study.manifest["models"].setdefault(model, {})
         entry["meta"] = reranker.meta.to_dict()
+        if "host_after_load" not in study.session:
+            # torch is imported by now: torch threads and the GPU name/driver/clocks are known
+            from bench.provenance import host_info
+
+            study.session["host_after_load"] = host_info()
         study.save()
 
     try:
