@@ -30,7 +30,7 @@ from analysis.multiple import holm
 from analysis.plan import ALPHA, CONTAMINATION, INTERVAL_METRICS, MAIN_METRIC
 from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
 from analysis.trec import TrecFormatError, read_qrels, read_run_table
-from analysis.wording import corpus_of, winner, word
+from analysis.wording import corpus_of, require_same_corpus, winner, word
 
 __all__ = [
     "RunResult",
@@ -215,6 +215,8 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
             planned.append((s, depth, "vs-first-stage", [(r, s.first_stage) for r in at_depth]))
             planned.append((s, depth, "vs-best", [(r, best) for r in at_depth if r is not best]))
     pairs = [pair for *_, rows in planned for pair in rows]
+    for a, b in pairs:  # comparisons stay within a stage, so never across corpora
+        require_same_corpus(a.stage, b.stage)
     if pairs:
         d = np.column_stack([paired_differences(a.per_query[MAIN_METRIC], b.per_query[MAIN_METRIC])
                              for a, b in pairs])
