@@ -115,6 +115,7 @@ def run_stage(
         "tie_rule_ranking": TIE_RULE,
         "features_needed": list(stage.features),
         "notes": list(stage.notes),
+        "query_text": "each topic sent verbatim as q (Typesense syntax applies: double quotes = phrase)",
     }
     if stage.stopwords:
         sw = german_stopwords()

@@ -24,7 +24,8 @@ from .conftest import HashEmbedder
 @pytest.fixture(scope="module")
 def tiny_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random 32-dim BERT sentence-transformer saved in the HF cache layout of the Arctic snapshot."""
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     from transformers import BertConfig, BertModel, BertTokenizer
 
     raw = tmp_path_factory.mktemp("raw")
@@ -41,7 +42,7 @@ def tiny_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertModel(cfg).save_pretrained(raw)
     root = tmp_path_factory.mktemp("models")
     snap = snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision, root)
-    modules = [models.Transformer(str(raw)), models.Pooling(32, pooling_mode="mean")]
+    modules = [Transformer(str(raw)), Pooling(32, pooling_mode="mean")]
     SentenceTransformer(modules=modules, device="cpu").save(str(snap))
     return snap
 
