@@ -1,0 +1,106 @@
+"""jina-v3.5: the card reference (``model.rerank`` under transformers 4.57, references/tf457) against the
+adapter, on a fake remote-code snapshot whose ``rerank`` returns results sorted by score (as the card's)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.equality.data import EqualityQuery, EqualitySet
+from bench.equality.runner import check_one
+from bench.plan import REFERENCE_TRANSFORMERS_VERSION, RERANKERS
+from bench.rerankers.snapshots import snapshot_path
+
+pytestmark = pytest.mark.model
+
+MODELING = """
+import torch
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+
+
+class FakeJinaConfig(PretrainedConfig):
+    model_type = "fake_jina"
+
+    def __init__(self, hidden_size=8, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+
+
+class FakeJina(PreTrainedModel):
+    config_class = FakeJinaConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.emb = nn.Embedding(256, config.hidden_size)
+        self.head = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def _init_weights(self, module):
+        pass
+
+    @torch.no_grad()
+    def rerank(self, query, documents, top_n=None, **kwargs):
+        context = " ".join(documents)[:200]  # listwise: each score depends on the whole list
+        scores = []
+        for doc in documents:
+            ids = torch.tensor([min(ord(c), 255) for c in (query + "|" + doc + "|" + context)])
+            scores.append(float(self.head(self.emb(ids).mean(0))))
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])
+        return [{"index": i, "relevance_score": scores[i], "document": documents[i]} for i in order]
+"""
+
+
+@pytest.fixture(scope="module")
+def jina_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import BertTokenizer
+
+    plan = RERANKERS["jina-v3.5"]
+    assert plan.revision
+    root = tmp_path_factory.mktemp("jina")
+    path = snapshot_path(plan.model, plan.revision, root)
+    path.mkdir(parents=True)
+    (path / "modeling.py").write_text(MODELING)
+    spec = importlib.util.spec_from_file_location("fake_jina_modeling_for_tests", path / "modeling.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    torch.manual_seed(4)
+    module.FakeJina(module.FakeJinaConfig()).save_pretrained(path)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": "modeling.FakeJinaConfig", "AutoModel": "modeling.FakeJina"}
+    (path / "config.json").write_text(json.dumps(cfg))
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "fluss", "stadt", "berlin"]
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(path)
+    return root
+
+
+def test_jina_card_reference_under_tf457(
+    jina_root: Path, tf457_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_MODELS_DIR", str(jina_root))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rng = random.Random(5)
+    words = "der fluss die stadt berlin liegt am rhein".split()
+    queries = tuple(
+        EqualityQuery(
+            f"j{i}",
+            " ".join(rng.choice(words) for _ in range(3)),
+            tuple(f"{i}#{j}" for j in range(10)),
+            tuple(" ".join(rng.choice(words) for _ in range(rng.randint(2, 9))) for _ in range(10)),
+        )
+        for i in range(2)
+    )
+    result = check_one("jina-v3.5", EqualitySet(queries))
+    ref = result["deciding_reference"]
+    assert ref["label"] == "card-jina@tf457" and ref["status"] == "ran", result["reason"]
+    assert ref["versions"]["transformers"].startswith(REFERENCE_TRANSFORMERS_VERSION + ".")
+    assert result["rated"] is True and result["min_spearman"] > 0.9999, result["reason"]
+    assert result["further_references"][0]["label"] == "card-jina@main"
