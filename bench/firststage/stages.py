@@ -117,10 +117,14 @@ def run_stage(
         "notes": list(stage.notes),
         "query_text": "each topic sent verbatim as q (Typesense syntax applies: double quotes = phrase)",
     }
+    sw = german_stopwords()  # recorded with every result (plan), applied only by the German stages
+    record["stopwords"] = {
+        "applied": stage.stopwords,
+        "id": STOPWORD_SET_ID if stage.stopwords else None,
+        **sw.record(),
+    }
     if stage.stopwords:
-        sw = german_stopwords()
         install_stopwords(server, STOPWORD_SET_ID, sw)
-        record["stopwords"] = {"id": STOPWORD_SET_ID, **sw.record()}
     passages: Iterable[Passage] = corpus
     position: dict[str, int] = {}
     doc_matrix: np.ndarray | None = None

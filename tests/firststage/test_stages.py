@@ -46,6 +46,7 @@ def test_keyword_plain_end_to_end(server: TypesenseServer, small: Small, tmp_pat
     assert rec["server_version"] == "0.24.1" and rec["import"]["documents"] == len(passages)
     assert rec["search_params"]["sort_by"] == "_text_match:desc,_seq_id:asc"
     assert "numerically" in rec["import_order"]
+    assert rec["stopwords"]["applied"] is False and rec["stopwords"]["size"] == 271
     assert 0.0 < rec["metrics"]["recall@100"] <= rec["metrics"]["ceiling"] + 1.0
     assert rec["latency"]["queries"] == 30 and rec["latency"]["server_search_time_ms"]["p95"] is not None
     assert len(rec["latency"]["per_query_client_ms"]) == 30
