@@ -9,6 +9,8 @@ broken by insertion order"; documents are imported in ascending MIRACL id, ``ben
   ``analysis.ranking.rank_by_score`` (cosine similarity descending, ties by import position).
 - hybrid stage: ``sort_by=_text_match:desc,_seq_id:asc``; during hybrid search ``_text_match`` is the
   rank-fusion score (Typesense docs, vector search, "Hybrid Search").
+Vector and hybrid requests send ``exclude_fields=embedding`` (response shape only: 100 hits would
+otherwise carry 100 x 1024 floats back, which would dominate the client wall time).
 keyword-plain-71k sends only what is needed to get the plan's output: ``query_by=title,text`` (required
 by the server), ``per_page=100`` (the default is 10) and the tie ``sort_by``; everything else is the
 server's default (no locale, no stemming, no stop words, prefix search on, default typo settings).
@@ -115,7 +117,7 @@ _DEFS = (
         "vector",
         "miracl-de-71k-vector",
         (),
-        {"q": "*", "per_page": FIRST_STAGE_DEPTH},
+        {"q": "*", "per_page": FIRST_STAGE_DEPTH, "exclude_fields": "embedding"},
         ("vector_query",),
         stopwords=False,
         vector=True,
@@ -127,7 +129,7 @@ _DEFS = (
         "hybrid",
         "miracl-de-71k-hybrid",
         _GERMAN_FIELDS,
-        _GERMAN_PARAMS,
+        {**_GERMAN_PARAMS, "exclude_fields": "embedding"},
         (*_GERMAN_FEATURES, "vector_query", "hybrid", "alpha"),
         stopwords=True,
         vector=True,

@@ -33,7 +33,8 @@ def request_params(stage: StageDef, query: str, vec: np.ndarray | None, ef: int 
 def vector_only_params(stage: StageDef, vec: np.ndarray, ef: int | None) -> dict[str, Any]:
     """Pure vector query on the stage's collection (the ef rule, also for hybrid's vector part)."""
     opts = {"k": FIRST_STAGE_DEPTH, **({"ef": ef} if ef is not None else {})}
-    return {"q": "*", "per_page": FIRST_STAGE_DEPTH, "vector_query": vector_literal(vec, **opts)}
+    params = {"q": "*", "per_page": FIRST_STAGE_DEPTH, "exclude_fields": "embedding"}
+    return {**params, "vector_query": vector_literal(vec, **opts)}
 
 
 def ranked_vector_hits(hits: Sequence[Mapping[str, Any]], position: Mapping[str, int]) -> Ranked:

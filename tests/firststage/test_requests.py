@@ -46,7 +46,12 @@ def test_plain_sends_only_what_it_needs() -> None:
 def test_vector_requests() -> None:
     vec = np.array([1.0, 0.0], dtype=np.float32)
     p = request_params(STAGE_DEFS["vector-71k"], "ignored", vec, None)
-    assert p == {"q": "*", "per_page": 100, "vector_query": "embedding:([1.0,0.0], k: 100)"}
+    assert p == {
+        "q": "*",
+        "per_page": 100,
+        "exclude_fields": "embedding",
+        "vector_query": "embedding:([1.0,0.0], k: 100)",
+    }
     assert vector_only_params(STAGE_DEFS["hybrid-71k"], vec, 200)["vector_query"] == vector_literal(
         vec, k=100, ef=200
     )
