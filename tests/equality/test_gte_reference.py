@@ -54,7 +54,7 @@ def test_gte_deciding_reference_under_tf457(
         )
         for i in range(2)
     )
-    result: dict[str, Any] = check_one("gte-base", EqualitySet(queries))
+    result: dict[str, Any] = check_one("gte-base", EqualitySet(queries))  # deciding and further run
     ref = result["deciding_reference"]
     assert ref["label"] == "card-seqcls@tf457" and ref["status"] == "ran", result["reason"]
     assert ref["versions"]["transformers"].startswith(REFERENCE_TRANSFORMERS_VERSION + ".")
