@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,64 @@ def test_missing_server_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BENCH_TYPESENSE_URL", raising=False)
     res = CliRunner().invoke(cli, ["first-stage", "keyword-71k"])
     assert res.exit_code == 1 and "BENCH_TYPESENSE_URL" in res.output
+
+
+@pytest.mark.typesense
+def test_cli_end_to_end_with_version_pin_lowered(
+    server: TypesenseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The whole command path (hub layouts, run file, record with manifest) on 0.24.1, by lowering the
+    pinned version for this test only: keyword-plain-71k on a 3-passage corpus in the hub layouts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import bench.firststage.features as features
+    import bench.plan
+    from analysis.trec import read_run
+    from bench.data.hub import CORPUS_71K_FILE
+    from bench.data.miracl import qrels_relpath, topics_relpath
+    from bench.plan import CORPUS_71K, MIRACL
+
+    _no_guard(monkeypatch)
+    monkeypatch.setattr(features, "TYPESENSE_VERSION", server.version)
+    monkeypatch.setattr(bench.plan, "CORPUS_71K_PASSAGES", 3)
+    monkeypatch.setenv("BENCH_HUB_DIR", str(tmp_path / "hub"))
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BENCH_TYPESENSE_URL", server.url)
+    monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
+    server.request("DELETE", "/collections/miracl-de-71k-plain", ok=(200, 404))
+    miracl = tmp_path / "hub" / f"{MIRACL.repo}@{MIRACL.revision}"
+    (miracl / topics_relpath()).parent.mkdir(parents=True)
+    (miracl / qrels_relpath()).parent.mkdir(parents=True)
+    (miracl / topics_relpath()).write_text("1#0\tWo liegt Kanada?\n", encoding="utf-8")
+    (miracl / qrels_relpath()).write_text("1#0\tQ0\t20#1\t1\n1#0\tQ0\t3#0\t0\n", encoding="utf-8")
+    corpus = tmp_path / "hub" / f"{CORPUS_71K.repo}@{CORPUS_71K.revision}" / CORPUS_71K_FILE
+    corpus.parent.mkdir(parents=True)
+    pq.write_table(
+        pa.table(
+            {
+                "_id": ["20#1", "3#0", "20#0"],
+                "title": ["Kanada", "Haus", "Kanada"],
+                "text": ["Kanada liegt in Nordamerika.", "Ein Haus.", "Kanada ist groß."],
+            }
+        ),
+        corpus,
+    )
+    res = CliRunner().invoke(
+        cli,
+        [
+            "first-stage",
+            "keyword-plain-71k",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--results",
+            str(tmp_path / "results"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "Recall@100 1.0000" in res.output
+    run = read_run(tmp_path / "runs" / "first-stage" / "keyword-plain-71k.trec")
+    assert "20#1" in {d for d, _ in run["1#0"]}
+    rec = json.loads((tmp_path / "results" / "first-stage" / "keyword-plain-71k.json").read_text())
+    assert rec["mode"] == "measurement" and rec["image"].startswith("typesense/typesense:30.2@sha256:")
+    assert rec["manifest"]["kind"] == "first-stage" and rec["import"]["documents"] == 3
