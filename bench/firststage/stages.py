@@ -23,7 +23,7 @@ from analysis.trec import read_qrels, write_run
 from bench.data import IMPORT_ORDER, Passage
 from bench.errors import BenchError
 from bench.firststage.atomic import write_json_atomic
-from bench.firststage.definitions import STAGE_DEFS, STOPWORD_SET_ID, StageDef
+from bench.firststage.definitions import STAGE_DEFS, STOPWORD_SET_ID, StageDef, vector_options
 from bench.firststage.embed import CachedEmbeddings, Embedder
 from bench.firststage.exact import exact_top_k
 from bench.firststage.features import Mode, StageRefused, check_server, require
@@ -179,6 +179,8 @@ def run_stage(
         record["ef"] = choice.record()
     run, timings = run_queries(server, stage, queries, qvecs, ef, position, warmup=warmup)
     record["search_params"] = {k: v for k, v in stage.params.items()}
+    if stage.vector:
+        record["vector_query_options"] = vector_options(stage, ef)
     record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}
     if qrels_path is not None:
         qrels = read_qrels(qrels_path)
@@ -189,6 +191,7 @@ def run_stage(
     record["depth"] = FIRST_STAGE_DEPTH
     if extra:
         record.update(extra)
+    out_json.unlink(missing_ok=True)  # a record from an earlier run must never pair with this run file
     write_run(out_run, run, tag=f"first-stage/{stage.id}")
     record["run_file"] = {"path": str(out_run), "sha256": _sha(out_run)}
     try:

@@ -151,6 +151,7 @@ def test_vector_stage_hash_embedder(server: TypesenseServer, small: Small, tmp_p
     )
     ef = res.record["ef"]
     assert ef["ef_sent"] is False and ef["ef"] is None and ef["overlap"] >= 0.99
+    assert res.record["vector_query_options"] == {"k": 100}
     assert res.record["embeddings"]["query_prompt"] == "query: "
     assert all(c.startswith("query: ") for c in emb.calls[len(passages) :])
 
