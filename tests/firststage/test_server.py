@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from bench.errors import BenchError
-from bench.firststage.server import TypesenseServer, free_port, local_typesense
+from bench.firststage.server import TypesenseServer, external_typesense, free_port, local_typesense
 
 pytestmark = pytest.mark.typesense
 
@@ -28,3 +29,23 @@ def test_start_version_stop() -> None:
 def test_unreachable() -> None:
     with pytest.raises(BenchError, match="unreachable"):
         TypesenseServer(f"http://127.0.0.1:{free_port()}", "k", timeout=2)
+
+
+def test_external_handle(monkeypatch: pytest.MonkeyPatch) -> None:
+    with local_typesense() as server:
+        monkeypatch.setenv("BENCH_TYPESENSE_URL", server.url)
+        monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
+        with external_typesense() as ext:
+            assert ext.version == "0.24.1" and ext.pid is None
+    monkeypatch.delenv("BENCH_TYPESENSE_API_KEY")
+    with pytest.raises(BenchError, match="BENCH_TYPESENSE_API_KEY"), external_typesense():
+        pass
+
+
+def test_health_timeout_names_the_log(tmp_path: Path) -> None:
+    with (
+        pytest.raises(BenchError, match="not healthy") as info,
+        local_typesense(data_dir=tmp_path / "d", health_timeout=0.0),
+    ):
+        pass
+    assert "Log tail" in info.value.message
