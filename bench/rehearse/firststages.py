@@ -10,7 +10,6 @@ frozen into the journal's study already, and a rerun must not change them.
 
 from __future__ import annotations
 
-import inspect
 import json
 import socket
 import time
@@ -46,12 +45,7 @@ def server_context(port: int | None) -> AbstractContextManager[Any]:
     if port is None:
         return local_typesense()
     check_port(port)
-    if "api_port" not in inspect.signature(local_typesense).parameters:
-        raise BenchError(
-            "--port is not supported by this version of bench.firststage.server.local_typesense (it always "
-            "picks free ports); leave --port out"
-        )
-    return local_typesense(api_port=port)  # type: ignore[call-arg]
+    return local_typesense(api_port=port)
 
 
 def run_first_stages(
