@@ -11,10 +11,8 @@ timing, run files; pointwise model also called at depths 20 and 50 so that each 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -193,12 +191,3 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:
         print(f"{summary['errors']} reranker call(s) failed; see journal.jsonl", file=out)
-
-
-def main_models(values: Sequence[str]) -> tuple[str, ...]:
-    return tuple(values) if values else DEFAULT_MODELS
-
-
-def load_summary(directory: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((directory / SUMMARY).read_text(encoding="utf-8"))
-    return data
