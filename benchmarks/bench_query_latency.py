@@ -53,6 +53,7 @@ def show(label: str, t: Timings) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--vector-docs", type=int, default=CORPUS_71K_PASSAGES)
+    ap.add_argument("--skip-vector", action="store_true")
     a = ap.parse_args()
     sample = load_sample()
     queries = list(sample.queries.values())
@@ -63,6 +64,8 @@ def main() -> None:
             "keyword-plain (7,402 real passages)",
             measure(server, plain.collection, [request_params(plain, q, None, None) for q in queries]),
         )
+        if a.skip_vector:
+            return
         vec = STAGE_DEFS["vector-71k"]
         docs = vectors(a.vector_docs)
 
