@@ -27,8 +27,10 @@ def _parquet(path: Path, columns: dict[str, list[str]]) -> None:
 
 
 def test_71k_sorted_into_import_order(tmp_path: Path) -> None:
-    _parquet(tmp_path / CORPUS_71K_FILE, {"_id": ["10#1", "9#3", "10#0"], "title": ["B", "A", "B"],
-                                          "text": ["zwei", "eins", "null"]})  # fmt: skip
+    _parquet(
+        tmp_path / CORPUS_71K_FILE,
+        {"_id": ["10#1", "9#3", "10#0"], "title": ["B", "A", "B"], "text": ["zwei", "eins", "null"]},
+    )
     got = read_corpus_71k(tmp_path)
     assert [p.docid for p in got] == ["9#3", "10#0", "10#1"]
     assert got[0].passage_text == "A\neins"
@@ -55,8 +57,11 @@ def test_full_corpus_streams_shards_in_numeric_order(tmp_path: Path) -> None:
     folder = tmp_path / CORPUS_FULL_DIR
     for n in range(12):
         _shard(folder, n, [{"docid": f"{n}#{i}", "title": f"T{n}", "text": "Größe"} for i in range(3)])
-    assert [p.name for p in corpus_full_shards(tmp_path)][:3] == ["docs-0.jsonl.gz", "docs-1.jsonl.gz",
-                                                                   "docs-2.jsonl.gz"]  # fmt: skip
+    assert [p.name for p in corpus_full_shards(tmp_path)][:3] == [
+        "docs-0.jsonl.gz",
+        "docs-1.jsonl.gz",
+        "docs-2.jsonl.gz",
+    ]
     ids = [p.docid for p in iter_corpus_full(tmp_path)]
     assert len(ids) == 36 and ids[:4] == ["0#0", "0#1", "0#2", "1#0"] and ids[-1] == "11#2"
 
