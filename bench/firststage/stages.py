@@ -181,6 +181,8 @@ def run_stage(
     record["search_params"] = {k: v for k, v in stage.params.items()}
     if stage.vector:
         record["vector_query_options"] = vector_options(stage, ef)
+        record["hnsw_params"] = "server default (not sent; the plan fixes none)"
+        record["hnsw_note"] = "graph built by the server at import; the overlap is measured on this build"
     record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}
     if qrels_path is not None:
         qrels = read_qrels(qrels_path)
