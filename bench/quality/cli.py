@@ -20,6 +20,7 @@ from bench.plan import (
     RERANKERS,
 )
 from bench.quality.commands import Setup
+from bench.quality.interrupt import whole_command
 
 _MODELS = click.Choice(sorted(RERANKERS))
 _STAGES = click.Choice(sorted(RERANKED_STAGES))
@@ -64,10 +65,12 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
     from bench.quality.commands import run_session
 
     setup = _setup(study, "studies/quality", runs, "runs", device, first_stage, checks)
-    _, session, skipped = run_session(
-        setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
-        resume_hint=f"uv run bench quality --study {setup.study_dir} (same options)", what="quality phase",
-    )  # fmt: skip
+    hint = f"uv run bench quality --study {setup.study_dir} (same options)"
+    with whole_command("quality phase", hint):
+        _, session, skipped = run_session(
+            setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
+            resume_hint=hint, what="quality phase",
+        )  # fmt: skip
     for m, reason in skipped.items():
         print(f"skipped {m}: not rated ({reason})", file=sys.stderr)
     click.echo(
@@ -89,9 +92,10 @@ def determinism(study: Path | None, runs: Path | None, first_stage: Path | None,
     setup = _setup(
         study, "studies/determinism", runs, "results/determinism/runs", device, first_stage, checks
     )
-    run_session(setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
-                                resume_hint=f"uv run bench determinism --study {setup.study_dir}",
-                                what="determinism rerun")  # fmt: skip
+    with whole_command("determinism rerun", f"uv run bench determinism --study {setup.study_dir}"):
+        run_session(setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
+                    resume_hint=f"uv run bench determinism --study {setup.study_dir}",
+                    what="determinism rerun")  # fmt: skip
     _, qrels = study_queries()
     verdicts = compare_runs("determinism", setup.root / "runs", setup.runs_dir, stage=DETERMINISM_STAGE,
                             models=DETERMINISM_MODELS, depths=DEPTHS, qrels_path=qrels)  # fmt: skip
@@ -116,11 +120,12 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
     dirs = {}
     for name, device, dtype in (("cpu-fp32", "cpu", "float32"), ("gpu", gpu, None)):
         setup = _setup(base / name, "", out / name / "runs", "", device, first_stage, checks)
-        run_session(
-            setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
-            resume_hint=f"uv run bench dtype-check --study {base}", what=f"dtype check ({name})",
-            max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
-        )  # fmt: skip
+        with whole_command(f"dtype check ({name})", f"uv run bench dtype-check --study {base}"):
+            run_session(
+                setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
+                resume_hint=f"uv run bench dtype-check --study {base}", what=f"dtype check ({name})",
+                max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
+            )  # fmt: skip
         dirs[name] = setup.runs_dir
     queries, qrels = study_queries()
     qids = sorted(queries)[:DTYPE_CHECK_QUERIES]

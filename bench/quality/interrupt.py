@@ -45,3 +45,14 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def whole_command(what: str, resume_hint: str) -> Iterator[None]:
+    """Around a whole command: Ctrl-C/SIGTERM outside the phase (lock check, loading, report) also ends
+    with ``Interrupted`` (exit 130) instead of a traceback; ``Interrupted`` from inside passes unchanged."""
+    try:
+        with interruptible():
+            yield
+    except KeyboardInterrupt:
+        raise Interrupted(what, resume_hint) from None

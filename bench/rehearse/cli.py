@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from bench.paths import repo_root
+from bench.quality.interrupt import whole_command
 from bench.rehearse.run import DEFAULT_MODELS, Options
 from bench.rehearse.run import rehearse as run_rehearsal
 
@@ -56,4 +57,8 @@ def rehearse(dataset: Path | None, max_queries: int | None, out_dir: Path | None
         )
     opts = Options(dataset=dataset, max_queries=max_queries, models=DEFAULT_MODELS,
                    passage_cache=not no_passage_cache, port=port)  # fmt: skip
-    run_rehearsal(resume_dir or out_dir, opts, root=repo_root(), resume=resume_dir is not None)
+    hint = (
+        f"uv run bench rehearse --resume {resume_dir}" if resume_dir else "the same command (or --resume DIR)"
+    )
+    with whole_command("rehearsal", hint):
+        run_rehearsal(resume_dir or out_dir, opts, root=repo_root(), resume=resume_dir is not None)
