@@ -35,6 +35,14 @@ WORKDIR /study
 # (linters, test tools) is not part of the measuring image.
 COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --locked --no-dev --no-install-project
+# The deciding references of adapter check 1 run in their own locked environments (references/README.md),
+# outside the mounted checkout; bench.equality finds them through BENCH_REFERENCE_PYTHON_<ENV>.
+COPY references/tf457/pyproject.toml references/tf457/uv.lock ./references/tf457/
+COPY references/mxbai/pyproject.toml references/mxbai/uv.lock ./references/mxbai/
+RUN UV_PROJECT_ENVIRONMENT=/opt/ref-tf457 uv sync --locked --project references/tf457 --no-install-project \
+    && UV_PROJECT_ENVIRONMENT=/opt/ref-mxbai uv sync --locked --project references/mxbai --no-install-project
+ENV BENCH_REFERENCE_PYTHON_TF457=/opt/ref-tf457/bin/python \
+    BENCH_REFERENCE_PYTHON_MXBAI=/opt/ref-mxbai/bin/python
 COPY bench ./bench
 COPY analysis ./analysis
 RUN uv sync --locked --no-dev \
