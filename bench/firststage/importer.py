@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.data import Passage, docid_key
+from bench.data import DocidKey, Passage, docid_key, format_docid_key
 from bench.errors import BenchError
 from bench.firststage.atomic import write_json_atomic
 from bench.firststage.collection import count_documents, ensure_collection, import_batch
@@ -95,7 +95,7 @@ def import_passages(
     last_id = state.get("last_docid") if state else None
     t0 = time.perf_counter()
     n = 0
-    prev: tuple[int, int] | None = None
+    prev: DocidKey | None = None
     batch: list[Passage] = []
     batch_start = skip
 
@@ -122,7 +122,7 @@ def import_passages(
             if prev is not None and key <= prev:
                 raise BenchError(
                     f"passage {p.docid} follows {passages_prev_id(prev)}: the corpus is not in ascending "
-                    "MIRACL id order (the plan's import order); sort it before importing"
+                    "id order (the plan's import order, bench.data.IMPORT_ORDER); sort it before importing"
                 )
             prev = key
             n += 1
@@ -161,5 +161,5 @@ def import_passages(
     return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0)
 
 
-def passages_prev_id(key: tuple[int, int]) -> str:
-    return f"{key[0]}#{key[1]}"
+def passages_prev_id(key: DocidKey) -> str:
+    return format_docid_key(key)

@@ -41,8 +41,12 @@ def test_id_order_is_numeric() -> None:
     got = [p.docid for p in sort_passages([Passage(i, "", "t") for i in ids])]
     assert got == ["9#2", "10#0", "10#2", "10#10"]
     assert "numerically" in IMPORT_ORDER
-    with pytest.raises(BenchError, match="MIRACL id"):
-        docid_key("abc")
+    # other corpora (bench rehearse --dataset): MIRACL ids, then numeric ids by number, then the rest
+    mixed = ["b", "10", "2", "1#0", "a", "01x"]
+    got = [p.docid for p in sort_passages([Passage(i, "", "t") for i in mixed])]
+    assert got == ["1#0", "2", "10", "01x", "a", "b"]
+    with pytest.raises(BenchError, match="empty passage id"):
+        docid_key("")
     with pytest.raises(BenchError, match="twice"):
         sort_passages([Passage("1#1", "", "a"), Passage("1#1", "", "b")])
 
