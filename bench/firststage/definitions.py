@@ -42,6 +42,30 @@ VECTOR_TIE_RULE: Final = (
 
 Kind = Literal["keyword", "vector", "hybrid"]
 
+#: Rehearsal only: an always-1 int field on vector documents, so that a server without ``ef`` (before 26.0)
+#: can be asked for *exact* search. Typesense brute-forces a vector query only when a ``filter_by`` matches
+#: fewer documents than ``flat_search_cutoff`` (checked on 0.24.1: without a filter the cutoff is ignored).
+EXACT_FILTER_FIELD: Final = "rehearsal_all"
+
+
+@dataclass(frozen=True)
+class ExactSubstitute:
+    """Exact (flat) vector search inside Typesense, used by a rehearsal in place of raising ``ef``."""
+
+    flat_search_cutoff: int
+    filter_by: str = f"{EXACT_FILTER_FIELD}:=1"
+
+    @classmethod
+    def for_corpus(cls, n_docs: int) -> ExactSubstitute:
+        return cls(flat_search_cutoff=n_docs + 1)
+
+    @property
+    def label(self) -> str:
+        return (
+            f"exact search in Typesense (filter_by={self.filter_by}, "
+            f"flat_search_cutoff={self.flat_search_cutoff})"
+        )
+
 
 @dataclass(frozen=True)
 class StageDef:
@@ -57,12 +81,14 @@ class StageDef:
     tie_rule: str
     notes: tuple[str, ...] = field(default=())
 
-    def schema(self, dims: int | None = None) -> dict[str, Any]:
+    def schema(self, dims: int | None = None, *, exact_filter: bool = False) -> dict[str, Any]:
         fields = [dict(f) for f in self.fields]
         if self.vector:
             if dims is None:
                 raise ValueError(f"stage {self.id} needs the embedding dimension")
             fields.append({"name": "embedding", "type": "float[]", "num_dim": dims})
+            if exact_filter:
+                fields.append({"name": EXACT_FILTER_FIELD, "type": "int32"})
         return {"name": self.collection, "fields": fields}
 
 
@@ -143,11 +169,14 @@ if set(STAGE_DEFS) != set(STAGES):  # the registry must cover exactly the plan's
     raise RuntimeError(f"stage registry {sorted(STAGE_DEFS)} differs from the plan {sorted(STAGES)}")
 
 
-def vector_options(stage: StageDef, ef: int | None) -> dict[str, Any]:
-    """Options inside ``vector_query``: k, alpha (hybrid), ef (only when the server honours it)."""
+def vector_options(stage: StageDef, ef: int | None, exact: ExactSubstitute | None = None) -> dict[str, Any]:
+    """Options inside ``vector_query``: k, alpha (hybrid), ef (only when the server honours it), and in a
+    rehearsal that substitutes exact search, flat_search_cutoff."""
     opts: dict[str, Any] = {"k": FIRST_STAGE_DEPTH}
     if stage.kind == "hybrid":
         opts["alpha"] = HYBRID_ALPHA
     if ef is not None:
         opts["ef"] = ef
+    if exact is not None:
+        opts["flat_search_cutoff"] = exact.flat_search_cutoff
     return opts

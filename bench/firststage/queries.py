@@ -10,7 +10,7 @@ import numpy as np
 
 from analysis.ranking import rank_by_score
 from bench.errors import BenchError
-from bench.firststage.definitions import StageDef, vector_options
+from bench.firststage.definitions import ExactSubstitute, StageDef, vector_options
 from bench.firststage.search import search, vector_literal
 from bench.firststage.server import TypesenseServer
 from bench.plan import FIRST_STAGE_DEPTH
@@ -18,7 +18,9 @@ from bench.plan import FIRST_STAGE_DEPTH
 Ranked = list[tuple[str, float]]
 
 
-def request_params(stage: StageDef, query: str, vec: np.ndarray | None, ef: int | None) -> dict[str, Any]:
+def request_params(
+    stage: StageDef, query: str, vec: np.ndarray | None, ef: int | None, exact: ExactSubstitute | None = None
+) -> dict[str, Any]:
     """The exact search parameters of one query (recorded in the result, vector omitted)."""
     params: dict[str, Any] = dict(stage.params)
     if stage.kind in ("keyword", "hybrid"):
@@ -26,14 +28,21 @@ def request_params(stage: StageDef, query: str, vec: np.ndarray | None, ef: int 
     if stage.kind in ("vector", "hybrid"):
         if vec is None:
             raise BenchError(f"stage {stage.id} needs a query embedding")
-        params["vector_query"] = vector_literal(vec, **vector_options(stage, ef))
+        params["vector_query"] = vector_literal(vec, **vector_options(stage, ef, exact))
+        if exact is not None:
+            params["filter_by"] = exact.filter_by
     return params
 
 
-def vector_only_params(stage: StageDef, vec: np.ndarray, ef: int | None) -> dict[str, Any]:
+def vector_only_params(
+    stage: StageDef, vec: np.ndarray, ef: int | None, exact: ExactSubstitute | None = None
+) -> dict[str, Any]:
     """Pure vector query on the stage's collection (the ef rule, also for hybrid's vector part)."""
-    opts = {"k": FIRST_STAGE_DEPTH, **({"ef": ef} if ef is not None else {})}
-    params = {"q": "*", "per_page": FIRST_STAGE_DEPTH, "exclude_fields": "embedding"}
+    opts: dict[str, Any] = {"k": FIRST_STAGE_DEPTH, **({"ef": ef} if ef is not None else {})}
+    params: dict[str, Any] = {"q": "*", "per_page": FIRST_STAGE_DEPTH, "exclude_fields": "embedding"}
+    if exact is not None:
+        opts["flat_search_cutoff"] = exact.flat_search_cutoff
+        params["filter_by"] = exact.filter_by
     return {**params, "vector_query": vector_literal(vec, **opts)}
 
 
@@ -105,14 +114,17 @@ def run_queries(
     position: Mapping[str, int],
     *,
     warmup: int = 0,
+    exact: ExactSubstitute | None = None,
 ) -> tuple[dict[str, Ranked], Timings]:
     qids = list(queries)
     for qid in qids[:warmup]:  # discarded: first calls pay for cold caches
-        search(server, stage.collection, request_params(stage, queries[qid], _vec(qvecs, qid), ef))
+        search(server, stage.collection, request_params(stage, queries[qid], _vec(qvecs, qid), ef, exact))
     run: dict[str, Ranked] = {}
     t = Timings()
     for qid in qids:
-        res = search(server, stage.collection, request_params(stage, queries[qid], _vec(qvecs, qid), ef))
+        res = search(
+            server, stage.collection, request_params(stage, queries[qid], _vec(qvecs, qid), ef, exact)
+        )
         run[qid] = ranked_hits(stage, res.hits, position)
         t.server_ms.append(res.server_ms)
         t.client_ms.append(res.client_ms)
@@ -125,9 +137,10 @@ def vector_top_ids(
     qvecs: Mapping[str, np.ndarray],
     ef: int | None,
     position: Mapping[str, int],
+    exact: ExactSubstitute | None = None,
 ) -> list[list[str]]:
     out = []
     for qid in qvecs:
-        res = search(server, stage.collection, vector_only_params(stage, qvecs[qid], ef))
+        res = search(server, stage.collection, vector_only_params(stage, qvecs[qid], ef, exact))
         out.append([d for d, _ in ranked_vector_hits(res.hits, position)])
     return out

@@ -23,10 +23,17 @@ from analysis.trec import read_qrels, write_run
 from bench.data import IMPORT_ORDER, Passage
 from bench.errors import BenchError
 from bench.firststage.atomic import write_json_atomic
-from bench.firststage.definitions import STAGE_DEFS, STOPWORD_SET_ID, StageDef, vector_options
+from bench.firststage.definitions import (
+    EXACT_FILTER_FIELD,
+    STAGE_DEFS,
+    STOPWORD_SET_ID,
+    ExactSubstitute,
+    StageDef,
+    vector_options,
+)
 from bench.firststage.embed import CachedEmbeddings, Embedder
 from bench.firststage.exact import exact_top_k
-from bench.firststage.features import Mode, StageRefused, check_server, require
+from bench.firststage.features import Mode, StageRefused, check_server, require, supports
 from bench.firststage.importer import import_passages, text_doc
 from bench.firststage.queries import run_queries, vector_top_ids
 from bench.firststage.server import TypesenseServer
@@ -129,22 +136,29 @@ def run_stage(
     position: dict[str, int] = {}
     doc_matrix: np.ndarray | None = None
     build = None
+    exact_sub: ExactSubstitute | None = None
     if cached is not None:
         seq = list(corpus)
         passages = seq
         position = {p.docid: i for i, p in enumerate(seq)}
+        if mode == "rehearsal" and stage.kind == "vector" and not supports(server.version, "ef"):
+            exact_sub = ExactSubstitute.for_corpus(len(seq))  # used only if the server default misses
         doc_matrix = _embed_corpus(cached, seq)
         matrix = doc_matrix
+        flag = exact_sub is not None
 
         def build(batch: list[Passage], start: int) -> list[dict[str, Any]]:
             docs = []
             for i, p in enumerate(batch, start):
-                d = text_doc(p) if stage.fields else {"id": p.docid}
+                d: dict[str, Any] = text_doc(p) if stage.fields else {"id": p.docid}
                 d["embedding"] = matrix[i].tolist()
+                if flag:
+                    d[EXACT_FILTER_FIELD] = 1
                 docs.append(d)
             return docs
 
-    schema = stage.schema(cached.embedder.dims if cached is not None else None)
+    dims = cached.embedder.dims if cached is not None else None
+    schema = stage.schema(dims, exact_filter=exact_sub is not None)
     record["schema"] = schema
     imp = import_passages(
         server,
@@ -168,19 +182,37 @@ def run_stage(
         order = sorted(position, key=position.__getitem__)
         exact = [[order[i] for i in row] for row in exact_top_k(qmat, doc_matrix, FIRST_STAGE_DEPTH)]
         vecs = qvecs
+        sub = exact_sub
         choice: EfChoice = choose_ef(
             stage.id,
             server.version,
             lambda e: vector_top_ids(server, stage, vecs, e, position),
             exact,
             target=ef_target if ef_target is not None else EF_MIN_OVERLAP,
+            exact_substitute=(
+                (sub.label, lambda: vector_top_ids(server, stage, vecs, None, position, sub))
+                if sub is not None
+                else None
+            ),
         )
         ef = choice.ef
         record["ef"] = choice.record()
-    run, timings = run_queries(server, stage, queries, qvecs, ef, position, warmup=warmup)
+        if choice.substitute is None:
+            exact_sub = None
+        else:
+            record["notes"].append(
+                f"REHEARSAL SUBSTITUTE: Typesense {server.version} lacks ef (26.0) and its default HNSW "
+                f"search reached a top-100 overlap of {choice.steps[0]['overlap']:.4f} < "
+                f"{EF_MIN_OVERLAP}; the rehearsal used {choice.substitute} instead "
+                f"(overlap {choice.overlap:.4f}). The study uses HNSW with ef raised by the plan's rule "
+                "on Typesense 30.2."
+            )
+    run, timings = run_queries(server, stage, queries, qvecs, ef, position, warmup=warmup, exact=exact_sub)
     record["search_params"] = {k: v for k, v in stage.params.items()}
+    if exact_sub is not None:
+        record["search_params"]["filter_by"] = exact_sub.filter_by
     if stage.vector:
-        record["vector_query_options"] = vector_options(stage, ef)
+        record["vector_query_options"] = vector_options(stage, ef, exact_sub)
         record["hnsw_params"] = "server default (not sent; the plan fixes none)"
         record["hnsw_note"] = "graph built by the server at import; the overlap is measured on this build"
     record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}

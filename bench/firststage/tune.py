@@ -6,6 +6,11 @@ parameter is never sent (it would be silently ignored): the server's default is 
 already meets the rule the stage runs with ``ef`` recorded as not sent, otherwise the stage is refused
 naming ``ef``. Independently, if raising ``ef`` leaves every result list unchanged while the rule is
 not met, the loop stops with an error instead of climbing the ladder for nothing.
+
+Rehearsal only (``exact_substitute``): when the server lacks ``ef`` and its default misses the rule, the
+rehearsal may ask the server for exact (flat) search instead; the overlap is measured like any other step,
+the substitution is recorded loudly (``substitute``), and the stage is still refused if it misses the rule.
+A measurement never substitutes: it runs only against the pinned server, which honours ``ef``.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ class EfChoice:
     overlap: float
     ef_sent: bool
     steps: list[dict[str, Any]] = field(default_factory=list)
+    substitute: str | None = None  # rehearsal only: what replaced raising ef
 
     def record(self) -> dict[str, Any]:
         return {
+            "substitute": self.substitute,
             "ef": self.ef,
             "ef_sent": self.ef_sent,
             "overlap": self.overlap,
@@ -51,6 +58,7 @@ def choose_ef(
     target: float = EF_MIN_OVERLAP,
     ladder: Sequence[int] = EF_LADDER,
     send_ef: bool | None = None,
+    exact_substitute: tuple[str, Callable[[], list[list[str]]]] | None = None,
 ) -> EfChoice:
     """Smallest ef on the ladder that meets ``target``; ``send_ef`` overrides the version check (tests)."""
     ef_ok = supports(server_version, "ef") if send_ef is None else send_ef
@@ -70,6 +78,12 @@ def choose_ef(
             )
         prev = (ef, results)
     if not ef_ok:
+        if exact_substitute is not None:
+            label, measure_exact = exact_substitute
+            ov = overlap_at_k(measure_exact(), exact, FIRST_STAGE_DEPTH)
+            steps.append({"ef": None, "substitute": label, "overlap": ov})
+            if ov >= target:
+                return EfChoice(None, ov, False, steps, substitute=label)
         raise StageRefused(
             stage,
             server_version,

@@ -103,7 +103,9 @@ def run_first_stages(
 
 
 def _summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    ef = record.get("ef") or {}
     return {
+        "substitute": ef.get("substitute"),
         "server_version": record.get("server_version"),
         "metrics": record.get("metrics"),
         "latency": record.get("latency"),

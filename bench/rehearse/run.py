@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bench.errors import BenchError
-from bench.plan import DEPTHS
+from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.interrupt import Interrupted, interruptible
 from bench.quality.phase import PhaseSpec
@@ -140,6 +140,7 @@ def rehearse(
     if not ran:
         study.end("failed", error="no first stage could run")
         raise BenchError("no first stage could run on this server; see the refusals above")
+    ran = reranked_stages(ran)
     spec = PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS, extra_timing_depths=True)
     t = time.perf_counter()
     session = execute(
@@ -154,7 +155,7 @@ def rehearse(
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, latency_note))  # fmt: skip
+                          header_lines=header_lines(stages, ran, latency_note))  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
@@ -165,6 +166,13 @@ def rehearse(
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
+
+
+def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
+    """The plan's reranked stages among those that ran; only if none ran, every stage that ran (the
+    report then says that a reference-only stage was reranked)."""
+    planned = tuple(s for s in ran if s in RERANKED_STAGES)
+    return planned or ran
 
 
 def _latency_note(passage_cache: bool) -> str:

