@@ -43,7 +43,9 @@ def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str]) -> Pa
         ax.set_xlabel("nDCG@10 (points) with 95 % bootstrap interval")
         ax.set_title(f"{stage.stage}: rerankers against the first stage", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-        fig.tight_layout()
+        # fixed margins in inches instead of tight_layout(), which renders the whole figure once more
+        # (about half of the report's figure time); the labels are at most ~25 characters at 7 pt
+        fig.subplots_adjust(left=1.55 / 7.5, right=1 - 0.15 / 7.5, bottom=0.5 / height, top=1 - 0.3 / height)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="png", metadata={"Software": None})
     finally:
