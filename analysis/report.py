@@ -9,12 +9,11 @@ stage. Nothing here compares numbers of different stages.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_bytes_atomic
 from analysis.metrics import MISSING_QUERY_POLICY
 from analysis.plan import (
     ALPHA,
@@ -50,21 +49,6 @@ SETTINGS: dict[str, Any] = {
     "hit_rates": HIT_RATE_NOTE,
     "main_metric": MAIN_METRIC,
 }
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp creates 0600; results are published
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _dump(obj: Any) -> bytes:
@@ -164,11 +148,11 @@ def write_report(
     stages, inputs = analyse_study(runs_dir, qrels_path)
     records = {s.stage: stage_record(s, all_flags) for s in stages}
     for stage, rec in records.items():
-        _atomic_write(out_dir / "quality" / f"{stage}.json", _dump(rec))
+        write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
     study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
              "flags": {m: all_flags[m] for m in sorted(all_flags)},
              "winners": {s: r["winner"] for s, r in records.items()}}
-    _atomic_write(out_dir / "quality" / "study.json", _dump(study))
+    write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
 
     md = [f"# {title or 'Quality of German rerankers on MIRACL-de'}", "", *header_lines]
     if header_lines:
@@ -199,5 +183,5 @@ def write_report(
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
     report = out_dir / "report.md"
-    _atomic_write(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
+    write_bytes_atomic(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
     return report

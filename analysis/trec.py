@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import tempfile
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from analysis.atomic import write_bytes_atomic
 
 __all__ = ["RunTable", "TrecFormatError", "read_qrels", "read_run", "read_run_table", "write_run"]
 
@@ -277,20 +277,4 @@ def write_run(path: Path | str, run: Mapping[str, Sequence[tuple[str, float]]], 
                 )
             previous = value
             parts.append(f"{qid} Q0 {docid} {rank} {value!r} {tag}\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp creates 0600; run files are published
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(parts))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_bytes_atomic(path, "".join(parts).encode("utf-8"))

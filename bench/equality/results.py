@@ -8,11 +8,10 @@ which decides whether every depth is requested separately. Ids and numbers only,
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
 from bench.paths import repo_root
 
@@ -29,19 +28,9 @@ def write_result(model_id: str, payload: dict[str, Any], directory: Path) -> Pat
     """Atomic write (temp file, fsync, rename); ``payload`` must carry ``rated`` and ``reason``."""
     if not isinstance(payload.get("rated"), bool) or not isinstance(payload.get("reason"), str):
         raise ValueError("an adapter-check result needs `rated` (bool) and `reason` (str)")
-    directory.mkdir(parents=True, exist_ok=True)
     path = result_path(model_id, directory)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{model_id}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps(payload, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))
     return path
 
 

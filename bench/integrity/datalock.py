@@ -22,13 +22,13 @@ Entry ids: bundled files by their repository-relative path (``data/bundled/...``
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.paths import hub_dir
@@ -120,12 +120,7 @@ def read_lock(path: Path) -> dict[str, Entry]:
 def write_lock(path: Path, entries: Mapping[str, Entry]) -> None:
     """Atomic write (temp file, fsync, rename), keys sorted, one trailing newline."""
     doc = {"format": FORMAT, "about": ABOUT, "entries": {k: asdict(entries[k]) for k in sorted(entries)}}
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
 
 
 def add_entries(path: Path, new: Mapping[str, Entry]) -> list[str]:

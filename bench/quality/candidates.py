@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_bytes_atomic
 from analysis.trec import TrecFormatError, read_run
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
@@ -38,13 +39,7 @@ class Candidates:
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _read_lists(path: Path, depth: int) -> dict[str, tuple[str, ...]]:

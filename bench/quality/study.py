@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_bytes_atomic
 from analysis.ranking import TIE_RULE
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
@@ -41,14 +41,8 @@ def utc_now() -> str:
 
 def write_json(path: Path, data: Any) -> None:
     """Atomic JSON write (temp file, fsync, rename): a crash leaves the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def read_manifest(study_dir: Path) -> dict[str, Any]:
