@@ -167,6 +167,10 @@ def write_report(
         "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE, "",
         f"{HIT_RATE_NOTE} Numbers of different stages are never compared: the corpora and candidates differ.",
         "",
+        "The comparisons against the best model follow the plan, but the best model is picked on the same "
+        "queries, so that family's error rate under the null exceeds alpha (`analysis simulate` measures "
+        "it); the family against the first stage is not affected.",
+        "",
     ]
     if any(m in all_flags for s in stages for m in {r.model for r in s.runs}):
         md.append("† contamination-flagged: " + "; ".join(
