@@ -31,6 +31,19 @@ def test_beir_layout(tmp_path: Path) -> None:
     assert ids == sorted(ids, key=lambda d: tuple(map(int, d.split("#"))))
 
 
+def test_beir_numeric_ids_get_the_recorded_order(tmp_path: Path) -> None:
+    """SciFact-style numeric ids import in numeric order (bench.data.IMPORT_ORDER), not as text."""
+    ds = tmp_path / "num"
+    (ds / "qrels").mkdir(parents=True)
+    docs = {"31715818": "a", "4983": "b", "10": "c", "x7": "d"}
+    (ds / "corpus.jsonl").write_text(
+        "".join(f'{{"_id": "{d}", "title": "", "text": "{t}"}}\n' for d, t in docs.items()), encoding="utf-8"
+    )
+    (ds / "queries.jsonl").write_text('{"_id": "1", "text": "q"}\n', encoding="utf-8")
+    (ds / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t4983\t1\n", encoding="utf-8")
+    assert [p.docid for p in load_beir(ds).corpus] == ["10", "4983", "31715818", "x7"]
+
+
 def test_beir_malformed_line_named(tmp_path: Path) -> None:
     ds = write_mini_beir(tmp_path / "ds")
     with (ds / "corpus.jsonl").open("a") as fh:
