@@ -39,6 +39,7 @@ from bench.firststage.queries import run_queries, vector_top_ids
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stopwords import german_stopwords, install_stopwords
 from bench.firststage.tune import EfChoice, choose_ef
+from bench.integrity.hashing import sha256_file
 from bench.paths import cache_dir
 from bench.plan import (
     EF_MIN_OVERLAP,
@@ -219,7 +220,7 @@ def run_stage(
     if qrels_path is not None:
         qrels = read_qrels(qrels_path)
         record["metrics"] = mean_scores(qrels, run, measures=["recall@100", "ceiling"])
-        record["qrels"] = {"path": str(qrels_path), "sha256": _sha(qrels_path)}
+        record["qrels"] = {"path": str(qrels_path), "sha256": sha256_file(qrels_path)}
         record["missing_query_policy"] = MISSING_QUERY_POLICY
     record["queries"] = len(queries)
     record["depth"] = FIRST_STAGE_DEPTH
@@ -227,18 +228,10 @@ def run_stage(
         record.update(extra)
     out_json.unlink(missing_ok=True)  # a record from an earlier run must never pair with this run file
     write_run(out_run, run, tag=f"first-stage/{stage.id}")
-    record["run_file"] = {"path": str(out_run), "sha256": _sha(out_run)}
+    record["run_file"] = {"path": str(out_run), "sha256": sha256_file(out_run)}
     try:
         write_json_atomic(out_json, record)
     except BaseException:
         out_run.unlink(missing_ok=True)
         raise
     return StageResult(stage.id, run, record, out_run, out_json)
-
-
-def _sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
