@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -109,7 +109,8 @@ def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir
     table = read_run_table(path, qrels_qids=judgments.qids)
     per_query = evaluate_table(judgments, table)
     rel = path.relative_to(runs_dir).as_posix()
-    return RunResult(stage, model, depth, rel, sha256_of(path), per_query,
+    sha = cast(str, table.sha256)  # read_run_table hashes the bytes it parsed: never None here
+    return RunResult(stage, model, depth, rel, sha, per_query,
                      means={m: float(np.mean(v)) for m, v in per_query.items()})
 
 

@@ -20,6 +20,7 @@ is located line by line for the message.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import warnings
@@ -63,6 +64,7 @@ class RunTable:
     offsets: np.ndarray  # int64, len(qids) + 1
     docids: tuple[str, ...]
     scores: np.ndarray  # float64
+    sha256: str | None = None  # of the file it was read from (hashed from the same bytes); None in memory
 
     def as_dict(self) -> dict[str, list[tuple[str, float]]]:
         out: dict[str, list[tuple[str, float]]] = {}
@@ -74,7 +76,10 @@ class RunTable:
 
 
 def _read_text(path: Path) -> str:
-    data = path.read_bytes()
+    return _decode(path, path.read_bytes())
+
+
+def _decode(path: Path, data: bytes) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -182,7 +187,8 @@ def read_run_table(
 ) -> RunTable:
     """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring)."""
     path = Path(path)
-    text = _read_text(path)
+    data = path.read_bytes()
+    text = _decode(path, data)
     tokens, lines = _rows(path, text, 6, RUN_COLUMNS)
     _require_rows(path, tokens)
     qtok, dtok = tokens[0::6], tokens[2::6]
@@ -229,7 +235,7 @@ def read_run_table(
                                           f"{dtok[row]!r} repeats in query {qids_t[qi]!r}",
                                           "remove the duplicate line")
                 seen.add(dtok[row])
-    return RunTable(qids_t, offsets, docids, s_sorted)
+    return RunTable(qids_t, offsets, docids, s_sorted, sha256=hashlib.sha256(data).hexdigest())
 
 
 def read_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from pathlib import Path
 
@@ -131,6 +132,8 @@ def test_shuffling_lines_changes_nothing(tmp_path_factory: pytest.TempPathFactor
     assert a == b == ranked
     ta = read_run_table(tmp / "b.trec")
     assert ta.as_dict() == ranked
+    # the table carries the SHA-256 of exactly the bytes it parsed (result files record it)
+    assert ta.sha256 == hashlib.sha256((tmp / "b.trec").read_bytes()).hexdigest()
 
 
 @settings(max_examples=100, deadline=None)
