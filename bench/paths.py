@@ -27,6 +27,12 @@ def models_dir() -> Path:
     return Path(os.environ.get("BENCH_MODELS_DIR", repo_root() / "data" / "models"))
 
 
+def model_snapshot_dir(repo: str, revision: str, root: Path | None = None) -> Path:
+    """A model snapshot in huggingface_hub's cache layout, ``models--ORG--NAME/snapshots/<revision>/`` under
+    ``root`` or ``models_dir()`` (what ``snapshot_download`` writes; the folder name records the commit)."""
+    return (root or models_dir()) / ("models--" + repo.replace("/", "--")) / "snapshots" / revision
+
+
 def cache_dir() -> Path:
     """Caches that are safe to delete (embeddings, ...), git-ignored."""
     return Path(os.environ.get("BENCH_CACHE_DIR", repo_root() / ".cache" / "bench"))

@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.firststage.embed_cache import EmbeddingCache
-from bench.paths import models_dir
+from bench.paths import model_snapshot_dir, models_dir
 from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
 
 
@@ -83,16 +83,11 @@ class SentenceTransformerEmbedder:
         return l2_normalise(check_shape(np.asarray(out), len(texts), self.dims, self.model))
 
 
-def snapshot_dir(repo: str, revision: str, root: Path | None = None) -> Path:
-    """HF cache layout: ``<models_dir>/models--ORG--NAME/snapshots/<revision>/``."""
-    return (root or models_dir()) / ("models--" + repo.replace("/", "--")) / "snapshots" / revision
-
-
 def arctic_embedder(
     *, device: str = "cpu", snapshot: Path | None = None, batch_size: int = 32
 ) -> SentenceTransformerEmbedder:
     """Snowflake arctic-embed-l-v2.0 at the plan's revision, from its local snapshot."""
-    path = snapshot or snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision)
+    path = snapshot or model_snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision)
     if not path.is_dir():
         raise BenchError(
             f"{path}: the Arctic snapshot {EMBEDDING_MODEL.repo}@{EMBEDDING_MODEL.revision} is missing. "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.paths import models_dir
+from bench.paths import model_snapshot_dir, models_dir
 
 
 @dataclass(frozen=True)
@@ -27,17 +27,12 @@ class SnapshotSpec:
     code_revision: str | None = None
 
 
-def cache_folder_name(repo: str) -> str:
-    """``Org/Name`` -> ``models--Org--Name`` (huggingface_hub's cache naming)."""
-    return "models--" + repo.replace("/", "--")
-
-
 def snapshot_path(repo: str, revision: str, root: Path | None = None) -> Path:
-    return (root or models_dir()) / cache_folder_name(repo) / "snapshots" / revision
+    return model_snapshot_dir(repo, revision, root)
 
 
 def present_revisions(repo: str, root: Path | None = None) -> list[str]:
-    folder = (root or models_dir()) / cache_folder_name(repo) / "snapshots"
+    folder = model_snapshot_dir(repo, "any", root).parent  # .../models--ORG--NAME/snapshots
     return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 

@@ -13,9 +13,9 @@ from bench.firststage.embed import (
     Embedder,
     SentenceTransformerEmbedder,
     arctic_embedder,
-    snapshot_dir,
 )
 from bench.firststage.embed_cache import EmbeddingCache
+from bench.paths import model_snapshot_dir
 from bench.plan import EMBEDDING_MODEL
 
 from .conftest import HashEmbedder
@@ -41,7 +41,7 @@ def tiny_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     BertModel(cfg).save_pretrained(raw)
     root = tmp_path_factory.mktemp("models")
-    snap = snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision, root)
+    snap = model_snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision, root)
     modules = [Transformer(str(raw)), Pooling(32, pooling_mode="mean")]
     SentenceTransformer(modules=modules, device="cpu").save(str(snap))
     return snap
