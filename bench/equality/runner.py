@@ -93,22 +93,12 @@ def check_one(
             with loader(model_id) as api:  # type: ignore[attr-defined]
                 return run_pointwise(model_id, api, data.queries)
         except BenchError as exc:
-            return {
-                "model": model_id,
-                "rated": False,
-                "verdict": "not rated",
-                "reason": f"API check failed: {exc}",
-            }
+            return _not_rated(model_id, f"API check failed: {exc}")
     try:
         mdir = model_dir or _model_dir(model_id)
         reranker = loader(model_id, device=device, snapshot_dir=mdir)
     except BenchError as exc:
-        return {
-            "model": model_id,
-            "rated": False,
-            "verdict": "not rated",
-            "reason": f"adapter did not load: {exc}",
-        }
+        return _not_rated(model_id, f"adapter did not load: {exc}")
     dtype = reranker.meta.dtype if reranker.meta.dtype in TORCH_DTYPES else None
 
     def same_dtype(spec: ReferenceSpec | None) -> ReferenceSpec | None:
@@ -127,18 +117,18 @@ def check_one(
     try:
         ours = adapter_scores(reranker, data.queries)
     except Exception as exc:  # recorded as "not rated" with the reason; the command still exits non-zero
-        return {
-            "model": model_id,
-            "rated": False,
-            "verdict": "not rated",
-            "adapter": meta,
-            "reason": f"adapter failed while scoring: {type(exc).__name__}: {exc}",
-        }
+        reason = f"adapter failed while scoring: {type(exc).__name__}: {exc}"
+        return _not_rated(model_id, reason, adapter=meta)
     finally:
         del reranker
         _release_memory()
     deciding = same_dtype(DECIDING.get(model_id))
     return evaluate(model_id, meta, ours, data.queries, deciding, further, runner or default_runner)
+
+
+def _not_rated(model_id: str, reason: str, **extra: Any) -> dict[str, Any]:
+    """The result payload of a model that could not be checked; the reason is recorded with it."""
+    return {"model": model_id, "rated": False, "verdict": "not rated", **extra, "reason": reason}
 
 
 def _release_memory() -> None:

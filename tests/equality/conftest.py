@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.equality.data import EqualityQuery
-from bench.plan import QWEN3_INSTRUCTION, RERANKERS
+from bench.plan import QWEN3_INSTRUCTION
+from bench.rerankers.testing import tiny_snapshot
 
 WORDS = (
     "wer was wann wo wie warum ist war hat die der das ein eine und oder in im am von zu mit "
@@ -69,12 +71,21 @@ def _portable_tokenizer_class(path: Path) -> None:
 
 
 def snapshot_dir(root: Path, model_id: str) -> Path:
-    plan = RERANKERS[model_id]
-    assert plan.revision is not None
-    folder = "models--" + plan.model.replace("/", "--")
-    path = root / folder / "snapshots" / plan.revision
+    path = tiny_snapshot(model_id, root)  # the hub cache layout the adapters resolve
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def word_level_tokenizer(words: list[str]) -> tuple[Any, dict[str, int]]:
+    """Word-level fast tokenizer over ``words`` (``<unk>``, pad ``<|endoftext|>``) and its vocab."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<|endoftext|>")
+    return tok, vocab
 
 
 @pytest.fixture(scope="session")
@@ -102,17 +113,13 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     BertForSequenceClassification(cfg).eval().save_pretrained(bert_dir)
     # --- Qwen3 causal LM (Qwen3-Reranker layout) ---
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from bench.rerankers.decoder import QWEN3_PREFIX, QWEN3_SUFFIX
 
     qwords = ["<unk>", "<|endoftext|>", *(w for w in _vocab(QWEN3_PREFIX + QWEN3_SUFFIX + QWEN3_INSTRUCTION))]
     qwords += [w for w in ("yes", "no", "<", ">:", ":", "?") if w not in qwords]
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(qwords))}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    qtok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<|endoftext|>")
+    qtok, vocab = word_level_tokenizer(qwords)
     qwen_dir = snapshot_dir(root, "qwen3-0.6b")
     qtok.save_pretrained(qwen_dir)
     qcfg = Qwen3Config(
@@ -137,8 +144,7 @@ def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Qwen2 causal LM (mxbai-rerank-v2 is Qwen2-based) with a word-level tokenizer that knows "1"/"0" and
     the vendor's prompt words, at ``models--mixedbread-ai--mxbai-rerank-large-v2/snapshots/<revision>``."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from bench.rerankers.decoder import MXBAI_PREFIX, MXBAI_SUFFIX, MXBAI_TASK
 
@@ -148,10 +154,7 @@ def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "<|endoftext|>",
         *_vocab(MXBAI_PREFIX + MXBAI_SUFFIX + MXBAI_TASK + " query: document: 1 0 ?"),
     ]
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<|endoftext|>")
+    tok, vocab = word_level_tokenizer(words)
     path = snapshot_dir(tmp_path_factory.mktemp("mxbai"), "mxbai-large-v2")
     tok.save_pretrained(path)
     _portable_tokenizer_class(path)
