@@ -188,7 +188,9 @@ def read_run_table(
     """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring)."""
     path = Path(path)
     data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
     text = _decode(path, data)
+    del data
     tokens, lines = _rows(path, text, 6, RUN_COLUMNS)
     _require_rows(path, tokens)
     qtok, dtok = tokens[0::6], tokens[2::6]
@@ -235,7 +237,7 @@ def read_run_table(
                                           f"{dtok[row]!r} repeats in query {qids_t[qi]!r}",
                                           "remove the duplicate line")
                 seen.add(dtok[row])
-    return RunTable(qids_t, offsets, docids, s_sorted, sha256=hashlib.sha256(data).hexdigest())
+    return RunTable(qids_t, offsets, docids, s_sorted, sha256=digest)
 
 
 def read_run(
