@@ -60,3 +60,12 @@ def contamination_note(model_id: str) -> str:
         f"{model_id} lists {c.note} among its training data (MTEB model registry, read "
         f"{CONTAMINATION_READ_DATE}); its MIRACL-de numbers may be inflated."
     )
+
+
+# --- Boundary convention of the two comparison rules (section "Quality"), written once ---------------------
+# Both rules compare |first - second| in nDCG points (0..100 scale), rounded to RULE_POINTS_DECIMALS decimals
+# so that float noise (0.5 - 0.501 gives 0.1000000000000009 points) lands on the boundary, never beside it.
+# On the boundary: "within 0.1 points" (determinism) passes; "less than 0.5 points" (data type) fails.
+RULE_POINTS_DECIMALS: Final = 9
+DETERMINISM_BOUNDARY_PASSES: Final = True  # plan: "must agree within 0.1 points"
+DTYPE_CHECK_BOUNDARY_PASSES: Final = False  # plan: "differs by less than 0.5 points"
