@@ -24,7 +24,7 @@ import datetime as dt
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from bench.journal import Journal
 from bench.progress import Progress
@@ -37,6 +37,19 @@ TIMING_FIELDS: tuple[str, ...] = ("latency_ns", "utc")
 RECORD_VERSION = 1
 
 Loader = Callable[[str], Reranker]
+
+
+class TextsByStage(Protocol):
+    """Passage texts per stage (``bench.quality.inputs.StageTexts``: keyed by the stage's corpus)."""
+
+    def for_stage(self, stage: str) -> Mapping[str, str]: ...
+
+
+Texts = Mapping[str, str] | TextsByStage  # one corpus for every stage (rehearsal, tests), or per stage
+
+
+def stage_texts(texts: Texts, stage: str) -> Mapping[str, str]:
+    return texts.for_stage(stage) if hasattr(texts, "for_stage") else texts  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ def run_phase(
     journal: Journal,
     candidates: Candidates,
     queries: Mapping[str, str],
-    texts: Mapping[str, str],
+    texts: Texts,
     load: Loader,
     spec: PhaseSpec,
     *,
@@ -134,6 +147,7 @@ def run_phase(
             units = todo[stage]
             if not units:
                 continue
+            passages = stage_texts(texts, stage)
             n_total = len(spec.qids(candidates, stage)) * len(depths)
             with Progress(
                 f"{stage} {model}", n_total, "calls", initial=n_total - len(units), stream=stream
@@ -141,7 +155,7 @@ def run_phase(
                 for qid, k in units:
                     docids = candidates.lists[stage][qid][:k]
                     rec = score_unit(
-                        reranker, (stage, model, k, qid), queries[qid], docids, [texts[d] for d in docids]
+                        reranker, (stage, model, k, qid), queries[qid], docids, [passages[d] for d in docids]
                     )
                     journal.append(rec)
                     outcome.scored += 1
