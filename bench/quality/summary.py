@@ -11,11 +11,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bench.quality.timing import percentiles_ms
+from bench.rerankers.protocol import token_counts
 
 
 def model_summaries(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """model -> calls, pairs, errors, max_input_tokens, truncated_pairs, ties, chunk sizes."""
+    """model -> calls, pairs, errors, max_input_tokens, truncated_pairs (None with ``tokens_unmeasured``
+    when the adapter could not measure them, e.g. an API), ties, chunk sizes."""
     out: dict[str, dict[str, Any]] = {}
+    calls: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
         s = out.setdefault(
             r["model"],
@@ -23,8 +26,6 @@ def model_summaries(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
                 "calls": 0,
                 "pairs": 0,
                 "errors": 0,
-                "max_input_tokens": 0,
-                "truncated_pairs": 0,
                 "ties": 0,
                 "chunk_size_min": None,
                 "chunk_size_max": None,
@@ -36,13 +37,14 @@ def model_summaries(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
             continue
         call = r["call"] or {}
         s["pairs"] += int(call.get("n", len(r["scores"])))
-        s["max_input_tokens"] = max(s["max_input_tokens"], int(call.get("max_input_tokens", 0)))
-        s["truncated_pairs"] += int(call.get("truncated_pairs", 0))
+        calls.setdefault(r["model"], []).append(call)
         s["ties"] += int(call.get("ties", 0))
         chunk = call.get("chunk_size")
         if chunk:
             s["chunk_size_min"] = chunk if s["chunk_size_min"] is None else min(s["chunk_size_min"], chunk)
             s["chunk_size_max"] = chunk if s["chunk_size_max"] is None else max(s["chunk_size_max"], chunk)
+    for model, s in out.items():
+        s.update(token_counts(calls.get(model, [])))
     return out
 
 

@@ -31,6 +31,10 @@ from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_
 DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
 KEY_ENV = "VOYAGE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+TOKENS_UNMEASURED = (
+    "Voyage truncates server-side (truncation: true) and reports only the billed total per request, not the "
+    "tokens of each pair or which pairs were cut"
+)
 
 
 class VoyageError(BenchError):
@@ -215,10 +219,15 @@ class VoyageReranker:
                 "measurement_date": self.measurement_date,
             }
         )
-        # Server-side truncation: token counts of the real input are not visible, so they are recorded as 0.
-        return self.log.add(
-            make_result(scores, max_input_tokens=0, truncated_pairs=0, chunk_size=len(passages))
+        # Server-side truncation: the real input's token counts are not visible; null with the reason, not 0.
+        result = make_result(
+            scores,
+            max_input_tokens=None,
+            truncated_pairs=None,
+            chunk_size=len(passages),
+            tokens_unmeasured=TOKENS_UNMEASURED,
         )
+        return self.log.add(result)
 
     def _post(self, body: dict[str, Any], n: int) -> tuple[np.ndarray, int, list[dict[str, Any]], float]:
         attempts: list[dict[str, Any]] = []

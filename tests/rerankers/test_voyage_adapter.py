@@ -256,3 +256,16 @@ def test_parse_retry_after() -> None:
 def test_not_a_voyage_model() -> None:
     with pytest.raises(BenchError):
         VoyageReranker("bge-v2-m3", api_key=KEY)
+
+
+def test_token_counts_are_null_with_the_reason_not_zero(fake: FakeVoyage) -> None:
+    """Voyage truncates server-side: the record says "not measured" (None and why), never 0 (issue 9,
+    item 5); the aggregate over calls says the same."""
+    with make(fake) as r:
+        res = r.score("Frage?", DOCS)
+        r.score("Zweite Frage?", DOCS[:2])
+        summary = r.log.summary(r.meta)
+    assert res.record["max_input_tokens"] is None and res.record["truncated_pairs"] is None
+    assert "server-side" in res.record["tokens_unmeasured"]
+    assert summary["max_input_tokens"] is None and summary["truncated_pairs"] is None
+    assert "server-side" in summary["tokens_unmeasured"]
