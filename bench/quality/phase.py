@@ -14,14 +14,17 @@ that unit; it is redone on resume.
 
 Record fields: ``stage, model, depth, qid`` (key), ``status``, ``docids`` (the candidates passed, in
 order), ``scores`` (fp32 values widened exactly to float64, written with full precision), ``call`` (the
-adapter's ``CallRecord``), ``error``, ``latency_ns``, ``utc``. ``TIMING_FIELDS`` are the fields that differ
-between two otherwise identical runs.
+adapter's ``CallRecord``), ``error``, ``latency_ns``, ``utc``, ``process`` and ``process_call`` (which process
+made the call, and how many calls of the same stage, model and depth that process had made before: warm-up
+is per process). ``TIMING_FIELDS`` are the fields that differ between two otherwise identical runs.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
@@ -33,7 +36,11 @@ from bench.quality.depths import call_depths
 from bench.quality.timing import timed_score
 from bench.rerankers.protocol import Reranker
 
-TIMING_FIELDS: tuple[str, ...] = ("latency_ns", "utc")
+TIMING_FIELDS: tuple[str, ...] = ("latency_ns", "utc", "process", "process_call")
+# Warm-up belongs to a process (plan section "Latency": warm-up calls are discarded): every record names the
+# process that made it and its place among that process's calls of the same (stage, model, depth), so a
+# resumed process's cold first calls are never timed as if warm (``bench.quality.summary.latency_table``).
+# The token is made per ``run_phase`` call: each call loads its models anew, so each warms up anew.
 RECORD_VERSION = 1
 
 Loader = Callable[[str], Reranker]
@@ -124,6 +131,7 @@ def run_phase(
     stream = stream if stream is not None else sys.stderr
     check_queries(candidates, queries, spec.stages, only=spec.queries)
     outcome = PhaseOutcome()
+    process = f"{os.getpid()}@{time.time_ns()}"
     for model in spec.models:
         depths = spec.called_depths(model)
         todo = {
@@ -148,6 +156,7 @@ def run_phase(
             if not units:
                 continue
             passages = stage_texts(texts, stage)
+            made: dict[int, int] = {}  # depth -> calls this process made for (stage, model, depth)
             n_total = len(spec.qids(candidates, stage)) * len(depths)
             with Progress(
                 f"{stage} {model}", n_total, "calls", initial=n_total - len(units), stream=stream
@@ -157,6 +166,8 @@ def run_phase(
                     rec = score_unit(
                         reranker, (stage, model, k, qid), queries[qid], docids, [passages[d] for d in docids]
                     )
+                    rec.update(process=process, process_call=made.get(k, 0))
+                    made[k] = made.get(k, 0) + 1
                     journal.append(rec)
                     outcome.scored += 1
                     if rec["status"] == "error":

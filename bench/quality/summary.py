@@ -51,20 +51,26 @@ def model_summaries(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
 def latency_table(records: Iterable[Mapping[str, Any]], *, warmup: int) -> list[dict[str, Any]]:
     """One row per (stage, model, depth) in journal order: n, warm-up calls left out, p50/p95 in ms.
 
+    Warm-up belongs to a process: each process's first ``warmup`` calls of a (stage, model, depth) are left
+    out (``process_call`` < ``warmup``), so after a resume the new process's cold calls are not timed as
+    warm. Only when a whole group has no more than ``warmup`` calls (a tiny rehearsal) is every call timed.
     Failed calls have no latency and are counted in ``errors``, never timed."""
-    groups: dict[tuple[str, str, int], list[int | None]] = {}
+    groups: dict[tuple[str, str, int], list[Mapping[str, Any]]] = {}
     for r in records:
-        groups.setdefault((r["stage"], r["model"], r["depth"]), []).append(r["latency_ns"])
+        groups.setdefault((r["stage"], r["model"], r["depth"]), []).append(r)
     rows = []
-    for (stage, model, depth), lat in groups.items():
-        skip = warmup if len(lat) > warmup else 0
-        timed = [x for x in lat[skip:] if x is not None]
+    for (stage, model, depth), recs in groups.items():
+        tiny = len(recs) <= warmup
+        # a record without ``process_call`` (older journals) counts by its position, as they were written
+        kept = [r for i, r in enumerate(recs) if tiny or int(r.get("process_call", i)) >= warmup]
+        timed = [int(r["latency_ns"]) for r in kept if r["latency_ns"] is not None]
         row = {
             "stage": stage,
             "model": model,
             "depth": depth,
-            "warmup_excluded": skip,
-            "errors": sum(1 for x in lat if x is None),
+            "warmup_excluded": len(recs) - len(kept),
+            "processes": len({r.get("process") for r in recs}),
+            "errors": sum(1 for r in recs if r["latency_ns"] is None),
         }
         row.update(percentiles_ms(timed))
         rows.append(row)
