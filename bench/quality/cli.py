@@ -77,6 +77,11 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
         f"{session.outcome.errors} failed; {len(session.runs)} run files under {setup.runs_dir}"
     )
+    if session.outcome.not_run:
+        from bench.errors import BenchError
+
+        reasons = "; ".join(f"{m}: {r}" for m, r in session.outcome.not_run.items())
+        raise BenchError(f"not run: {reasons}. Fix the cause and resume: {hint}")
 
 
 @click.command("determinism")

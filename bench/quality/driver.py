@@ -83,6 +83,16 @@ def execute(
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    for (
+        model
+    ) in outcome.meta:  # loaded in this session: "not run" now, or no longer (the session keeps history)
+        entry = study.manifest["models"].setdefault(model, {})
+        entry.pop("not_run", None)
+        if model in outcome.not_run:
+            entry["not_run"] = {
+                "reason": outcome.not_run[model],
+                "session_started_utc": study.session["started_utc"],
+            }
     summaries = model_summaries(records)
     for model, summary in summaries.items():
         study.manifest["models"].setdefault(model, {})["summary"] = summary
@@ -92,6 +102,8 @@ def execute(
         scored=outcome.scored,
         skipped=outcome.skipped,
         errors=outcome.errors,
+        retried=outcome.retried,
+        not_run=dict(outcome.not_run),
         runs=[
             {
                 "stage": r.stage,

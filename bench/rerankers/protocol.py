@@ -78,6 +78,11 @@ class ScoreResult:
             raise ValueError("ScoreResult.scores contains NaN or infinity")
 
 
+class ModelUnavailable(Exception):
+    """The model cannot score anything now (rejected API key, no access, unknown model name): the caller
+    stops calling this model and records it as "not run" instead of recording an error for every query."""
+
+
 @runtime_checkable
 class Reranker(Protocol):
     """A reranker adapter. ``passages`` arrive in first-stage order; scores come back in that order."""

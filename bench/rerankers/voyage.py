@@ -26,7 +26,14 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
-from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
+from bench.rerankers.protocol import (
+    ModelUnavailable,
+    RecordLog,
+    RerankerMeta,
+    ScoreResult,
+    make_result,
+    package_versions,
+)
 
 DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
 KEY_ENV = "VOYAGE_API_KEY"
@@ -38,11 +45,23 @@ TOKENS_UNMEASURED = (
 
 
 class VoyageError(BenchError):
-    """The API call failed for good; ``attempts`` holds every attempt's record (no key in it)."""
+    """The API call failed for good; ``attempts`` holds every attempt's record (no key in it).
+    ``transient``: every attempt failed for a reason that may pass (429, 5xx, timeouts, malformed bodies),
+    so a later resume may try the query again."""
 
-    def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
+    def __init__(self, message: str, attempts: list[dict[str, Any]], *, transient: bool = False) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.transient = transient
+
+
+class VoyageRefused(VoyageError, ModelUnavailable):
+    """401, 403, or an answer naming an unknown model: no query of this model can succeed now."""
+
+
+def refuses_model(status: int, text: str) -> bool:
+    """Statuses after which calling the model again is pointless: bad key, no access, unknown model."""
+    return status in (401, 403) or (status in (400, 404, 422) and "model" in text.lower())
 
 
 def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = None) -> str:
@@ -260,7 +279,8 @@ class VoyageReranker:
                     rec["error"] = self._redact(f"HTTP {response.status_code}: {response.text[:300]}")
                 else:
                     rec["error"] = self._redact(f"HTTP {response.status_code}: {response.text[:300]}")
-                    raise VoyageError(
+                    refused = refuses_model(response.status_code, response.text)
+                    raise (VoyageRefused if refused else VoyageError)(
                         f"Voyage API refused the request ({rec['error']}); not retried. "
                         "Check the model name and the API key.",
                         attempts,
@@ -279,4 +299,5 @@ class VoyageReranker:
         raise VoyageError(
             f"Voyage API failed after {len(attempts)} attempts; last error: {last} (all attempts recorded).",
             attempts,
+            transient=True,
         )
