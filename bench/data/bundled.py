@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bench.data import Passage, sort_passages
 from bench.data.miracl import read_topics
+from bench.data.textfile import open_text
 from bench.errors import BenchError
 from bench.paths import bundled_dir
 
@@ -53,7 +54,7 @@ class Sample:
 def read_judged_docs(path: Path) -> list[Passage]:
     """colbert-kit ``docs.csv`` (header ``doc_id,text``): passages without titles."""
     out: list[Passage] = []
-    with path.open(encoding="utf-8", newline="") as fh:
+    with open_text(path, newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header != ["doc_id", "text"]:
@@ -91,7 +92,7 @@ def read_nomiracl(paths: list[Path]) -> tuple[list[Passage], int, int]:
     skipped = 0
     ambiguous = 0
     for path in paths:
-        with path.open(encoding="utf-8") as fh:
+        with open_text(path) as fh:
             for lineno, line in enumerate(fh, 1):
                 where = f"{path}:{lineno}"
                 try:

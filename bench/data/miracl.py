@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.data.textfile import open_text
 from bench.errors import BenchError
 
 
@@ -26,9 +27,9 @@ def read_topics(path: Path) -> dict[str, str]:
     if not path.is_file():
         raise BenchError(f"{path}: topics file missing")
     out: dict[str, str] = {}
-    with path.open(encoding="utf-8") as fh:
+    with open_text(path) as fh:  # a byte-order mark is not part of the first query id
         for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
+            line = line.rstrip("\r\n")
             if not line:
                 continue
             parts = line.split("\t")
