@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bench.data import Passage, sort_passages
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 
 CORPUS_71K_FILE = "de-corpus/dev-00000-of-00001.parquet"
 CORPUS_71K_COLUMNS = ("_id", "title", "text")
@@ -36,6 +37,7 @@ def read_corpus_71k(snapshot: Path) -> list[Passage]:
     path = snapshot / CORPUS_71K_FILE
     if not path.is_file():
         raise BenchError(f"{path}: 71k corpus file missing; run `bench data fetch` (expected hub layout)")
+    require_locked(path)
     try:
         import pyarrow.parquet as pq
     except ModuleNotFoundError as exc:
@@ -96,4 +98,4 @@ def iter_jsonl_gz(path: Path) -> Iterator[Passage]:
 def iter_corpus_full(snapshot: Path) -> Iterator[Passage]:
     """Stream the full German corpus, shard after shard (bounded memory)."""
     for shard in corpus_full_shards(snapshot):
-        yield from iter_jsonl_gz(shard)
+        yield from iter_jsonl_gz(require_locked(shard))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bench.data.textfile import open_text
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 
 
 def topics_relpath(lang: str = "de", split: str = "dev") -> str:
@@ -49,4 +50,4 @@ def hub_topics_and_qrels(snapshot: Path, lang: str = "de", split: str = "dev") -
     qrels = snapshot / qrels_relpath(lang, split)
     if not qrels.is_file():
         raise BenchError(f"{qrels}: qrels file missing in the miracl/miracl snapshot (expected that layout)")
-    return read_topics(topics), qrels
+    return read_topics(topics), require_locked(qrels)

@@ -192,10 +192,13 @@ def verify(
 ) -> dict[str, Entry]:
     """Stream every selected file through SHA-256; BenchError naming every missing / wrong-size / wrong-hash
     file. Returns the verified entries."""
+    from bench.integrity.coverage import check_coverage
     from bench.progress import Progress
 
     lock_path = lock_path or root / LOCK_NAME
+    names = list(names) if names is not None else None
     chosen = select(read_lock(lock_path), names, lock_path)
+    check_coverage(root, names, lock_path)  # an empty or shortened lock is refused
     total = sum(e.size for e in chosen.values())
     problems: list[Problem] = []
     if show_progress:
