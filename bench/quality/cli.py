@@ -67,7 +67,7 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
     setup = _setup(study, "studies/quality", runs, "runs", device, first_stage, checks)
     hint = f"uv run bench quality --study {setup.study_dir} (same options)"
     with whole_command("quality phase", hint):
-        _, session, skipped = run_session(
+        study_obj, session, skipped = run_session(
             setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
             resume_hint=hint, what="quality phase",
         )  # fmt: skip
@@ -77,11 +77,21 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
         f"{session.outcome.errors} failed; {len(session.runs)} run files under {setup.runs_dir}"
     )
-    if session.outcome.not_run:
-        from bench.errors import BenchError
+    from bench.errors import BenchError
+    from bench.quality.check2 import check_runs, failures
+    from bench.quality.inputs import study_queries
 
+    check2 = check_runs(session.runs, study_queries()[1])  # plan check 2 on the runs just written
+    study_obj.manifest["check2"] = check2
+    study_obj.save()
+    click.echo(f"plan check 2 (nDCG@10 vs pytrec_eval, {len(check2['runs'])} runs): "
+               f"{'passed' if check2['passed'] else 'FAILED'}")  # fmt: skip
+    problems = [p for p in (failures(check2),) if p is not None]
+    if session.outcome.not_run:
         reasons = "; ".join(f"{m}: {r}" for m, r in session.outcome.not_run.items())
-        raise BenchError(f"not run: {reasons}. Fix the cause and resume: {hint}")
+        problems.append(f"not run: {reasons}. Fix the cause and resume: {hint}")
+    if problems:
+        raise BenchError("\n".join(problems))
 
 
 @click.command("determinism")

@@ -135,6 +135,10 @@ def test_local_and_voyage_model_in_one_study(study_env: dict[str, Path]) -> None
     assert metas["bge-v2-m3"]["device"] == "cpu" and metas["bge-v2-m3"]["dtype"] == "float32"
     assert metas["voyage-rerank-3"]["device"] == "api" and metas["voyage-rerank-3"]["dtype"] == "api"
     assert metas["voyage-rerank-3"]["extra"]["endpoint"].startswith("http://127.0.0.1:")
+    check2 = manifest["check2"]  # plan check 2 ran inside bench quality, on every run written
+    assert check2["passed"] is True and len(check2["runs"]) == 6 and check2["error"] is None
+    assert all(r["max_abs_diff"] <= 1e-4 for r in check2["runs"])
+    assert "plan check 2 (nDCG@10 vs pytrec_eval, 6 runs): passed" in res.output
 
 
 def test_rejected_key_stops_the_model_as_not_run_and_a_resume_scores_it(
