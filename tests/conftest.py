@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -87,3 +87,15 @@ def tmp_git_repo(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _lock_enforcement_ends_with_the_test() -> Iterator[None]:
+    """``bench.guard.preflight`` makes readers check files against the lock it verified for the rest of the
+    process (``bench.integrity.coverage``); in the test process that must end with the test that ran it."""
+    yield
+    import sys
+
+    coverage = sys.modules.get("bench.integrity.coverage")
+    if coverage is not None:
+        coverage.deactivate()
