@@ -15,6 +15,7 @@ from typing import Any
 
 from analysis.trec import read_qrels, read_run
 from bench.quality.runs import RunFileInfo
+from bench.quality.study import Study
 
 
 def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
@@ -48,3 +49,13 @@ def failures(result: dict[str, Any]) -> str | None:
     if bad:
         return f"plan check 2 failed (nDCG@10 differs from pytrec_eval by more than 1e-4): {', '.join(bad)}"
     return None
+
+
+def record_check(
+    study: Study, runs: Sequence[RunFileInfo], qrels_path: Path
+) -> tuple[dict[str, Any], str | None]:
+    """Run check 2 on ``runs``, store it in the study manifest (``check2``); (result, failure message)."""
+    result = check_runs(runs, qrels_path)
+    study.manifest["check2"] = result
+    study.save()
+    return result, failures(result)
