@@ -177,7 +177,8 @@ def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
 
 def _latency_note(passage_cache: bool) -> str:
     base = ("Latency: CPU, one query at a time, model loaded, time.perf_counter_ns around the adapter call, "
-            "the first 20 calls per stage and depth left out when there are more, p50/p95.")  # fmt: skip
+            "each process's first 20 calls per stage and depth left out as its warm-up (all timed when there "
+            "are no more than 20), p50/p95.")  # fmt: skip
     if passage_cache:
         return base + (
             " The stand-in reads its passage vectors from the embedding cache filled by the vector "
