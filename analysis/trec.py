@@ -48,7 +48,7 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class TrecFormatError(ValueError):
-    """A malformed TREC file; the message names the file, its kind, the line, what was expected and the fix."""
+    """A malformed TREC file; the message names the file, its kind, the line, what was expected, the fix."""
 
     def __init__(self, path: Path | str, line: int | None, expected: str, fix: str,
                  kind: str = RUN_KIND) -> None:
@@ -199,7 +199,8 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
         if bad.size:
             i = int(bad[0])
             raise TrecFormatError(path, int(lines[i]), f"{what}, found {values[i]!r}",
-                                  "every score must be a finite number; drop or re-score the passage", file_kind)
+                                  "every score must be a finite number; drop or re-score the passage",
+                                  file_kind)
     return arr
 
 
