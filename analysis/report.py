@@ -3,7 +3,13 @@
 Writes ``<out>/quality/<stage>.json`` (one per stage) and ``<out>/quality/study.json`` (settings, inputs,
 winners): ids and numbers only, full precision, sorted keys, no timestamps, so a rerun on the same inputs is
 byte-identical. ``<out>/report.md`` has one table per stage and ``<out>/figures/<stage>.png`` one figure per
-stage. Nothing here compares numbers of different stages.
+stage. Comparisons stay within one stage; numbers from different corpora are never compared (plan section
+"Quality").
+
+Marks: a contamination-flagged reranker (or a registered variant of one) carries "†" in every table and
+figure; so does the first-stage row of the stages whose passages the flagged embedder Arctic-l-v2.0 embedded
+(vector-71k, hybrid-71k; ``stage_flags``). A reranked run that misses queries of its first stage is marked
+"incomplete" in its row and "not rated: ..." in the wording (:mod:`analysis.study`).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from analysis.plan import (
     BOOTSTRAP_RESAMPLES,
     CLEARLY_BETTER_POINTS,
     CONFIDENCE,
+    EMBEDDING_STAGES,
     MAIN_METRIC,
     RANDOMISATION_RESAMPLES,
     SEED,
+    embedder_note,
 )
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
@@ -46,6 +54,9 @@ SETTINGS: dict[str, Any] = {
     "worse_wording": WORSE_WORDING_NOTE,
     "tie_rule": TIE_RULE,
     "missing_query_policy": MISSING_QUERY_POLICY,
+    "incomplete_runs": "a reranked run missing queries that its first stage holds is not rated: its numbers "
+    "are recorded (missing queries score 0) and it stays in its Holm family, but it is never worded better "
+    "or worse, never the best model, and no winner is declared at its stage and depth",
     "hit_rates": HIT_RATE_NOTE,
     "main_metric": MAIN_METRIC,
 }
@@ -55,22 +66,37 @@ def _dump(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
-def _run_record(r: RunResult, flags: Mapping[str, str]) -> dict[str, Any]:
+def _flag_note(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str | None:
+    if r.model is None:
+        return stage_flags.get(r.stage)
+    return flags.get(r.model)
+
+
+def _run_record(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> dict[str, Any]:
+    note = _flag_note(r, flags, stage_flags)
     return {
         "model": r.model, "depth": r.depth, "run": r.path, "sha256": r.sha256, "means": r.means,
-        "intervals": r.intervals, "flagged": r.model in flags, "flag_note": flags.get(r.model or ""),
+        "intervals": r.intervals, "flagged": note is not None, "flag_note": note,
+        "queries_present": r.queries_present, "queries_missing": list(r.missing),
+        "rated": r.not_rated is None, "not_rated": r.not_rated,
     }
 
 
-def stage_record(s: StageResult, flags: Mapping[str, str]) -> dict[str, Any]:
+def stage_record(s: StageResult, flags: Mapping[str, str],
+                 stage_flags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    sf = stage_flags or {}
     return {
         "stage": s.stage, "corpus": corpus_of(s.stage),
-        "first_stage": _run_record(s.first_stage, flags),
-        "runs": [_run_record(r, flags) for r in s.runs],
+        "first_stage": _run_record(s.first_stage, flags, sf),
+        "runs": [_run_record(r, flags, sf) for r in s.runs],
         "families": s.families,
         "best": {str(k): v for k, v in s.best.items()},
         "winner": {str(k): (s.best[k] if v else None) for k, v in s.winner.items()},
     }
+
+
+def _ids(ids: Sequence[str], shown: int = 10) -> str:
+    return ", ".join(ids[:shown]) + (f", ... ({len(ids)} in all)" if len(ids) > shown else "")
 
 
 def _pts(x: float) -> str:
@@ -86,7 +112,16 @@ def _p(x: float) -> str:
     return f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}"
 
 
-def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
+def run_label(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str:
+    """A run's name in tables and figures, with its contamination mark and, if incomplete, its mark."""
+    mark = "†" if _flag_note(r, flags, stage_flags) is not None else ""
+    if r.model is None:
+        return f"first stage{mark}"
+    name = f"{r.model}{mark}@{r.depth}"
+    return f"{name} (incomplete: {r.queries_present} queries)" if r.not_rated else name
+
+
+def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> list[str]:
     f = s.first_stage
     lines = [f"## {s.stage} (corpus {corpus_of(s.stage)})", "",
              f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
@@ -104,7 +139,7 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
 
     def row(r: RunResult) -> str:
         m = r.means
-        name = "first stage" if r.model is None else f"{r.model}{'†' if r.model in flags else ''}@{r.depth}"
+        name = run_label(r, flags, stage_flags)
         cells = [name, _pts(m["ndcg@10"]), _ci(r, "ndcg@10"), _pts(m["ndcg'@10"]), _pts(m["hit@5"]),
                  _ci(r, "hit@5"), _pts(m["hit@10"]), _pts(m["recall@5"]), _pts(m["recall@10"]),
                  _pts(m["recall@20"]), _pts(m["mrr@10"]), _pts(m["judged@10"])]
@@ -119,10 +154,16 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
     lines.append(row(f))
     lines += [row(r) for r in s.runs]
     lines.append("")
-    for depth in sorted(s.best, reverse=True):
-        best = s.best[depth]
-        sentence = winner_sentence(s.stage, depth, best, s.winner[depth])
-        if s.winner[depth] and best in flags and "Note:" not in sentence:
+    for depth in sorted(s.winner, reverse=True):
+        best = s.best.get(depth)
+        unrated = [r for r in s.runs if r.depth == depth and r.not_rated]
+        if unrated:
+            sentence = (f"No winner at {s.stage}, depth {depth}: "
+                        + "; ".join(f"{r.model} is {r.not_rated}" for r in unrated)
+                        + ", so no model can be shown clearly better than every other.")
+        else:
+            sentence = winner_sentence(s.stage, depth, best, s.winner[depth])
+        if s.winner[depth] and best is not None and best in flags and "Note:" not in sentence:
             sentence += f" Note: {best} is contamination-flagged ({flags[best]})."
         lines.append(f"- {sentence}")
     lines.append("")
@@ -138,19 +179,25 @@ def write_report(
     header_lines: Sequence[str] = (),
     flags: Mapping[str, str] | None = None,
     figures: bool = True,
+    stage_flags: Mapping[str, str] | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
-    ``flags`` (model id -> note) is added to the plan's contamination flags.
+    ``flags`` (model id -> note) is added to the plan's contamination flags. ``stage_flags`` (stage -> note)
+    marks first stages; default: the plan's embedder flag on vector-71k and hybrid-71k (the rehearsal, whose
+    embedder is a stand-in, passes its own).
     """
     runs_dir, qrels_path, out_dir = Path(runs_dir), Path(qrels_path), Path(out_dir)
     all_flags = {**default_flags(), **(flags or {})}
+    if stage_flags is None:
+        stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
     stages, inputs = analyse_study(runs_dir, qrels_path)
-    records = {s.stage: stage_record(s, all_flags) for s in stages}
+    records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
     for stage, rec in records.items():
         write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
     study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
              "flags": {m: all_flags[m] for m in sorted(all_flags)},
+             "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
              "winners": {s: r["winner"] for s, r in records.items()}}
     write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
 
@@ -165,27 +212,37 @@ def write_report(
         "family; "
         f"alpha {ALPHA}. Wording: clearly better = significant and >= {CLEARLY_BETTER_POINTS} points; "
         "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE, "",
-        f"{HIT_RATE_NOTE} Numbers of different stages are never compared: the corpora and candidates differ.",
+        f"{HIT_RATE_NOTE} Numbers from different corpora are never compared directly (plan): every "
+        "comparison below is within one stage, and stages of different corpora (71k, full) are never set "
+        "against each other.",
         "",
         "The comparisons against the best model follow the plan, but the best model is picked on the same "
         "queries, so that family's error rate under the null exceeds alpha (`analysis simulate` measures "
         "it); the family against the first stage is not affected.",
         "",
     ]
-    if any(m in all_flags for s in stages for m in {r.model for r in s.runs}):
-        md.append("† contamination-flagged: " + "; ".join(
-            f"{m}: {n}" for m, n in sorted(all_flags.items())
-            if any(r.model == m for s in stages for r in s.runs)))
+    marked = [f"{m}: {n}" for m, n in sorted(all_flags.items()) if any(r.model == m for s in stages
+                                                                        for r in s.runs)]
+    marked += [f"first stage of {st}: {stage_flags[st]}" for st in sorted(stage_flags)
+               if any(s.stage == st for s in stages)]
+    if marked:
+        md.append("† contamination-flagged: " + "; ".join(marked))
+        md.append("")
+    incomplete = [f"{s.stage}/{r.model}@{r.depth}: {r.not_rated} ({_ids(r.missing)})"
+                  for s in stages for r in s.runs if r.not_rated]
+    if incomplete:
+        md.append("Incomplete runs (a query missing from a run scores 0) are marked in their row and not "
+                  "rated: " + "; ".join(incomplete))
         md.append("")
     for s in stages:
-        md += _stage_markdown(s, all_flags)
+        md += _stage_markdown(s, all_flags, stage_flags)
         if figures:
             md += [f"![nDCG@10 at {s.stage}](figures/{s.stage}.png)", ""]
     if figures:
         from analysis.figures import stage_figure  # matplotlib only when figures are wanted
 
         for s in stages:
-            stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
+            stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
     report = out_dir / "report.md"
     write_bytes_atomic(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
     return report

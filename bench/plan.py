@@ -257,7 +257,7 @@ RERANKERS: Final = MappingProxyType(
 )
 LOCAL_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if p.local)
 API_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if not p.local)
-EMBEDDING_CONTAMINATION: Final = "MIRACLRetrieval, MIRACLRetrievalHardNegatives, MIRACLReranking"
+EMBEDDING_CONTAMINATION: Final = _stats.EMBEDDING_CONTAMINATION.note
 
 TRANSFORMERS_VERSION: Final = "5.5.4"
 SENTENCE_TRANSFORMERS_VERSION: Final = "6.1.0"

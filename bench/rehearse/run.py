@@ -154,8 +154,9 @@ def rehearse(
     from analysis.report import write_report
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
+    # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note))  # fmt: skip
+                          header_lines=header_lines(stages, ran, latency_note), stage_flags={})  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
