@@ -397,3 +397,25 @@ def test_statistics_constants_live_once_in_analysis(name: str) -> None:
     assert getattr(plan, name) is getattr(stats, name) or getattr(plan, name) == getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
+
+
+# --- Embedder contamination and run ids (analysis.plan, issue 9 items 2 and 3) -----------------------------
+
+
+def test_embedder_flag_and_its_stages() -> None:
+    text = section("Rerankers")
+    (sentence,) = grab(text, r"read [\d-]+\): (.*?)\. Flagged")
+    notes = dict(tuple(part.split(": ", 1)) for part in sentence.split("; "))
+    assert notes[stats.EMBEDDER] == stats.EMBEDDING_CONTAMINATION.note
+    assert stats.EMBEDDING_CONTAMINATION.flagged is True
+    # the stages whose candidates come from Arctic embeddings: vector search, and rank fusion with it
+    table = section("First stages")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| ([a-z0-9-]+) \| \w+ \| (.*?) \|$", table, re.M)}
+    assert "Arctic" in rows["vector-71k"] and "rank fusion" in rows["hybrid-71k"]
+    embedded = tuple(s for s, method in rows.items() if "Arctic" in method or "rank fusion" in method)
+    assert embedded == stats.EMBEDDING_STAGES == ("vector-71k", "hybrid-71k")
+
+
+def test_run_ids_cover_the_plan_rerankers() -> None:
+    assert {m for m, r in stats.RUN_IDS.items() if r.base == m} == set(plan.RERANKERS)
+    assert all(r.base is None or r.base in plan.RERANKERS for r in stats.RUN_IDS.values())
