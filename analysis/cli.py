@@ -30,6 +30,13 @@ def _user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (TrecFormatError, ValueError, RuntimeError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:  # a full disk, a read-only folder, a file vanished: one line, no traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            reason = exc.strerror or str(exc)
+            name = type(exc).__name__
+            raise click.ClickException(f"{where}{reason} ({name}); an earlier report is left as it was. Fix: "
+                                       "check the path, free space and permissions, then run the command "
+                                       "again") from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -93,6 +100,11 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
         flags = loaded
     path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures)
     click.echo(str(path))
+    check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
+    if check["passed"] is not True:
+        from analysis.report import verdict_lines
+
+        raise click.ClickException("the report was written, but " + "\n".join(verdict_lines(check)))
 
 
 @cli.command("check-pytrec")
@@ -112,6 +124,11 @@ def check_pytrec(qrels: Path, run: Path) -> None:
     click.echo(f"queries with tied scores     {result.queries_with_ties}")
     click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
                "descending; ours by first-stage rank)")
+    if result.own_order_checked:
+        click.echo(f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
+                   f"{result.own_order_worst_qid}; no tied scores, so pytrec_eval's order must equal ours)")
+    else:
+        click.echo("own ordering                 not compared (the run has tied scores)")
     verdict = "PASS" if result.passed else "FAIL"
     click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
     if not result.passed:

@@ -15,11 +15,12 @@ figure; so does the first-stage row of the stages whose passages the flagged emb
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import built_beside, write_bytes_atomic
 from analysis.metrics import MISSING_QUERY_POLICY
 from analysis.plan import (
     ALPHA,
@@ -32,6 +33,7 @@ from analysis.plan import (
     SEED,
     embedder_note,
 )
+from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import RunResult, StageResult, analyse_study, default_flags
@@ -170,6 +172,59 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mappi
     return lines
 
 
+def pytrec_section(ctx: ReportContext) -> list[str]:
+    """Plan check 2 on one run per stage; the verdict goes into study.json (``plan_check_2``)."""
+    verdict = check_stages(ctx.runs_dir, ctx.qrels_path, ctx.stages)
+    ctx.study["plan_check_2"] = verdict
+    return [*verdict_lines(verdict), ""]
+
+
+def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
+    head = (f"Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance {verdict['tolerance']}, "
+            "rank-faithful and, on runs without tied scores, in pytrec_eval's own ordering): ")
+    if verdict["passed"] is None:
+        return [head + f"NOT RUN: {verdict['not_run']}"]
+    lines = [head + ("PASS" if verdict["passed"] else "FAIL")]
+    for c in verdict["runs"]:
+        own = (f"own ordering largest difference {c['own_order_max_abs_diff']:.1e}" if c["own_order_checked"]
+               else f"own ordering not compared ({c['queries_with_ties']} queries with tied scores)")
+        lines.append(f"- {c['run']}: {'PASS' if c['passed'] else 'FAIL'}, largest per-query difference "
+                     f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}")
+    return lines
+
+
+@dataclass
+class ReportContext:
+    """What a report section sees. Files go under ``build_dir`` (swapped into ``--out`` at the end, whole)."""
+
+    runs_dir: Path
+    qrels_path: Path
+    build_dir: Path
+    stages: list[StageResult]
+    inputs: dict[str, Any]
+    flags: Mapping[str, str]
+    stage_flags: Mapping[str, str]
+    study: dict[str, Any]  # quality/study.json, written after every section ran: a section may add a key
+    options: Mapping[str, Any]  # write_report(section_options=...): inputs a section needs (e.g. a folder)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A report section: ``write`` returns the Markdown lines appended to report.md. ``entries``: the
+    top-level names it writes under ``--out`` (removed from an earlier report when not produced again)."""
+
+    name: str
+    entries: tuple[str, ...]
+    write: Callable[[ReportContext], list[str]]
+
+
+# Sections after the quality tables, in this order. Add one in one line: Section(name, entries, writer).
+SECTIONS: list[Section] = [
+    Section("plan check 2", (), pytrec_section),
+]
+REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
+
+
 def write_report(
     runs_dir: Path,
     qrels_path: Path,
@@ -180,8 +235,13 @@ def write_report(
     flags: Mapping[str, str] | None = None,
     figures: bool = True,
     stage_flags: Mapping[str, str] | None = None,
+    section_options: Mapping[str, Any] | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
+
+    Everything is built in a temporary folder beside ``out_dir`` and swapped in at the end
+    (:func:`analysis.atomic.built_beside`): on any failure the earlier report stays as it was, and files of
+    an earlier report that this one does not write (a stage no longer present) are gone afterwards.
 
     ``flags`` (model id -> note) is added to the plan's contamination flags. ``stage_flags`` (stage -> note)
     marks first stages; default: the plan's embedder flag on vector-71k and hybrid-71k (the rehearsal, whose
@@ -192,6 +252,17 @@ def write_report(
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
     stages, inputs = analyse_study(runs_dir, qrels_path)
+    owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
+    with built_beside(out_dir, owned) as build:
+        _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
+                       header_lines=header_lines, figures=figures, options=section_options or {})
+    return out_dir / "report.md"
+
+
+def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
+                   inputs: dict[str, Any], all_flags: Mapping[str, str], stage_flags: Mapping[str, str], *,
+                   title: str | None, header_lines: Sequence[str], figures: bool,
+                   options: Mapping[str, Any]) -> None:
     records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
     for stage, rec in records.items():
         write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
@@ -199,7 +270,6 @@ def write_report(
              "flags": {m: all_flags[m] for m in sorted(all_flags)},
              "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
              "winners": {s: r["winner"] for s, r in records.items()}}
-    write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
 
     md = [f"# {title or 'Quality of German rerankers on MIRACL-de'}", "", *header_lines]
     if header_lines:
@@ -243,6 +313,9 @@ def write_report(
 
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
-    report = out_dir / "report.md"
-    write_bytes_atomic(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
-    return report
+    context = ReportContext(runs_dir, qrels_path, out_dir, stages, inputs, all_flags, stage_flags, study,
+                            options)
+    for section in SECTIONS:
+        md += section.write(context)
+    write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
+    write_bytes_atomic(out_dir / "report.md", ("\n".join(md).rstrip() + "\n").encode("utf-8"))

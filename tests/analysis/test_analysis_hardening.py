@@ -149,3 +149,121 @@ def test_report_states_the_plans_corpus_rule(small_study: Path, miracl_qrels_pat
     _, _, md = _report(small_study, miracl_qrels_path, tmp_path / "out")
     assert "Numbers from different corpora are never compared directly" in md
     assert "Numbers of different stages are never compared" not in md
+
+
+# --- item 7: plan check 2 inside `analysis report` ----------------------------------------------------------
+
+
+def test_plan_check_2_verdict_in_study_json(small_study: Path, miracl_qrels_path: Path,
+                                            tmp_path: Path) -> None:
+    _report(small_study, miracl_qrels_path, tmp_path / "out")
+    study = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())
+    check = study["plan_check_2"]
+    assert check["passed"] is True and check["tolerance"] == 0.0001 and check["not_run"] is None
+    assert [(c["stage"], c["run"]) for c in check["runs"]] == [
+        ("hybrid-71k", "hybrid-71k/qwen3-0.6b@100.trec"),
+        ("keyword-full", "keyword-full/qwen3-0.6b@100.trec"),
+    ]
+    for c in check["runs"]:
+        # synthetic scores have no ties: pytrec_eval's own ordering is compared too, and agrees
+        assert c["queries_with_ties"] == 0 and c["own_order_checked"] is True
+        assert c["max_abs_diff"] <= 1e-12 and c["own_order_max_abs_diff"] <= 1e-12 and c["queries"] == 305
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance 0.0001" in md
+    assert "): PASS" in md
+
+
+def test_plan_check_2_failure_fails_the_command(small_study: Path, miracl_qrels_path: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.pytrec_check as pc
+
+    real = pc.evaluate_table
+
+    def off_by_a_little(*args: object, **kwargs: object) -> dict:  # type: ignore[type-arg]
+        return {m: v + 2e-4 for m, v in real(*args, **kwargs).items()}  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pc, "evaluate_table", off_by_a_little)
+    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
+                                      "--out", str(tmp_path / "out"), "--no-figures"])
+    assert result.exit_code == 1
+    assert "the report was written, but Plan check 2" in result.output and "FAIL" in result.output
+    check = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())["plan_check_2"]
+    assert check["passed"] is False
+    assert all(c["max_abs_diff"] == pytest.approx(2e-4, abs=1e-12) for c in check["runs"])
+
+
+def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels: Qrels) -> None:
+    from analysis.pytrec_check import compare_with_pytrec_eval
+
+    q = sorted(miracl_qrels)[0]
+    rel = sorted(d for d, r in miracl_qrels[q].items() if r > 0)[0]
+    # rank order puts the relevant passage first, but its score is the lowest: an ordering bug
+    run = {q: [(rel, 0.1), ("unjudged-a", 0.9), ("unjudged-b", 0.5)]}
+    cmp = compare_with_pytrec_eval({q: miracl_qrels[q]}, run)
+    assert cmp.max_abs_diff == 0.0  # the rank-faithful comparison cannot see it
+    assert cmp.own_order_checked and cmp.own_order_max_abs_diff > 0.1 and cmp.passed is False
+    fixed = {q: [(rel, 1.0), ("unjudged-a", 0.9), ("unjudged-b", 0.5)]}
+    assert compare_with_pytrec_eval({q: miracl_qrels[q]}, fixed).passed is True
+    tied = {q: [(rel, 0.5), ("unjudged-a", 0.5), ("unjudged-b", 0.5)]}
+    cmp = compare_with_pytrec_eval({q: miracl_qrels[q]}, tied)
+    assert cmp.queries_with_ties == 1 and not cmp.own_order_checked and cmp.passed is True
+    assert cmp.as_dict()["own_order_checked"] is False and cmp.as_dict()["passed"] is True
+
+
+# --- item 20: the report is built beside --out and swapped in -----------------------------------------------
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_failed_report_leaves_the_old_one_intact(small_study: Path, miracl_qrels_path: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import analysis.report as report
+
+    out = tmp_path / "study"
+    out.mkdir()
+    (out / "journal.jsonl").write_text("{}\n")  # a rehearsal folder holds more than the report
+    write_report(small_study, miracl_qrels_path, out, figures=False)
+    before = _tree(out)
+    assert "quality/hybrid-71k.json" in before and "report.md" in before
+
+    def broken(ctx: report.ReportContext) -> list[str]:
+        (ctx.build_dir / "quality" / "half.json").write_text("{")
+        raise OSError(28, "No space left on device", str(ctx.build_dir / "quality" / "half.json"))
+
+    monkeypatch.setattr(report, "SECTIONS", [*report.SECTIONS, report.Section("broken", (), broken)])
+    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
+                                      "--out", str(out), "--no-figures"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "No space left on device (OSError)" in result.output and "half.json" in result.output
+    assert _tree(out) == before  # nothing half-written, nothing lost
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["study"]  # no temporary folder left beside it
+
+
+def test_stale_files_of_an_earlier_report_are_gone(small_study: Path, miracl_qrels_path: Path,
+                                                   tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    write_report(small_study, miracl_qrels_path, out)
+    assert (out / "figures" / "keyword-full.png").is_file()
+    (out / "notes.txt").write_text("mine")
+    runs = tmp_path / "runs"
+    shutil.copytree(small_study, runs)
+    shutil.rmtree(runs / "keyword-full")
+    (runs / "first-stage" / "keyword-full.trec").unlink()
+    write_report(runs, miracl_qrels_path, out, figures=False)
+    assert sorted(p.name for p in (out / "quality").iterdir()) == ["hybrid-71k.json", "study.json"]
+    assert not (out / "figures").exists()  # no figures this time: none of the earlier ones stay
+    assert (out / "notes.txt").read_text() == "mine"  # what the report does not own is left alone
+    assert "keyword-full" not in (out / "report.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "runs"]
+
+
+def test_unwritable_out_is_a_one_line_error(small_study: Path, miracl_qrels_path: Path,
+                                            tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
+                                      "--out", str(blocker / "results"), "--no-figures"])
+    assert result.exit_code == 1 and "Traceback" not in result.output and result.exception is not None
+    assert str(blocker) in result.output and "Error" in result.output and "Fix:" in result.output
