@@ -143,12 +143,19 @@ def rehearse(
     ran = reranked_stages(ran)
     spec = PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS, extra_timing_depths=True)
     t = time.perf_counter()
+    texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
         study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(opts.passage_cache), spec=spec,
+        texts=texts, load=_loader(opts.passage_cache), spec=spec,
         runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
     )  # fmt: skip
     times["rerank"] = time.perf_counter() - t
+    t = time.perf_counter()
+    from bench.rehearse.int8 import run_int8_step
+
+    int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
+                         texts=texts, qrels=inputs.qrels, log=log)  # fmt: skip
+    times["int8"] = time.perf_counter() - t
     latency_note = _latency_note(opts.passage_cache)
     t = time.perf_counter()
     from analysis.report import write_report
@@ -163,7 +170,8 @@ def rehearse(
     summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "table": rows, "report": str(report), "errors": session.outcome.errors}  # fmt: skip
+               "int8": int8, "table": rows, "report": str(report),
+               "errors": session.outcome.errors}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -196,6 +204,9 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(format_table(summary["table"]), file=out)
     print("", file=out)
     print(latency_note, file=out)
+    from bench.rehearse.int8 import summary_lines
+
+    print("\n".join(summary_lines(summary["int8"])), file=out)
     print(f"Report: {summary['report']}", file=out)
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:

@@ -21,6 +21,8 @@ from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin",)
+# Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
+VARIANT_IDS: tuple[str, ...] = ("bge-v2-m3-int8",)
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,18 @@ def _standin(model_id: str, opts: LoadOptions) -> Reranker:
 
     _only_correct(model_id, opts)
     return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size)
+
+
+@register(*VARIANT_IDS)
+def _int8(model_id: str, opts: LoadOptions) -> Reranker:
+    """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
+    from bench.int8.adapter import Int8CrossEncoder
+    from bench.int8.commands import default_folder
+
+    _only_correct(model_id, opts)
+    if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:
+        raise BenchError(f"{model_id} runs on the CPU in int8, all k pairs in one pass (OpenVINO)")
+    return Int8CrossEncoder(opts.snapshot_dir or default_folder(), model_id=model_id)
 
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")
