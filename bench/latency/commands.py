@@ -54,7 +54,8 @@ def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], 
     if unknown:
         raise BenchError(
             f"unknown model id {unknown[0]!r} for bench latency {preset.name}; the plan's models here are: "
-            f"{', '.join(preset.models)} (stand-ins, never published: {', '.join(allowed[len(preset.models) :])})"
+            f"{', '.join(preset.models)} (stand-ins, never published: "
+            f"{', '.join(allowed[len(preset.models) :])})"
         )
     refused = {m: r for m in wanted if (r := availability(m)) is not None}
     return [m for m in wanted if m not in refused], refused

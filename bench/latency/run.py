@@ -67,6 +67,13 @@ def block_calls(inputs: Inputs, ids: Sequence[str], k: int) -> tuple[Call, ...]:
     return tuple(out)
 
 
+def _plan_model(model: str) -> bool:
+    from bench.latency.presets import INT8_ID
+    from bench.plan import RERANKERS
+
+    return model in RERANKERS or model == INT8_ID
+
+
 def specs_for(model: str, settings: Settings, inputs: Inputs, pool: Sequence[str]) -> list[BlockSpec]:
     preset = settings.preset
     rule: ModelRule = preset.rule(model)
@@ -92,7 +99,7 @@ def specs_for(model: str, settings: Settings, inputs: Inputs, pool: Sequence[str
                     target=model,
                     k=k,
                     pass_=pass_,
-                    published=preset.published and not unrated,
+                    published=preset.published and not unrated and _plan_model(model),
                     warmup=block_calls(inputs, warm_ids, k),
                     measured=block_calls(inputs, measured_ids, k),
                     query_seed=preset.order_seed,
