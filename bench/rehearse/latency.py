@@ -82,6 +82,7 @@ def latency_step(
         stage=stage,
         allow_busy=True,
         unrated={REHEARSAL_MODEL: "a stand-in, never adapter-checked"},
+        sample=min(REHEARSAL_QUERIES, len(inputs.queries)),
     )
     if load is None:
         from bench.rerankers.registry import load_reranker
