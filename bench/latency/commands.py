@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from analysis.trec import TrecFormatError, read_run
 from bench.errors import BenchError
+from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, measure_model
 from bench.latency.telemetry import Sampler, host_probes
@@ -186,6 +187,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         refused=refused,
         sampler=_sampler_factory(preset.kind, req.interval_s, gpu),
         stream=stream,
+        host=(lambda: host_state(gpu.sample)) if gpu is not None else None,
     )
 
 
@@ -200,6 +202,7 @@ def measure_all(
     sampler: Any,
     stream: TextIO,
     load: Any = None,
+    host: Any = None,
 ) -> dict[str, Any]:
     from bench.rerankers.registry import load_reranker
 
@@ -217,7 +220,15 @@ def measure_all(
             continue
         manifest_m = {**manifest, "torch_threads_at_load": _torch_threads()}
         for block, _ in measure_model(
-            model, reranker, timer, settings, inputs, manifest=manifest_m, sampler=sampler, stream=stream
+            model,
+            reranker,
+            timer,
+            settings,
+            inputs,
+            manifest=manifest_m,
+            sampler=sampler,
+            stream=stream,
+            host=host,
         ):
             blocks.append(block)
             written.append(str(settings.out_root / block.relpath()))
