@@ -107,3 +107,8 @@ EMBEDDING_STAGES: Final = ("vector-71k", "hybrid-71k")
 def embedder_note() -> str:
     return (f"the {EMBEDDER} embedder of this stage lists {EMBEDDING_CONTAMINATION.note} among its "
             f"training data (MTEB model registry, read {CONTAMINATION_READ_DATE})")
+
+
+# --- Latency budgets (plan section "Costs": "Latency budgets (assumption)") ---------------------------------
+LATENCY_BUDGET_LIVE_P95_MS: Final = 500  # live search p95 in total (first stage plus reranker)
+LATENCY_BUDGET_CHAT_P95_MS: Final = 2_000  # chat p95 for the reranking step

@@ -219,8 +219,19 @@ class Section:
 
 
 # Sections after the quality tables, in this order. Add one in one line: Section(name, entries, writer).
+def _latency(context: ReportContext) -> list[str]:
+    """The latency section (plan section "Latency") when a latency folder was given (``--latency``)."""
+    folder = context.options.get("latency_dir")
+    if folder is None:
+        return []
+    from analysis.latency.report import latency_section
+
+    return latency_section(folder, context.build_dir, figures=bool(context.options.get("figures", True)))
+
+
 SECTIONS: list[Section] = [
     Section("plan check 2", (), pytrec_section),
+    Section("latency", ("latency-summary",), _latency),
 ]
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 
@@ -236,6 +247,7 @@ def write_report(
     figures: bool = True,
     stage_flags: Mapping[str, str] | None = None,
     section_options: Mapping[str, Any] | None = None,
+    latency_dir: Path | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
@@ -255,7 +267,8 @@ def write_report(
     owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
     with built_beside(out_dir, owned) as build:
         _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
-                       header_lines=header_lines, figures=figures, options=section_options or {})
+                       header_lines=header_lines, figures=figures,
+                       options={**(section_options or {}), "figures": figures, "latency_dir": latency_dir})
     return out_dir / "report.md"
 
 

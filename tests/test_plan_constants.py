@@ -419,3 +419,9 @@ def test_embedder_flag_and_its_stages() -> None:
 def test_run_ids_cover_the_plan_rerankers() -> None:
     assert {m for m, r in stats.RUN_IDS.items() if r.base == m} == set(plan.RERANKERS)
     assert all(r.base is None or r.base in plan.RERANKERS for r in stats.RUN_IDS.values())
+
+
+def test_latency_budgets_in_analysis() -> None:
+    live, chat = grab(section("Costs"), r"live search p95 <= ([\d,]+) ms in total.*?chat p95 <= ([\d,]+) ms")
+    assert num(live) == stats.LATENCY_BUDGET_LIVE_P95_MS == plan.LIVE_SEARCH_P95_MS
+    assert num(chat) == stats.LATENCY_BUDGET_CHAT_P95_MS == plan.CHAT_RERANK_P95_MS
