@@ -112,3 +112,12 @@ def embedder_note() -> str:
 # --- Latency budgets (plan section "Costs": "Latency budgets (assumption)") ---------------------------------
 LATENCY_BUDGET_LIVE_P95_MS: Final = 500  # live search p95 in total (first stage plus reranker)
 LATENCY_BUDGET_CHAT_P95_MS: Final = 2_000  # chat p95 for the reranking step
+
+
+# --- Boundary convention of the two comparison rules (section "Quality"), written once ---------------------
+# Both rules compare |first - second| in nDCG points (0..100 scale), rounded to RULE_POINTS_DECIMALS decimals
+# so that float noise (0.5 - 0.501 gives 0.1000000000000009 points) lands on the boundary, never beside it.
+# On the boundary: "within 0.1 points" (determinism) passes; "less than 0.5 points" (data type) fails.
+RULE_POINTS_DECIMALS: Final = 9
+DETERMINISM_BOUNDARY_PASSES: Final = True  # plan: "must agree within 0.1 points"
+DTYPE_CHECK_BOUNDARY_PASSES: Final = False  # plan: "differs by less than 0.5 points"
