@@ -60,3 +60,16 @@ def contamination_note(model_id: str) -> str:
         f"{model_id} lists {c.note} among its training data (MTEB model registry, read "
         f"{CONTAMINATION_READ_DATE}); its MIRACL-de numbers may be inflated."
     )
+
+# --- Costs (plan section "Costs"); bench/plan.py re-exports these ----------------------------------------
+
+SECONDS_PER_MONTH: Final = 2_592_000
+UTILISATIONS: Final = (1.0, 0.5)
+CCX33_EUR_PER_MONTH: Final = 138.49
+GEX45_EUR_PER_MONTH: Final = 212.30
+GEX45_EUR_EXTRA_PER_MONTH: Final = 1.70
+GEX45_EUR_SETUP: Final = 209.0
+LIVE_SEARCH_P95_MS: Final = 500
+CHAT_RERANK_P95_MS: Final = 2_000
+CONTEXT_REFERENCE_K: Final = 5
+CONTEXT_REFERENCE_LLMS: Final = 2
