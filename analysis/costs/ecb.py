@@ -38,8 +38,13 @@ class EcbRates:
     rates: tuple[float, ...]
 
     def record(self) -> dict[str, Any]:
-        return {"path": self.path, "sha256": self.sha256, "first_day": self.days[0].isoformat(),
-                "last_day": self.days[-1].isoformat(), "fixings": len(self.days)}  # fmt: skip
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "first_day": self.days[0].isoformat(),
+            "last_day": self.days[-1].isoformat(),
+            "fixings": len(self.days),
+        }
 
 
 def default_ecb_file() -> Path:
@@ -143,8 +148,10 @@ def usd_per_eur(rates: EcbRates, day: dt.date) -> float:
     elif before is None:
         kind = f"before the file's first fixing ({rates.days[0]})"
     nearest = " and ".join(f"{d} ({d.strftime('%A')})" for d in (before, after) if d is not None)
-    fix = (f"measure on a fixing day, or take one of the nearest fixing days ({nearest}) and record that "
-           "choice as a DEVIATIONS.md entry")  # fmt: skip
+    fix = (
+        f"measure on a fixing day, or take one of the nearest fixing days ({nearest}) and record that "
+        "choice as a DEVIATIONS.md entry"
+    )
     if after is None:
         fix = "pass a newer eurofxref-hist from the ECB with --ecb-file, or " + fix
     raise CostInputError(rates.path, None, f"no ECB USD fixing on {day} ({day.strftime('%A')}, {kind})", fix)

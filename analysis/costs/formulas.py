@@ -81,9 +81,13 @@ class ServerMonth:
     missing: tuple[str, ...] = field(default=())
 
     def record(self) -> dict[str, Any]:
-        return {"machine": self.machine, "eur_per_month": self.eur, "missing": list(self.missing),
-                "parts": [{"what": w, "eur_per_month": v, "source": s} for w, v, s in self.parts],
-                "interpretation": INTERPRETATION}  # fmt: skip
+        return {
+            "machine": self.machine,
+            "eur_per_month": self.eur,
+            "missing": list(self.missing),
+            "parts": [{"what": w, "eur_per_month": v, "source": s} for w, v, s in self.parts],
+            "interpretation": INTERPRETATION,
+        }
 
     def formula(self) -> str:
         shown = [f"{v:.2f} ({w})" if v is not None else f"({w}: price missing)" for w, v, _ in self.parts]

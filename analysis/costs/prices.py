@@ -62,8 +62,14 @@ class Price:
     line: int
 
     def record(self) -> dict[str, Any]:
-        return {"value": self.value, "currency": self.currency, "unit": self.unit,
-                "date": self.date.isoformat(), "source": self.source, "line": self.line}  # fmt: skip
+        return {
+            "value": self.value,
+            "currency": self.currency,
+            "unit": self.unit,
+            "date": self.date.isoformat(),
+            "source": self.source,
+            "line": self.line,
+        }
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,11 @@ class PriceBook:
         return [p for pid, p in sorted(self.prices.items()) if pid.startswith("llm/")]
 
     def record(self) -> dict[str, Any]:
-        return {"path": self.path, "sha256": self.sha256,
-                "prices": {pid: p.record() for pid, p in sorted(self.prices.items())}}  # fmt: skip
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "prices": {pid: p.record() for pid, p in sorted(self.prices.items())},
+        }
 
 
 EMPTY: Final = PriceBook(None, None, {})
