@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis.costs.cli import costs_options
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
 
@@ -79,10 +80,12 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
               help="JSON object model id -> contamination note, added to the plan's flags.")
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
+@costs_options
 @_user_errors
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool) -> None:
-    """Write quality/*.json, report.md and figures/*.png for a study."""
+           no_figures: bool, **cost_options: Any) -> None:
+    """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
+    from analysis.costs.cli import cost_inputs
     from analysis.report import write_report
 
     flags = None
@@ -91,7 +94,8 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
         if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
-    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures)
+    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
+                        costs=cost_inputs(**cost_options))
     click.echo(str(path))
 
 

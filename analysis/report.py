@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.atomic import write_bytes_atomic
 from analysis.metrics import MISSING_QUERY_POLICY
@@ -28,6 +28,9 @@ from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import RunResult, StageResult, analyse_study, default_flags
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
+
+if TYPE_CHECKING:
+    from analysis.costs.section import CostInputs
 
 __all__ = ["SETTINGS", "write_report"]
 
@@ -138,6 +141,7 @@ def write_report(
     header_lines: Sequence[str] = (),
     flags: Mapping[str, str] | None = None,
     figures: bool = True,
+    costs: CostInputs | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
@@ -147,6 +151,10 @@ def write_report(
     all_flags = {**default_flags(), **(flags or {})}
     stages, inputs = analyse_study(runs_dir, qrels_path)
     records = {s.stage: stage_record(s, all_flags) for s in stages}
+    if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
+        from analysis.costs.report import check_missing, compute_costs, write_costs
+
+        costs_record = compute_costs(records, runs_dir, qrels_path, costs)
     for stage, rec in records.items():
         write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
     study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
@@ -186,6 +194,10 @@ def write_report(
 
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
+    if costs is not None:
+        md += write_costs(costs_record, records, out_dir, figures=figures)
     report = out_dir / "report.md"
     write_bytes_atomic(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
+    if costs is not None:
+        check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return report

@@ -239,7 +239,7 @@ def _option(
         "rule": f"{SECONDS_PER_MONTH:,} s x utilisation / mean latency",
     }
     server = servers[server_id]
-    row["eur_per_1000_basis"] = f"server month / capacity at {COST_UTILISATION:.0%} utilisation"
+    row["eur_per_1000_basis"] = f"server month / capacity at {100 * COST_UTILISATION:.0f} % utilisation"
     if server.eur is None:
         row["missing"] += [f"{server_id} {m}" for m in server.missing]
     else:
@@ -247,22 +247,32 @@ def _option(
     capacity = capacity_per_month(lat["mean_ms"], COST_UTILISATION)
     for api_model in API_MODELS:
         api_cost = api.get((api_model, p.k))
-        per_query = None if api_cost is None else api_cost.get("eur_per_query")
-        why = list(row["missing"]) + (
-            ["no API run at this k"] if api_cost is None else [f"API {m}" for m in api_cost["missing"]]
-        )
-        row["break_even"][api_model] = {
-            name: break_even(
-                server.eur,
-                per_query,
-                capacity=capacity,
-                budget_ms=BUDGETS[name],
-                p95=(row[name]["p95_ms"] if row[name]["p95_ms"] is not None else float("inf")),
-                missing=why,
-            ).record()
-            | ({"p95_unknown": row[name]["reason"]} if name == "live" and row[name]["p95_ms"] is None else {})
-            for name in ("live", "chat")
-        }
+        cells: dict[str, Any] = {}
+        for name in ("live", "chat"):
+            p95 = row[name]["p95_ms"]
+            if api_cost is None:
+                cells[name] = {
+                    "status": "no API run",
+                    "queries_per_month": None,
+                    "failed": [f"no {api_model} run at k = {p.k}"],
+                }
+            elif p95 is None:
+                cells[name] = {
+                    "status": "not reachable",
+                    "queries_per_month": None,
+                    "failed": [f"{name} p95 unknown: {row[name].get('reason')}"],
+                }
+            else:
+                why = list(row["missing"]) + [f"API {m}" for m in api_cost["missing"]]
+                cells[name] = break_even(
+                    server.eur,
+                    api_cost["eur_per_query"],
+                    capacity=capacity,
+                    p95=p95,
+                    budget_ms=BUDGETS[name],
+                    missing=why,
+                ).record()
+        row["break_even"][api_model] = cells
     return row
 
 
@@ -406,6 +416,8 @@ def _fits(x: bool | None) -> str:
 
 
 def _be_text(r: Mapping[str, Any]) -> str:
+    if r["status"] == "no API run":
+        return "no API run"
     if r["status"] == "reachable":
         return f"{r['queries_per_month']:,.0f}/month"
     return f"{r['status']} ({'; '.join(r['failed'])})"
@@ -417,11 +429,11 @@ def costs_markdown(costs: Mapping[str, Any], *, figures: Sequence[str] = ()) -> 
     lines = ['## Costs (PLAN.md, section "Costs")', ""]
     lines += [f"- {n}" for n in costs["notes"]]
     lines += [
-        f"- Server months ({costs['interpretations']}): "
+        "- Server months (D-TBD-costs-1): "
         + "; ".join(f"{k}: {_server_formula(v)}" for k, v in costs["servers"].items()),
-        f"- Server cost per 1,000 queries and break-even at {costs['cost_utilisation']:.0%} utilisation "
-        "(D-TBD-costs-2); capacity = 2,592,000 s per month / mean latency, one query at a time, at full "
-        "load and at 50 %; for the GPU a lower bound (no batching across queries).",
+        f"- Server cost per 1,000 queries and break-even at {100 * costs['cost_utilisation']:.0f} % "
+        "utilisation (D-TBD-costs-2); capacity = 2,592,000 s per month / mean latency, one query at a "
+        "time, at full load and at 50 %; for the GPU a lower bound (no batching across queries).",
         f"- Budgets: live search p95 of first stage + reranker per query <= {costs['budgets_ms']['live']} "
         f"ms; chat p95 of the reranking step <= {costs['budgets_ms']['chat']:,} ms.",
         "- ECB rate: "
