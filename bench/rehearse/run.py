@@ -152,17 +152,21 @@ def rehearse(
     latency_note = _latency_note(opts.passage_cache)
     t = time.perf_counter()
     from analysis.report import write_report
+    from bench.rehearse.costs import rehearsal_costs
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
+    texts = {p.docid: p.passage_text for p in inputs.corpus}
+    costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note))  # fmt: skip
+                          header_lines=header_lines(stages, ran, latency_note), costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
     summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "table": rows, "report": str(report), "errors": session.outcome.errors}  # fmt: skip
+               "table": rows, "report": str(report), "errors": session.outcome.errors,
+               "costs": str(directory / "costs.json")}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -196,6 +200,7 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print("", file=out)
     print(latency_note, file=out)
     print(f"Report: {summary['report']}", file=out)
+    print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:
         print(f"{summary['errors']} reranker call(s) failed; see journal.jsonl", file=out)
