@@ -75,7 +75,7 @@ class Pooled:
             **s.to_dict(),
             "failed": sum(1 for b in self.blocks for x in b.samples if x.ns is None),
             "sessions": sorted({b.session for b in self.blocks}),
-            "blocks": sorted(b.path or "" for b in self.blocks),
+            "blocks": sorted(b.relpath().as_posix() for b in self.blocks),
             "marks": sorted({m for b in self.blocks for m in b.marks}),
         }
 

@@ -206,6 +206,8 @@ def _option(
         "server": server_id,
         "ndcg@10": run["means"]["ndcg@10"],
         "ndcg@10_interval": run["intervals"]["ndcg@10"],
+        "run": run["run"],
+        "run_sha256": run["sha256"],
         "flagged": run.get("flagged", False),
         "latency": lat,
         "live": {
@@ -393,7 +395,7 @@ def build_costs(
         "inputs": {
             "prices": inputs.prices.record(),
             "latency": inputs.latency_label,
-            "latency_blocks": sorted(b.path or "" for b in inputs.blocks),
+            "latency_blocks": _block_sources(inputs.blocks),
             "passage_tokens": None
             if tokens is None
             else {k: tokens[k] for k in ("path", "sha256", "tokenizer") if k in tokens},
@@ -401,6 +403,17 @@ def build_costs(
         },
         "notes": list(inputs.notes),
     }
+
+
+def _block_sources(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+    """Each block's canonical place below results/latency and the SHA-256 of the file it was read from
+    (None for blocks built in memory, e.g. the rehearsal's stand-in timings)."""
+    out = []
+    for b in blocks:
+        path = Path(b.path) if b.path else None
+        sha = hashlib.sha256(path.read_bytes()).hexdigest() if path is not None and path.is_file() else None
+        out.append({"block": b.relpath().as_posix(), "sha256": sha})
+    return sorted(out, key=lambda r: (r["block"], r["sha256"] or ""))
 
 
 def _eur(x: float | None) -> str:
