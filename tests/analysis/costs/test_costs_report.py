@@ -230,3 +230,11 @@ def test_weekend_and_foreign_latency_write_nothing(study: Path, tmp_path: Path) 
     foreign = CliRunner().invoke(cli, args)
     assert foreign.exit_code == 1 and "different study directory" in foreign.output
     assert not (tmp_path / "f").exists()
+
+
+def test_bad_prices_file_exits_1_and_writes_nothing(study: Path, tmp_path: Path) -> None:
+    bad = PRICES.replace('currency = "USD"', 'currency = "CHF"', 1)
+    (study / "bad.toml").write_text(bad, encoding="utf-8")
+    result = run_report(study, tmp_path / "x", prices="bad.toml")
+    assert result.exit_code == 1 and "bad.toml:3: [api.voyage-rerank-3]: currency 'CHF'" in result.output
+    assert "Fix: use EUR or USD" in result.output and not (tmp_path / "x").exists()
