@@ -1,6 +1,7 @@
 """The rehearsal's cost step: the plan's cost section (``analysis.costs``) on the stand-in's latencies.
 
-Latency: the rehearsal's own latency blocks under ``<rehearsal>/latency`` when the latency step wrote them;
+Latency: the rehearsal's own latency blocks under ``<rehearsal>/latency`` when the latency step wrote them
+(its CPU reranker blocks are also priced as the GPU, in memory);
 otherwise the quality phase's timed calls (journal ``latency_ns``, the first 20 calls per stage and depth
 left out as warm-up, as in the rehearsal's table) and the first stages' per-query client times, turned into
 blocks of the latency format in memory (never written as results). The same stand-in CPU timings are shown
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +151,15 @@ def rehearsal_costs(
     """The costs section's inputs for a rehearsal (see the module docstring)."""
     latency_dir = directory / "latency"
     if latency_dir.is_dir() and block_files(latency_dir):
-        blocks: Sequence[Block] = read_blocks(latency_dir, published=False)
-        source = f"{latency_dir} (the rehearsal's latency blocks)"
+        read = read_blocks(latency_dir, published=False)
+        # the CPU timings priced both ways: as the CCX33 (CPU fp32) and, in memory, as the GEX45 (GPU)
+        copies = [
+            replace(b, kind="gpu", path=f"(in memory, copy of) {b.path}")
+            for b in read
+            if b.kind == "cpu" and b.target_type == "reranker"
+        ]
+        blocks: Sequence[Block] = (*read, *copies)
+        source = f"{latency_dir} (the rehearsal's latency blocks; CPU blocks also shown as GPU)"
     else:
         blocks = standin_blocks(directory, stages, queries)
         source = "the quality phase's timed calls and the first stages' client times (in memory)"

@@ -99,3 +99,22 @@ def test_plan_prices_and_missing_api_and_llm_prices(rehearsal: Path, monkeypatch
     assert any("reference LLM price" in m for m in costs["missing"])
     assert any("mean passage tokens" in m for m in costs["missing"])
     assert "CCX33: IPv4 add-on" in costs["missing"] and costs["allow_missing"] is True
+
+
+def test_the_rehearsals_latency_blocks_are_used_and_priced_both_ways(rehearsal: Path) -> None:
+    from tests.analysis.costs.blocks import block, write_blocks
+
+    write_blocks(
+        rehearsal / "latency",
+        [
+            block(
+                "cpu", "minilm-standin", 20, dict.fromkeys(QIDS, 80.0), published=False, session="rehearsal"
+            ),
+            block("first-stage", STAGE, 100, dict.fromkeys(QIDS, 5.0), published=False, session="rehearsal"),
+        ],
+    )
+    inputs = rehearsal_costs(rehearsal, [STAGE], QIDS, {}, root=rehearsal)
+    kinds = sorted((b.kind, b.target) for b in inputs.blocks)
+    assert kinds == [("cpu", "minilm-standin"), ("first-stage", STAGE), ("gpu", "minilm-standin")]
+    assert all(s.ns == 80_000_000 for b in inputs.blocks if b.kind == "gpu" for s in b.samples)
+    assert "latency blocks" in inputs.latency_label
