@@ -104,7 +104,10 @@ def require_clean_tree_except(root: Path, out_root: Path) -> None:
         mine = out_root.resolve().relative_to(root.resolve()).as_posix().rstrip("/") + "/"
     except ValueError:
         mine = None
-    dirty = [p for p in git.dirty_paths(root) if mine is None or not p.startswith(mine)]
+    # every untracked file listed (-uall): "results/" alone would hide whether only finished blocks are new
+    out = git.run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    entries = [e[3:] for e in out.decode(errors="replace").split("\0") if len(e) > 3]
+    dirty = [p for p in entries if mine is None or not p.startswith(mine)]
     if dirty:
         raise BenchError(
             f"{root}: uncommitted changes ({', '.join(dirty[:5])}); commit them before measuring."
