@@ -73,3 +73,7 @@ LIVE_SEARCH_P95_MS: Final = 500
 CHAT_RERANK_P95_MS: Final = 2_000
 CONTEXT_REFERENCE_K: Final = 5
 CONTEXT_REFERENCE_LLMS: Final = 2
+
+# --- Latency budgets (plan section "Costs": "Latency budgets (assumption)") ---------------------------------
+LATENCY_BUDGET_LIVE_P95_MS: Final = LIVE_SEARCH_P95_MS  # live search p95 in total (first stage plus reranker)
+LATENCY_BUDGET_CHAT_P95_MS: Final = CHAT_RERANK_P95_MS  # chat p95 for the reranking step

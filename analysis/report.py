@@ -142,6 +142,7 @@ def write_report(
     flags: Mapping[str, str] | None = None,
     figures: bool = True,
     costs: CostInputs | None = None,
+    latency_dir: Path | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
@@ -194,6 +195,10 @@ def write_report(
 
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
+    if latency_dir is not None:
+        from analysis.latency.report import latency_section
+
+        md += latency_section(latency_dir, out_dir, figures=figures)
     if costs is not None:
         md += write_costs(costs_record, records, out_dir, figures=figures)
     report = out_dir / "report.md"

@@ -16,7 +16,8 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 def costs_options(func: F) -> F:
-    """``--prices`` turns the costs section on; the others feed it (PLAN.md, section "Costs")."""
+    """``--prices`` turns the costs section on; the others feed it (PLAN.md, section "Costs"). The latency
+    blocks come from ``analysis report``'s own ``--latency`` (the latency section's folder)."""
     options = [
         click.option(
             "--prices",
@@ -24,13 +25,6 @@ def costs_options(func: F) -> F:
             type=_file,
             default=None,
             help="Prices file (prices.toml); turns on the costs section (costs.json, decision figures).",
-        ),
-        click.option(
-            "--latency",
-            "latency_dir",
-            type=click.Path(exists=True, file_okay=False, path_type=Path),
-            default=None,
-            help="The study's results/latency folder (published blocks are read).",
         ),
         click.option(
             "--ecb-file",
@@ -71,10 +65,7 @@ def cost_inputs(
 ) -> Any:
     """``CostInputs`` for ``write_report``, or None when ``--prices`` was not given."""
     if prices is None:
-        if (
-            any(x is not None for x in (latency_dir, ecb_file, passage_tokens, measurement_day))
-            or allow_missing
-        ):
+        if any(x is not None for x in (ecb_file, passage_tokens, measurement_day)) or allow_missing:
             raise click.UsageError("the costs options need --prices (the prices file, e.g. prices.toml)")
         return None
     from analysis.costs.prices import read_prices

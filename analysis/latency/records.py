@@ -38,6 +38,8 @@ A block file is one JSON object (``FORMAT`` = ``"latency-block/1"``), keys sorte
 - ``api``: null, or the session facts of a Voyage run (``endpoint``, ``time_of_day``, ``session_utc``,
   ``training_opt_out`` (``yes`` | ``no``), ``connect_ns`` (TCP connect baseline samples));
 - ``reranker``: the adapter's meta (null for a first stage); ``manifest``: ``bench.provenance`` manifest;
+  ``candidates`` (optional, added after the first version): ``{"stage", "run_file", "sha256"}`` of the
+  first-stage run the k candidates were taken from (top k in first-stage order);
 - ``samples``: one object per measured call, in measured order: ``query_id``, ``k``, ``pass``, ``ns``
   (wall clock of the call, ``time.perf_counter_ns``; null only for an API query that failed for good, with
   ``error``), ``cuda_ns`` (CUDA-event time on GPU runs, else null), ``chunk_size``, ``n_passages``,
@@ -159,6 +161,7 @@ class Block:
     api: Mapping[str, Any] | None = None
     reranker: Mapping[str, Any] | None = None
     manifest: Mapping[str, Any] = field(default_factory=dict)
+    candidates: Mapping[str, Any] | None = None  # where the k candidates came from (stage, run file, sha256)
     path: str | None = None  # where it was read from (not written)
 
     def relpath(self) -> Path:
@@ -202,6 +205,7 @@ class Block:
             "api": None if self.api is None else dict(self.api),
             "reranker": None if self.reranker is None else dict(self.reranker),
             "manifest": dict(self.manifest),
+            "candidates": None if self.candidates is None else dict(self.candidates),
             "samples": [_sample_dict(s) for s in self.samples],
         }
         out["summary"] = block_summary(self).to_dict()
@@ -328,6 +332,7 @@ def parse_block(obj: Any, path: Path | str = "<memory>") -> Block:
         api=_get(obj, "api", dict, path, nullable=True),
         reranker=_get(obj, "reranker", dict, path, nullable=True),
         manifest=_get(obj, "manifest", dict, path),
+        candidates=_get({"candidates": obj.get("candidates")}, "candidates", dict, path, nullable=True),
         path=str(path),
     )
     _check_consistent(block, obj.get("summary"), path)

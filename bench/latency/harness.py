@@ -78,6 +78,7 @@ class BlockSpec:
     marks: tuple[str, ...] = ()  # known before measuring (e.g. the adapter check was not passed)
     target_type: str = "reranker"
     api: Mapping[str, Any] | None = None
+    candidates: Mapping[str, Any] | None = None
 
     def relpath(self) -> Path:
         from analysis.latency import block_relpath
@@ -193,6 +194,7 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
         api=spec.api,
         reranker=caller.reranker,
         manifest=env.manifest,
+        candidates=spec.candidates,
     )
     write_bytes_atomic(path, block.to_json_bytes())
     return block, True

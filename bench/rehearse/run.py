@@ -151,6 +151,12 @@ def rehearse(
     times["rerank"] = time.perf_counter() - t
     latency_note = _latency_note(opts.passage_cache)
     t = time.perf_counter()
+    from bench.rehearse.latency import latency_step
+
+    lat = latency_step(directory, inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}, ran[0],
+                       stream=stream, log=log)  # fmt: skip
+    times["latency"] = time.perf_counter() - t
+    t = time.perf_counter()
     from analysis.report import write_report
     from bench.rehearse.costs import rehearsal_costs
 
@@ -158,7 +164,8 @@ def rehearse(
     texts = {p.docid: p.passage_text for p in inputs.corpus}
     costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note), costs=costs)  # fmt: skip
+                          header_lines=header_lines(stages, ran, latency_note),
+                          latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
@@ -166,7 +173,7 @@ def rehearse(
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
                "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "costs": str(directory / "costs.json")}  # fmt: skip
+               "latency_step": lat, "costs": str(directory / "costs.json")}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -180,8 +187,10 @@ def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _latency_note(passage_cache: bool) -> str:
-    base = ("Latency: CPU, one query at a time, model loaded, time.perf_counter_ns around the adapter call, "
-            "the first 20 calls per stage and depth left out when there are more, p50/p95.")  # fmt: skip
+    base = ("* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
+            "time.perf_counter_ns around the adapter call, the first 20 calls per stage and depth left out "
+            "when there are more. Latency comes only from the latency step (query and all k passages encoded "
+            "per call, 10 warm-up calls, 20 sampled queries, k = 20 and 100).")  # fmt: skip
     if passage_cache:
         return base + (
             " The stand-in reads its passage vectors from the embedding cache filled by the vector "
@@ -199,6 +208,11 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(format_table(summary["table"]), file=out)
     print("", file=out)
     print(latency_note, file=out)
+    from bench.rehearse.latency import format_latency_table
+
+    print("", file=out)
+    print(f"Latency step ({summary['latency_step']['dir']}, not published):", file=out)
+    print(format_latency_table(summary["latency_step"]["rows"]), file=out)
     print(f"Report: {summary['report']}", file=out)
     print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)
