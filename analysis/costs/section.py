@@ -468,9 +468,11 @@ def costs_markdown(costs: Mapping[str, Any], *, figures: Sequence[str] = ()) -> 
         )
     lines.append("")
     for stage in sorted({o["stage"] for o in costs["options"]} | {c["stage"] for c in costs["context"]}):
+        lines += [f"### Costs at {stage}", ""]
+        without = [r for r in costs["runs_without_latency"] if r.startswith(f"{stage}/")]
+        if without:
+            lines += [f"No latency measured for: {', '.join(w.split('/', 1)[1] for w in without)}.", ""]
         lines += [
-            f"### Costs at {stage}",
-            "",
             "| run | machine | nDCG@10 | p95 ms | live p95 ms | live ≤ 500 | chat ≤ 2,000 | capacity/month "
             "(full / 50 %) | EUR per 1,000 queries | break-even " + " | break-even ".join(API_MODELS) + " |",
             "|---|---|" + "---:|" * (7 + len(API_MODELS)),
