@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis.costs.cli import costs_options
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
 
@@ -87,11 +88,14 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
 @click.option("--latency", "latency_dir", type=_folder, default=None,
-              help="Latency results folder (results/latency): adds the latency section.")
+              help="Latency results folder (results/latency): adds the latency section (and feeds the costs "
+              "section's latencies with --prices).")
+@costs_options
 @_user_errors
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool, latency_dir: Path | None = None) -> None:
-    """Write quality/*.json, report.md and figures/*.png for a study."""
+           no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
+    """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
+    from analysis.costs.cli import cost_inputs
     from analysis.report import write_report
 
     flags = None
@@ -101,7 +105,7 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
     path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
-                        latency_dir=latency_dir)
+                        latency_dir=latency_dir, costs=cost_inputs(latency_dir=latency_dir, **cost_options))
     click.echo(str(path))
     check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
     if check["passed"] is not True:

@@ -109,11 +109,6 @@ def embedder_note() -> str:
             f"training data (MTEB model registry, read {CONTAMINATION_READ_DATE})")
 
 
-# --- Latency budgets (plan section "Costs": "Latency budgets (assumption)") ---------------------------------
-LATENCY_BUDGET_LIVE_P95_MS: Final = 500  # live search p95 in total (first stage plus reranker)
-LATENCY_BUDGET_CHAT_P95_MS: Final = 2_000  # chat p95 for the reranking step
-
-
 # --- Boundary convention of the two comparison rules (section "Quality"), written once ---------------------
 # Both rules compare |first - second| in nDCG points (0..100 scale), rounded to RULE_POINTS_DECIMALS decimals
 # so that float noise (0.5 - 0.501 gives 0.1000000000000009 points) lands on the boundary, never beside it.
@@ -121,3 +116,21 @@ LATENCY_BUDGET_CHAT_P95_MS: Final = 2_000  # chat p95 for the reranking step
 RULE_POINTS_DECIMALS: Final = 9
 DETERMINISM_BOUNDARY_PASSES: Final = True  # plan: "must agree within 0.1 points"
 DTYPE_CHECK_BOUNDARY_PASSES: Final = False  # plan: "differs by less than 0.5 points"
+
+
+# --- Costs (plan section "Costs"); bench/plan.py re-exports these ----------------------------------------
+
+SECONDS_PER_MONTH: Final = 2_592_000
+UTILISATIONS: Final = (1.0, 0.5)
+CCX33_EUR_PER_MONTH: Final = 138.49
+GEX45_EUR_PER_MONTH: Final = 212.30
+GEX45_EUR_EXTRA_PER_MONTH: Final = 1.70
+GEX45_EUR_SETUP: Final = 209.0
+LIVE_SEARCH_P95_MS: Final = 500
+CHAT_RERANK_P95_MS: Final = 2_000
+CONTEXT_REFERENCE_K: Final = 5
+CONTEXT_REFERENCE_LLMS: Final = 2
+
+# --- Latency budgets (plan section "Costs": "Latency budgets (assumption)") ---------------------------------
+LATENCY_BUDGET_LIVE_P95_MS: Final = LIVE_SEARCH_P95_MS  # live search p95 in total (first stage plus reranker)
+LATENCY_BUDGET_CHAT_P95_MS: Final = CHAT_RERANK_P95_MS  # chat p95 for the reranking step

@@ -421,6 +421,29 @@ def test_run_ids_cover_the_plan_rerankers() -> None:
     assert all(r.base is None or r.base in plan.RERANKERS for r in stats.RUN_IDS.values())
 
 
+COST_CONSTANTS = (
+    "SECONDS_PER_MONTH",
+    "UTILISATIONS",
+    "CCX33_EUR_PER_MONTH",
+    "GEX45_EUR_PER_MONTH",
+    "GEX45_EUR_EXTRA_PER_MONTH",
+    "GEX45_EUR_SETUP",
+    "LIVE_SEARCH_P95_MS",
+    "CHAT_RERANK_P95_MS",
+    "CONTEXT_REFERENCE_K",
+    "CONTEXT_REFERENCE_LLMS",
+)
+
+
+@pytest.mark.parametrize("name", COST_CONSTANTS)
+def test_cost_constants_live_once_in_analysis(name: str) -> None:
+    """The costs section is computed by analysis (which never imports bench), so its plan values live in
+    analysis.plan and bench.plan re-exports them; test_int8_and_costs checks them against PLAN.md."""
+    assert getattr(plan, name) is getattr(stats, name)
+    source = (Path(plan.__file__)).read_text(encoding="utf-8")
+    assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
+
+
 def test_latency_budgets_in_analysis() -> None:
     live, chat = grab(section("Costs"), r"live search p95 <= ([\d,]+) ms in total.*?chat p95 <= ([\d,]+) ms")
     assert num(live) == stats.LATENCY_BUDGET_LIVE_P95_MS == plan.LIVE_SEARCH_P95_MS

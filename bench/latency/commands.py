@@ -104,7 +104,10 @@ def require_clean_tree_except(root: Path, out_root: Path) -> None:
         mine = out_root.resolve().relative_to(root.resolve()).as_posix().rstrip("/") + "/"
     except ValueError:
         mine = None
-    dirty = [p for p in git.dirty_paths(root) if mine is None or not p.startswith(mine)]
+    # every untracked file listed (-uall): "results/" alone would hide whether only finished blocks are new
+    out = git.run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    entries = [e[3:] for e in out.decode(errors="replace").split("\0") if len(e) > 3]
+    dirty = [p for p in entries if mine is None or not p.startswith(mine)]
     if dirty:
         raise BenchError(
             f"{root}: uncommitted changes ({', '.join(dirty[:5])}); commit them before measuring."
@@ -126,7 +129,7 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
         raise BenchError(f"first-stage run {exc}") from exc
     queries, _ = study_queries()
     lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries}
-    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)}))
+    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)})).for_stage(stage)
     return Inputs(queries, lists, texts, {"stage": stage, "run_file": str(path), "sha256": sha256_file(path)})
 
 

@@ -165,12 +165,14 @@ def rehearse(
     times["int8"] = time.perf_counter() - t
     t = time.perf_counter()
     from analysis.report import write_report
+    from bench.rehearse.costs import rehearsal_costs
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
+    costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
     # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", qrels_path, directory, title=title,
                           header_lines=header_lines(stages, ran, latency_note), stage_flags={},
-                          latency_dir=directory / "latency")  # fmt: skip
+                          latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
@@ -178,7 +180,7 @@ def rehearse(
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
                "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "latency_step": lat}  # fmt: skip
+               "latency_step": lat, "costs": str(directory / "costs.json")}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -222,6 +224,7 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
 
     print("\n".join(summary_lines(summary["int8"])), file=out)
     print(f"Report: {summary['report']}", file=out)
+    print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:
         print(f"{summary['errors']} reranker call(s) failed; see journal.jsonl", file=out)

@@ -4,6 +4,7 @@ refused by name until the registry provides it; first-stage records become block
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,27 @@ def test_report_section_keeps_published_and_not_published_apart(tmp_path: Path) 
     again = latency_section(root, tmp_path / "out2", figures=False)
     assert json.loads((tmp_path / "out2/latency/not-published-cpu-testbox.json").read_text()) == first
     assert again[0] == "## Latency" and first["rows"][0]["n"] == 6
+
+
+def test_clean_tree_rule_ignores_only_finished_blocks(tmp_path: Path) -> None:
+    import subprocess
+
+    from bench.latency.commands import require_clean_tree_except
+    from tests.conftest import GIT_ENV
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", *args], cwd=tmp_path, check=True, capture_output=True, env={**os.environ, **GIT_ENV}
+        )
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("a")
+    git("add", "a.txt")
+    git("commit", "-qm", "x")
+    block = tmp_path / "results/latency/published/cpu/m/bge-v2-m3/k20-pass1.json"
+    block.parent.mkdir(parents=True)
+    block.write_text("{}")
+    require_clean_tree_except(tmp_path, tmp_path / "results" / "latency")  # a finished block: fine
+    (tmp_path / "results/other.json").write_text("{}")
+    with pytest.raises(BenchError, match=r"uncommitted changes \(results/other.json\)"):
+        require_clean_tree_except(tmp_path, tmp_path / "results" / "latency")
