@@ -60,3 +60,17 @@ def contamination_note(model_id: str) -> str:
         f"{model_id} lists {c.note} among its training data (MTEB model registry, read "
         f"{CONTAMINATION_READ_DATE}); its MIRACL-de numbers may be inflated."
     )
+
+
+# --- Pitfalls experiment (PLAN.md "Pitfalls experiment") -------------------------------------------------
+# Run ids of the declared Qwen3-Reranker-0.6B variants (bench.rerankers.decoder.PITFALL_VARIANTS builds
+# them); run files <runs>/hybrid-71k/<id>@<k>.trec in their own runs folder, analysed as their own family.
+PITFALL_RUN_IDS: Final = (
+    "qwen3-0.6b.pitfall-a-model-card",
+    "qwen3-0.6b.pitfall-b-empty-instruction",
+    "qwen3-0.6b.pitfall-c-right-padding",
+    "qwen3-0.6b.pitfall-d1-256-passage-cut",
+    "qwen3-0.6b.pitfall-d2-256-input-end-cut",
+)
+PITFALL_REFERENCE: Final = PITFALL_RUN_IDS[0]  # variant (a), correct per the model card
+PITFALL_TYPESENSE: Final = ("keyword-plain-71k", "keyword-71k")  # (run, reference): first-stage runs
