@@ -115,3 +115,13 @@ def test_d2_cuts_the_end_of_the_whole_input_and_loses_the_suffix(variants: dict[
     assert pair.ids[-len(suffix) :] != suffix and not contains(pair.ids, suffix)
     assert d2.fmt.pair(QUERY, SHORT).ids == a.fmt.pair(QUERY, SHORT).ids
     assert d2.meta.variant == "whole-input-truncation" and d2.meta.max_length == PITFALL_MAX_LENGTH
+
+
+def test_bench_quality_loads_each_run_id_in_its_configuration(models_root: Path) -> None:
+    from bench.rerankers.registry import base_model, load_run_model
+
+    for run_id, v in PITFALL_VARIANTS.items():
+        r = load_run_model(run_id, snapshot_dir=qwen_dir(models_root))
+        assert base_model(run_id) == PITFALL_MODEL and r.meta.id == PITFALL_MODEL
+        assert (r.meta.variant, r.meta.max_length) == (v.variant, v.max_length or 8192)
+    assert base_model("bge-v2-m3") == "bge-v2-m3"
