@@ -36,8 +36,12 @@ def prepare_study(root: Path, runs: Path, study: Path, checks: Path, out: Path) 
     groups, record = plan_groups(runs, qrels, checks_dir=checks, study_dir=study)
     selection = select(groups, qrels)
     texts = passage_texts({p.docid for p in selection.pairs})
-    record = {**record, "qrels_sha256": sha256(qrels_path), "preflight": pre,
-              "provenance": collect_manifest(kind="judged-prepare", root=root)}  # fmt: skip
+    record = {
+        **record,
+        "qrels_sha256": sha256(qrels_path),
+        "preflight": pre,
+        "provenance": collect_manifest(kind="judged-prepare", root=root),
+    }
     return write_prepared(out, selection, queries, texts, record)
 
 
@@ -60,12 +64,19 @@ def prepare(runs: Path | None, study: Path | None, checks: Path | None, out: Pat
     """Select the pairs (seed 20261009), write the judge's packet and the sealed key."""
     root = repo_root()
     out = out or root / "studies" / "judged"
-    rec = prepare_study(root, runs or root / "runs", study or root / "studies" / "quality",
-                        checks or root / "results" / "adapter-checks", out)  # fmt: skip
+    rec = prepare_study(
+        root,
+        runs or root / "runs",
+        study or root / "studies" / "quality",
+        checks or root / "results" / "adapter-checks",
+        out,
+    )
     for note in rec["notes"]:
         print(f"note: {note}", file=sys.stderr)
-    click.echo(f"{rec['pairs']} pairs: packet {out / 'packet.json'} (SHA-256 {rec['packet_sha256']}), "
-               f"sealed key {out / 'key.json'} (SHA-256 {rec['key_sha256']})")  # fmt: skip
+    click.echo(
+        f"{rec['pairs']} pairs: packet {out / 'packet.json'} (SHA-256 {rec['packet_sha256']}), "
+        f"sealed key {out / 'key.json'} (SHA-256 {rec['key_sha256']})"
+    )
 
 
 @judged.command("run")
@@ -88,8 +99,8 @@ def run(directory: Path | None, model: str, publish: Path | None, timeout: float
     pre = preflight("measurement", lock_names=["miracl"], root=root)
     session = {"preflight": pre, "provenance": collect_manifest(kind="judged-run", device="api", root=root)}
     with whole_command("judged run", f"uv run bench judged run --dir {directory}"):
-        counts = run_judge(directory, client=client, model=model, publish_dir=publish or root / "results" / "judged",
-                           session=session)  # fmt: skip
+        publish_dir = publish or root / "results" / "judged"
+        counts = run_judge(directory, client=client, model=model, publish_dir=publish_dir, session=session)
     click.echo(
         f"{counts['judged']} pairs judged now, {counts['already_done']} already done; {counts['unclear']} "
         f"unclear, {counts['parse_failures']} parse failures; labels: {counts.get('published')}"

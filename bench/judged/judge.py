@@ -113,11 +113,16 @@ class Judge:
         self.on_attempt = on_attempt
 
     def settings(self) -> dict[str, Any]:
-        return {"model": self.model, "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS,
-                "http_attempts": HTTP_ATTEMPTS, "parse_attempts": PARSE_ATTEMPTS,
-                "backoff": f"min({BACKOFF_CAP_S}, {BACKOFF_BASE_S} * 2**(failures - 1)), at least retry-after",
-                "retried": "HTTP 408, 429, >= 500 (529 overloaded), timeouts, connection errors",
-                "conversation": "one user message per pair, no earlier pairs"}  # fmt: skip
+        return {
+            "model": self.model,
+            "temperature": TEMPERATURE,
+            "max_tokens": MAX_TOKENS,
+            "http_attempts": HTTP_ATTEMPTS,
+            "parse_attempts": PARSE_ATTEMPTS,
+            "backoff": f"min({BACKOFF_CAP_S}, {BACKOFF_BASE_S} * 2**(failures - 1)), >= retry-after",
+            "retried": "HTTP 408, 429, >= 500 (529 overloaded), timeouts, connection errors",
+            "conversation": "one user message per pair, no earlier pairs",
+        }
 
     def _record(self, attempt: dict[str, Any], attempts: list[dict[str, Any]]) -> None:
         attempts.append(attempt)
@@ -137,22 +142,37 @@ class Judge:
             t0 = time.perf_counter_ns()
             try:
                 message = self.client.messages.create(
-                    model=self.model, max_tokens=MAX_TOKENS, temperature=TEMPERATURE,
+                    model=self.model,
+                    max_tokens=MAX_TOKENS,
+                    temperature=TEMPERATURE,
                     messages=[{"role": "user", "content": content}],
-                )  # fmt: skip
+                )
             except anthropic.APIStatusError as exc:
                 status = exc.status_code
                 after = retry_after_s(exc.response.headers)
-                attempt = {**base, "outcome": "http-error", "http_status": status, "request_id": exc.request_id,
-                           "error": f"{exc.type or ''}: {exc.api_message or exc.message}".strip(": "),
-                           "retry_after_s": after, "latency_ns": time.perf_counter_ns() - t0}  # fmt: skip
+                error = f"{exc.type or ''}: {exc.api_message or exc.message}".strip(": ")
+                attempt = {
+                    **base,
+                    "outcome": "http-error",
+                    "http_status": status,
+                    "request_id": exc.request_id,
+                    "error": error,
+                    "retry_after_s": after,
+                    "latency_ns": time.perf_counter_ns() - t0,
+                }
                 if status not in RETRIED_STATUS and status < 500:
                     self._record({**attempt, "wait_s": None}, attempts)
-                    raise JudgeStopped(self._fatal(status, attempt["error"])) from None
+                    raise JudgeStopped(self._fatal(status, error)) from None
             except anthropic.APITimeoutError:
-                attempt = {**base, "outcome": "timeout", "http_status": None, "request_id": None,
-                           "error": "request timed out", "retry_after_s": None,
-                           "latency_ns": time.perf_counter_ns() - t0}  # fmt: skip
+                attempt = {
+                    **base,
+                    "outcome": "timeout",
+                    "http_status": None,
+                    "request_id": None,
+                    "error": "request timed out",
+                    "retry_after_s": None,
+                    "latency_ns": time.perf_counter_ns() - t0,
+                }
             except anthropic.APIConnectionError as exc:
                 attempt = {
                     **base,
@@ -167,12 +187,19 @@ class Judge:
                 latency = time.perf_counter_ns() - t0
                 label, raw = parse_answer(message)
                 usage = getattr(message, "usage", None)
-                attempt = {**base, "outcome": "answer" if label is not None else "malformed", "http_status": 200,
-                           "request_id": getattr(message, "_request_id", None), "answer": raw,
-                           "stop_reason": getattr(message, "stop_reason", None),
-                           "input_tokens": getattr(usage, "input_tokens", None),
-                           "output_tokens": getattr(usage, "output_tokens", None),
-                           "latency_ns": latency, "wait_s": None}  # fmt: skip
+                outcome = "answer" if label is not None else "malformed"
+                attempt = {
+                    **base,
+                    "outcome": outcome,
+                    "http_status": 200,
+                    "request_id": getattr(message, "_request_id", None),
+                    "answer": raw,
+                    "stop_reason": getattr(message, "stop_reason", None),
+                    "input_tokens": getattr(usage, "input_tokens", None),
+                    "output_tokens": getattr(usage, "output_tokens", None),
+                    "latency_ns": latency,
+                    "wait_s": None,
+                }
                 self._record(attempt, attempts)
                 if label is not None:
                     return self._result("labelled", label, attempt, attempts)
@@ -188,7 +215,8 @@ class Judge:
                     f"{attempt['http_status'] or ''} {attempt['error']}); the journal is intact, rerun "
                     "`bench judged run` later to resume"
                 )
-            wait = backoff_s(transient, attempt["retry_after_s"])
+            hint = attempt["retry_after_s"]
+            wait = backoff_s(transient, hint if isinstance(hint, float) else None)
             self._record({**attempt, "wait_s": wait}, attempts)
             self.sleep(wait)
 

@@ -86,9 +86,15 @@ def write_prepared(
     packet, key = _dump(packet_payload(selection, queries, texts)), _dump(key_payload(selection))
     import hashlib
 
-    prepare = {**record, "packet_sha256": hashlib.sha256(packet).hexdigest(),
-               "key_sha256": hashlib.sha256(key).hexdigest(), "pairs": len(selection.pairs),
-               "groups": selection.record(), "notes": selection.notes(), "seed": SEED}  # fmt: skip
+    prepare = {
+        **record,
+        "packet_sha256": hashlib.sha256(packet).hexdigest(),
+        "key_sha256": hashlib.sha256(key).hexdigest(),
+        "pairs": len(selection.pairs),
+        "groups": selection.record(),
+        "notes": selection.notes(),
+        "seed": SEED,
+    }
     if (out_dir / PREPARE).exists():
         old = _read_json(out_dir / PREPARE)
         if (old.get("packet_sha256"), old.get("key_sha256")) == (
@@ -154,8 +160,9 @@ def load_prepared(directory: Path) -> Prepared:
         digest = sha256_file(path)
         if digest != prepare.get(field):
             raise BenchError(
-                f"{path}: SHA-256 {digest} does not match {field} {prepare.get(field)} in {directory / PREPARE}; "
-                "packet and key do not belong together (edited or mixed up). Prepare them again."
+                f"{path}: SHA-256 {digest} does not match {field} {prepare.get(field)} in "
+                f"{directory / PREPARE}; packet and key do not belong together (edited or mixed up). "
+                "Prepare them again."
             )
     packet, key = _read_json(directory / PACKET), _read_json(directory / KEY)
     if packet.get("format") != PACKET_FORMAT or key.get("format") != KEY_FORMAT:

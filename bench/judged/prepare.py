@@ -74,15 +74,15 @@ def plan_groups(
     hybrid = best_models(runs_dir, JUDGED_SAMPLE_STAGE, keep, qrels)
     if len(hybrid) < JUDGED_SAMPLE_TOP_MODELS:
         raise BenchError(
-            f"{runs_dir / JUDGED_SAMPLE_STAGE}: {len(hybrid)} rated model(s) with a depth-{QUALITY_DEPTH} run "
-            f"({', '.join(m for m, *_ in hybrid) or 'none'}); the judged sample needs the "
+            f"{runs_dir / JUDGED_SAMPLE_STAGE}: {len(hybrid)} rated model(s) with a depth-{QUALITY_DEPTH} "
+            f"run ({', '.join(m for m, *_ in hybrid) or 'none'}); the judged sample needs the "
             f"{JUDGED_SAMPLE_TOP_MODELS} best rated models. Run `bench quality` first"
         )
     full = best_models(runs_dir, JUDGED_SAMPLE_FULL_STAGE, keep, qrels)
     if not full:
         raise BenchError(
-            f"{runs_dir / JUDGED_SAMPLE_FULL_STAGE}: no rated model has a depth-{QUALITY_DEPTH} run; the judged "
-            "sample needs the best rated model there. Run `bench quality` first"
+            f"{runs_dir / JUDGED_SAMPLE_FULL_STAGE}: no rated model has a depth-{QUALITY_DEPTH} run; the "
+            "judged sample needs the best rated model there. Run `bench quality` first"
         )
     chosen = [(JUDGED_SAMPLE_STAGE, *h) for h in hybrid[:JUDGED_SAMPLE_TOP_MODELS]]
     chosen.append((JUDGED_SAMPLE_FULL_STAGE, *full[0]))
@@ -96,14 +96,22 @@ def plan_groups(
     groups = [GroupSpec(group_id(stage, m), ranked(path, qrels)) for stage, m, _, path in chosen]
     record = {
         "groups_from": [
-            {"group": group_id(stage, m), "stage": stage, "model": m, MAIN_METRIC: score,
-             "run": str(path), "run_sha256": sha256_file(path)}
+            {
+                "group": group_id(stage, m),
+                "stage": stage,
+                "model": m,
+                MAIN_METRIC: score,
+                "run": str(path),
+                "run_sha256": sha256_file(path),
+            }
             for stage, m, score, path in chosen
-        ],  # fmt: skip
-        "ranking": {stage: [{"model": m, MAIN_METRIC: s} for m, s, _ in ranking]
-                    for stage, ranking in ((JUDGED_SAMPLE_STAGE, hybrid), (JUDGED_SAMPLE_FULL_STAGE, full))},
+        ],
+        "ranking": {
+            stage: [{"model": m, MAIN_METRIC: s} for m, s, _ in ranking]
+            for stage, ranking in ((JUDGED_SAMPLE_STAGE, hybrid), (JUDGED_SAMPLE_FULL_STAGE, full))
+        },
         "not_rated": skipped,
-    }  # fmt: skip
+    }
     return groups, record
 
 

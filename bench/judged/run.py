@@ -101,24 +101,37 @@ def run_judge(
     )
     run_path = directory / RUN
     run = json.loads(run_path.read_text(encoding="utf-8")) if run_path.is_file() else {"sessions": []}
-    entry: dict[str, Any] = {"started_utc": _utc(), "ended_utc": None, "status": "running",
-                             "settings": {**judge.settings(), "prompt_sha256": prompt_sha,
-                                          "prompt_file": prompt_path.name},
-                             **(dict(session) if session else {})}  # fmt: skip
+    entry: dict[str, Any] = {
+        "started_utc": _utc(),
+        "ended_utc": None,
+        "status": "running",
+        "settings": {**judge.settings(), "prompt_sha256": prompt_sha, "prompt_file": prompt_path.name},
+        **(dict(session) if session else {}),
+    }
     run["sessions"].append(entry)
     _save_run(run_path, run)
-    counts = {"judged": 0, "already_done": 0}
+    counts: dict[str, Any] = {"judged": 0, "already_done": 0}
     try:
         with Journal(directory / JOURNAL, stream=stream) as journal:
             todo = [p for p in prepared.packet if (STAGE, model, p["pair"], prompt_sha) not in journal]
             counts["already_done"] = len(prepared.packet) - len(todo)
-            with Progress("judged pairs", len(prepared.packet), "pairs", initial=counts["already_done"],
-                          stream=stream) as progress:  # fmt: skip
+            with Progress(
+                "judged pairs", len(prepared.packet), "pairs", initial=counts["already_done"], stream=stream
+            ) as progress:
                 for item in todo:
                     result = judge.judge(item["pair"], item["query"], item["passage"])
-                    journal.append({"stage": STAGE, "model": model, "depth": item["pair"], "qid": prompt_sha,
-                                    "pair": item["pair"], "prompt_sha256": prompt_sha, "utc": _utc(),
-                                    **result})  # fmt: skip
+                    journal.append(
+                        {
+                            "stage": STAGE,
+                            "model": model,
+                            "depth": item["pair"],
+                            "qid": prompt_sha,
+                            "pair": item["pair"],
+                            "prompt_sha256": prompt_sha,
+                            "utc": _utc(),
+                            **result,
+                        }
+                    )
                     counts["judged"] += 1
                     progress.advance()
             records = [r for r in journal if r["model"] == model and r["qid"] == prompt_sha]
@@ -170,9 +183,17 @@ def published_labels(
     pairs = []
     for number in sorted(prepared.key):
         k, r = prepared.key[number], by_pair[number]
-        pairs.append({"pair": number, "qid": k["qid"], "docid": k["docid"], "groups": k["groups"],
-                      "miracl_label": k["control"], "label": r["label"],
-                      "parse_failure": r["status"] == "parse-failure"})  # fmt: skip
+        pairs.append(
+            {
+                "pair": number,
+                "qid": k["qid"],
+                "docid": k["docid"],
+                "groups": k["groups"],
+                "miracl_label": k["control"],
+                "label": r["label"],
+                "parse_failure": r["status"] == "parse-failure",
+            }
+        )
     return {
         "format": "judged-labels/1",
         "judge_model": model,

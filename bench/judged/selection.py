@@ -66,8 +66,13 @@ class DrawnGroup:
         return self.candidates < self.wanted
 
     def record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "candidates": self.candidates, "wanted": self.wanted,
-                "drawn": len(self.drawn), "short": self.short}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "candidates": self.candidates,
+            "wanted": self.wanted,
+            "drawn": len(self.drawn),
+            "short": self.short,
+        }
 
 
 @dataclass(frozen=True)
@@ -138,14 +143,16 @@ def select(
                 key = (q, d)
                 judged[key] = min(judged.get(key, (q, r, d)), (q, r, d))  # best rank over the runs
     pool = sorted(judged.values())
-    for name, want, is_rel in ((CONTROL_RELEVANT, control_relevant, True),
-                               (CONTROL_NOT_RELEVANT, control_not_relevant, False)):  # fmt: skip
+    for name, want, is_rel in (
+        (CONTROL_RELEVANT, control_relevant, True),
+        (CONTROL_NOT_RELEVANT, control_not_relevant, False),
+    ):
         cands = [c for c in pool if (qrels[c[0]][c[2]] > 0) == is_rel]
         drawn.append(DrawnGroup(name, "control", len(cands), want, draw(cands, want, seed)))
     members: dict[PairKey, list[str]] = {}
-    for g in drawn:
-        for key in g.drawn:
-            members.setdefault(key, []).append(g.group)
+    for dg in drawn:
+        for key in dg.drawn:
+            members.setdefault(key, []).append(dg.group)
     unique = sorted(members)
     order = np.random.default_rng(seed).permutation(len(unique)).tolist()
     pairs = []
