@@ -2,7 +2,8 @@
 
 The official ``anthropic`` client, built with ``max_retries=0`` so that every HTTP attempt is ours and is
 recorded: a fresh single-message conversation per pair (no earlier pair in the context), the fixed prompt
-``bench/judged/prompt.txt`` (its SHA-256 recorded), ``TEMPERATURE`` and ``MAX_TOKENS`` fixed.
+``bench/judged/prompt.txt`` (its SHA-256 recorded), ``MAX_TOKENS`` and ``THINKING`` fixed. The
+temperature cannot be set through this client version (``TEMPERATURE_NOTE``); that is recorded.
 
 Parsing is strict: one text block, a normal stop, and after stripping surrounding white space exactly
 ``1``, ``0`` or ``unclear``. Anything else is a parse failure: recorded with the answer, retried up to
@@ -27,8 +28,12 @@ from typing import Any
 
 from bench.errors import BenchError
 
-TEMPERATURE = 0.0
-MAX_TOKENS = 8
+# anthropic 2.10.0's Messages.create has no sampling parameters (temperature, top_p, top_k): the model's
+# fixed default sampling is used and recorded as such. Extended thinking is switched off explicitly.
+TEMPERATURE: float | None = None
+TEMPERATURE_NOTE = "not settable: anthropic 2.10.0 Messages API has no sampling parameters (server default)"
+THINKING = {"type": "disabled"}
+MAX_TOKENS = 16
 TIMEOUT_S = 120.0
 HTTP_ATTEMPTS = 6
 PARSE_ATTEMPTS = 3
@@ -116,6 +121,8 @@ class Judge:
         return {
             "model": self.model,
             "temperature": TEMPERATURE,
+            "temperature_note": TEMPERATURE_NOTE,
+            "thinking": dict(THINKING),
             "max_tokens": MAX_TOKENS,
             "http_attempts": HTTP_ATTEMPTS,
             "parse_attempts": PARSE_ATTEMPTS,
@@ -144,7 +151,7 @@ class Judge:
                 message = self.client.messages.create(
                     model=self.model,
                     max_tokens=MAX_TOKENS,
-                    temperature=TEMPERATURE,
+                    thinking=THINKING,
                     messages=[{"role": "user", "content": content}],
                 )
             except anthropic.APIStatusError as exc:

@@ -199,6 +199,8 @@ def published_labels(
         "judge_model": model,
         "prompt_sha256": prompt_sha,
         "temperature": settings["temperature"],
+        "temperature_note": settings["temperature_note"],
+        "thinking": settings["thinking"],
         "max_tokens": settings["max_tokens"],
         "packet_sha256": prepared.prepare["packet_sha256"],
         "key_sha256": prepared.prepare["key_sha256"],
