@@ -71,17 +71,27 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 @cli.command()
-@click.option("--runs", "runs_dir", required=True, type=_folder,
-              help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.")
+@click.option(
+    "--runs",
+    "runs_dir",
+    required=True,
+    type=_folder,
+    help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.",
+)
 @click.option("--qrels", required=True, type=_existing)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--flags", "flags_file", type=_existing,
-              help="JSON object model id -> contamination note, added to the plan's flags.")
+@click.option(
+    "--flags",
+    "flags_file",
+    type=_existing,
+    help="JSON object model id -> contamination note, added to the plan's flags.",
+)
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
 @_user_errors
-def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool) -> None:
+def report(
+    runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None, no_figures: bool
+) -> None:
     """Write quality/*.json, report.md and figures/*.png for a study."""
     from analysis.report import write_report
 
@@ -110,8 +120,10 @@ def check_pytrec(qrels: Path, run: Path) -> None:
     click.echo(f"pytrec_eval ndcg_cut_10      {result.pytrec_eval!r}")
     click.echo(f"largest per-query difference {result.max_abs_diff!r} (query {result.worst_qid})")
     click.echo(f"queries with tied scores     {result.queries_with_ties}")
-    click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
-               "descending; ours by first-stage rank)")
+    click.echo(
+        f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
+        "descending; ours by first-stage rank)"
+    )
     verdict = "PASS" if result.passed else "FAIL"
     click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
     if not result.passed:
@@ -130,9 +142,66 @@ def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlati
     """Family-wise error under the null and power for a 2-point difference, on the real qrels."""
     from analysis.simulate import simulate as run_simulation
 
-    result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
-                            seed=seed, correlation=correlation)
+    result = run_simulation(
+        read_qrels(qrels),
+        studies=studies,
+        models=models,
+        base_ndcg10=base_ndcg,
+        seed=seed,
+        correlation=correlation,
+    )
     click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
+
+
+@cli.command()
+@click.option(
+    "--labels",
+    "labels_file",
+    required=True,
+    type=_existing,
+    help="results/judged/labels.json (bench judged run).",
+)
+@click.option(
+    "--human",
+    "human_file",
+    type=_existing,
+    default=None,
+    help="A later human judgment of the same pairs: qid<TAB>docid<TAB>label (1, 0 or unclear).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON instead of Markdown.")
+@_user_errors
+def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
+    """Judged sample: false-negative rates (Wilson 95 %), control agreement and kappa, the plan's caveat."""
+    from analysis.judged import human_agreement, markdown, read_human, read_labels, summarise
+
+    labels = read_labels(labels_file)
+    summary = summarise(labels)
+    human = None
+    if human_file is not None:
+        human = human_agreement(labels, read_human(human_file), str(human_file))
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "human": human}, indent=1, sort_keys=True))
+        return
+    click.echo("\n".join(markdown(summary, human)))
+
+
+@cli.command()
+@click.option(
+    "--runs", "runs_dir", required=True, type=_folder, help="The study's runs (first-stage/ inside)."
+)
+@click.option(
+    "--pitfall-runs",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="bench quality --pitfalls output (results/pitfalls/runs).",
+)
+@click.option("--qrels", required=True, type=_existing)
+@_user_errors
+def pitfalls(runs_dir: Path, pitfall_runs: Path, qrels: Path) -> None:
+    """Pitfalls experiment: Qwen3 variants against (a), keyword-plain-71k against keyword-71k."""
+    from analysis.pitfalls import analyse_pitfalls, markdown
+
+    click.echo("\n".join(markdown(analyse_pitfalls(runs_dir, pitfall_runs, read_qrels(qrels)))))
 
 
 def main() -> None:

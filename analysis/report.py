@@ -27,6 +27,7 @@ from analysis.plan import (
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import RunResult, StageResult, analyse_study, default_flags
+from analysis.trec import read_qrels
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
 
 __all__ = ["SETTINGS", "write_report"]
@@ -57,14 +58,21 @@ def _dump(obj: Any) -> bytes:
 
 def _run_record(r: RunResult, flags: Mapping[str, str]) -> dict[str, Any]:
     return {
-        "model": r.model, "depth": r.depth, "run": r.path, "sha256": r.sha256, "means": r.means,
-        "intervals": r.intervals, "flagged": r.model in flags, "flag_note": flags.get(r.model or ""),
+        "model": r.model,
+        "depth": r.depth,
+        "run": r.path,
+        "sha256": r.sha256,
+        "means": r.means,
+        "intervals": r.intervals,
+        "flagged": r.model in flags,
+        "flag_note": flags.get(r.model or ""),
     }
 
 
 def stage_record(s: StageResult, flags: Mapping[str, str]) -> dict[str, Any]:
     return {
-        "stage": s.stage, "corpus": corpus_of(s.stage),
+        "stage": s.stage,
+        "corpus": corpus_of(s.stage),
         "first_stage": _run_record(s.first_stage, flags),
         "runs": [_run_record(r, flags) for r in s.runs],
         "families": s.families,
@@ -88,9 +96,13 @@ def _p(x: float) -> str:
 
 def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
     f = s.first_stage
-    lines = [f"## {s.stage} (corpus {corpus_of(s.stage)})", "",
-             f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
-             f"reordering of the top 100) {_pts(f.means['ceiling'])}.", ""]
+    lines = [
+        f"## {s.stage} (corpus {corpus_of(s.stage)})",
+        "",
+        f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
+        f"reordering of the top 100) {_pts(f.means['ceiling'])}.",
+        "",
+    ]
     comparisons: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
     for fam in s.families:
         kind = fam["id"].rsplit("/", 1)[1]
@@ -105,9 +117,20 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
     def row(r: RunResult) -> str:
         m = r.means
         name = "first stage" if r.model is None else f"{r.model}{'†' if r.model in flags else ''}@{r.depth}"
-        cells = [name, _pts(m["ndcg@10"]), _ci(r, "ndcg@10"), _pts(m["ndcg'@10"]), _pts(m["hit@5"]),
-                 _ci(r, "hit@5"), _pts(m["hit@10"]), _pts(m["recall@5"]), _pts(m["recall@10"]),
-                 _pts(m["recall@20"]), _pts(m["mrr@10"]), _pts(m["judged@10"])]
+        cells = [
+            name,
+            _pts(m["ndcg@10"]),
+            _ci(r, "ndcg@10"),
+            _pts(m["ndcg'@10"]),
+            _pts(m["hit@5"]),
+            _ci(r, "hit@5"),
+            _pts(m["hit@10"]),
+            _pts(m["recall@5"]),
+            _pts(m["recall@10"]),
+            _pts(m["recall@20"]),
+            _pts(m["mrr@10"]),
+            _pts(m["judged@10"]),
+        ]
         for kind in ("vs-first-stage", "vs-best"):
             c = comparisons.get((kind, r.model, r.depth))
             if c is None:
@@ -149,9 +172,13 @@ def write_report(
     records = {s.stage: stage_record(s, all_flags) for s in stages}
     for stage, rec in records.items():
         write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
-    study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
-             "flags": {m: all_flags[m] for m in sorted(all_flags)},
-             "winners": {s: r["winner"] for s, r in records.items()}}
+    study = {
+        "settings": SETTINGS,
+        "inputs": inputs,
+        "stages": sorted(records),
+        "flags": {m: all_flags[m] for m in sorted(all_flags)},
+        "winners": {s: r["winner"] for s, r in records.items()},
+    }
     write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
 
     md = [f"# {title or 'Quality of German rerankers on MIRACL-de'}", "", *header_lines]
@@ -164,7 +191,8 @@ def write_report(
         f"({RANDOMISATION_RESAMPLES:,} sign flips, seed {SEED}) on nDCG@10; Holm per stage, depth and "
         "family; "
         f"alpha {ALPHA}. Wording: clearly better = significant and >= {CLEARLY_BETTER_POINTS} points; "
-        "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE, "",
+        "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE,
+        "",
         f"{HIT_RATE_NOTE} Numbers of different stages are never compared: the corpora and candidates differ.",
         "",
         "The comparisons against the best model follow the plan, but the best model is picked on the same "
@@ -173,14 +201,23 @@ def write_report(
         "",
     ]
     if any(m in all_flags for s in stages for m in {r.model for r in s.runs}):
-        md.append("† contamination-flagged: " + "; ".join(
-            f"{m}: {n}" for m, n in sorted(all_flags.items())
-            if any(r.model == m for s in stages for r in s.runs)))
+        md.append(
+            "† contamination-flagged: "
+            + "; ".join(
+                f"{m}: {n}"
+                for m, n in sorted(all_flags.items())
+                if any(r.model == m for s in stages for r in s.runs)
+            )
+        )
         md.append("")
     for s in stages:
         md += _stage_markdown(s, all_flags)
         if figures:
             md += [f"![nDCG@10 at {s.stage}](figures/{s.stage}.png)", ""]
+    from analysis import judged, pitfalls  # their own sections and families (plan sections of those names)
+
+    md += pitfalls.report_section(runs_dir, read_qrels(qrels_path), out_dir)
+    md += judged.report_section(out_dir)
     if figures:
         from analysis.figures import stage_figure  # matplotlib only when figures are wanted
 
