@@ -150,19 +150,24 @@ def rehearse(
     )  # fmt: skip
     times["rerank"] = time.perf_counter() - t
     latency_note = _latency_note(opts.passage_cache)
+    from bench.rehearse.judged import judged_step
+
+    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries,
+                         {p.docid: p.passage_text for p in inputs.corpus}, log=log)  # fmt: skip
     t = time.perf_counter()
     from analysis.report import write_report
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
-    report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note))  # fmt: skip
+    head = [*header_lines(stages, ran, latency_note), *judged["lines"]]
+    report = write_report(directory / "runs", qrels_path, directory, title=title, header_lines=head)
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
     summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "table": rows, "report": str(report), "errors": session.outcome.errors}  # fmt: skip
+               "table": rows, "report": str(report), "errors": session.outcome.errors,
+               "judged": judged}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -195,6 +200,8 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(format_table(summary["table"]), file=out)
     print("", file=out)
     print(latency_note, file=out)
+    for line in summary["judged"]["lines"]:
+        print(line, file=out)
     print(f"Report: {summary['report']}", file=out)
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:
