@@ -13,6 +13,9 @@ label of a control pair and the judge's label 1, 0, "unclear", or null for a par
 * ``CAVEAT`` is printed with every result.
 * ``human_agreement``: a later human judgment of the same pairs against the LLM's (counts, kappa); the
   LLM judgment stays the published one. Nothing here touches the qrels of the main metric.
+
+Where the plan is silent (what the rate's denominator is, how "unclear" counts for agreement) the readings
+are deviation D-TBD-judged-1.
 """
 
 from __future__ import annotations

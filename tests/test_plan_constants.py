@@ -397,3 +397,20 @@ def test_statistics_constants_live_once_in_analysis(name: str) -> None:
     assert getattr(plan, name) is getattr(stats, name) or getattr(plan, name) == getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
+
+
+# --- Pitfalls experiment: the declared variants and the Typesense pair (judged/pitfalls work) ---------------
+
+
+def test_pitfall_variants_and_typesense_pair() -> None:
+    text = section("Pitfalls experiment")
+    letters = re.findall(r"\(([a-d])\) ", text)
+    assert letters == ["a", "b", "c", "d"]  # (d) is run as d1 and d2 (D-TBD-judged-3)
+    assert len(plan.PITFALL_RUN_IDS) == 5 and plan.PITFALL_REFERENCE == plan.PITFALL_RUN_IDS[0]
+    assert all(r.startswith(f"{plan.PITFALL_MODEL}.pitfall-") for r in plan.PITFALL_RUN_IDS)
+    ids = [r.split(".pitfall-")[1].split("-")[0] for r in plan.PITFALL_RUN_IDS]
+    assert ids == ["a", "b", "c", "d1", "d2"]
+    flat = " ".join(text.split())
+    assert "(b) empty instruction" in flat and "(c) right padding" in flat and "yes/no suffix lost" in flat
+    (plain, german) = grab(flat, r"Typesense: ([\w-]+) against ([\w-]+)\.")
+    assert (plain, german) == plan.PITFALL_TYPESENSE
