@@ -93,7 +93,12 @@ def read_labels(path: Path) -> dict[str, Any]:
         raise JudgedInputError(
             f"{path}: not a readable labels file ({exc}); use bench judged run's labels.json"
         ) from None
-    if not isinstance(data, dict) or data.get("format") != "judged-labels/1" or "pairs" not in data:
+    needed = ("pairs", "groups", "judge_model", "prompt_sha256")
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != "judged-labels/1"
+        or any(k not in data for k in needed)
+    ):
         raise JudgedInputError(f"{path}: not a judged-labels/1 file; use bench judged run's labels.json")
     for i, p in enumerate(data["pairs"], start=1):
         if p.get("label") not in (*LABEL_VALUES, None) or p.get("miracl_label") not in (0, 1, None):
