@@ -27,9 +27,10 @@ def prepare_study(root: Path, runs: Path, study: Path, checks: Path, out: Path) 
     from bench.judged.packet import write_prepared
     from bench.judged.prepare import passage_texts, plan_groups
     from bench.judged.selection import select
-    from bench.provenance import collect_manifest
+    from bench.provenance import collect_manifest, require_clean_tree
     from bench.quality.inputs import study_queries
 
+    require_clean_tree(root)  # the packet and key must name the code that drew them
     pre = preflight("measurement", lock_names=["miracl", "corpus-71k", "corpus-full"], root=root)
     queries, qrels_path = study_queries()
     qrels = read_qrels(qrels_path)
@@ -89,13 +90,14 @@ def run(directory: Path | None, model: str, publish: Path | None, timeout: float
     from bench.guard import preflight
     from bench.judged.judge import TIMEOUT_S
     from bench.judged.run import check_model, make_client, run_judge
-    from bench.provenance import collect_manifest
+    from bench.provenance import collect_manifest, require_clean_tree
     from bench.quality.interrupt import whole_command
 
     root = repo_root()
     directory = directory or root / "studies" / "judged"
     check_model(model)
     client = make_client(timeout=timeout or TIMEOUT_S)  # refuses a missing key before anything is written
+    require_clean_tree(root)
     pre = preflight("measurement", lock_names=["miracl"], root=root)
     session = {"preflight": pre, "provenance": collect_manifest(kind="judged-run", device="api", root=root)}
     with whole_command("judged run", f"uv run bench judged run --dir {directory}"):
