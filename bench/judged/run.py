@@ -154,8 +154,16 @@ def run_judge(
         billed_output_tokens=sum(r["billed_output_tokens"] for r in records),
     )
     if publish_dir is not None:
-        write_bytes_atomic(publish_dir / LABELS, _dump(labels))
-        counts["published"] = str(publish_dir / LABELS)
+        target, data = publish_dir / LABELS, _dump(labels)
+        if target.is_file() and target.read_bytes() != data:
+            entry.update(ended_utc=_utc(), status="complete, not published", **counts)
+            _save_run(run_path, run)
+            raise BenchError(
+                f"{target} holds other labels (another packet, prompt or model); results are never "
+                "overwritten: move it away, or publish elsewhere with --publish"
+            )
+        write_bytes_atomic(target, data)
+        counts["published"] = str(target)
     entry.update(ended_utc=_utc(), status="complete", **counts)
     _save_run(run_path, run)
     return counts

@@ -171,8 +171,13 @@ def test_a_changed_prompt_starts_its_own_records(
     n = len(journal(prepared))
     other = tmp_path / "prompt.txt"
     other.write_text(PROMPT_PATH.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    counts = run(prepared, client, prompt_path=other)
-    assert counts["judged"] == n and len(journal(prepared)) == 2 * n
+    with pytest.raises(BenchError, match="holds other labels"):
+        run(prepared, client, prompt_path=other)  # judged, but never published over the first labels
+    assert len(journal(prepared)) == 2 * n
+    counts = run_judge(
+        prepared, client=client, prompt_path=other, publish_dir=tmp_path / "other", sleep=print
+    )
+    assert counts["judged"] == 0 and counts["already_done"] == n
     bad = tmp_path / "bad.txt"
     bad.write_text("no placeholders", encoding="utf-8")
     with pytest.raises(BenchError, match="needs"):
