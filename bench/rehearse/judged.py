@@ -54,21 +54,34 @@ def judged_step(
     group = GroupSpec(group_id(STAGE, model), ranked(run_path, qrels))
     selection = select([group], qrels)
     out = directory / "judged"
-    prepared = write_prepared(out, selection, queries, texts, {
-        "rehearsal": f"groups: the stand-in's {STAGE} run in place of the plan's hybrid-71k and keyword-full "
-                     "groups; controls from the same run"})  # fmt: skip
+    prepared = write_prepared(
+        out,
+        selection,
+        queries,
+        texts,
+        {
+            "rehearsal": f"groups: the stand-in's {STAGE} run in place of the plan's hybrid-71k and "
+            "keyword-full groups; controls from the same run"
+        },
+    )
     n = prepared["pairs"]
-    head = (f"judged sample: packet of {n} pairs ({group.group} in place of the plan's groups, plus control "
-            f"pairs) at {out / 'packet.json'}, sealed key {out / 'key.json'}")  # fmt: skip
+    head = (
+        f"judged sample: packet of {n} pairs ({group.group} in place of the plan's groups, plus control "
+        f"pairs) at {out / 'packet.json'}, sealed key {out / 'key.json'}"
+    )
     notes = [f"judged sample note: {note}" for note in prepared["notes"]]
     if not os.environ.get(KEY_ENV):
-        stop = (f"judge not run: {KEY_ENV} is not set; with a key, `bench judged run --dir {out} --publish "
-                f"{out}` sends the {n} pairs one by one to {JUDGE_MODEL} and writes labels.json (ids and "
-                "labels only) and the false-negative rate with its Wilson interval")  # fmt: skip
+        stop = (
+            f"judge not run: {KEY_ENV} is not set; with a key the rehearsal sends the {n} pairs one by one "
+            f"to {JUDGE_MODEL} (the code of `bench judged run`) and writes {out / 'labels.json'} (ids and "
+            "labels only) and the report's false-negative rates with Wilson intervals"
+        )
         log(stop)
         return {"status": "stopped at the judge", "pairs": n, "lines": [head, *notes, stop, PITFALLS_REFUSED]}
     counts = run_judge(out, client=make_client(), publish_dir=out)
-    done = (f"judged by {JUDGE_MODEL}: {counts['judged']} now, {counts['already_done']} before; "
-            f"{counts['unclear']} unclear, {counts['parse_failures']} parse failures; "
-            f"labels at {out / 'labels.json'}")  # fmt: skip
+    done = (
+        f"judged by {JUDGE_MODEL}: {counts['judged']} now, {counts['already_done']} before; "
+        f"{counts['unclear']} unclear, {counts['parse_failures']} parse failures; "
+        f"labels at {out / 'labels.json'}"
+    )
     return {"status": "judged", "pairs": n, "counts": counts, "lines": [head, *notes, done, PITFALLS_REFUSED]}

