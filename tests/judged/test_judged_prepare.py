@@ -103,3 +103,44 @@ def test_run_refuses_a_missing_key_and_an_unknown_model(
     res = CliRunner().invoke(cli, ["judged", "run", "--dir", str(tmp_path / "j"), "--model", "claude-x"])
     assert res.exit_code == 1 and "unknown judge model 'claude-x'" in res.output
     assert not (tmp_path / "j").exists()
+
+
+def test_prepare_command_writes_packet_key_and_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's wiring (preflight, clean tree, queries, texts, selection, files) with the hub-backed
+    parts replaced: the study's topics, qrels and corpora cannot be downloaded here."""
+    import bench.guard
+    import bench.judged.prepare
+    import bench.provenance
+    import bench.quality.inputs
+
+    hybrid = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
+    runs, checks, st = study(tmp_path, hybrid, {"bge-v2-m3": 1}, dict.fromkeys(hybrid, True))
+    qrels_path = tmp_path / "qrels.tsv"
+    qrels_path.write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))
+    calls: list[str] = []
+    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root: calls.append("clean"))
+    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: calls.append(kind) or {"kind": kind})
+    monkeypatch.setattr(bench.provenance, "collect_manifest", lambda **kw: {"kind": kw["kind"]})
+    monkeypatch.setattr(
+        bench.quality.inputs, "study_queries", lambda: ({q: f"Frage {q}" for q in QUERIES}, qrels_path)
+    )
+    monkeypatch.setattr(bench.judged.prepare, "passage_texts", lambda ids: {d: f"Text {d}" for d in ids})
+    monkeypatch.setattr("bench.judged.cli.repo_root", lambda: tmp_path)
+    args = ["judged", "prepare", "--runs", str(runs), "--study", str(st), "--checks", str(checks)]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert calls == ["clean", "measurement"]
+    out = tmp_path / "studies" / "judged"
+    rec = json.loads((out / "prepare.json").read_text())
+    assert [g["group"] for g in rec["groups_from"]][:3] == [
+        "hybrid-71k/gte-base@100",
+        "hybrid-71k/bge-v2-m3@100",
+        "hybrid-71k/qwen3-0.6b@100",
+    ]
+    assert f"{rec['pairs']} pairs" in res.output and rec["key_sha256"] in res.output
+    assert rec["provenance"] == {"kind": "judged-prepare"} and rec["preflight"] == {"kind": "measurement"}
+    assert "only" in " ".join(rec["notes"])  # 8 queries: every group is short, and says so
+    again = CliRunner().invoke(cli, args)  # the same preparation again: a no-op, not an error
+    assert again.exit_code == 0 and json.loads((out / "prepare.json").read_text()) == rec
