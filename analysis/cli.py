@@ -159,6 +159,57 @@ def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlati
     click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
 
 
+@cli.command()
+@click.option(
+    "--labels",
+    "labels_file",
+    required=True,
+    type=_existing,
+    help="results/judged/labels.json (bench judged run).",
+)
+@click.option(
+    "--human",
+    "human_file",
+    type=_existing,
+    default=None,
+    help="A later human judgment of the same pairs: qid<TAB>docid<TAB>label (1, 0 or unclear).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON instead of Markdown.")
+@_user_errors
+def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
+    """Judged sample: false-negative rates (Wilson 95 %), control agreement and kappa, the plan's caveat."""
+    from analysis.judged import human_agreement, markdown, read_human, read_labels, summarise
+
+    labels = read_labels(labels_file)
+    summary = summarise(labels)
+    human = None
+    if human_file is not None:
+        human = human_agreement(labels, read_human(human_file), str(human_file))
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "human": human}, indent=1, sort_keys=True))
+        return
+    click.echo("\n".join(markdown(summary, human)))
+
+
+@cli.command()
+@click.option(
+    "--runs", "runs_dir", required=True, type=_folder, help="The study's runs (first-stage/ inside)."
+)
+@click.option(
+    "--pitfall-runs",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="bench quality --pitfalls output (results/pitfalls/runs).",
+)
+@click.option("--qrels", required=True, type=_existing)
+@_user_errors
+def pitfalls(runs_dir: Path, pitfall_runs: Path, qrels: Path) -> None:
+    """Pitfalls experiment: Qwen3 variants against (a), keyword-plain-71k against keyword-71k."""
+    from analysis.pitfalls import analyse_pitfalls, markdown
+
+    click.echo("\n".join(markdown(analyse_pitfalls(runs_dir, pitfall_runs, read_qrels(qrels)))))
+
+
 def main() -> None:
     cli(prog_name="analysis")
 

@@ -65,6 +65,20 @@ def contamination_note(model_id: str) -> str:
     )
 
 
+# --- Pitfalls experiment (PLAN.md "Pitfalls experiment") -------------------------------------------------
+# Run ids of the declared Qwen3-Reranker-0.6B variants (bench.rerankers.decoder.PITFALL_VARIANTS builds
+# them); run files <runs>/hybrid-71k/<id>@<k>.trec in their own runs folder, analysed as their own family.
+PITFALL_RUN_IDS: Final = (
+    "qwen3-0.6b.pitfall-a-model-card",
+    "qwen3-0.6b.pitfall-b-empty-instruction",
+    "qwen3-0.6b.pitfall-c-right-padding",
+    "qwen3-0.6b.pitfall-d1-256-passage-cut",
+    "qwen3-0.6b.pitfall-d2-256-input-end-cut",
+)
+PITFALL_REFERENCE: Final = PITFALL_RUN_IDS[0]  # variant (a), correct per the model card
+PITFALL_TYPESENSE: Final = ("keyword-plain-71k", "keyword-71k")  # (run, reference): first-stage runs
+
+
 # --- Run ids (issue 9, item 2): which `<model>@<k>.trec` names a study may hold ---------------------------
 
 
@@ -83,6 +97,7 @@ RUN_IDS: Final = MappingProxyType(
         **{m: RunId(m, "plan reranker (section Rerankers)") for m in CONTAMINATION},
         "minilm-standin": RunId(None, "rehearsal stand-in: all-MiniLM-L6-v2 bi-encoder (README, rehearsal)"),
         "bge-v2-m3-int8": RunId("bge-v2-m3", "OpenVINO int8 variant of bge-v2-m3 (section OpenVINO int8)"),
+        **{v: RunId("qwen3-0.6b", "declared Qwen3 variant (section Pitfalls)") for v in PITFALL_RUN_IDS},
     }
 )
 

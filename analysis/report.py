@@ -37,6 +37,7 @@ from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import RunResult, StageResult, analyse_study, default_flags
+from analysis.trec import read_qrels
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
 
 if TYPE_CHECKING:
@@ -244,10 +245,27 @@ def _costs(context: ReportContext) -> list[str]:
     return write_costs(record, quality, context.build_dir, figures=bool(context.options.get("figures", True)))
 
 
+def _pitfalls(context: ReportContext) -> list[str]:
+    """The pitfalls experiment (its own comparison family) when ``<out>/pitfalls/runs`` holds variant runs."""
+    from analysis import pitfalls
+
+    out = context.options["out_dir"]  # the variant runs live in the real --out folder
+    return pitfalls.report_section(context.runs_dir, read_qrels(context.qrels_path), out, context.build_dir)
+
+
+def _judged(context: ReportContext) -> list[str]:
+    """The judged sample when ``<out>/judged/labels.json`` is published."""
+    from analysis import judged
+
+    return judged.report_section(context.options["out_dir"], context.build_dir)
+
+
 SECTIONS: list[Section] = [
     Section("plan check 2", (), pytrec_section),
     Section("latency", ("latency-summary",), _latency),
     Section("costs", ("costs.json",), _costs),
+    Section("pitfalls", ("pitfalls.json",), _pitfalls),
+    Section("judged", ("judged.json",), _judged),
 ]
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 
@@ -289,7 +307,7 @@ def write_report(
         costs_record = compute_costs(records, runs_dir, qrels_path, costs)
     owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
     options = {**(section_options or {}), "figures": figures, "latency_dir": latency_dir,
-               "costs_record": costs_record}  # fmt: skip
+               "costs_record": costs_record, "out_dir": out_dir}  # fmt: skip
     with built_beside(out_dir, owned) as build:
         _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
                        header_lines=header_lines, figures=figures, options=options)

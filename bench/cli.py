@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "int8": "bench.int8.cli:int8",
     "costs": "bench.costs.cli:costs",
     "latency": "bench.latency.cli:latency",
+    "judged": "bench.judged.cli:judged",
 }
 
 

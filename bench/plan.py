@@ -313,6 +313,9 @@ JUDGE_MODEL: Final = "claude-opus-5-5"
 PITFALL_MODEL: Final = "qwen3-0.6b"
 PITFALL_STAGE: Final = "hybrid-71k"
 PITFALL_MAX_LENGTH: Final = 256
+PITFALL_RUN_IDS: Final = _stats.PITFALL_RUN_IDS
+PITFALL_REFERENCE: Final = _stats.PITFALL_REFERENCE
+PITFALL_TYPESENSE: Final = _stats.PITFALL_TYPESENSE
 
 # --- Latency ----------------------------------------------------------------------------------------------
 

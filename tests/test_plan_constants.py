@@ -448,3 +448,20 @@ def test_latency_budgets_in_analysis() -> None:
     live, chat = grab(section("Costs"), r"live search p95 <= ([\d,]+) ms in total.*?chat p95 <= ([\d,]+) ms")
     assert num(live) == stats.LATENCY_BUDGET_LIVE_P95_MS == plan.LIVE_SEARCH_P95_MS
     assert num(chat) == stats.LATENCY_BUDGET_CHAT_P95_MS == plan.CHAT_RERANK_P95_MS
+
+
+# --- Pitfalls experiment: the declared variants and the Typesense pair (judged/pitfalls work) ---------------
+
+
+def test_pitfall_variants_and_typesense_pair() -> None:
+    text = section("Pitfalls experiment")
+    letters = re.findall(r"\(([a-d])\) ", text)
+    assert letters == ["a", "b", "c", "d"]  # (d) is run as d1 and d2 (D-TBD-judged-3)
+    assert len(plan.PITFALL_RUN_IDS) == 5 and plan.PITFALL_REFERENCE == plan.PITFALL_RUN_IDS[0]
+    assert all(r.startswith(f"{plan.PITFALL_MODEL}.pitfall-") for r in plan.PITFALL_RUN_IDS)
+    ids = [r.split(".pitfall-")[1].split("-")[0] for r in plan.PITFALL_RUN_IDS]
+    assert ids == ["a", "b", "c", "d1", "d2"]
+    flat = " ".join(text.split())
+    assert "(b) empty instruction" in flat and "(c) right padding" in flat and "yes/no suffix lost" in flat
+    (plain, german) = grab(flat, r"Typesense: ([\w-]+) against ([\w-]+)\.")
+    assert (plain, german) == plan.PITFALL_TYPESENSE

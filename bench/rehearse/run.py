@@ -163,6 +163,9 @@ def rehearse(
     int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
                          texts=texts, qrels=inputs.qrels, log=log)  # fmt: skip
     times["int8"] = time.perf_counter() - t
+    from bench.rehearse.judged import judged_step
+
+    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries, texts, log=log)
     t = time.perf_counter()
     from analysis.report import write_report
     from bench.rehearse.costs import rehearsal_costs
@@ -171,7 +174,8 @@ def rehearse(
     costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
     # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note), stage_flags={},
+                          header_lines=[*header_lines(stages, ran, latency_note), *judged["lines"]],
+                          stage_flags={},
                           latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
@@ -180,7 +184,7 @@ def rehearse(
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
                "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "latency_step": lat, "costs": str(directory / "costs.json")}  # fmt: skip
+               "latency_step": lat, "costs": str(directory / "costs.json"), "judged": judged}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -223,6 +227,8 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     from bench.rehearse.int8 import summary_lines
 
     print("\n".join(summary_lines(summary["int8"])), file=out)
+    for line in summary["judged"]["lines"]:
+        print(line, file=out)
     print(f"Report: {summary['report']}", file=out)
     print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)

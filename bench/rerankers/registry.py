@@ -77,6 +77,26 @@ def load_reranker(
     return builder(model_id, opts)
 
 
+def base_model(run_id: str) -> str:
+    """The plan model behind a run id: itself, or PITFALL_MODEL for a declared pitfalls variant."""
+    from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS
+
+    return PITFALL_MODEL if run_id in PITFALL_RUN_IDS else run_id
+
+
+def load_run_model(
+    run_id: str, *, device: str = "cpu", dtype: str | None = None, snapshot_dir: Path | None = None
+) -> Reranker:
+    """The adapter of a run id: a plan model (or stand-in) as it is, or a pitfalls variant of the Qwen3
+    adapter in its declared configuration (``bench.rerankers.decoder.PITFALL_VARIANTS``)."""
+    if base_model(run_id) == run_id:
+        return load_reranker(run_id, device=device, dtype=dtype, snapshot_dir=snapshot_dir)
+    from bench.rerankers.decoder import PITFALL_VARIANTS
+
+    kwargs = PITFALL_VARIANTS[run_id].load_kwargs()
+    return load_reranker(base_model(run_id), device=device, dtype=dtype, snapshot_dir=snapshot_dir, **kwargs)
+
+
 def spec_for(model_id: str) -> SnapshotSpec:
     plan = RERANKERS[model_id]
     if plan.revision is None:
