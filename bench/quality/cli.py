@@ -15,6 +15,8 @@ from bench.plan import (
     DETERMINISM_STAGE,
     DTYPE_CHECK_MODELS,
     DTYPE_CHECK_QUERIES,
+    PITFALL_RUN_IDS,
+    PITFALL_STAGE,
     QUALITY_DEPTH,
     RERANKED_STAGES,
     RERANKERS,
@@ -59,12 +61,25 @@ def _common(f: click.decorators.FC) -> click.decorators.FC:
 @click.option("--stage", "stages", multiple=True, type=_STAGES, help="Default: every reranked stage.")
 @click.option("--model", "models", multiple=True, type=_MODELS, help="Default: every plan reranker (rated).")
 @click.option("--device", default="cuda", show_default=True)
+@click.option(
+    "--pitfalls",
+    is_flag=True,
+    help="The pitfalls experiment instead: the five declared Qwen3 "
+    "variants on hybrid-71k (default study studies/pitfalls, runs results/pitfalls/runs).",
+)
 def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
-            stages: tuple[str, ...], models: tuple[str, ...], device: str) -> None:  # fmt: skip
+            stages: tuple[str, ...], models: tuple[str, ...], device: str,
+            pitfalls: bool) -> None:  # fmt: skip
     """Rerank the frozen top 100 of every stage with every rated reranker (resumable)."""
     from bench.quality.commands import run_session
 
-    setup = _setup(study, "studies/quality", runs, "runs", device, first_stage, checks)
+    if pitfalls:
+        if stages or models:
+            raise click.UsageError("--pitfalls runs the plan's variants on hybrid-71k; drop --stage/--model")
+        stages, models = (PITFALL_STAGE,), PITFALL_RUN_IDS  # their own runs, never in runs/<stage>/
+    default_study, default_runs = ("studies/pitfalls", "results/pitfalls/runs") if pitfalls else (
+        "studies/quality", "runs")  # fmt: skip
+    setup = _setup(study, default_study, runs, default_runs, device, first_stage, checks)
     hint = f"uv run bench quality --study {setup.study_dir} (same options)"
     with whole_command("quality phase", hint):
         study_obj, session, skipped = run_session(

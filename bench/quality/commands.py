@@ -63,8 +63,10 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
 def rated(models: Sequence[str], checks_dir: Path) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files."""
     from bench.equality.results import outcome
+    from bench.rerankers.registry import base_model
 
-    outcomes = {m: outcome(m, checks_dir) for m in models}
+    # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed the checks
+    outcomes = {m: outcome(base_model(m), checks_dir) for m in models}
     keep = [m for m in models if outcomes[m]["rated"]]
     skipped = {m: str(outcomes[m]["reason"]) for m in models if not outcomes[m]["rated"]}
     return keep, skipped, outcomes
@@ -84,11 +86,11 @@ def model_dtype(model: str, dtype: str | None) -> str | None:
 
 def _loader(device: str, dtype: str | None = None) -> Any:
     def load(model: str) -> Reranker:
-        from bench.rerankers.registry import load_reranker
+        from bench.rerankers.registry import load_run_model
 
         if model_device(model, device) == "api":  # an API model takes no local device or dtype
-            return load_reranker(model, device="api")
-        return load_reranker(model, device=device, dtype=dtype)
+            return load_run_model(model, device="api")
+        return load_run_model(model, device=device, dtype=dtype)
 
     return load
 

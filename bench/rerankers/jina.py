@@ -86,6 +86,7 @@ class JinaListwise:
                 max_input_tokens=max(seen.lengths),
                 truncated_pairs=min(cut, len(docs)),
                 chunk_size=len(docs),
+                input_tokens=sum(seen.lengths),
             )
         )
 

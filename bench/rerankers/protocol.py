@@ -33,6 +33,9 @@ class CallRecord(TypedDict):
     truncated_pairs: int | None  # pairs whose model input was cut to the maximum length; None: not measured
     chunk_size: int  # pairs per forward pass actually used (after any out-of-memory halving)
     ties: int  # passages whose fp32 score equals another passage's score in this call
+    # tokens of all model inputs of this call, after truncation (plan "Latency": the input length
+    # distribution); absent when the adapter cannot see them (an API)
+    input_tokens: NotRequired[int]
     tokens_unmeasured: NotRequired[str]  # why the two counts above are None (never 0 for "unknown")
 
 
@@ -107,6 +110,7 @@ def make_result(
     max_input_tokens: int | None,
     truncated_pairs: int | None,
     chunk_size: int,
+    input_tokens: int | None = None,
     tokens_unmeasured: str | None = None,
 ) -> ScoreResult:
     """Upcast to fp32 (never downcast from a wider type silently: fp64 values are rounded once, here),
@@ -122,6 +126,8 @@ def make_result(
         "chunk_size": int(chunk_size),
         "ties": count_ties(arr),
     }
+    if input_tokens is not None:
+        record["input_tokens"] = int(input_tokens)
     if tokens_unmeasured is not None:
         record["tokens_unmeasured"] = tokens_unmeasured
     return ScoreResult(scores=arr, record=record)

@@ -22,6 +22,8 @@ from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin",)
+# Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
+VARIANT_IDS: tuple[str, ...] = ("bge-v2-m3-int8",)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,26 @@ def load_reranker(
         raise BenchError(f"chunk_size must be a positive integer, got {chunk_size}")
     opts = LoadOptions(device, dtype, snapshot_dir, chunk_size, variant, max_length)
     return builder(model_id, opts)
+
+
+def base_model(run_id: str) -> str:
+    """The plan model behind a run id: itself, or PITFALL_MODEL for a declared pitfalls variant."""
+    from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS
+
+    return PITFALL_MODEL if run_id in PITFALL_RUN_IDS else run_id
+
+
+def load_run_model(
+    run_id: str, *, device: str = "cpu", dtype: str | None = None, snapshot_dir: Path | None = None
+) -> Reranker:
+    """The adapter of a run id: a plan model (or stand-in) as it is, or a pitfalls variant of the Qwen3
+    adapter in its declared configuration (``bench.rerankers.decoder.PITFALL_VARIANTS``)."""
+    if base_model(run_id) == run_id:
+        return load_reranker(run_id, device=device, dtype=dtype, snapshot_dir=snapshot_dir)
+    from bench.rerankers.decoder import PITFALL_VARIANTS
+
+    kwargs = PITFALL_VARIANTS[run_id].load_kwargs()
+    return load_reranker(base_model(run_id), device=device, dtype=dtype, snapshot_dir=snapshot_dir, **kwargs)
 
 
 def spec_for(model_id: str) -> SnapshotSpec:
@@ -221,6 +243,18 @@ def _standin(model_id: str, opts: LoadOptions) -> Reranker:
 
     _only_correct(model_id, opts)
     return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size)
+
+
+@register(*VARIANT_IDS)
+def _int8(model_id: str, opts: LoadOptions) -> Reranker:
+    """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
+    from bench.int8.adapter import Int8CrossEncoder
+    from bench.int8.commands import default_folder
+
+    _only_correct(model_id, opts)
+    if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:
+        raise BenchError(f"{model_id} runs on the CPU in int8, all k pairs in one pass (OpenVINO)")
+    return Int8CrossEncoder(opts.snapshot_dir or default_folder(), model_id=model_id)
 
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")

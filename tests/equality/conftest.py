@@ -176,8 +176,9 @@ def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[Path, Path]:
-    """MIRACLReranking (de) parquet files and the mmteb id map (gzip JSON lines, candidates shuffled)
-    under ``hub`` where ``bench.integrity.hub.snapshot_dir`` looks; texts from the tiny vocabulary."""
+    """MIRACLReranking (de) parquet files and the mmteb id map (gzip JSON lines, candidates in BM25 order,
+    the position that the ids ``candidate_<qid>_<position>`` carry) under ``hub`` where
+    ``bench.integrity.hub.snapshot_dir`` looks; texts from the tiny vocabulary."""
     import gzip
     import json
     import random
@@ -202,7 +203,6 @@ def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[
             corpus.append({"_id": f"candidate_{qid}_{j:05d}", "title": "", "text": passage})
             cands.append({"docid": f"{90000 + i}#{j}", "title": "", "text": passage})
         top.append({"query-id": qid, "corpus-ids": [f"candidate_{qid}_{j:05d}" for j in range(n_c)]})
-        rng.shuffle(cands)
         lines.append(json.dumps({"query_id": str(7000 + i), "query": text, "candidates": cands}))
     for part, rows in (("queries", queries), ("corpus", corpus), ("top_ranked", top)):
         (snap / f"de-{part}").mkdir(parents=True, exist_ok=True)
