@@ -8,7 +8,6 @@ the command exits 1 if any run fails or pytrec_eval cannot run: a check that did
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,8 @@ def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
                 continue
             run = read_run(info.path, allow_unknown_queries=True)
             result = compare_with_pytrec_eval(qrels, {q: rows for q, rows in run.items() if q in qrels})
-            row = dataclasses.asdict(result)
             out.append({"run": str(info.path), "stage": info.stage, "model": info.model, "depth": info.depth,
-                        **row, "passed": bool(result.passed)})  # fmt: skip
+                        **result.as_dict()})  # fmt: skip
     except (ImportError, RuntimeError) as exc:  # pytrec_eval missing: the check did not run
         return {"passed": False, "runs": out, "error": f"{type(exc).__name__}: {exc}"}
     if not out:
