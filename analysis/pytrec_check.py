@@ -128,10 +128,12 @@ def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[floa
     return (diffs[worst] if worst is not None else 0.0), worst
 
 
-def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLike) -> PytrecComparison:
-    """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`)."""
+def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
+                             judgments: Judgments | None = None) -> PytrecComparison:
+    """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`).
+    ``judgments``: ``Judgments.from_qrels(qrels)`` if the caller has it already."""
     table = _as_table(run)
-    judgments = Judgments.from_qrels(qrels)
+    judgments = judgments or Judgments.from_qrels(qrels)
     ours = dict(zip(judgments.qids, evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist(),
                     strict=True))
     theirs = pytrec_ndcg10(qrels, table)
@@ -177,10 +179,11 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]
     except RuntimeError as exc:
         return {**verdict, "passed": None, "not_run": str(exc), "runs": []}
     qrels = read_qrels(qrels_path)
+    judgments = Judgments.from_qrels(qrels)
     results = []
     for s in stages:
         run = checked_run(s)
         table = read_run_table(runs_dir / run.path, qrels_qids=qrels.keys())
-        comparison = compare_with_pytrec_eval(qrels, table)
+        comparison = compare_with_pytrec_eval(qrels, table, judgments=judgments)
         results.append({"stage": s.stage, "run": run.path, **comparison.as_dict()})
     return {**verdict, "passed": all(r["passed"] for r in results), "not_run": None, "runs": results}
