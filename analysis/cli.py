@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis.costs.cli import costs_options
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
 
@@ -86,10 +87,15 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
               help="JSON object model id -> contamination note, added to the plan's flags.")
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
+@click.option("--latency", "latency_dir", type=_folder, default=None,
+              help="Latency results folder (results/latency): adds the latency section (and feeds the costs "
+              "section's latencies with --prices).")
+@costs_options
 @_user_errors
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool) -> None:
-    """Write quality/*.json, report.md and figures/*.png for a study."""
+           no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
+    """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
+    from analysis.costs.cli import cost_inputs
     from analysis.report import write_report
 
     flags = None
@@ -98,7 +104,8 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
         if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
-    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures)
+    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
+                        latency_dir=latency_dir, costs=cost_inputs(latency_dir=latency_dir, **cost_options))
     click.echo(str(path))
     check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
     if check["passed"] is not True:
@@ -150,6 +157,57 @@ def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlati
     result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
                             seed=seed, correlation=correlation)
     click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
+
+
+@cli.command()
+@click.option(
+    "--labels",
+    "labels_file",
+    required=True,
+    type=_existing,
+    help="results/judged/labels.json (bench judged run).",
+)
+@click.option(
+    "--human",
+    "human_file",
+    type=_existing,
+    default=None,
+    help="A later human judgment of the same pairs: qid<TAB>docid<TAB>label (1, 0 or unclear).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON instead of Markdown.")
+@_user_errors
+def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
+    """Judged sample: false-negative rates (Wilson 95 %), control agreement and kappa, the plan's caveat."""
+    from analysis.judged import human_agreement, markdown, read_human, read_labels, summarise
+
+    labels = read_labels(labels_file)
+    summary = summarise(labels)
+    human = None
+    if human_file is not None:
+        human = human_agreement(labels, read_human(human_file), str(human_file))
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "human": human}, indent=1, sort_keys=True))
+        return
+    click.echo("\n".join(markdown(summary, human)))
+
+
+@cli.command()
+@click.option(
+    "--runs", "runs_dir", required=True, type=_folder, help="The study's runs (first-stage/ inside)."
+)
+@click.option(
+    "--pitfall-runs",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="bench quality --pitfalls output (results/pitfalls/runs).",
+)
+@click.option("--qrels", required=True, type=_existing)
+@_user_errors
+def pitfalls(runs_dir: Path, pitfall_runs: Path, qrels: Path) -> None:
+    """Pitfalls experiment: Qwen3 variants against (a), keyword-plain-71k against keyword-71k."""
+    from analysis.pitfalls import analyse_pitfalls, markdown
+
+    click.echo("\n".join(markdown(analyse_pitfalls(runs_dir, pitfall_runs, read_qrels(qrels)))))
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.atomic import built_beside, write_bytes_atomic
 from analysis.metrics import MISSING_QUERY_POLICY
@@ -37,7 +37,11 @@ from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import RunResult, StageResult, analyse_study, default_flags
+from analysis.trec import read_qrels
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
+
+if TYPE_CHECKING:
+    from analysis.costs.section import CostInputs
 
 __all__ = ["SETTINGS", "write_report"]
 
@@ -219,8 +223,49 @@ class Section:
 
 
 # Sections after the quality tables, in this order. Add one in one line: Section(name, entries, writer).
+def _latency(context: ReportContext) -> list[str]:
+    """The latency section (plan section "Latency") when a latency folder was given (``--latency``)."""
+    folder = context.options.get("latency_dir")
+    if folder is None:
+        return []
+    from analysis.latency.report import latency_section
+
+    return latency_section(folder, context.build_dir, figures=bool(context.options.get("figures", True)))
+
+
+def _costs(context: ReportContext) -> list[str]:
+    """The costs section (plan section "Costs") when cost inputs were given (``--prices``); computed in
+    ``write_report`` before anything is written."""
+    record = context.options.get("costs_record")
+    if record is None:
+        return []
+    from analysis.costs.report import write_costs
+
+    quality = {s.stage: stage_record(s, context.flags, context.stage_flags) for s in context.stages}
+    return write_costs(record, quality, context.build_dir, figures=bool(context.options.get("figures", True)))
+
+
+def _pitfalls(context: ReportContext) -> list[str]:
+    """The pitfalls experiment (its own comparison family) when ``<out>/pitfalls/runs`` holds variant runs."""
+    from analysis import pitfalls
+
+    out = context.options["out_dir"]  # the variant runs live in the real --out folder
+    return pitfalls.report_section(context.runs_dir, read_qrels(context.qrels_path), out, context.build_dir)
+
+
+def _judged(context: ReportContext) -> list[str]:
+    """The judged sample when ``<out>/judged/labels.json`` is published."""
+    from analysis import judged
+
+    return judged.report_section(context.options["out_dir"], context.build_dir)
+
+
 SECTIONS: list[Section] = [
     Section("plan check 2", (), pytrec_section),
+    Section("latency", ("latency-summary",), _latency),
+    Section("costs", ("costs.json",), _costs),
+    Section("pitfalls", ("pitfalls.json",), _pitfalls),
+    Section("judged", ("judged.json",), _judged),
 ]
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 
@@ -236,6 +281,8 @@ def write_report(
     figures: bool = True,
     stage_flags: Mapping[str, str] | None = None,
     section_options: Mapping[str, Any] | None = None,
+    costs: CostInputs | None = None,
+    latency_dir: Path | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
@@ -252,10 +299,22 @@ def write_report(
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
     stages, inputs = analyse_study(runs_dir, qrels_path)
+    costs_record = None
+    if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
+        from analysis.costs.report import compute_costs
+
+        records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
+        costs_record = compute_costs(records, runs_dir, qrels_path, costs)
     owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
+    options = {**(section_options or {}), "figures": figures, "latency_dir": latency_dir,
+               "costs_record": costs_record, "out_dir": out_dir}  # fmt: skip
     with built_beside(out_dir, owned) as build:
         _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
-                       header_lines=header_lines, figures=figures, options=section_options or {})
+                       header_lines=header_lines, figures=figures, options=options)
+    if costs_record is not None:
+        from analysis.costs.report import check_missing
+
+        check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"
 
 

@@ -27,8 +27,15 @@ def test_bootstrap_equals_scipy_with_the_same_draw() -> None:
     rng = np.random.default_rng(5)
     x = rng.random(305)
     ours = bootstrap_intervals(x)
-    ref = scipy.stats.bootstrap((x,), np.mean, n_resamples=10_000, method="percentile",
-                                confidence_level=0.95, rng=np.random.default_rng(SEED), vectorized=True)
+    ref = scipy.stats.bootstrap(
+        (x,),
+        np.mean,
+        n_resamples=10_000,
+        method="percentile",
+        confidence_level=0.95,
+        rng=np.random.default_rng(SEED),
+        vectorized=True,
+    )
     # scipy draws rng.integers(0, n, (10000, n)) in one batch: the very same indices as ours
     idx = bootstrap_indices(305)
     assert np.array_equal(np.random.default_rng(SEED).integers(0, 305, size=(10_000, 305)), idx)
@@ -38,15 +45,27 @@ def test_bootstrap_equals_scipy_with_the_same_draw() -> None:
     assert ours[1] == pytest.approx(ref.confidence_interval.high, abs=3e-14)
     # on values already on the grid (x quantised first) the intervals are equal to the last bit
     xg = np.ldexp(np.rint(np.ldexp(x, 44)), -44)
-    ref_g = scipy.stats.bootstrap((xg,), np.mean, n_resamples=10_000, method="percentile",
-                                  rng=np.random.default_rng(SEED), vectorized=True)
+    ref_g = scipy.stats.bootstrap(
+        (xg,),
+        np.mean,
+        n_resamples=10_000,
+        method="percentile",
+        rng=np.random.default_rng(SEED),
+        vectorized=True,
+    )
     assert np.array_equal(bootstrap_means(xg), ref_g.bootstrap_distribution)
     # scipy.stats.quantile and numpy.quantile(method="linear") interpolate with different formulas: 1 ulp
     np.testing.assert_array_max_ulp(bootstrap_intervals(xg), np.array(list(ref_g.confidence_interval)), 1)
     # interval of binary data (hit@5) and matrix form agree with the one-column form
     hits = (rng.random(305) < 0.4).astype(float)
-    ref_h = scipy.stats.bootstrap((hits,), np.mean, n_resamples=10_000, method="percentile",
-                                  rng=np.random.default_rng(SEED), vectorized=True)
+    ref_h = scipy.stats.bootstrap(
+        (hits,),
+        np.mean,
+        n_resamples=10_000,
+        method="percentile",
+        rng=np.random.default_rng(SEED),
+        vectorized=True,
+    )
     both = bootstrap_intervals(np.column_stack([x, hits]))
     assert np.array_equal(both[0], ours)  # independent of which other runs are evaluated together
     assert np.array_equal(bootstrap_means(hits), ref_h.bootstrap_distribution)  # binary values: exact

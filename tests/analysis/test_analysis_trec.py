@@ -116,8 +116,9 @@ lines_strategy = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(rows=lines_strategy, seed=st.integers(0, 2**32 - 1))
-def test_shuffling_lines_changes_nothing(tmp_path_factory: pytest.TempPathFactory,
-                                         rows: list[tuple[str, int]], seed: int) -> None:
+def test_shuffling_lines_changes_nothing(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, int]], seed: int
+) -> None:
     rng = random.Random(seed)
     by_q: dict[str, list[tuple[str, float]]] = {}
     for q, level in rows:
@@ -137,8 +138,10 @@ def test_shuffling_lines_changes_nothing(tmp_path_factory: pytest.TempPathFactor
 
 
 @settings(max_examples=100, deadline=None)
-@given(scores=st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 1e-9]), min_size=0, max_size=30),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    scores=st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 1e-9]), min_size=0, max_size=30),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_tie_rule(scores: list[float], seed: int) -> None:
     docids = [f"d{i}" for i in range(len(scores))]
     ranked = rank_by_score(docids, scores)
@@ -148,8 +151,10 @@ def test_tie_rule(scores: list[float], seed: int) -> None:
     perm = list(range(len(scores)))
     random.Random(seed).shuffle(perm)
     shuffled = [(docids[i], scores[i], i) for i in perm]
-    again = rank_by_score([d for d, _, _ in sorted(shuffled, key=lambda x: x[2])],
-                          [s for _, s, _ in sorted(shuffled, key=lambda x: x[2])])
+    again = rank_by_score(
+        [d for d, _, _ in sorted(shuffled, key=lambda x: x[2])],
+        [s for _, s, _ in sorted(shuffled, key=lambda x: x[2])],
+    )
     assert again == ranked
 
 
@@ -164,12 +169,26 @@ def test_tie_rule_differs_from_trec_eval() -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(rows=st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_from(["a", "b", "c", "d", "e"])),
-                     min_size=1, max_size=12, unique=True),
-       sep=st.sampled_from([" ", "\t", "  ", " \t "]), end=st.sampled_from(["\n", "\r\n", " \n"]),
-       blank=st.booleans(), unicode_tag=st.booleans())
-def test_parsing_paths_agree(tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, str]], sep: str,
-                             end: str, blank: bool, unicode_tag: bool) -> None:
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_from(["a", "b", "c", "d", "e"])),
+        min_size=1,
+        max_size=12,
+        unique=True,
+    ),
+    sep=st.sampled_from([" ", "\t", "  ", " \t "]),
+    end=st.sampled_from(["\n", "\r\n", " \n"]),
+    blank=st.booleans(),
+    unicode_tag=st.booleans(),
+)
+def test_parsing_paths_agree(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[str, str]],
+    sep: str,
+    end: str,
+    blank: bool,
+    unicode_tag: bool,
+) -> None:
     # the canonical, the numpy and the line-by-line readers give the same run
     counter: dict[str, int] = {}
     lines = []
@@ -181,8 +200,13 @@ def test_parsing_paths_agree(tmp_path_factory: pytest.TempPathFactory, rows: lis
         lines.insert(len(lines) // 2, end)
     tmp = tmp_path_factory.mktemp("paths")
     canonical = tmp / "c.trec"
-    canonical.write_text("".join(x.replace("\r\n", "\n").replace(sep, " ").replace(" \n", "\n")
-                                 .replace("tä", "t") for x in lines if x.strip()))
+    canonical.write_text(
+        "".join(
+            x.replace("\r\n", "\n").replace(sep, " ").replace(" \n", "\n").replace("tä", "t")
+            for x in lines
+            if x.strip()
+        )
+    )
     variant = tmp / "v.trec"
     variant.write_bytes("".join(lines).encode("utf-8"))
     assert read_run(canonical) == read_run(variant)
