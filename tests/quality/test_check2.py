@@ -38,13 +38,12 @@ Written = tuple[list[RunFileInfo], Path]
 def test_check2_fails_on_a_wrong_ndcg(written: Written, monkeypatch: pytest.MonkeyPatch) -> None:
     import analysis.pytrec_check as pc
 
-    real = pc.evaluate
+    real = pc.evaluate_table  # our side of the comparison (per-query arrays)
 
-    def off_by_2e4(qrels, run, measures):  # type: ignore[no-untyped-def]
-        out = real(qrels, run, measures=measures)
-        return {m: {q: v + 2e-4 for q, v in per.items()} for m, per in out.items()}
+    def off_by_2e4(judgments, table, measures):  # type: ignore[no-untyped-def]
+        return {m: v + 2e-4 for m, v in real(judgments, table, measures).items()}
 
-    monkeypatch.setattr(pc, "evaluate", off_by_2e4)
+    monkeypatch.setattr(pc, "evaluate_table", off_by_2e4)
     runs, qrels = written
     result = check_runs(runs, qrels)
     assert result["passed"] is False
