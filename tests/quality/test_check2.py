@@ -38,12 +38,12 @@ Written = tuple[list[RunFileInfo], Path]
 def test_check2_fails_on_a_wrong_ndcg(written: Written, monkeypatch: pytest.MonkeyPatch) -> None:
     import analysis.pytrec_check as pc
 
-    real = pc.evaluate_table  # our side of the comparison (per-query arrays)
+    real = pc.pytrec_ndcg10
 
-    def off_by_2e4(judgments, table, measures):  # type: ignore[no-untyped-def]
-        return {m: v + 2e-4 for m, v in real(judgments, table, measures).items()}
+    def off_by_2e4(qrels, run, **kw):  # type: ignore[no-untyped-def]
+        return {q: v + 2e-4 for q, v in real(qrels, run, **kw).items()}
 
-    monkeypatch.setattr(pc, "evaluate_table", off_by_2e4)
+    monkeypatch.setattr(pc, "pytrec_ndcg10", off_by_2e4)
     runs, qrels = written
     result = check_runs(runs, qrels)
     assert result["passed"] is False

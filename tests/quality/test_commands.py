@@ -84,7 +84,7 @@ def test_quality_pitfalls_runs_the_variants_into_their_own_folders(
 
     def fake_session(setup: Any, **kw: Any) -> Any:
         seen.update(setup=setup, **kw)
-        outcome = types.SimpleNamespace(scored=0, skipped=0, errors=0)
+        outcome = types.SimpleNamespace(scored=0, skipped=0, errors=0, not_run={})
         return None, types.SimpleNamespace(outcome=outcome, runs=[]), {}
 
     monkeypatch.setattr(commands, "run_session", fake_session)
