@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "determinism": "bench.quality.cli:determinism",
     "dtype-check": "bench.quality.cli:dtype_check",
     "rehearse": "bench.rehearse.cli:rehearse",
+    "audit": "bench.audit.cli:audit",
 }
 
 
