@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.audit.rows import Row
+from bench.audit.rows import Row, Verdict
 from bench.errors import BenchError
 from bench.integrity import git
 
@@ -148,7 +148,7 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
             return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON}: cannot read inputs.qrels ({exc})")
         qrels = find_qrels(root, name, sha)
         if qrels is None:
-            verdict = "FAIL" if problems else "NOT YET"
+            verdict: Verdict = "FAIL" if problems else "NOT YET"
             return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run `bench "
                        "data fetch`, or pass --qrels FILE", tuple(problems))  # fmt: skip
     from analysis.report import write_report
