@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "dtype-check": "bench.quality.cli:dtype_check",
     "rehearse": "bench.rehearse.cli:rehearse",
     "audit": "bench.audit.cli:audit",
+    "reproduce": "bench.audit.cli:reproduce",
 }
 
 
