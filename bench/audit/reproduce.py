@@ -15,12 +15,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from bench.audit.committed import RESULTS, RUNS, manifests_in, study_files, tracked
+from bench.audit.committed import RESULTS, RUNS, study_files, tracked
 from bench.errors import BenchError
 from bench.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
 
@@ -83,23 +83,31 @@ def committed_stages(root: Path) -> list[str]:
     return sorted(runs & results)
 
 
-def _gpus(host: Mapping[str, Any] | None) -> list[str]:
-    """GPU names from a manifest's host record (torch's device names, else nvidia-smi's first column)."""
+def _gpus(host: Any) -> list[str]:
+    """GPU names in a host record (``bench.provenance.host_info``): torch's ``cuda_device``, else the first
+    column of the ``nvidia_smi`` CSV."""
     if not isinstance(host, Mapping):
         return []
-    names = []
-    for key in ("cuda_devices", "gpus", "gpu_names"):
-        value = host.get(key)
-        if isinstance(value, list):
-            names += [str(v.get("name") if isinstance(v, Mapping) else v) for v in value]
+    names = [str(host["cuda_device"])] if isinstance(host.get("cuda_device"), str) else []
     smi = host.get("nvidia_smi")
     if not names and isinstance(smi, str):
-        rows = [r for r in smi.splitlines()[1:] if r.strip()]
-        names = [r.split(",")[0].strip() for r in rows]
+        names = [r.split(",")[0].strip() for r in smi.splitlines()[1:] if r.strip()]
     return names
 
 
+def _host_records(obj: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(obj, Mapping):
+        if "cuda_device" in obj or "nvidia_smi" in obj:
+            yield obj
+        for value in obj.values():
+            yield from _host_records(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _host_records(value)
+
+
 def committed_gpus(root: Path) -> list[str]:
+    """Every GPU named by a host record in a committed result file (manifests, sessions' host after load)."""
     found: set[str] = set()
     for rel in study_files(tracked(root, RESULTS)):
         if not rel.endswith(".json"):
@@ -108,8 +116,8 @@ def committed_gpus(root: Path) -> list[str]:
             doc = json.loads((root / rel).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        for _, manifest in manifests_in(doc):
-            found.update(_gpus(manifest.get("host")))
+        for host in _host_records(doc):
+            found.update(_gpus(host))
     return sorted(found)
 
 
@@ -214,7 +222,9 @@ def reproduce(
                 reproduced = float(evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
             committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
             comparisons.append(compare(stage, model, QUALITY_DEPTH, committed, reproduced))
-    here = _gpus(provenance.get("host"))
+    from bench.provenance import host_info
+
+    here = sorted(set(_gpus(provenance.get("host"))) | set(_gpus(host_info())))  # torch is loaded by now
     theirs = committed_gpus(root)
     result = Reproduction(
         str(out_dir), comparisons, here, theirs, gpu_note(here, theirs), manifest=dict(provenance)
