@@ -3,7 +3,6 @@ same GPU")."""
 
 from __future__ import annotations
 
-
 from bench.audit.reproduce import _gpus, compare, gpu_note
 
 
