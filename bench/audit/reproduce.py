@@ -77,10 +77,21 @@ def committed_ndcg(root: Path, stage: str, model: str, depth: int) -> float | No
 
 
 def committed_stages(root: Path) -> list[str]:
-    """Stages with a committed first-stage run and a committed quality result."""
+    """Stages with a committed first-stage run and a committed quality result holding reranker runs
+    (keyword-plain-71k, a reference without rerankers, has none)."""
     runs = {Path(f).stem for f in tracked(root, f"{RUNS}/first-stage") if f.endswith(".trec")}
-    results = {Path(f).stem for f in study_files(tracked(root, f"{RESULTS}/quality"))} - {"study"}
-    return sorted(runs & results)
+    stages = []
+    for rel in study_files(tracked(root, f"{RESULTS}/quality")):
+        stage = Path(rel).stem
+        if stage == "study" or stage not in runs or not rel.endswith(".json"):
+            continue
+        try:
+            doc = json.loads((root / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BenchError(f"{root / rel}: not valid JSON ({exc}); restore it with git") from exc
+        if isinstance(doc, dict) and doc.get("runs"):
+            stages.append(stage)
+    return sorted(stages)
 
 
 def _gpus(host: Any) -> list[str]:

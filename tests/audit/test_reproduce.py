@@ -30,6 +30,7 @@ def test_rehearsal_outputs_reproduce_within_a_tenth(
     out = tmp_path / "rerun"
     dataset = study_repo.rehearsal.parent / "mini-beir"
     args = ["reproduce", "--model", MODEL, "--device", "cpu", "--dataset", str(dataset), "--out", str(out)]
+    # default stages: those with committed reranker runs (vector-71k; keyword-plain-71k is reference only)
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     row_re = rf"^\| vector-71k \| {MODEL}@100 \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| OK \|$"
@@ -64,8 +65,8 @@ def test_a_different_scorer_fails_with_both_numbers(study_repo: StudyRepo, tmp_p
 
     inputs = load_inputs(study_repo.rehearsal.parent / "mini-beir", None)
     result = reproduce(
-        study_repo.root, models=[MODEL], stages=None, qrels=study_repo.qrels, queries=inputs.queries,
-        texts={p.docid: p.passage_text for p in inputs.corpus},
+        study_repo.root, models=[MODEL], stages=["vector-71k"], qrels=study_repo.qrels,
+        queries=inputs.queries, texts={p.docid: p.passage_text for p in inputs.corpus},
         load=lambda m: _Reversed(load_reranker(m, device="cpu")), out_dir=tmp_path / "rerun",
         provenance={"host": {}}, preflight=None, kind="rehearsal", stream=io.StringIO(),
     )  # fmt: skip
