@@ -125,9 +125,10 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
     check = "results recomputed from runs/ (analysis report)"
     runs = study_files(tracked(root, RUNS))
     results = study_files(tracked(root, RESULTS))
-    if not runs and not results:
-        return Row(5, check, "NOT YET", "no study run committed yet (runs/ and results/ hold only README "
-                   "and licence)")  # fmt: skip
+    quality = [f for f in results if f.startswith(f"{RESULTS}/quality/")]
+    if not runs and not quality:
+        others = f"; {len(results)} other result files are checked by rows 6 and 7" if results else ""
+        return Row(5, check, "NOT YET", f"no study run committed yet (no runs/, no results/quality/){others}")
     if not (root / RESULTS / STUDY_JSON).is_file():
         return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `analysis report --runs "
                    "runs --qrels QRELS --out results` and commit its output")  # fmt: skip
