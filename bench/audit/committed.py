@@ -152,41 +152,72 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
             verdict: Verdict = "FAIL" if problems else "NOT YET"
             return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run `bench "
                        "data fetch`, or pass --qrels FILE", tuple(problems))  # fmt: skip
-    from analysis.report import write_report
-
-    with tempfile.TemporaryDirectory(prefix="bench-audit-") as tmp:
-        out = Path(tmp) / "results"
-        try:
-            write_report(root / RUNS, qrels, out)
-        except Exception as exc:  # any failure of the report is this row's FAIL, named
-            problems.append(f"analysis report failed on runs/: {type(exc).__name__}: {exc}")
-            return Row(5, check, "FAIL", problems[-1], tuple(problems))
-        produced = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-        details, failed = [], 0
-        for rel in produced:
-            committed = root / RESULTS / rel
-            if not committed.is_file():
-                if rel.endswith(".json"):
-                    failed += 1
-                    details.append(f"FAIL results/{rel}: produced by analysis report but not committed")
-                continue
-            same = committed.read_bytes() == (out / rel).read_bytes()
-            failed += not same
-            details.append(f"{'OK  ' if same else 'FAIL'} results/{rel}"
-                           + ("" if same else ": differs from the recomputed file"))  # fmt: skip
-        produced_set = set(produced)
-        for rel in results:
-            inner = rel.removeprefix(f"{RESULTS}/")
-            if inner.startswith("quality/") and inner not in produced_set:
-                failed += 1
-                details.append(f"FAIL {rel}: committed, but analysis report no longer produces it (stale)")
+    details, failed = recompute(root, qrels, results)
     details = problems + details
     failed += len(problems)
     compared = sum(1 for d in details if d.startswith(("OK", "FAIL results")))
+    skipped = sum(1 for d in details if d.startswith("NOT RECOMPUTED"))
     if failed:
-        first = next(d for d in details if not d.startswith("OK"))
+        first = next(d for d in details if not d.startswith(("OK", "NOT RECOMPUTED")))
         return Row(5, check, "FAIL", f"{failed} problem(s); first: {first}", tuple(details))
-    return Row(5, check, "OK", f"{compared} committed files recomputed byte for byte", tuple(details))
+    note = f"; {skipped} not recomputed (inputs the audit cannot know, see details)" if skipped else ""
+    return Row(5, check, "OK", f"{compared} committed files recomputed byte for byte{note}", tuple(details))
+
+
+def recompute(root: Path, qrels: Path, results: list[str]) -> tuple[list[str], int]:
+    """Rerun ``analysis report`` on ``runs/`` and compare what it owns under ``results/`` byte for byte.
+
+    The committed ``results/`` is copied into the temporary output first, because some report sections read
+    their inputs from ``--out`` (the judged labels, the pitfall runs) and the latency section from
+    ``results/latency``. The costs section needs the prices file and options of its run, which the audit
+    cannot know: when ``costs.json`` is committed, it, ``report.md`` (which holds the costs section) and the
+    cost figures are listed as not recomputed (rows 6 and 7 still check them)."""
+    import shutil
+
+    from analysis.report import REPORT_ENTRIES, SECTIONS, write_report
+
+    owned = {*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries)}
+    with_costs = (root / RESULTS / "costs.json").is_file()
+    not_recomputed = {"costs.json", "report.md"} if with_costs else set()
+    details: list[str] = []
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="bench-audit-") as tmp:
+        out = Path(tmp) / "results"
+        out.mkdir()
+        for rel in results:  # committed files only, not whatever else lies in the working tree
+            inner = rel.removeprefix(f"{RESULTS}/")
+            (out / inner).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, out / inner)
+        latency = out / "latency" if (out / "latency").is_dir() else None
+        try:
+            write_report(root / RUNS, qrels, out, latency_dir=latency)
+        except Exception as exc:  # any failure of the report is this row's FAIL, named
+            return [f"analysis report failed on runs/: {type(exc).__name__}: {exc}"], 1
+        produced = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+        committed_owned = {r.removeprefix(f"{RESULTS}/") for r in results}
+        committed_owned = {r for r in committed_owned if r.split("/")[0] in owned}
+        produced_owned = {r for r in produced if r.split("/")[0] in owned}
+        for rel in sorted(committed_owned | produced_owned):
+            top = rel.split("/")[0]
+            if top in not_recomputed or (with_costs and rel.startswith("figures/costs-")):
+                details.append(f"NOT RECOMPUTED results/{rel}: needs the costs inputs (--prices ...)")
+                continue
+            committed = root / RESULTS / rel
+            if rel not in produced_owned:
+                failed += 1
+                details.append(
+                    f"FAIL results/{rel}: committed, but analysis report no longer produces it (stale)"
+                )
+            elif rel not in committed_owned:
+                if rel.endswith(".json"):
+                    failed += 1
+                    details.append(f"FAIL results/{rel}: produced by analysis report but not committed")
+            else:
+                same = committed.read_bytes() == (out / rel).read_bytes()
+                failed += not same
+                details.append(f"{'OK  ' if same else 'FAIL'} results/{rel}"
+                               + ("" if same else ": differs from the recomputed file"))  # fmt: skip
+    return details, failed
 
 
 # ---- row 6 -------------------------------------------------------------------------------------------
