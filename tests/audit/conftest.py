@@ -1,7 +1,8 @@
 """A small committed study in a temporary git repository, built from a real rehearsal's outputs.
 
 History: 1 PLAN.md alone (the real plan), 2 DEVIATIONS.md, datasets.lock, the bundled data, licences and
-the README/LICENSE of runs/ and results/, 3 the study: a rehearsal run with this repository as its root
+the README/LICENSE of runs/ and results/, 3 the study: a rehearsal's quality phase (its own functions, see
+``rehearsal_quality_phase``) run with this repository as its root
 (so its manifest names this history's commit and hashes), its run files under runs/, and under results/
 what `analysis report --runs runs --out results` writes from them, plus the rehearsal's manifest. The
 qrels stay outside (passed with --qrels).
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from analysis.report import write_report
-from bench.rehearse.run import Options, rehearse
+from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
 from tests.rehearse.conftest import write_mini_beir
 
@@ -43,6 +44,39 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
+def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
+    """The first part of ``bench rehearse`` with the rehearsal's own functions: lock check, inputs, the
+    first stages on the PyPI Typesense, the quality phase with the stand-in (journal, run files), with
+    ``root`` as the repository. The later steps (latency, int8, judged sample, costs, report) are left out:
+    the audit needs the run files and the manifest, and those steps would take minutes on two cores."""
+    from bench.guard import preflight
+    from bench.plan import DEPTHS
+    from bench.provenance import collect_manifest
+    from bench.quality.driver import execute
+    from bench.quality.phase import PhaseSpec
+    from bench.quality.study import Study
+    from bench.rehearse.firststages import run_first_stages, stage_paths
+    from bench.rehearse.inputs import load_inputs
+    from bench.rehearse.run import _embedder, _loader, reranked_stages
+
+    opts = Options(dataset=dataset)
+    pre = preflight("rehearsal", lock_names=["bundled"], root=root)
+    inputs = load_inputs(dataset, None)
+    prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
+    study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
+                        provenance=prov, preflight=pre)  # fmt: skip
+    qrels = inputs.write_qrels(directory / "qrels.tsv")
+    stages = run_first_stages(
+        directory, inputs, qrels, port=None, embedder_factory=_embedder, log=lambda m: None
+    )
+    ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
+    execute(study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
+            texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(True),
+            spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS), runs_dir=directory / "runs",
+            resume_hint="rerun the test", what="rehearsal", stream=io.StringIO())  # fmt: skip
+    return directory
+
+
 def build_study_repo(base: Path) -> StudyRepo:
     root = base / "study"
     root.mkdir(parents=True)
@@ -55,7 +89,7 @@ def build_study_repo(base: Path) -> StudyRepo:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "deviations, lock, data, licences")
     mini = write_mini_beir(base / "mini-beir")
-    reh = rehearse(base / "reh", Options(dataset=mini), root=root, stream=io.StringIO(), out=io.StringIO())
+    reh = rehearsal_quality_phase(base / "reh", mini, root)
     shutil.copytree(reh / "runs", root / "runs", dirs_exist_ok=True)
     write_report(root / "runs", reh / "qrels.tsv", root / "results")  # `analysis report --out results`
     shutil.copy2(reh / "manifest.json", root / "results" / "manifest.json")
