@@ -156,7 +156,8 @@ def main() -> None:
         print(f"  {label:40s} {best[label]:8.1f} docs/s  {best[label] / anchor:5.2f}x of the anchor")
     ok = best[order[1]] >= TARGET * anchor
     print(
-        f"target import_passages >= {TARGET}x anchor: {'MET' if ok else 'MISSED'}; load average after: {_load()}"
+        f"target import_passages >= {TARGET}x anchor: {'MET' if ok else 'MISSED'}; load average after: "
+        f"{_load()}"
     )
 
 
