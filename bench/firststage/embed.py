@@ -148,20 +148,22 @@ class CachedEmbeddings:
         prompt: str = "",
         chunk: int = ENCODE_CHUNK,
         on_progress: Callable[[int], None] | None = None,
+        on_cached: Callable[[int], None] | None = None,
     ) -> np.ndarray:
         """Vectors of ``prompt + text`` for each text, in order; texts not in the cache are encoded.
 
         The texts to encode are sorted by length (then by text, so the order is fixed) and sent to the
         model ``chunk`` at a time, each chunk stored in the cache at once: batches then hold texts of
         similar length (little padding) across the whole corpus, and an interrupted run keeps every
-        finished chunk. ``on_progress`` gets the count of each finished chunk (cached texts first)."""
+        finished chunk. ``on_cached`` gets the count of texts found in the cache, ``on_progress`` that of
+        each encoded chunk (inputs counted with their repeats)."""
         full = [prompt + t for t in texts]
         e = self.embedder
         found = self.cache.get_many(e.model, e.revision, e.dims, full)
         wanted = Counter(t for t, v in zip(full, found, strict=True) if v is None)
         missing = sorted(wanted, key=lambda t: (len(t), t))
-        if on_progress is not None:
-            on_progress(len(full) - wanted.total())
+        if on_cached is not None:
+            on_cached(len(full) - wanted.total())
         if missing:
             fresh: dict[str, np.ndarray] = {}
             for start in range(0, len(missing), chunk):

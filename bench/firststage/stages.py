@@ -78,7 +78,7 @@ def _embed_corpus(cached: CachedEmbeddings, passages: Sequence[Passage]) -> np.n
     from bench.progress import Progress
 
     with Progress("embed passages", len(passages), "passages") as prog:
-        return cached.embed([p.passage_text for p in passages], on_progress=prog.advance)
+        return cached.embed([p.passage_text for p in passages], on_progress=prog.advance, on_cached=prog.skip)
 
 
 def run_stage(
