@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bench.data import Passage, sort_passages
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 
 CORPUS_71K_FILE = "de-corpus/dev-00000-of-00001.parquet"
 CORPUS_71K_ID_COLUMNS = ("_id", "id")  # either one (older / later mteb uploads)
@@ -40,6 +41,7 @@ def corpus_71k_id_column(snapshot: Path) -> str:
     path = snapshot / CORPUS_71K_FILE
     if not path.is_file():
         raise BenchError(f"{path}: 71k corpus file missing; run `bench data fetch` (expected hub layout)")
+    require_locked(path)
     try:
         import pyarrow.parquet as pq
     except ModuleNotFoundError as exc:
@@ -119,4 +121,4 @@ def iter_jsonl_gz(path: Path) -> Iterator[Passage]:
 def iter_corpus_full(snapshot: Path) -> Iterator[Passage]:
     """Stream the full German corpus, shard after shard (bounded memory)."""
     for shard in corpus_full_shards(snapshot):
-        yield from iter_jsonl_gz(shard)
+        yield from iter_jsonl_gz(require_locked(shard))

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from bench.data.textfile import open_text
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 
 #: Query count of MIRACL de test-B as the public evidence (MIRACL's own statistics, ir_datasets) gives it.
 TEST_B_SPLIT = "test-b"
@@ -35,9 +37,9 @@ def read_topics(path: Path) -> dict[str, str]:
     if not path.is_file():
         raise BenchError(f"{path}: topics file missing")
     out: dict[str, str] = {}
-    with path.open(encoding="utf-8-sig", newline=None) as fh:
+    with open_text(path) as fh:  # a byte-order mark is not part of the first query id
         for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
+            line = line.rstrip("\r\n")
             if not line:
                 continue
             parts = line.split("\t")
@@ -57,7 +59,7 @@ def hub_topics_and_qrels(snapshot: Path, lang: str = "de", split: str = "dev") -
     qrels = snapshot / qrels_relpath(lang, split)
     if not qrels.is_file():
         raise BenchError(f"{qrels}: qrels file missing in the miracl/miracl snapshot (expected that layout)")
-    return read_topics(topics), qrels
+    return read_topics(topics), require_locked(qrels)
 
 
 def hub_test_b_topics(snapshot: Path, dev_qids: Iterable[str], lang: str = "de") -> dict[str, str]:

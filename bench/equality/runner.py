@@ -141,13 +141,13 @@ def check_one(
         try:
             with loader(model_id) as api:  # type: ignore[attr-defined]
                 return run_pointwise(model_id, api, data.queries)
-        except BenchError as exc:
-            return _not_rated(model_id, f"API check failed: {exc}")
+        except Exception as exc:  # this model is not rated with the reason; the others go on
+            return _not_rated(model_id, f"API check failed: {_text(exc)}")
     try:
         mdir = model_dir or _model_dir(model_id)
         reranker = loader(model_id, device=device, snapshot_dir=mdir)
-    except BenchError as exc:
-        return _not_rated(model_id, f"adapter did not load: {exc}")
+    except Exception as exc:  # OSError, RuntimeError, ... from a model load: not rated, the others go on
+        return _not_rated(model_id, f"adapter did not load: {_text(exc)}")
     dtype = reranker.meta.dtype if reranker.meta.dtype in TORCH_DTYPES else None
 
     def same_dtype(spec: ReferenceSpec | None) -> ReferenceSpec | None:
@@ -173,6 +173,11 @@ def check_one(
         _release_memory()
     deciding = same_dtype(DECIDING.get(model_id))
     return evaluate(model_id, meta, ours, data.queries, deciding, further, runner or default_runner)
+
+
+def _text(exc: BaseException) -> str:
+    """The exception's text as a reason; the type is named unless it is one of our own messages."""
+    return str(exc) if isinstance(exc, BenchError) else f"{type(exc).__name__}: {exc}"
 
 
 def _not_rated(model_id: str, reason: str, **extra: Any) -> dict[str, Any]:
@@ -206,7 +211,11 @@ def check_models(
     out = []
     with Progress("adapter checks", len(model_ids), "models") as progress:
         for model_id in model_ids:
-            payload = check_one(model_id, data, device=device, loader=loader)
+            try:
+                payload = check_one(model_id, data, device=device, loader=loader)
+            except Exception as exc:  # a failure of one model's check never stops the others
+                payload = _not_rated(model_id, f"check failed: {_text(exc)}")
+                _release_memory()
             adapter = payload.get("adapter") or {}
             payload["data"] = dict(data.provenance)
             payload["preflight"] = preflight_record

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reference_sync import sync_reference_env
 
 from bench.equality.data import EqualityQuery
 from bench.plan import QWEN3_INSTRUCTION
@@ -209,33 +210,6 @@ def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[
     with gzip.open(id_map, "wt", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     return snap, id_map
-
-
-def sync_reference_env(env: str) -> Path:
-    """The interpreter of ``references/<env>``, synced from its lock with uv if missing; skips (with the
-    reason) when uv is absent or the sync fails (offline without a cache)."""
-    import shutil
-    import subprocess
-
-    from bench.equality.references import env_python, references_dir
-
-    py = env_python(env)  # type: ignore[arg-type]
-    if not py.exists():
-        uv = shutil.which("uv")
-        if uv is None:
-            pytest.skip(
-                f"uv not on PATH: cannot sync references/{env} (the deciding run is on the study machine)"
-            )
-        proc = subprocess.run(
-            [uv, "sync", "--frozen", "--project", str(references_dir() / env)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if proc.returncode != 0 or not py.exists():
-            pytest.skip(f"`uv sync --frozen` in references/{env} failed: {proc.stderr[-300:]}")
-    return py
 
 
 @pytest.fixture(scope="session")

@@ -444,3 +444,56 @@ def test_fetch_reads_the_id_map_once(checkout: Path, monkeypatch: pytest.MonkeyP
     assert result.exit_code == 0
     assert "warning:" in result.output and "neither JSON lines nor a 6-column TREC run" in result.output
     assert "--id-map corpus" in result.output
+
+
+# --- an empty or shortened lock, and files checked when opened (issue 9, item 21) ------------------------
+
+
+def test_empty_lock_is_refused(checkout: Path) -> None:
+    lock = checkout / "datasets.lock"
+    doc = json.loads(lock.read_text(encoding="utf-8"))
+    doc["entries"] = {}
+    lock.write_text(json.dumps(doc), encoding="utf-8")
+    result = run("verify")
+    assert result.exit_code == 1 and "the lock lists no files" in result.output and "OK" not in result.output
+
+
+def test_shortened_lock_is_refused_naming_the_unlisted_file(checkout: Path) -> None:
+    lock = checkout / "datasets.lock"
+    doc = json.loads(lock.read_text(encoding="utf-8"))
+    del doc["entries"][TOPICS]
+    lock.write_text(json.dumps(doc), encoding="utf-8")
+    for args in (("verify",), ("verify", "bundled")):
+        result = run(*args)
+        assert result.exit_code == 1, result.output
+        assert "does not list 1 file(s) the study reads" in result.output
+        assert f"{checkout / TOPICS} ({TOPICS})" in result.output
+
+
+def test_files_are_checked_when_opened(checkout: Path) -> None:
+    """After the start-of-command check, a reader that opens an unlisted or changed data file stops with
+    the file's name (the rehearsal's reader of the bundled sample here)."""
+    from bench.data.bundled import load_sample
+    from bench.guard import preflight
+    from bench.integrity.coverage import deactivate
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "PLAN.md", checkout / "PLAN.md")
+    try:
+        preflight("rehearsal", lock_names=["bundled"], root=checkout)
+        assert len(load_sample(checkout / "data" / "bundled").queries) == 305  # listed and unchanged: reads
+        path = checkout / TOPICS
+        original = path.read_bytes()
+        path.write_bytes(original.replace(b"\t", b"\t ", 1))  # tampered after the check
+        with pytest.raises(BenchError, match=r"wrong size.*checked when opened") as err:
+            load_sample(checkout / "data" / "bundled")
+        assert str(path) in err.value.message
+        path.write_bytes(original)
+        extra = checkout / "data" / "bundled" / "miracl-de-dev" / "extra.tsv"
+        extra.write_text("q\tWer?\n", encoding="utf-8")  # a data file the lock does not list
+        from bench.data.miracl import read_topics
+
+        with pytest.raises(BenchError, match="not listed in") as err:
+            read_topics(extra)
+        assert str(extra) in err.value.message
+    finally:
+        deactivate()
