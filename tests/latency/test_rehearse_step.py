@@ -10,7 +10,7 @@ import pytest
 
 from analysis.latency import read_blocks
 from analysis.trec import write_run
-from bench.rehearse.latency import REHEARSAL_MODEL, latency_step
+from bench.rehearse.latency import REHEARSAL_MODEL, fp32_timings, latency_step
 from tests.latency.fakes import FakeReranker
 
 
@@ -65,7 +65,7 @@ def test_step_measures_20_sampled_queries_at_k20_and_k100(tmp_path: Path) -> Non
         log=lambda m: None,
         load=lambda m: pytest.fail("a finished model must not be loaded again"),
     )
-    assert again["fp32_ns"] == out["fp32_ns"]
+    assert again["fp32_ns"] == out["fp32_ns"] == fp32_timings(tmp_path)
 
 
 def test_step_with_fewer_queries_than_the_sample(tmp_path: Path) -> None:
