@@ -289,6 +289,8 @@ def _context(
     options: Sequence[Mapping[str, Any]],
     missing: list[str],
 ) -> list[dict[str, Any]]:
+    if not record["runs"]:  # a reference stage without rerankers has nothing to compare
+        return []
     first = curves(
         judgments,
         read_run_table(
@@ -304,7 +306,7 @@ def _context(
     if len(llms) < CONTEXT_REFERENCE_LLMS:
         missing.append(f'context: {CONTEXT_REFERENCE_LLMS - len(llms)} reference LLM price(s) [llm."<name>"]')
     rows = []
-    for run in record["runs"]:
+    for run in sorted(record["runs"], key=lambda r: (r["model"], r["depth"])):
         table = read_run_table(runs_dir / run["run"], qrels_qids=judgments.qids, allow_unknown_queries=True)
         result = smallest_k(first, curves(judgments, table, depth), reference_k=CONTEXT_REFERENCE_K)
         saved = result["saved_passages"]
@@ -369,10 +371,16 @@ def build_costs(
             stage_options += [
                 _option(stage, run, p, first_stages.get(stage, []), servers, api) for p in found
             ]
+        order = {m: i for i, m in enumerate(MACHINES)}
+        stage_options.sort(key=lambda o: (o["model"], o["k"], order[o["machine"]]))
         options += stage_options
         context += _context(
             stage, runs_dir, judgments, record, tokens, inputs.prices, money, stage_options, missing
         )
+    api_prices = {
+        m: (None if (p := inputs.prices.get(f"api/{m}")) is None else p.record()) for m in API_MODELS
+    }
+    missing += [f"API list price [api.{m}]" for m, p in api_prices.items() if p is None]
     for name, s in servers.items():
         if s.eur is None and any(o["server"] == name for o in options):
             missing += [f"{name}: {m}" for m in s.missing]
@@ -387,6 +395,8 @@ def build_costs(
         "percentile_method": PERCENTILE_METHOD,
         "currency": money.record(),
         "api": [api[k] for k in sorted(api)],
+        "api_prices": api_prices,
+        "llm_prices": {p.id.split("/", 1)[1]: p.record() for p in inputs.prices.llms()},
         "options": options,
         "context": context,
         "runs_without_latency": without_latency,
@@ -461,6 +471,34 @@ def costs_markdown(costs: Mapping[str, Any], *, figures: Sequence[str] = ()) -> 
             f" (SHA-256 {costs['inputs']['prices']['sha256']})" if costs["inputs"]["prices"]["sha256"] else ""
         ),
     ]
+    lines.append(
+        "- API list prices: "
+        + "; ".join(
+            f"{m}: "
+            + (
+                "price missing"
+                if p is None
+                else f"{p['value']} {p['currency']} {p['unit']} ({p['date']}, {p['source']})"
+            )
+            for m, p in costs["api_prices"].items()
+        )
+    )
+    llm = costs["llm_prices"]
+    lines.append(
+        "- Reference LLM input prices: "
+        + (
+            "; ".join(
+                f"{n}: {p['value']} {p['currency']} {p['unit']} ({p['date']}, {p['source']})"
+                for n, p in llm.items()
+            )
+            or "none"
+        )
+        + (
+            f" (price missing: {CONTEXT_REFERENCE_LLMS - len(llm)} of {CONTEXT_REFERENCE_LLMS})"
+            if len(llm) < CONTEXT_REFERENCE_LLMS
+            else ""
+        )
+    )
     if costs["missing"]:
         lines.append(
             f"- Missing ({'accepted with --allow-missing' if costs['allow_missing'] else 'exit 1'}): "

@@ -24,6 +24,13 @@ unit = "per million tokens"
 date = 2026-10-30
 source = "https://example.org/voyage"
 
+[api.voyage-rerank-3-lite]
+value = 0.02
+currency = "USD"
+unit = "per million tokens"
+date = 2026-10-30
+source = "https://example.org/voyage"
+
 [server.ccx33-ipv4]
 value = 0.5
 currency = "EUR"
@@ -185,6 +192,9 @@ def test_context_and_recorded_inputs(reported: dict[str, Any], study: Path) -> N
     assert set(bge["reranker_eur_per_1000"]) == {"GPU", "CPU fp32", "CPU int8"}
     assert reported["inputs"]["prices"]["sha256"] and reported["currency"]["file"]["sha256"]
     assert reported["missing"] == []  # no lite run at all is not a missing price: its cells say "no API run"
+    assert reported["api_prices"]["voyage-rerank-3-lite"]["value"] == 0.02 and set(
+        reported["llm_prices"]
+    ) == {"a", "b"}
     report = (Path(reported["_out"]) / "report.md").read_text()
     assert (
         "## Costs" in report
