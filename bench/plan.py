@@ -257,7 +257,7 @@ RERANKERS: Final = MappingProxyType(
 )
 LOCAL_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if p.local)
 API_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if not p.local)
-EMBEDDING_CONTAMINATION: Final = "MIRACLRetrieval, MIRACLRetrievalHardNegatives, MIRACLReranking"
+EMBEDDING_CONTAMINATION: Final = _stats.EMBEDDING_CONTAMINATION.note
 
 TRANSFORMERS_VERSION: Final = "5.5.4"
 SENTENCE_TRANSFORMERS_VERSION: Final = "6.1.0"
@@ -313,6 +313,9 @@ JUDGE_MODEL: Final = "claude-opus-5-5"
 PITFALL_MODEL: Final = "qwen3-0.6b"
 PITFALL_STAGE: Final = "hybrid-71k"
 PITFALL_MAX_LENGTH: Final = 256
+PITFALL_RUN_IDS: Final = _stats.PITFALL_RUN_IDS
+PITFALL_REFERENCE: Final = _stats.PITFALL_REFERENCE
+PITFALL_TYPESENSE: Final = _stats.PITFALL_TYPESENSE
 
 # --- Latency ----------------------------------------------------------------------------------------------
 

@@ -87,3 +87,11 @@ def tmp_git_repo(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def no_anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches the real Anthropic API by accident (the rehearsal's judged step judges when a key is
+    set): tests that need a key set one explicitly, with a loopback ``base_url``."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)

@@ -182,7 +182,7 @@ def latency_section(folder: Path | str, out_dir: Path | str, *, figures: bool = 
                 "rows": rows,
             }
             text = json.dumps(record, sort_keys=True, indent=1, allow_nan=False) + "\n"
-            write_bytes_atomic(out_dir / "latency" / f"{name}.json", text.encode())
+            write_bytes_atomic(out_dir / "latency-summary" / f"{name}.json", text.encode())
             md += [f"#### {kind}: {session} ({group[0].machine})", "", *_table(kind, rows)]
             if figures and kind != "first-stage":
                 _figure(

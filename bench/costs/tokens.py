@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from bench.errors import BenchError
 from bench.paths import models_dir
+from bench.quality.inputs import StageTexts
 
 __all__ = ["FORMAT", "VoyageTokenizer", "count_tokens", "load_voyage_tokenizer", "passage_tokens_record"]
 
@@ -92,7 +93,7 @@ def count_tokens(
 def passage_tokens_record(
     tok: VoyageTokenizer,
     candidates: Mapping[str, Mapping[str, Sequence[str]]],
-    texts: Mapping[str, str],
+    texts: Mapping[str, str] | StageTexts,
     run_sha256: Mapping[str, str],
     *,
     progress_factory: Any = None,
@@ -101,13 +102,15 @@ def passage_tokens_record(
     stages: dict[str, Any] = {}
     for stage, lists in sorted(candidates.items()):
         docids = sorted({d for ids in lists.values() for d in ids[:100]})
-        missing = [d for d in docids if d not in texts]
+        # texts of the stage's own corpus (issue 9, item 4: keyed by (corpus, docid))
+        own = texts.for_stage(stage) if isinstance(texts, StageTexts) else texts
+        missing = [d for d in docids if d not in own]
         if missing:
             raise BenchError(
                 f"stage {stage}: {len(missing)} candidate passage(s) without text (first: "
                 f"{missing[0]!r}); the run and the corpus do not belong together"
             )
-        passages = [texts[d] for d in docids]
+        passages = [own[d] for d in docids]
         if progress_factory is not None:
             with progress_factory(f"tokens {stage}", len(passages)) as progress:
                 counts = count_tokens(tok.tokenizer, passages, progress=progress)

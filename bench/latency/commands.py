@@ -129,7 +129,7 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
         raise BenchError(f"first-stage run {exc}") from exc
     queries, _ = study_queries()
     lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries}
-    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)}))
+    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)})).for_stage(stage)
     return Inputs(queries, lists, texts, {"stage": stage, "run_file": str(path), "sha256": sha256_file(path)})
 
 

@@ -143,9 +143,10 @@ def rehearse(
     ran = reranked_stages(ran)
     spec = PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS, extra_timing_depths=True)
     t = time.perf_counter()
+    texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
         study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(opts.passage_cache), spec=spec,
+        texts=texts, load=_loader(opts.passage_cache), spec=spec,
         runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
     )  # fmt: skip
     times["rerank"] = time.perf_counter() - t
@@ -153,18 +154,28 @@ def rehearse(
     t = time.perf_counter()
     from bench.rehearse.latency import latency_step
 
-    lat = latency_step(directory, inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}, ran[0],
+    lat = latency_step(directory, inputs.queries, texts, ran[0],
                        stream=stream, log=log)  # fmt: skip
     times["latency"] = time.perf_counter() - t
+    t = time.perf_counter()
+    from bench.rehearse.int8 import run_int8_step
+
+    int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
+                         texts=texts, qrels=inputs.qrels, log=log)  # fmt: skip
+    times["int8"] = time.perf_counter() - t
+    from bench.rehearse.judged import judged_step
+
+    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries, texts, log=log)
     t = time.perf_counter()
     from analysis.report import write_report
     from bench.rehearse.costs import rehearsal_costs
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
-    texts = {p.docid: p.passage_text for p in inputs.corpus}
     costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
+    # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note),
+                          header_lines=[*header_lines(stages, ran, latency_note), *judged["lines"]],
+                          stage_flags={},
                           latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
@@ -172,8 +183,8 @@ def rehearse(
     summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "latency_step": lat, "costs": str(directory / "costs.json")}  # fmt: skip
+               "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
+               "latency_step": lat, "costs": str(directory / "costs.json"), "judged": judged}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -213,6 +224,11 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print("", file=out)
     print(f"Latency step ({summary['latency_step']['dir']}, not published):", file=out)
     print(format_latency_table(summary["latency_step"]["rows"]), file=out)
+    from bench.rehearse.int8 import summary_lines
+
+    print("\n".join(summary_lines(summary["int8"])), file=out)
+    for line in summary["judged"]["lines"]:
+        print(line, file=out)
     print(f"Report: {summary['report']}", file=out)
     print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)

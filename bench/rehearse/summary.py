@@ -57,7 +57,8 @@ def header_lines(
         "the PyPI Typesense (DEVIATIONS.md D-001), the quality phase (journal, timing, run files at depths "
         "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
         "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency (a CPU "
-        "latency step with the stand-in runs instead), the judged sample, pitfalls, OpenVINO. Costs run on "
+        "latency step with the stand-in runs instead), the LLM judge (unless ANTHROPIC_API_KEY is set; see "
+        "below), pitfalls, OpenVINO. Costs run on "
         "the stand-in latencies (see the costs section).",
     ]
     extra = [s for s in reranked if s not in RERANKED_STAGES]
