@@ -34,7 +34,7 @@ from analysis.costs.formulas import (
     server_month,
     to_eur,
 )
-from analysis.costs.latency import MACHINES, Pooled, check_queries, pool
+from analysis.costs.latency import INT8_SUFFIX, MACHINES, Pooled, check_queries, pool
 from analysis.costs.prices import API_MODELS, EMPTY, PriceBook
 from analysis.latency import Block
 from analysis.metrics import Judgments
@@ -342,6 +342,27 @@ def _context(
     return rows
 
 
+def _latency_for(
+    run: Mapping[str, Any], pooled: Mapping[tuple[str, str, int], Pooled], int8_runs: set[int]
+) -> list[tuple[Pooled, str | None]]:
+    """The pooled latencies a quality run is shown with. An int8 run (``<model>-int8``) goes with the CPU int8
+    blocks only; a plain run with every other machine, and with CPU int8 only where the stage has no int8
+    run at that depth (then its quality is the fp32 model's, and the row says so)."""
+    model, k = run["model"], run["depth"]
+    if model.endswith(INT8_SUFFIX):
+        p = pooled.get(("CPU int8", model[: -len(INT8_SUFFIX)], k))
+        return [] if p is None else [(p, None)]
+    out: list[tuple[Pooled, str | None]] = []
+    for (machine, m, depth), p in pooled.items():
+        if m != model or depth != k:
+            continue
+        if machine != "CPU int8":
+            out.append((p, None))
+        elif k not in int8_runs:
+            out.append((p, f"quality of {model} (fp32): no {model}{INT8_SUFFIX} run at this stage and k"))
+    return out
+
+
 def build_costs(
     quality: Mapping[str, Mapping[str, Any]],
     runs_dir: Path,
@@ -364,23 +385,24 @@ def build_costs(
     without_latency: list[str] = []
     for stage, record in sorted(quality.items()):
         stage_options = []
+        int8_runs = {r["depth"] for r in record["runs"] if r["model"].endswith(INT8_SUFFIX)}
         for run in record["runs"]:
-            found = [p for (m, model, k), p in pooled.items() if model == run["model"] and k == run["depth"]]
+            found = _latency_for(run, pooled, int8_runs)
             if not found:
                 without_latency.append(f"{stage}/{run['model']}@{run['depth']}")
-            stage_options += [
-                _option(stage, run, p, first_stages.get(stage, []), servers, api) for p in found
-            ]
+            for p, note in found:
+                option = _option(stage, run, p, first_stages.get(stage, []), servers, api)
+                option["quality_note"] = note
+                stage_options.append(option)
         order = {m: i for i, m in enumerate(MACHINES)}
         stage_options.sort(key=lambda o: (o["model"], o["k"], order[o["machine"]]))
         options += stage_options
         context += _context(
             stage, runs_dir, judgments, record, tokens, inputs.prices, money, stage_options, missing
         )
-    api_prices = {
-        m: (None if (p := inputs.prices.get(f"api/{m}")) is None else p.record()) for m in API_MODELS
-    }
-    missing += [f"API list price [api.{m}]" for m, p in api_prices.items() if p is None]
+    entered = {m: inputs.prices.get(f"api/{m}") for m in API_MODELS}
+    api_prices = {m: (None if price is None else price.record()) for m, price in entered.items()}
+    missing += [f"API list price [api.{m}]" for m, price in entered.items() if price is None]
     for name, s in servers.items():
         if s.eur is None and any(o["server"] == name for o in options):
             missing += [f"{name}: {m}" for m in s.missing]
@@ -528,8 +550,9 @@ def costs_markdown(costs: Mapping[str, Any], *, figures: Sequence[str] = ()) -> 
                 else ""
                 for a in API_MODELS
             ]
+            fp32 = " (fp32 quality)" if o.get("quality_note") else ""
             lines.append(
-                f"| {o['model']}{'†' if o['flagged'] else ''}@{o['k']} | {o['machine']} | "
+                f"| {o['model']}{'†' if o['flagged'] else ''}@{o['k']}{fp32} | {o['machine']} | "
                 f"{100 * o['ndcg@10']:.1f} | {_ms(o['latency']['p95_ms'])} | {_ms(o['live']['p95_ms'])} | "
                 f"{_fits(o['live']['fits'])} | {_fits(o['chat']['fits'])} | {cap_text} | "
                 f"{_eur(o['eur_per_1000'])} | " + " | ".join(be) + " |"
