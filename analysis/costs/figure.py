@@ -49,7 +49,8 @@ def _cost(o: Mapping[str, Any]) -> str:
 
 
 def _label(o: Mapping[str, Any]) -> str:
-    return f"{o['model']}{'†' if o['flagged'] else ''}@{o['k']} · {_cost(o)}"
+    fp32 = " (fp32 quality)" if o.get("quality_note") else ""
+    return f"{o['model']}{'†' if o['flagged'] else ''}@{o['k']}{fp32} · {_cost(o)}"
 
 
 def _boxes_overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
