@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis.costs.cli import costs_options
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
 
@@ -30,6 +31,13 @@ def _user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (TrecFormatError, ValueError, RuntimeError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:  # a full disk, a read-only folder, a file vanished: one line, no traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            reason = exc.strerror or str(exc)
+            name = type(exc).__name__
+            raise click.ClickException(f"{where}{reason} ({name}); an earlier report is left as it was. Fix: "
+                                       "check the path, free space and permissions, then run the command "
+                                       "again") from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -71,28 +79,23 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 @cli.command()
-@click.option(
-    "--runs",
-    "runs_dir",
-    required=True,
-    type=_folder,
-    help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.",
-)
+@click.option("--runs", "runs_dir", required=True, type=_folder,
+              help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.")
 @click.option("--qrels", required=True, type=_existing)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--flags",
-    "flags_file",
-    type=_existing,
-    help="JSON object model id -> contamination note, added to the plan's flags.",
-)
+@click.option("--flags", "flags_file", type=_existing,
+              help="JSON object model id -> contamination note, added to the plan's flags.")
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
+@click.option("--latency", "latency_dir", type=_folder, default=None,
+              help="Latency results folder (results/latency): adds the latency section (and feeds the costs "
+              "section's latencies with --prices).")
+@costs_options
 @_user_errors
-def report(
-    runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None, no_figures: bool
-) -> None:
-    """Write quality/*.json, report.md and figures/*.png for a study."""
+def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
+           no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
+    """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
+    from analysis.costs.cli import cost_inputs
     from analysis.report import write_report
 
     flags = None
@@ -101,8 +104,14 @@ def report(
         if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
-    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures)
+    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
+                        latency_dir=latency_dir, costs=cost_inputs(latency_dir=latency_dir, **cost_options))
     click.echo(str(path))
+    check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
+    if check["passed"] is not True:
+        from analysis.report import verdict_lines
+
+        raise click.ClickException("the report was written, but " + "\n".join(verdict_lines(check)))
 
 
 @cli.command("check-pytrec")
@@ -120,10 +129,13 @@ def check_pytrec(qrels: Path, run: Path) -> None:
     click.echo(f"pytrec_eval ndcg_cut_10      {result.pytrec_eval!r}")
     click.echo(f"largest per-query difference {result.max_abs_diff!r} (query {result.worst_qid})")
     click.echo(f"queries with tied scores     {result.queries_with_ties}")
-    click.echo(
-        f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
-        "descending; ours by first-stage rank)"
-    )
+    click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
+               "descending; ours by first-stage rank)")
+    if result.own_order_checked:
+        click.echo(f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
+                   f"{result.own_order_worst_qid}; no tied scores, so pytrec_eval's order must equal ours)")
+    else:
+        click.echo("own ordering                 not compared (the run has tied scores)")
     verdict = "PASS" if result.passed else "FAIL"
     click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
     if not result.passed:
@@ -142,14 +154,8 @@ def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlati
     """Family-wise error under the null and power for a 2-point difference, on the real qrels."""
     from analysis.simulate import simulate as run_simulation
 
-    result = run_simulation(
-        read_qrels(qrels),
-        studies=studies,
-        models=models,
-        base_ndcg10=base_ndcg,
-        seed=seed,
-        correlation=correlation,
-    )
+    result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
+                            seed=seed, correlation=correlation)
     click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
 
 

@@ -260,9 +260,10 @@ def human_agreement(
     }
 
 
-def report_section(out_dir: Path) -> list[str]:
-    """``analysis report`` hook: when ``<out>/judged/labels.json`` is published, write
-    ``<out>/judged/summary.json`` and return the Markdown section; otherwise nothing."""
+def report_section(out_dir: Path, build_dir: Path | None = None) -> list[str]:
+    """``analysis report`` hook: when ``<out>/judged/labels.json`` is published, write ``judged.json`` (into
+    ``build_dir``, the report's temporary folder swapped into ``<out>`` whole, else ``out_dir``) and return
+    the Markdown section; otherwise nothing."""
     from analysis.atomic import write_bytes_atomic
 
     path = Path(out_dir) / "judged" / "labels.json"
@@ -270,5 +271,5 @@ def report_section(out_dir: Path) -> list[str]:
         return []
     summary = summarise(read_labels(path))
     text = json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
-    write_bytes_atomic(path.parent / "summary.json", text.encode())
+    write_bytes_atomic(Path(build_dir or out_dir) / "judged.json", text.encode())
     return markdown(summary)

@@ -194,9 +194,12 @@ def markdown(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def report_section(runs_dir: Path, qrels: Mapping[str, Mapping[str, int]], out_dir: Path) -> list[str]:
+def report_section(
+    runs_dir: Path, qrels: Mapping[str, Mapping[str, int]], out_dir: Path, build_dir: Path | None = None
+) -> list[str]:
     """``analysis report`` hook: when pitfall runs (``<out>/pitfalls/runs``) or both Typesense first-stage
-    runs exist, write ``<out>/pitfalls/pitfalls.json`` and return the Markdown section."""
+    runs exist, write ``pitfalls.json`` (into ``build_dir``, the report's temporary folder swapped into
+    ``<out>`` whole, else ``out_dir``) and return the Markdown section. The runs are read from ``out_dir``."""
     import json
 
     from analysis.atomic import write_bytes_atomic
@@ -207,5 +210,5 @@ def report_section(runs_dir: Path, qrels: Mapping[str, Mapping[str, int]], out_d
         return []
     result = analyse_pitfalls(Path(runs_dir), pitfall_runs, qrels)
     text = json.dumps(result, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
-    write_bytes_atomic(Path(out_dir) / "pitfalls" / "pitfalls.json", text.encode())
+    write_bytes_atomic(Path(build_dir or out_dir) / "pitfalls.json", text.encode())
     return markdown(result)

@@ -22,6 +22,9 @@ COMMANDS: dict[str, str] = {
     "determinism": "bench.quality.cli:determinism",
     "dtype-check": "bench.quality.cli:dtype_check",
     "rehearse": "bench.rehearse.cli:rehearse",
+    "int8": "bench.int8.cli:int8",
+    "costs": "bench.costs.cli:costs",
+    "latency": "bench.latency.cli:latency",
     "judged": "bench.judged.cli:judged",
 }
 

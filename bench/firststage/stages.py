@@ -149,10 +149,13 @@ def run_stage(
         flag = exact_sub is not None
 
         def build(batch: list[Passage], start: int) -> list[dict[str, Any]]:
+            # float64 rows, one batch at a time: the import body then holds the very values ``.tolist()``
+            # gave (bench.firststage.collection.import_body) without a float64 copy of the whole matrix
+            rows = np.ascontiguousarray(matrix[start : start + len(batch)], dtype=np.float64)
             docs = []
-            for i, p in enumerate(batch, start):
+            for row, p in zip(rows, batch, strict=True):
                 d: dict[str, Any] = text_doc(p) if stage.fields else {"id": p.docid}
-                d["embedding"] = matrix[i].tolist()
+                d["embedding"] = row
                 if flag:
                     d[EXACT_FILTER_FIELD] = 1
                 docs.append(d)

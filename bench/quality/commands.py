@@ -72,10 +72,24 @@ def rated(models: Sequence[str], checks_dir: Path) -> tuple[list[str], dict[str,
     return keep, skipped, outcomes
 
 
+def model_device(model: str, device: str) -> str:
+    """Where ``model`` runs: the session's device for a local model, "api" for an API model."""
+    plan = RERANKERS.get(model)
+    return "api" if plan is not None and not plan.local else device
+
+
+def model_dtype(model: str, dtype: str | None) -> str | None:
+    """The requested dtype (None: the vendor's, recorded by the adapter); "api" for an API model."""
+    plan = RERANKERS.get(model)
+    return "api" if plan is not None and not plan.local else dtype
+
+
 def _loader(device: str, dtype: str | None = None) -> Any:
     def load(model: str) -> Reranker:
         from bench.rerankers.registry import load_run_model
 
+        if model_device(model, device) == "api":  # an API model takes no local device or dtype
+            return load_run_model(model, device="api")
         return load_run_model(model, device=device, dtype=dtype)
 
     return load
@@ -109,7 +123,9 @@ def run_session(
     keep, skipped, outcomes = rated(list(models), setup.checks_dir)
     per_depth = per_depth_models(keep, outcomes)
     params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
-              "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries}  # fmt: skip
+              "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries,
+              "devices": {m: model_device(m, setup.device) for m in keep},
+              "dtypes": {m: model_dtype(m, dtype) for m in keep}}  # fmt: skip
     study = open_measurement(setup, params, lock_names=lock_names(stages))  # refusals first
     study.manifest["skipped_models"] = skipped
     study.manifest["adapter_checks"] = outcomes

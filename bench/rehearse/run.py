@@ -143,31 +143,48 @@ def rehearse(
     ran = reranked_stages(ran)
     spec = PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS, extra_timing_depths=True)
     t = time.perf_counter()
+    texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
         study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(opts.passage_cache), spec=spec,
+        texts=texts, load=_loader(opts.passage_cache), spec=spec,
         runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
     )  # fmt: skip
     times["rerank"] = time.perf_counter() - t
     latency_note = _latency_note(opts.passage_cache)
+    t = time.perf_counter()
+    from bench.rehearse.latency import latency_step
+
+    lat = latency_step(directory, inputs.queries, texts, ran[0],
+                       stream=stream, log=log)  # fmt: skip
+    times["latency"] = time.perf_counter() - t
+    t = time.perf_counter()
+    from bench.rehearse.int8 import run_int8_step
+
+    int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
+                         texts=texts, qrels=inputs.qrels, log=log)  # fmt: skip
+    times["int8"] = time.perf_counter() - t
     from bench.rehearse.judged import judged_step
 
-    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries,
-                         {p.docid: p.passage_text for p in inputs.corpus}, log=log)  # fmt: skip
+    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries, texts, log=log)
     t = time.perf_counter()
     from analysis.report import write_report
+    from bench.rehearse.costs import rehearsal_costs
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
-    head = [*header_lines(stages, ran, latency_note), *judged["lines"]]
-    report = write_report(directory / "runs", qrels_path, directory, title=title, header_lines=head)
+    costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
+    # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
+    report = write_report(directory / "runs", qrels_path, directory, title=title,
+                          header_lines=[*header_lines(stages, ran, latency_note), *judged["lines"]],
+                          stage_flags={},
+                          latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
     summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "judged": judged}  # fmt: skip
+               "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
+               "latency_step": lat, "costs": str(directory / "costs.json"), "judged": judged}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -181,8 +198,10 @@ def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _latency_note(passage_cache: bool) -> str:
-    base = ("Latency: CPU, one query at a time, model loaded, time.perf_counter_ns around the adapter call, "
-            "the first 20 calls per stage and depth left out when there are more, p50/p95.")  # fmt: skip
+    base = ("* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
+            "time.perf_counter_ns around the adapter call, the first 20 calls per stage and depth left out "
+            "when there are more. Latency comes only from the latency step (query and all k passages encoded "
+            "per call, 10 warm-up calls, 20 sampled queries, k = 20 and 100).")  # fmt: skip
     if passage_cache:
         return base + (
             " The stand-in reads its passage vectors from the embedding cache filled by the vector "
@@ -200,9 +219,18 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(format_table(summary["table"]), file=out)
     print("", file=out)
     print(latency_note, file=out)
+    from bench.rehearse.latency import format_latency_table
+
+    print("", file=out)
+    print(f"Latency step ({summary['latency_step']['dir']}, not published):", file=out)
+    print(format_latency_table(summary["latency_step"]["rows"]), file=out)
+    from bench.rehearse.int8 import summary_lines
+
+    print("\n".join(summary_lines(summary["int8"])), file=out)
     for line in summary["judged"]["lines"]:
         print(line, file=out)
     print(f"Report: {summary['report']}", file=out)
+    print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:
         print(f"{summary['errors']} reranker call(s) failed; see journal.jsonl", file=out)

@@ -9,6 +9,7 @@ stand-ins for the rehearsal, never plan models.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin",)
+# Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
+VARIANT_IDS: tuple[str, ...] = ("bge-v2-m3-int8",)
 
 
 @dataclass(frozen=True)
@@ -242,11 +245,25 @@ def _standin(model_id: str, opts: LoadOptions) -> Reranker:
     return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size)
 
 
+@register(*VARIANT_IDS)
+def _int8(model_id: str, opts: LoadOptions) -> Reranker:
+    """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
+    from bench.int8.adapter import Int8CrossEncoder
+    from bench.int8.commands import default_folder
+
+    _only_correct(model_id, opts)
+    if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:
+        raise BenchError(f"{model_id} runs on the CPU in int8, all k pairs in one pass (OpenVINO)")
+    return Int8CrossEncoder(opts.snapshot_dir or default_folder(), model_id=model_id)
+
+
 @register("voyage-rerank-3", "voyage-rerank-3-lite")
 def _voyage(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.voyage import VoyageReranker
+    from bench.rerankers.voyage import DEFAULT_BASE_URL, VoyageReranker
 
     _only_correct(model_id, opts)
     if opts.device not in ("cpu", "api") or opts.dtype is not None or opts.snapshot_dir is not None:
         raise BenchError(f"{model_id} is an API model: device, dtype and snapshot_dir do not apply")
-    return VoyageReranker(model_id)
+    # VOYAGE_BASE_URL points the adapter at another endpoint (a loopback test server); the endpoint used is
+    # recorded in the adapter's meta with every result.
+    return VoyageReranker(model_id, base_url=os.environ.get("VOYAGE_BASE_URL") or DEFAULT_BASE_URL)

@@ -178,7 +178,7 @@ def test_fewer_than_12_agreeing_carries_the_warning(tmp_path: Path) -> None:
     assert s["warning"] == WARNING and "fewer than 12 of the 15" in WARNING
     md = "\n".join(report_section(tmp_path))
     assert WARNING in md and CAVEAT in md and "10 of 15 agree" in md
-    assert json.loads((tmp_path / "judged" / "summary.json").read_text())["warning"] == WARNING
+    assert json.loads((tmp_path / "judged.json").read_text())["warning"] == WARNING
 
 
 def test_11_and_12_agreeing_are_the_threshold(tmp_path: Path) -> None:

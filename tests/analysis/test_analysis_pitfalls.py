@@ -90,12 +90,12 @@ def test_report_keeps_pitfalls_out_of_the_main_families(tmp_path: Path) -> None:
     assert models == {"bge-v2-m3"} and not any("pitfall" in f["id"] for f in study["families"])
     md = report.read_text(encoding="utf-8")
     assert "## Pitfalls experiment" in md and "(d2) max length 256, end of whole input cut" in md
-    saved = json.loads((out / "pitfalls" / "pitfalls.json").read_text())
+    saved = json.loads((out / "pitfalls.json").read_text())
     assert len(saved["families"]) == 2 and saved["not_run"] == {}
     # byte-identical on a rerun
-    first = (out / "pitfalls" / "pitfalls.json").read_bytes()
+    first = (out / "pitfalls.json").read_bytes()
     write_report(runs, qrels, out, figures=False)
-    assert (out / "pitfalls" / "pitfalls.json").read_bytes() == first
+    assert (out / "pitfalls.json").read_bytes() == first
 
 
 def test_missing_runs_are_named(tmp_path: Path) -> None:

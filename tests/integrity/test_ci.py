@@ -30,7 +30,7 @@ def test_ci_runs_exactly_the_readme_command(repo_root: Path) -> None:
     assert script.stat().st_mode & 0o111, ".ci/run must be executable"
     lines = [ln.strip() for ln in script.read_text(encoding="utf-8").splitlines()]
     commands = [ln for ln in lines if ln and not ln.startswith("#")]
-    assert commands[0] == "#!/usr/bin/env bash" or lines[0] == "#!/usr/bin/env bash"
+    assert lines[0] == "#!/usr/bin/env bash"  # comment lines (the shebang too) are not in ``commands``
     assert "set -euo pipefail" in commands
     assert commands[-1] == TEST_COMMAND
     assert sum("pytest" in c for c in commands) == 1

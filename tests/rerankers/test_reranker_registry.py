@@ -7,11 +7,11 @@ import pytest
 from bench.errors import BenchError
 from bench.plan import RERANKERS
 from bench.rerankers import registry
-from bench.rerankers.registry import STANDIN_IDS, load_reranker, register, registered_ids
+from bench.rerankers.registry import STANDIN_IDS, VARIANT_IDS, load_reranker, register, registered_ids
 
 
 def test_every_plan_model_and_the_standin_is_registered() -> None:
-    assert set(registered_ids()) == set(RERANKERS) | set(STANDIN_IDS)
+    assert set(registered_ids()) == set(RERANKERS) | set(STANDIN_IDS) | set(VARIANT_IDS)
     assert "minilm-standin" in STANDIN_IDS
 
 

@@ -1,0 +1,98 @@
+"""``bench int8``: thin commands over ``bench.int8.commands`` (plan section "OpenVINO int8 variant")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from bench.paths import repo_root
+
+
+@click.group("int8")
+def int8() -> None:
+    """OpenVINO int8 bge-reranker-v2-m3: calibration set, quantisation, agreement across machines."""
+
+
+@int8.command("calibration-set")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Default results/int8/calibration-set.json (ids and SHA-256 of the texts only).",
+)
+def calibration_set(out: Path | None) -> None:
+    """300 pairs: MIRACL de test-B queries x full-corpus passages outside 71k, seed 20261009."""
+    from bench.int8.commands import calibration_set as run
+
+    root = repo_root()
+    target = out or root / "results" / "int8" / "calibration-set.json"
+    record = run(target, root=root)
+    click.echo(f"{target}: calibration set SHA-256 {record['calibration_sha256']}")
+
+
+@int8.command("quantize")
+@click.option(
+    "--calibration",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Default results/int8/calibration-set.json.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Default data/models/bge-v2-m3-int8 (where the bge-v2-m3-int8 adapter reads).",
+)
+@click.option(
+    "--snapshot-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="fp32 bge-reranker-v2-m3 snapshot (must be at the pinned revision).",
+)
+def quantize(calibration: Path | None, out: Path | None, snapshot_dir: Path | None) -> None:
+    """Static int8 quantisation of bge-reranker-v2-m3 with OpenVINO, calibrated on the calibration set."""
+    from bench.int8.commands import default_folder
+    from bench.int8.commands import quantize as run
+
+    root = repo_root()
+    target = out or default_folder()
+    manifest = run(
+        calibration or root / "results" / "int8" / "calibration-set.json",
+        target,
+        root=root,
+        snapshot_dir=snapshot_dir,
+    )
+    click.echo(
+        f"{target}: {len(manifest['files'])} files, overflow fix {manifest['overflow_fix']!r}, "
+        f"VNNI {manifest['cpu']['vnni']}"
+    )
+
+
+@int8.command("agreement")
+@click.option(
+    "--against",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A committed int8 scores file from another machine.",
+)
+@click.option(
+    "--write",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write this machine's int8 scores file here.",
+)
+@click.option(
+    "--int8-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Quantised folder (default data/models/bge-v2-m3-int8).",
+)
+def agreement(against: Path | None, write: Path | None, int8_dir: Path | None) -> None:
+    """Spearman per query (20 queries) of this machine's int8 scores against FILE; < 0.99 anywhere exits 1."""
+    from bench.int8.commands import agreement as run
+    from bench.int8.commands import default_folder
+
+    result = run(int8_dir or default_folder(), against=against, write=write, root=repo_root())
+    click.echo(json.dumps({k: v for k, v in result.items() if k != "per_query"}, indent=1))

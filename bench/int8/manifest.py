@@ -1,0 +1,134 @@
+"""The quantised folder's manifest and its check (plan section "OpenVINO int8 variant").
+
+Recorded: source model and revision, calibration-set SHA-256, the quantisation configuration (with the
+overflow fix used), openvino / nncf / optimum-intel / transformers versions, the SHA-256 of every produced
+file, and the CPU flags that decide int8 speed and accuracy. ``verify_folder`` refuses a folder whose files
+do not match the manifest and an installed OpenVINO stack other than the locked one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+from pathlib import Path
+from typing import Any
+
+from analysis.atomic import write_bytes_atomic
+from bench.errors import BenchError
+from bench.int8.config import INT8_CPU_FLAGS, PINNED_PACKAGES, RECORDED_PACKAGES, VNNI_FLAGS, QuantSpec, Task
+from bench.integrity.hashing import sha256_file
+
+MANIFEST = "int8-manifest.json"
+
+
+def installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_pins(versions: dict[str, str | None] | None = None) -> None:
+    """Refuse an OpenVINO stack other than the locked one (uv.lock)."""
+    found = versions if versions is not None else {n: installed(n) for n in PINNED_PACKAGES}
+    wrong = [f"{n} {found.get(n)} (locked: {v})" for n, v in PINNED_PACKAGES.items() if found.get(n) != v]
+    if wrong:
+        raise BenchError(
+            f"uv.lock pins {', '.join(f'{n}=={v}' for n, v in PINNED_PACKAGES.items())}, installed: "
+            f"{'; '.join(wrong)}. Run `uv sync --locked` (int8 results are tied to these versions)."
+        )
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
+    """Presence of each flag in ``INT8_CPU_FLAGS`` and whether any VNNI instruction set is there."""
+    flags: set[str] = set()
+    model = None
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "flags" and not flags:
+                flags = set(value.split())
+            elif key.strip() == "model name" and model is None:
+                model = value.strip()
+    except OSError:
+        return {"cpu_model": None, "flags": None, "vnni": None, "source": f"{cpuinfo} unreadable"}
+    present = {f: f in flags for f in INT8_CPU_FLAGS}
+    return {
+        "cpu_model": model,
+        "flags": present,
+        "vnni": any(present[f] for f in VNNI_FLAGS),
+        "source": str(cpuinfo),
+    }
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): sha256_file(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def write_manifest(
+    folder: Path,
+    *,
+    task: Task,
+    spec: QuantSpec,
+    max_length: int,
+    calibration_samples: int,
+    record: dict[str, Any],
+) -> dict[str, Any]:
+    manifest = {
+        "kind": "openvino-int8",
+        "utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "task": task,
+        "max_length": max_length,
+        "quantization": spec.to_dict(),
+        "overflow_fix": spec.overflow_fix,
+        "calibration_samples": calibration_samples,
+        "packages": {n: installed(n) for n in RECORDED_PACKAGES},
+        "cpu": cpu_flags(),
+        "files": file_hashes(folder),
+        **record,
+    }
+    data = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
+    write_bytes_atomic(folder / MANIFEST, data)
+    return manifest
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise BenchError(f"{path}: no int8 manifest; this is not a folder written by `bench int8 quantize`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BenchError(f"{path}: not valid JSON ({exc}); quantise again") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict) or "quantization" not in data:
+        raise BenchError(f"{path}: lacks 'files' or 'quantization'; quantise again")
+    return data
+
+
+def verify_folder(folder: Path) -> dict[str, Any]:
+    """The manifest, after checking the OpenVINO pins, the packages it was made with and every file hash."""
+    check_pins()
+    manifest = read_manifest(folder)
+    made = {n: manifest["packages"].get(n) for n in PINNED_PACKAGES}
+    try:
+        check_pins(made)
+    except BenchError as exc:
+        raise BenchError(f"{folder / MANIFEST}: made with other versions: {exc.message}") from None
+    expected: dict[str, str] = manifest["files"]
+    actual = file_hashes(folder)
+    for name in sorted(set(expected) | set(actual)):
+        if name not in actual:
+            raise BenchError(f"{folder / name}: listed in {MANIFEST} but missing; quantise again")
+        if name not in expected:
+            raise BenchError(f"{folder / name}: not listed in {MANIFEST}; remove it or quantise again")
+        if actual[name] != expected[name]:
+            raise BenchError(
+                f"{folder / name}: SHA-256 {actual[name]} differs from {MANIFEST} ({expected[name]}); "
+                "the quantised model was changed after quantisation: quantise again"
+            )
+    return manifest
