@@ -6,6 +6,7 @@
 * :mod:`analysis.costs.ecb`: the ECB reference rate (``eurofxref-hist``) of the measurement day.
 * :mod:`analysis.costs.formulas`: API cost, server month, capacity, latency budgets, break-even.
 * :mod:`analysis.costs.context`: the context calculation (smallest k without reranker, saved LLM tokens).
-* :mod:`analysis.costs.section`: ``results/costs.json`` and the report's costs section.
+* :mod:`analysis.costs.section`: the ``results/costs.json`` record; :mod:`analysis.costs.markdown` the
+  report's costs section; :mod:`analysis.costs.report` the hook into ``analysis report``.
 * :mod:`analysis.costs.figure`: the decision figure per stage.
 """

@@ -13,6 +13,7 @@ compared as a count of queries (exact); Recall as a mean with a tolerance of 1e-
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -49,7 +50,7 @@ def curves(judgments: Judgments, table: RunTable, max_k: int) -> Curves:
     pos = np.arange(len(table.docids), dtype=np.int64) - np.repeat(table.offsets[:-1], counts)
     keep = (row_q >= 0) & (pos < max_k)
     row_q, pos = row_q[keep], pos[keep]
-    docids = [d for d, k in zip(table.docids, keep.tolist(), strict=True) if k]
+    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
     relevant = judgments.relevance(row_q, docids) > 0
     first = np.full(nq, max_k, dtype=np.int64)
     np.minimum.at(first, row_q[relevant], pos[relevant])

@@ -49,7 +49,8 @@ def _cost(o: Mapping[str, Any]) -> str:
 
 
 def _label(o: Mapping[str, Any]) -> str:
-    return f"{o['model']}{'†' if o['flagged'] else ''}@{o['k']} · {_cost(o)}"
+    fp32 = " (fp32 quality)" if o.get("quality_note") else ""
+    return f"{o['model']}{'†' if o['flagged'] else ''}@{o['k']}{fp32} · {_cost(o)}"
 
 
 def _boxes_overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
@@ -124,7 +125,26 @@ def decision_figure(
         pad = max(1.0, 0.08 * (hi_y - lo_y))
         ticks = [
             t
-            for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000)
+            for t in (
+                1,
+                2,
+                5,
+                10,
+                20,
+                50,
+                100,
+                200,
+                500,
+                1000,
+                2000,
+                5000,
+                10_000,
+                20_000,
+                50_000,
+                100_000,
+                200_000,
+                500_000,
+            )
             if lo_x <= t <= hi_x
         ]
         # the layout first: label placement works in display pixels of the final axes

@@ -207,7 +207,7 @@ def _price(
             header,
             f"{where} has no {', '.join(missing)}",
             f"every price needs {', '.join(FIELDS)} (date = the day it was read, "
-            "source = the URL it was read from)",
+            'source = the URL it was read from; quote a name with dots: [llm."name-1.5"])',
         )
     extra = sorted(set(entry) - set(FIELDS))
     if extra:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import write_bytes_atomic
-from analysis.costs.section import CostInputs, build_costs, costs_markdown
+from analysis.costs.markdown import costs_markdown
+from analysis.costs.section import CostInputs, build_costs
 from analysis.trec import read_qrels
 
 __all__ = ["MissingCostInputs", "compute_costs", "write_costs"]

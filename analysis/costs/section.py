@@ -34,14 +34,14 @@ from analysis.costs.formulas import (
     server_month,
     to_eur,
 )
-from analysis.costs.latency import MACHINES, Pooled, check_queries, pool
+from analysis.costs.latency import INT8_SUFFIX, MACHINES, Pooled, check_queries, pool
 from analysis.costs.prices import API_MODELS, EMPTY, PriceBook
 from analysis.latency import Block
 from analysis.metrics import Judgments
 from analysis.plan import CONTEXT_REFERENCE_K, CONTEXT_REFERENCE_LLMS, SECONDS_PER_MONTH, UTILISATIONS
 from analysis.trec import read_run_table
 
-__all__ = ["CostInputs", "build_costs", "costs_markdown"]
+__all__ = ["CostInputs", "build_costs"]
 
 COST_UTILISATION: Final = 0.5  # D-TBD-costs-2: server cost per 1,000 queries and break-even at 50 % load
 TOKENS_FORMAT: Final = "passage-tokens/1"
@@ -289,6 +289,8 @@ def _context(
     options: Sequence[Mapping[str, Any]],
     missing: list[str],
 ) -> list[dict[str, Any]]:
+    if not record["runs"]:  # a reference stage without rerankers has nothing to compare
+        return []
     first = curves(
         judgments,
         read_run_table(
@@ -304,7 +306,7 @@ def _context(
     if len(llms) < CONTEXT_REFERENCE_LLMS:
         missing.append(f'context: {CONTEXT_REFERENCE_LLMS - len(llms)} reference LLM price(s) [llm."<name>"]')
     rows = []
-    for run in record["runs"]:
+    for run in sorted(record["runs"], key=lambda r: (r["model"], r["depth"])):
         table = read_run_table(runs_dir / run["run"], qrels_qids=judgments.qids, allow_unknown_queries=True)
         result = smallest_k(first, curves(judgments, table, depth), reference_k=CONTEXT_REFERENCE_K)
         saved = result["saved_passages"]
@@ -340,6 +342,27 @@ def _context(
     return rows
 
 
+def _latency_for(
+    run: Mapping[str, Any], pooled: Mapping[tuple[str, str, int], Pooled], int8_runs: set[int]
+) -> list[tuple[Pooled, str | None]]:
+    """The pooled latencies a quality run is shown with. An int8 run (``<model>-int8``) goes with the CPU int8
+    blocks only; a plain run with every other machine, and with CPU int8 only where the stage has no int8
+    run at that depth (then its quality is the fp32 model's, and the row says so)."""
+    model, k = run["model"], run["depth"]
+    if model.endswith(INT8_SUFFIX):
+        p = pooled.get(("CPU int8", model[: -len(INT8_SUFFIX)], k))
+        return [] if p is None else [(p, None)]
+    out: list[tuple[Pooled, str | None]] = []
+    for (machine, m, depth), p in pooled.items():
+        if m != model or depth != k:
+            continue
+        if machine != "CPU int8":
+            out.append((p, None))
+        elif k not in int8_runs:
+            out.append((p, f"quality of {model} (fp32): no {model}{INT8_SUFFIX} run at this stage and k"))
+    return out
+
+
 def build_costs(
     quality: Mapping[str, Mapping[str, Any]],
     runs_dir: Path,
@@ -362,17 +385,24 @@ def build_costs(
     without_latency: list[str] = []
     for stage, record in sorted(quality.items()):
         stage_options = []
+        int8_runs = {r["depth"] for r in record["runs"] if r["model"].endswith(INT8_SUFFIX)}
         for run in record["runs"]:
-            found = [p for (m, model, k), p in pooled.items() if model == run["model"] and k == run["depth"]]
+            found = _latency_for(run, pooled, int8_runs)
             if not found:
                 without_latency.append(f"{stage}/{run['model']}@{run['depth']}")
-            stage_options += [
-                _option(stage, run, p, first_stages.get(stage, []), servers, api) for p in found
-            ]
+            for p, note in found:
+                option = _option(stage, run, p, first_stages.get(stage, []), servers, api)
+                option["quality_note"] = note
+                stage_options.append(option)
+        order = {m: i for i, m in enumerate(MACHINES)}
+        stage_options.sort(key=lambda o: (o["model"], o["k"], order[o["machine"]]))
         options += stage_options
         context += _context(
             stage, runs_dir, judgments, record, tokens, inputs.prices, money, stage_options, missing
         )
+    entered = {m: inputs.prices.get(f"api/{m}") for m in API_MODELS}
+    api_prices = {m: (None if price is None else price.record()) for m, price in entered.items()}
+    missing += [f"API list price [api.{m}]" for m, price in entered.items() if price is None]
     for name, s in servers.items():
         if s.eur is None and any(o["server"] == name for o in options):
             missing += [f"{name}: {m}" for m in s.missing]
@@ -387,6 +417,8 @@ def build_costs(
         "percentile_method": PERCENTILE_METHOD,
         "currency": money.record(),
         "api": [api[k] for k in sorted(api)],
+        "api_prices": api_prices,
+        "llm_prices": {p.id.split("/", 1)[1]: p.record() for p in inputs.prices.llms()},
         "options": options,
         "context": context,
         "runs_without_latency": without_latency,
@@ -414,141 +446,3 @@ def _block_sources(blocks: Sequence[Block]) -> list[dict[str, Any]]:
         sha = hashlib.sha256(path.read_bytes()).hexdigest() if path is not None and path.is_file() else None
         out.append({"block": b.relpath().as_posix(), "sha256": sha})
     return sorted(out, key=lambda r: (r["block"], r["sha256"] or ""))
-
-
-def _eur(x: float | None) -> str:
-    return "price missing" if x is None else f"{x:.4f}"
-
-
-def _ms(x: float | None) -> str:
-    return "" if x is None else f"{x:,.1f}"
-
-
-def _fits(x: bool | None) -> str:
-    return "?" if x is None else ("yes" if x else "no")
-
-
-def _be_text(r: Mapping[str, Any]) -> str:
-    if r["status"] == "no API run":
-        return "no API run"
-    if r["status"] == "reachable":
-        return f"{r['queries_per_month']:,.0f}/month"
-    return f"{r['status']} ({'; '.join(r['failed'])})"
-
-
-def costs_markdown(costs: Mapping[str, Any], *, figures: Sequence[str] = ()) -> list[str]:
-    """The report's costs section, from the record ``build_costs`` returned."""
-    cur = costs["currency"]
-    lines = ['## Costs (PLAN.md, section "Costs")', ""]
-    lines += [f"- {n}" for n in costs["notes"]]
-    lines += [
-        "- Server months (D-TBD-costs-1): "
-        + "; ".join(f"{k}: {_server_formula(v)}" for k, v in costs["servers"].items()),
-        f"- Server cost per 1,000 queries and break-even at {100 * costs['cost_utilisation']:.0f} % "
-        "utilisation (D-TBD-costs-2); capacity = 2,592,000 s per month / mean latency, one query at a "
-        "time, at full load and at 50 %; for the GPU a lower bound (no batching across queries).",
-        f"- Budgets: live search p95 of first stage + reranker per query <= {costs['budgets_ms']['live']} "
-        f"ms; chat p95 of the reranking step <= {costs['budgets_ms']['chat']:,} ms.",
-        "- ECB rate: "
-        + (
-            f"{cur['usd_per_eur']} USD per EUR on {cur['measurement_day']} ({cur['file']['path']}, "
-            f"SHA-256 {cur['file']['sha256']})"
-            if cur["usd_per_eur"] is not None
-            else "not used (no USD amount was converted)"
-        ),
-        f"- Prices: {costs['inputs']['prices']['path'] or 'no prices file'}"
-        + (
-            f" (SHA-256 {costs['inputs']['prices']['sha256']})" if costs["inputs"]["prices"]["sha256"] else ""
-        ),
-    ]
-    if costs["missing"]:
-        lines.append(
-            f"- Missing ({'accepted with --allow-missing' if costs['allow_missing'] else 'exit 1'}): "
-            + "; ".join(costs["missing"])
-        )
-    lines.append("")
-    for stage in sorted({o["stage"] for o in costs["options"]} | {c["stage"] for c in costs["context"]}):
-        lines += [f"### Costs at {stage}", ""]
-        without = [r for r in costs["runs_without_latency"] if r.startswith(f"{stage}/")]
-        if without:
-            lines += [f"No latency measured for: {', '.join(w.split('/', 1)[1] for w in without)}.", ""]
-        lines += [
-            "| run | machine | nDCG@10 | p95 ms | live p95 ms | live ≤ 500 | chat ≤ 2,000 | capacity/month "
-            "(full / 50 %) | EUR per 1,000 queries | break-even " + " | break-even ".join(API_MODELS) + " |",
-            "|---|---|" + "---:|" * (7 + len(API_MODELS)),
-        ]
-        for o in (o for o in costs["options"] if o["stage"] == stage):
-            cap = o["capacity"]
-            cap_text = (
-                "" if cap is None else " / ".join(f"{v:,.0f}" for v in cap["queries_per_month"].values())
-            )
-            if cap is not None and cap["lower_bound"]:
-                cap_text = "≥ " + cap_text
-            be = [
-                " / ".join(_be_text(o["break_even"][a][n]) for n in ("live", "chat"))
-                if a in o["break_even"]
-                else ""
-                for a in API_MODELS
-            ]
-            lines.append(
-                f"| {o['model']}{'†' if o['flagged'] else ''}@{o['k']} | {o['machine']} | "
-                f"{100 * o['ndcg@10']:.1f} | {_ms(o['latency']['p95_ms'])} | {_ms(o['live']['p95_ms'])} | "
-                f"{_fits(o['live']['fits'])} | {_fits(o['chat']['fits'])} | {cap_text} | "
-                f"{_eur(o['eur_per_1000'])} | " + " | ".join(be) + " |"
-            )
-        lines += ["", "Break-even cells: live / chat budget.", ""]
-        ctx = [c for c in costs["context"] if c["stage"] == stage]
-        if ctx:
-            llm_names = sorted({n for c in ctx for n in c["llms"]})
-            lines += [
-                "Context calculation (answer quality is not measured): smallest k without reranker whose "
-                "Hit@k (and Recall@k) reaches the reranked value at k = 5.",
-                "",
-                "| run | Hit@5 reranked | k (Hit) | k (Recall) | k | saved passages | mean tokens | "
-                + "".join(f"saved EUR/1,000 ({n}) | " for n in llm_names)
-                + "reranker EUR/1,000 |",
-                "|---|" + "---:|" * (7 + len(llm_names)),
-            ]
-            for c in ctx:
-                k_text = str(c["k"]) if c["k"] is not None else f"> {c['searched_to_k']}"
-                cells = [f"{c['model']}@{c['depth']}"]
-                saved = [_eur(c["llms"][n]["saved_eur_per_1000"]) for n in llm_names]
-                rer = (
-                    "; ".join(f"{m} {_eur(v)}" for m, v in sorted(c["reranker_eur_per_1000"].items()))
-                    or "no latency"
-                )
-                lines.append(
-                    "| "
-                    + " | ".join(
-                        [
-                            *cells,
-                            f"{100 * c['reranked_hit']:.1f}",
-                            str(c["k_hit"] or f"> {c['searched_to_k']}"),
-                            str(c["k_recall"] or f"> {c['searched_to_k']}"),
-                            k_text,
-                            "" if c["saved_passages"] is None else str(c["saved_passages"]),
-                            "tokens missing"
-                            if c["mean_passage_tokens"] is None
-                            else f"{c['mean_passage_tokens']:.1f}",
-                            *saved,
-                            rer,
-                        ]
-                    )
-                    + " |"
-                )
-            lines.append("")
-        for fig in figures:
-            if fig.endswith(f"costs-{stage}.png"):
-                lines += [f"![Decision figure at {stage}]({fig})", ""]
-    return lines
-
-
-def _server_formula(rec: Mapping[str, Any]) -> str:
-    parts = [
-        f"{p['eur_per_month']:.2f} ({p['what']})"
-        if p["eur_per_month"] is not None
-        else f"({p['what']}: price missing)"
-        for p in rec["parts"]
-    ]
-    total = "price missing" if rec["eur_per_month"] is None else f"{rec['eur_per_month']:.2f} EUR/month"
-    return " + ".join(parts) + f" = {total}"

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from analysis.costs.latency import INT8_SUFFIX
 from analysis.costs.prices import EMPTY, read_prices
 from analysis.costs.section import CostInputs
 from analysis.latency import Accuracy, Block, Sample, block_files, read_blocks
@@ -156,7 +157,7 @@ def rehearsal_costs(
         copies = [
             replace(b, kind="gpu", path=f"(in memory, copy of) {b.path}")
             for b in read
-            if b.kind == "cpu" and b.target_type == "reranker"
+            if b.kind == "cpu" and b.target_type == "reranker" and not b.target.endswith(INT8_SUFFIX)
         ]
         blocks: Sequence[Block] = (*read, *copies)
         source = f"{latency_dir} (the rehearsal's latency blocks; CPU blocks also shown as GPU)"

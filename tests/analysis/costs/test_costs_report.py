@@ -24,6 +24,13 @@ unit = "per million tokens"
 date = 2026-10-30
 source = "https://example.org/voyage"
 
+[api.voyage-rerank-3-lite]
+value = 0.02
+currency = "USD"
+unit = "per million tokens"
+date = 2026-10-30
+source = "https://example.org/voyage"
+
 [server.ccx33-ipv4]
 value = 0.5
 currency = "EUR"
@@ -142,7 +149,10 @@ def test_capacity_cost_and_budgets_by_hand(reported: dict[str, Any]) -> None:
         False,
         True,
     )
-    assert option(reported, "CPU int8")["latency"]["mean_ms"] == pytest.approx(300.0)
+    int8 = option(reported, "CPU int8")
+    assert int8["latency"]["mean_ms"] == pytest.approx(300.0)
+    # no bge-v2-m3-int8 quality run in this study: the int8 row shows the fp32 model's quality, and says so
+    assert int8["quality_note"].startswith("quality of bge-v2-m3 (fp32)") and gpu["quality_note"] is None
 
 
 def test_api_cost_and_break_even_by_hand(reported: dict[str, Any]) -> None:
@@ -185,6 +195,9 @@ def test_context_and_recorded_inputs(reported: dict[str, Any], study: Path) -> N
     assert set(bge["reranker_eur_per_1000"]) == {"GPU", "CPU fp32", "CPU int8"}
     assert reported["inputs"]["prices"]["sha256"] and reported["currency"]["file"]["sha256"]
     assert reported["missing"] == []  # no lite run at all is not a missing price: its cells say "no API run"
+    assert reported["api_prices"]["voyage-rerank-3-lite"]["value"] == 0.02 and set(
+        reported["llm_prices"]
+    ) == {"a", "b"}
     report = (Path(reported["_out"]) / "report.md").read_text()
     assert (
         "## Costs" in report
@@ -238,3 +251,16 @@ def test_bad_prices_file_exits_1_and_writes_nothing(study: Path, tmp_path: Path)
     result = run_report(study, tmp_path / "x", prices="bad.toml")
     assert result.exit_code == 1 and "bad.toml:3: [api.voyage-rerank-3]: currency 'CHF'" in result.output
     assert "Fix: use EUR or USD" in result.output and not (tmp_path / "x").exists()
+
+
+def test_an_int8_quality_run_goes_with_the_int8_latency_only() -> None:
+    from analysis.costs.latency import Pooled
+    from analysis.costs.section import _latency_for
+
+    pooled = {key: Pooled(*key, ()) for key in [("GPU", "bge-v2-m3", 100), ("CPU int8", "bge-v2-m3", 100)]}
+    fp32 = {"model": "bge-v2-m3", "depth": 100}
+    int8 = {"model": "bge-v2-m3-int8", "depth": 100}
+    assert [(p.machine, n) for p, n in _latency_for(int8, pooled, {100})] == [("CPU int8", None)]
+    assert [p.machine for p, _ in _latency_for(fp32, pooled, {100})] == ["GPU"]
+    fallback = _latency_for(fp32, pooled, set())
+    assert [p.machine for p, _ in fallback] == ["GPU", "CPU int8"] and fallback[1][1] is not None
