@@ -133,9 +133,10 @@ def check_pytrec(qrels: Path, run: Path) -> None:
                "descending; ours by first-stage rank)")
     if result.own_order_checked:
         click.echo(f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
-                   f"{result.own_order_worst_qid}; no tied scores, so pytrec_eval's order must equal ours)")
+                   f"{result.own_order_worst_qid}; {result.own_order_queries} queries without tied scores, "
+                   "where pytrec_eval's order must equal ours)")
     else:
-        click.echo("own ordering                 not compared (the run has tied scores)")
+        click.echo("own ordering                 not compared (every query has tied scores)")
     verdict = "PASS" if result.passed else "FAIL"
     click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
     if not result.passed:

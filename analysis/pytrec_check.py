@@ -5,15 +5,16 @@ Two comparisons, both required to pass where they apply:
 * **rank-faithful** (always): pytrec_eval (trec_eval) re-sorts every run by score and breaks score ties by
   docid *descending*, whereas the plan breaks ties by first-stage rank. So that both evaluate the same order,
   pytrec_eval receives the run with its scores replaced by ``-rank``. This checks the metric.
-* **pytrec_eval's own ordering** (on runs without tied scores): pytrec_eval receives the run's own scores
-  and orders it itself. Without ties its order is the only order the scores allow, so any difference shows a
-  bug in how our reader ordered the rows (rank against score) or in the tie rule. On a run with ties the
-  orders may legitimately differ; then this comparison is recorded as not applicable, with the number of
-  tied queries.
+* **pytrec_eval's own ordering** (on every query without tied scores): pytrec_eval receives the run's own
+  scores and orders it itself. Without ties its order is the only order the scores allow, so any difference
+  shows a bug in how our reader ordered the rows (rank against score) or in the tie rule. On a query with
+  ties the orders may legitimately differ (trec_eval breaks ties by docid), so such queries are left out of
+  this comparison and counted.
 
 Queries of the qrels missing from the run count 0 on both sides (``trec_eval -c``). ``analysis report`` runs
 the check on one run per stage (:func:`check_runs`) and writes the verdict into ``quality/study.json``;
-``bench quality`` calls :func:`compare_with_pytrec_eval`.
+``bench quality`` calls :func:`compare_with_pytrec_eval`. Which run and both orderings: deviation
+D-TBD-harden-analysis-2.
 """
 
 from __future__ import annotations
@@ -46,22 +47,21 @@ class PytrecComparison:
     max_abs_diff: float  # largest per-query |ours - pytrec_eval| (rank-faithful)
     worst_qid: str | None
     queries_with_ties: int
-    own_order_max_abs_diff: float  # largest per-query |ours - pytrec_eval_raw|
+    own_order_max_abs_diff: float  # largest |ours - pytrec_eval_raw| over the queries without tied scores
     own_order_worst_qid: str | None
+    own_order_queries: int  # qrels queries compared in pytrec_eval's own ordering (no tied scores)
     tolerance: float = PYTREC_EVAL_TOLERANCE
 
     @property
     def own_order_checked(self) -> bool:
-        """pytrec_eval's own ordering is compared only on runs without tied scores."""
-        return self.queries_with_ties == 0
+        """pytrec_eval's own ordering is compared on every query without tied scores (if there is one)."""
+        return self.own_order_queries > 0
 
     @property
     def passed(self) -> bool:
         tol = self.tolerance
         faithful = self.max_abs_diff <= tol and abs(self.ours - self.pytrec_eval) <= tol
-        own = not self.own_order_checked or (
-            self.own_order_max_abs_diff <= tol and abs(self.ours - self.pytrec_eval_raw) <= tol
-        )
+        own = not self.own_order_checked or self.own_order_max_abs_diff <= tol
         return faithful and own
 
     def as_dict(self) -> dict[str, Any]:
@@ -113,13 +113,13 @@ def pytrec_ndcg10(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
     return {q: float(result[q]["ndcg_cut_10"]) if q in result else 0.0 for q in qrels}
 
 
-def _ties(table: RunTable) -> int:
+def _tied_queries(table: RunTable) -> set[str]:
     """Queries with at least two equal scores (anywhere in the query, whatever the row order)."""
     row_q = np.repeat(np.arange(len(table.qids)), np.diff(table.offsets))
     order = np.lexsort((table.scores, row_q))
     q, s = row_q[order], table.scores[order]
     tied = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    return int(np.unique(q[1:][tied]).size)
+    return {table.qids[i] for i in np.unique(q[1:][tied]).tolist()}
 
 
 def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[float, str | None]:
@@ -128,17 +128,21 @@ def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[floa
     return (diffs[worst] if worst is not None else 0.0), worst
 
 
-def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLike) -> PytrecComparison:
-    """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`)."""
+def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
+                             judgments: Judgments | None = None) -> PytrecComparison:
+    """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`).
+    ``judgments``: ``Judgments.from_qrels(qrels)`` if the caller has it already."""
     table = _as_table(run)
-    judgments = Judgments.from_qrels(qrels)
+    judgments = judgments or Judgments.from_qrels(qrels)
     ours = dict(zip(judgments.qids, evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist(),
                     strict=True))
     theirs = pytrec_ndcg10(qrels, table)
     raw = pytrec_ndcg10(qrels, table, rank_faithful=False)
     n = len(qrels)
     max_diff, worst = _worst(ours, theirs)
-    own_diff, own_worst = _worst(ours, raw)
+    tied = _tied_queries(table)
+    untied = {q: v for q, v in ours.items() if q not in tied}  # a query missing from the run counts too
+    own_diff, own_worst = _worst(untied, raw)
     return PytrecComparison(
         queries=n,
         ours=sum(ours.values()) / n if n else 0.0,
@@ -146,9 +150,10 @@ def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLik
         pytrec_eval_raw=sum(raw.values()) / n if n else 0.0,
         max_abs_diff=max_diff,
         worst_qid=worst,
-        queries_with_ties=_ties(table),
+        queries_with_ties=len(tied),
         own_order_max_abs_diff=own_diff,
         own_order_worst_qid=own_worst,
+        own_order_queries=len(untied),
     )
 
 
@@ -177,10 +182,11 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]
     except RuntimeError as exc:
         return {**verdict, "passed": None, "not_run": str(exc), "runs": []}
     qrels = read_qrels(qrels_path)
+    judgments = Judgments.from_qrels(qrels)
     results = []
     for s in stages:
         run = checked_run(s)
         table = read_run_table(runs_dir / run.path, qrels_qids=qrels.keys())
-        comparison = compare_with_pytrec_eval(qrels, table)
+        comparison = compare_with_pytrec_eval(qrels, table, judgments=judgments)
         results.append({"stage": s.stage, "run": run.path, **comparison.as_dict()})
     return {**verdict, "passed": all(r["passed"] for r in results), "not_run": None, "runs": results}

@@ -185,13 +185,14 @@ def pytrec_section(ctx: ReportContext) -> list[str]:
 
 def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
     head = (f"Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance {verdict['tolerance']}, "
-            "rank-faithful and, on runs without tied scores, in pytrec_eval's own ordering): ")
+            "rank-faithful and, on queries without tied scores, in pytrec_eval's own ordering): ")
     if verdict["passed"] is None:
         return [head + f"NOT RUN: {verdict['not_run']}"]
     lines = [head + ("PASS" if verdict["passed"] else "FAIL")]
     for c in verdict["runs"]:
-        own = (f"own ordering largest difference {c['own_order_max_abs_diff']:.1e}" if c["own_order_checked"]
-               else f"own ordering not compared ({c['queries_with_ties']} queries with tied scores)")
+        own = (f"own ordering largest difference {c['own_order_max_abs_diff']:.1e} on "
+               f"{c['own_order_queries']} queries" if c["own_order_checked"] else "own ordering not compared")
+        own += f" ({c['queries_with_ties']} queries with tied scores left out)"
         lines.append(f"- {c['run']}: {'PASS' if c['passed'] else 'FAIL'}, largest per-query difference "
                      f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}")
     return lines

@@ -8,7 +8,8 @@ variant); any other name is refused, so no run escapes its contamination mark.
 Incomplete runs: every run records how many qrels queries it holds and which are missing. A reranked run
 that misses queries its first stage has is *not rated* ("not rated: 3 of 305 queries missing"): its numbers
 are recorded (a missing query scores 0) and it stays in its Holm family, but it is never worded better or
-worse, never the best model, and no winner is declared at its stage and depth.
+worse, never the best model, and no winner is declared at its stage and depth (deviation
+D-TBD-harden-analysis-1).
 
 Comparison families (the plan: "Holm correction per stage and comparison family"; it does not mention
 depth). Each depth is its own experimental condition, so a family is one stage *and one depth*:
@@ -24,20 +25,21 @@ import hashlib
 import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from analysis import plan as _plan
-from analysis.metrics import MEASURES, Judgments, evaluate_table
+from analysis.metrics import MEASURES, Judgments, evaluate_indexed, evaluate_table
 from analysis.multiple import holm
 from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, contamination_of
 from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
-from analysis.trec import TrecFormatError, read_qrels, read_run_table
+from analysis.trec import TrecFormatError, fast_reader_enabled, read_fast_or_none, read_qrels, reference_table
 from analysis.wording import corpus_of, require_same_corpus, winner, word
 
 __all__ = [
@@ -130,11 +132,22 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
 
 def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path,
           judgments: Judgments) -> RunResult:
-    table = read_run_table(path, qrels_qids=judgments.qids)
-    per_query = evaluate_table(judgments, table)
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
+    fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
+    if fast is not None:  # the columnar reader: docids never become Python strings
+        from analysis.trec_fast import doc_index, judged_docids
+
+        doc = doc_index(fast, judged_docids(judgments))
+        per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
+        run_qids: tuple[str, ...] = fast.qids
+    else:
+        table = reference_table(path, data, sha, qrels_qids=judgments.qids)
+        per_query = evaluate_table(judgments, table)
+        run_qids = table.qids
+    del data
     rel = path.relative_to(runs_dir).as_posix()
-    sha = cast(str, table.sha256)  # read_run_table hashes the bytes it parsed: never None here
-    present = set(table.qids)
+    present = set(run_qids)
     missing = tuple(q for q in judgments.qids if q not in present)
     return RunResult(stage, model, depth, rel, sha, per_query,
                      means={m: float(np.mean(v)) for m, v in per_query.items()},
@@ -164,27 +177,42 @@ def _init_worker(judgments: Judgments) -> None:
     _JUDGMENTS = judgments
 
 
+def _load_with(judgments: Judgments, job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
+    return _load(*job, judgments)
+
+
 def _load_job(job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
     if _JUDGMENTS is None:  # pragma: no cover - set by the initializer
         raise RuntimeError("worker not initialised")
     return _load(*job, _JUDGMENTS)
 
 
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def worker_count(jobs: int) -> int:
-    """Processes for reading runs: ``ANALYSIS_WORKERS`` if set, else the usable CPUs (at most 4) when there
-    are at least 16 files. Results do not depend on it."""
+    """Processes for reading runs: ``ANALYSIS_WORKERS`` if set, else 1. With the columnar reader one process
+    (its files read on :func:`thread_count` threads) is faster than several: a reader process spends longer
+    starting and importing pyarrow than reading its share. Results do not depend on it."""
     env = os.environ.get("ANALYSIS_WORKERS")
     if env:
         return max(1, int(env))
-    if jobs < 16:
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, 4))
+    return 1
+
+
+def thread_count(jobs: int) -> int:
+    """Threads reading run files in one process: ``ANALYSIS_THREADS`` if set, else the usable CPUs (at most
+    4) when there are at least 8 files. Hashing, pyarrow and numpy release the GIL for the heavy work."""
+    env = os.environ.get("ANALYSIS_THREADS")
+    if env:
+        return max(1, int(env))
+    return 1 if jobs < 8 else max(1, min(_usable_cpus(), 4))
 
 
 def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
-    """Read, validate and score every run of the study (no statistics yet); files are read in parallel
-    processes (forkserver) when :func:`worker_count` says so."""
+    """Read, validate and score every run of the study (no statistics yet); files are read on threads
+    (:func:`thread_count`), or in parallel processes (forkserver) when :func:`worker_count` says so."""
     layout = discover_runs(runs_dir)
     jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
     for stage, (first_path, reranked) in layout.items():
@@ -202,7 +230,16 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
         except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
             results = None
     if results is None:
-        results = [_load(*job, judgments) for job in jobs]
+        threads = thread_count(len(jobs))
+        if threads > 1:
+            if fast_reader_enabled():
+                from analysis.trec_fast import judged_docids
+
+                judged_docids(judgments)  # built once, before the threads share it
+            with ThreadPoolExecutor(threads) as threads_pool:  # results (and the first error) in job order
+                results = list(threads_pool.map(partial(_load_with, judgments), jobs))
+        else:
+            results = [_load(*job, judgments) for job in jobs]
     stages: list[StageResult] = []
     i = 0
     for stage, (_, reranked) in layout.items():

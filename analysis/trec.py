@@ -26,15 +26,20 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import os
 import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from analysis.atomic import write_bytes_atomic
+
+if TYPE_CHECKING:
+    from analysis.trec_fast import FastRun
 
 __all__ = ["RunTable", "TrecFormatError", "read_qrels", "read_run", "read_run_table", "write_run"]
 
@@ -233,10 +238,41 @@ def _check_ranks(path: Path, ranks: np.ndarray, lines: np.ndarray, order: np.nda
 def read_run_table(
     path: Path | str, *, qrels_qids: Collection[str] | None = None, allow_unknown_queries: bool = False
 ) -> RunTable:
-    """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring)."""
+    """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring).
+
+    The columnar reader (:mod:`analysis.trec_fast`) reads the plain case; anything else, and every error, goes
+    through the line-by-line reference reader below (``ANALYSIS_TREC_READER=reference`` forces it)."""
     path = Path(path)
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
+    fast = read_fast_or_none(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)
+    if fast is not None:
+        return RunTable(fast.qids, fast.offsets, tuple(fast.docids()), fast.scores, sha256=digest)
+    return reference_table(path, data, digest, qrels_qids=qrels_qids,
+                           allow_unknown_queries=allow_unknown_queries)
+
+
+def fast_reader_enabled() -> bool:
+    """False when ``ANALYSIS_TREC_READER=reference`` (tests and the benchmark compare both readers)."""
+    return os.environ.get("ANALYSIS_TREC_READER", "fast") != "reference"
+
+
+def read_fast_or_none(data: bytes, *, qrels_qids: Collection[str] | None,
+                      allow_unknown_queries: bool) -> FastRun | None:
+    """The columnar reader's validated run, or None when the reference reader must decide."""
+    if not fast_reader_enabled():
+        return None
+    try:
+        from analysis.trec_fast import read_fast
+    except ImportError:  # pragma: no cover - pyarrow is a dependency of the analysis package
+        return None
+    return read_fast(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)
+
+
+def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collection[str] | None = None,
+                    allow_unknown_queries: bool = False) -> RunTable:
+    """The line-by-line reference reader: validates ``data`` (the bytes of ``path``) and raises
+    :class:`TrecFormatError` with the file, line, expectation and fix on the first violation."""
     text = _decode(path, data, RUN_KIND)
     del data
     tokens, lines = _rows(path, text, 6, RUN_COLUMNS, RUN_KIND)

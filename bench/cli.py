@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "costs": "bench.costs.cli:costs",
     "latency": "bench.latency.cli:latency",
     "judged": "bench.judged.cli:judged",
+    "audit": "bench.audit.cli:audit",
+    "reproduce": "bench.audit.cli:reproduce",
 }
 
 

@@ -8,13 +8,13 @@ the command exits 1 if any run fails or pytrec_eval cannot run: a check that did
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from analysis.trec import read_qrels, read_run
 from bench.quality.runs import RunFileInfo
+from bench.quality.study import Study
 
 
 def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
@@ -29,9 +29,8 @@ def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
                 continue
             run = read_run(info.path, allow_unknown_queries=True)
             result = compare_with_pytrec_eval(qrels, {q: rows for q, rows in run.items() if q in qrels})
-            row = dataclasses.asdict(result)
             out.append({"run": str(info.path), "stage": info.stage, "model": info.model, "depth": info.depth,
-                        **row, "passed": bool(result.passed)})  # fmt: skip
+                        **result.as_dict()})  # fmt: skip
     except (ImportError, RuntimeError) as exc:  # pytrec_eval missing: the check did not run
         return {"passed": False, "runs": out, "error": f"{type(exc).__name__}: {exc}"}
     if not out:
@@ -48,3 +47,13 @@ def failures(result: dict[str, Any]) -> str | None:
     if bad:
         return f"plan check 2 failed (nDCG@10 differs from pytrec_eval by more than 1e-4): {', '.join(bad)}"
     return None
+
+
+def record_check(
+    study: Study, runs: Sequence[RunFileInfo], qrels_path: Path
+) -> tuple[dict[str, Any], str | None]:
+    """Run check 2 on ``runs``, store it in the study manifest (``check2``); (result, failure message)."""
+    result = check_runs(runs, qrels_path)
+    study.manifest["check2"] = result
+    study.save()
+    return result, failures(result)

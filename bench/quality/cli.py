@@ -93,15 +93,15 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         f"{session.outcome.errors} failed; {len(session.runs)} run files under {setup.runs_dir}"
     )
     from bench.errors import BenchError
-    from bench.quality.check2 import check_runs, failures
+    from bench.quality.check2 import record_check
     from bench.quality.inputs import study_queries
 
-    check2 = check_runs(session.runs, study_queries()[1])  # plan check 2 on the runs just written
-    study_obj.manifest["check2"] = check2
-    study_obj.save()
-    click.echo(f"plan check 2 (nDCG@10 vs pytrec_eval, {len(check2['runs'])} runs): "
-               f"{'passed' if check2['passed'] else 'FAILED'}")  # fmt: skip
-    problems = [p for p in (failures(check2),) if p is not None]
+    problems = []
+    if session.runs:  # plan check 2 on every run this session wrote (none written: nothing to check)
+        check2, failed = record_check(study_obj, session.runs, study_queries()[1])
+        click.echo(f"plan check 2 (nDCG@10 vs pytrec_eval, {len(check2['runs'])} runs): "
+                   f"{'passed' if check2['passed'] else 'FAILED'}")  # fmt: skip
+        problems += [failed] if failed is not None else []
     if session.outcome.not_run:
         reasons = "; ".join(f"{m}: {r}" for m, r in session.outcome.not_run.items())
         problems.append(f"not run: {reasons}. Fix the cause and resume: {hint}")

@@ -199,9 +199,10 @@ def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
 
 def _latency_note(passage_cache: bool) -> str:
     base = ("* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
-            "time.perf_counter_ns around the adapter call, the first 20 calls per stage and depth left out "
-            "when there are more. Latency comes only from the latency step (query and all k passages encoded "
-            "per call, 10 warm-up calls, 20 sampled queries, k = 20 and 100).")  # fmt: skip
+            "time.perf_counter_ns around the adapter call, each process's first 20 calls per stage and depth "
+            "left out as its warm-up (all timed when there are no more than 20). Latency comes only from the "
+            "latency step (query and all k passages encoded per call, 10 warm-up calls, 20 sampled queries, "
+            "k = 20 and 100).")  # fmt: skip
     if passage_cache:
         return base + (
             " The stand-in reads its passage vectors from the embedding cache filled by the vector "

@@ -165,8 +165,9 @@ def test_plan_check_2_verdict_in_study_json(small_study: Path, miracl_qrels_path
         ("keyword-full", "keyword-full/qwen3-0.6b@100.trec"),
     ]
     for c in check["runs"]:
-        # synthetic scores have no ties: pytrec_eval's own ordering is compared too, and agrees
+        # synthetic scores have no ties: pytrec_eval's own ordering is compared on every query, and agrees
         assert c["queries_with_ties"] == 0 and c["own_order_checked"] is True
+        assert c["own_order_queries"] == 305
         assert c["max_abs_diff"] <= 1e-12 and c["own_order_max_abs_diff"] <= 1e-12 and c["queries"] == 305
     md = (tmp_path / "out" / "report.md").read_text()
     assert "Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance 0.0001" in md
@@ -208,6 +209,13 @@ def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels:
     cmp = compare_with_pytrec_eval({q: miracl_qrels[q]}, tied)
     assert cmp.queries_with_ties == 1 and not cmp.own_order_checked and cmp.passed is True
     assert cmp.as_dict()["own_order_checked"] is False and cmp.as_dict()["passed"] is True
+    # a tie in one query does not hide an ordering bug in another
+    q2 = sorted(miracl_qrels)[1]
+    rel2 = sorted(d for d, r in miracl_qrels[q2].items() if r > 0)[0]
+    both = {**tied, q2: [(rel2, 0.1), ("unjudged-c", 0.9)]}
+    cmp = compare_with_pytrec_eval({q: miracl_qrels[q], q2: miracl_qrels[q2]}, both)
+    assert cmp.queries_with_ties == 1 and cmp.own_order_queries == 1 and cmp.own_order_worst_qid == q2
+    assert cmp.own_order_max_abs_diff > 0.1 and cmp.passed is False
 
 
 # --- item 20: the report is built beside --out and swapped in -----------------------------------------------

@@ -220,3 +220,22 @@ def test_no_labelled_pair_gives_a_null_rate_with_reason(tmp_path: Path) -> None:
     s = summarise(json.loads(labels_file(tmp_path, [1] * 8 + [0] * 7, ["unclear", None]).read_text()))
     g = s["groups"]["hybrid-71k/a@100"]
     assert g["false_negative_rate"] is None and g["wilson_95"] is None and "no pair" in g["reason"]
+
+
+def test_analysis_report_shows_the_section_and_keeps_the_published_labels(tmp_path: Path) -> None:
+    from analysis.report import write_report
+    from analysis.trec import write_run
+
+    out = tmp_path / "results"
+    labels = labels_file(out, [1] * 8 + [0] * 4 + [1] * 3, [1, 0, 0])  # 12 of 15 agree: no warning
+    before = labels.read_bytes()
+    runs = tmp_path / "runs"
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("c1\t0\t1#0\t1\nq2\t0\tx\t0\n", encoding="utf-8")
+    write_run(runs / "first-stage" / "vector-71k.trec", {"c1": [("1#0", 1.0)], "q2": [("x", 1.0)]}, tag="t")
+    report = write_report(runs, qrels, out, figures=False)
+    md = report.read_text(encoding="utf-8")
+    assert "## Judged sample of unjudged passages" in md and "12 of 15 agree" in md and WARNING not in md
+    assert CAVEAT in md
+    assert labels.read_bytes() == before  # the published labels are input, never rewritten or removed
+    assert json.loads((out / "judged.json").read_text())["controls"]["agree"] == 12

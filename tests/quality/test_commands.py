@@ -84,10 +84,16 @@ def test_quality_pitfalls_runs_the_variants_into_their_own_folders(
 
     def fake_session(setup: Any, **kw: Any) -> Any:
         seen.update(setup=setup, **kw)
-        outcome = types.SimpleNamespace(scored=0, skipped=0, errors=0)
-        return None, types.SimpleNamespace(outcome=outcome, runs=[]), {}
+        outcome = types.SimpleNamespace(scored=0, skipped=0, errors=0, not_run={})
+        study = types.SimpleNamespace(manifest={}, save=lambda: None)
+        return study, types.SimpleNamespace(outcome=outcome, runs=[]), {}
+
+    import bench.quality.check2 as check2
+    import bench.quality.inputs as inputs
 
     monkeypatch.setattr(commands, "run_session", fake_session)
+    monkeypatch.setattr(check2, "check_runs", lambda runs, qrels: {"runs": [], "passed": True, "error": None})
+    monkeypatch.setattr(inputs, "study_queries", lambda: ({}, tmp_path / "qrels.tsv"))
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: tmp_path)
     res = CliRunner().invoke(quality, ["--pitfalls", "--device", "cpu"])
     assert res.exit_code == 0, res.output
