@@ -186,6 +186,13 @@ def write_report(
 
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
+    from analysis.int8.comparison import compare_int8
+    from analysis.int8.comparison import markdown as int8_markdown
+
+    int8 = compare_int8(runs_dir, qrels_path)  # None without an int8 run; own family, not in the Holm ones
+    if int8 is not None:
+        write_bytes_atomic(out_dir / "int8" / "quality.json", _dump(int8))
+        md += int8_markdown(int8)
     report = out_dir / "report.md"
     write_bytes_atomic(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
     return report

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from analysis.int8.comparison import SEPARATE_MODELS
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.multiple import holm
 from analysis.plan import ALPHA, CONTAMINATION, INTERVAL_METRICS, MAIN_METRIC
@@ -95,6 +96,8 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
             m = _RUN_NAME.match(f.name)
             if m is None:
                 raise TrecFormatError(f, None, "a run file named <model>@<k>.trec", "rename the file")
+            if m["model"] in SEPARATE_MODELS:  # own comparison (analysis.int8), outside the Holm families
+                continue
             stages[d.name][1].append((m["model"], int(m["depth"]), f))
     if not stages:
         raise TrecFormatError(first, None, "at least one first-stage run <stage>.trec",
