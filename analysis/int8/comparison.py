@@ -20,7 +20,16 @@ from typing import Any, Final
 import numpy as np
 
 from analysis.metrics import evaluate
-from analysis.plan import BOOTSTRAP_RESAMPLES, CONFIDENCE, MAIN_METRIC, RANDOMISATION_RESAMPLES, SEED
+from analysis.plan import (
+    BOOTSTRAP_RESAMPLES,
+    CONFIDENCE,
+    INT8_FP32_MODEL,
+    INT8_QUALITY_DEPTH,
+    INT8_QUALITY_STAGE,
+    MAIN_METRIC,
+    RANDOMISATION_RESAMPLES,
+    SEED,
+)
 from analysis.resampling import (
     bootstrap_means,
     paired_differences,
@@ -30,10 +39,10 @@ from analysis.resampling import (
 from analysis.trec import read_qrels, read_run
 from analysis.wording import word
 
-INT8_MODEL: Final = "bge-v2-m3-int8"
-FP32_MODEL: Final = "bge-v2-m3"
-STAGE: Final = "hybrid-71k"
-DEPTH: Final = 100
+INT8_MODEL: Final = f"{INT8_FP32_MODEL}-int8"  # the registry id of the variant (bench.rerankers.registry)
+FP32_MODEL: Final = INT8_FP32_MODEL
+STAGE: Final = INT8_QUALITY_STAGE
+DEPTH: Final = INT8_QUALITY_DEPTH
 SEPARATE_MODELS: Final = (INT8_MODEL,)  # never in the main study's comparison families
 FAMILY: Final = "int8/vs-fp32 (own family of one comparison, no Holm)"
 

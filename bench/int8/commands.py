@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.atomic import write_bytes_atomic
+from analysis.plan import INT8_FP32_MODEL, INT8_QUALITY_STAGE
 from bench.errors import BenchError
 from bench.int8 import agreement as agr
 from bench.int8.calibration import read_set, write_set
@@ -18,10 +19,10 @@ from bench.int8.manifest import MANIFEST, cpu_flags
 from bench.paths import bundled_dir, models_dir
 from bench.plan import RERANKERS
 
-INT8_ID = "bge-v2-m3-int8"
-FP32_ID = "bge-v2-m3"
+FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
+INT8_ID = f"{FP32_ID}-int8"
 HUB_LOCK = ["miracl", "corpus-71k", "corpus-full"]
-INT8_STAGE = "hybrid-71k"  # plan: quality measured on hybrid-71k, k = 100
+INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
 
 
 def default_folder() -> Path:
