@@ -38,8 +38,8 @@ def exact_candidates(directory: Path) -> Path:
     inputs = load_bundled()
     qids = sorted(inputs.queries)[:QUERIES]
     emb = CachedEmbeddings(MiniLMEmbedder())
-    docs = emb.encode([p.passage_text for p in inputs.corpus])
-    qv = emb.encode([inputs.queries[q] for q in qids])
+    docs = emb.embed([p.passage_text for p in inputs.corpus])
+    qv = emb.embed([inputs.queries[q] for q in qids])
     top = exact_top_k(np.asarray(qv), np.asarray(docs), 100)
     sims = np.asarray(qv) @ np.asarray(docs).T
     run = {q: [(inputs.corpus[j].docid, float(sims[i, j])) for j in top[i]] for i, q in enumerate(qids)}

@@ -50,12 +50,12 @@ def main() -> None:
     embedder = CachedEmbeddings(MiniLMEmbedder())  # the rehearsal's embedding cache (same model, revision)
     pool = sample.nomiracl
     t = time.perf_counter()
-    mat = np.asarray(embedder.encode([p.passage_text for p in pool]), dtype=np.float32)
+    mat = np.asarray(embedder.embed([p.passage_text for p in pool]), dtype=np.float32)
     print(f"fp32 passage vectors: {len(pool)} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     cands: dict[str, list[str]] = {}
     ref: dict[str, np.ndarray] = {}
     for q in held:
-        qv = np.asarray(embedder.encode([queries[q]]), dtype=np.float32)[0]
+        qv = np.asarray(embedder.embed([queries[q]]), dtype=np.float32)[0]
         sims = mat @ qv
         top = np.argsort(-sims, kind="stable")[:DEPTH]
         cands[q] = [pool[i].passage_text for i in top]

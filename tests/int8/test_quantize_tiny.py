@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.equality.spearman import spearman
 from bench.int8.adapter import Int8BiEncoder, Int8CrossEncoder
 from bench.int8.config import CHOSEN
 from bench.int8.manifest import MANIFEST, verify_folder
@@ -43,7 +42,8 @@ def test_cross_encoder_path(tiny: Path, tmp_path: Path) -> None:
     manifest = quantize_model(tiny, out, task="text-classification", pairs=PAIRS, spec=CHOSEN, max_length=16,
                               record={"source_model": "tiny", "source_revision": "r0"})  # fmt: skip
     assert manifest == verify_folder(out)
-    assert manifest["calibration_samples"] == len(PAIRS) and manifest["max_length"] == 16
+    assert manifest["calibration_samples"] == manifest["calibration_samples_used"] == len(PAIRS)
+    assert manifest["max_length"] == 16
     assert any(name.endswith(".xml") for name in manifest["files"]) and (out / MANIFEST).is_file()
     model = Int8CrossEncoder(out)
     query, docs = WORDS[5], [*WORDS, " ".join(WORDS)]  # the last pair is longer than 16 tokens
@@ -61,8 +61,11 @@ def test_cross_encoder_path(tiny: Path, tmp_path: Path) -> None:
     )
     with torch.inference_mode():
         ref = torch.sigmoid(fp(**enc).logits[:, 0].float()).numpy()
-    assert np.max(np.abs(res.scores - ref)) < 0.02  # sigmoid scores; int8 rounding only
-    assert spearman(ref, res.scores) > 0.8
+    # the random tiny model's scores differ by ~1e-5 between pairs, so a rank check says nothing here;
+    # the int8 scores must be within int8 rounding of the fp32 ones, and the graph must really be int8
+    assert np.max(np.abs(res.scores - ref)) < 0.002
+    xml = next(out.glob("*.xml")).read_text()
+    assert xml.count('type="FakeQuantize"') >= 4
     assert model.meta.revision == "r0" and model.meta.id == "bge-v2-m3-int8"
 
 
@@ -73,7 +76,7 @@ def test_feature_extraction_path(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "fe"
     quantize_model(tiny, out, task="feature-extraction", pairs=PAIRS, spec=CHOSEN, max_length=16,
                    record={"source_model": "tiny"})  # fmt: skip
-    assert verify_folder(out)["calibration_samples"] == 2 * len(PAIRS)  # query and passage of each pair
+    assert verify_folder(out)["calibration_samples_used"] == 2 * len(PAIRS)  # query and passage of each pair
     model = Int8BiEncoder(out)
     res = model.score(WORDS[5], WORDS)
     tok = AutoTokenizer.from_pretrained(str(tiny))
