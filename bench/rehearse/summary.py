@@ -57,7 +57,7 @@ def header_lines(
         "the PyPI Typesense (DEVIATIONS.md D-001), the quality phase (journal, timing, run files at depths "
         "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
         "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency, the judged "
-        "sample, pitfalls, OpenVINO, costs.",
+        "sample, pitfalls, the OpenVINO int8 bge model (its method runs on the stand-in: int8.json), costs.",
     ]
     extra = [s for s in reranked if s not in RERANKED_STAGES]
     subs = [f"{s}: {st['substitute']}" for s, st in stages.items() if st.get("substitute")]
