@@ -79,9 +79,11 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
               help="JSON object model id -> contamination note, added to the plan's flags.")
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
+@click.option("--latency", "latency_dir", type=_folder, default=None,
+              help="Latency results folder (results/latency): adds the latency section.")
 @_user_errors
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool) -> None:
+           no_figures: bool, latency_dir: Path | None = None) -> None:
     """Write quality/*.json, report.md and figures/*.png for a study."""
     from analysis.report import write_report
 
@@ -91,7 +93,8 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
         if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
-    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures)
+    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
+                        latency_dir=latency_dir)
     click.echo(str(path))
 
 

@@ -67,3 +67,7 @@ def contamination_note(model_id: str) -> str:
         f"{model_id} lists {c.note} among its training data (MTEB model registry, read "
         f"{CONTAMINATION_READ_DATE}); its MIRACL-de numbers may be inflated."
     )
+
+# --- Latency budgets (plan section "Costs": "Latency budgets (assumption)") ---------------------------------
+LATENCY_BUDGET_LIVE_P95_MS: Final = 500  # live search p95 in total (first stage plus reranker)
+LATENCY_BUDGET_CHAT_P95_MS: Final = 2_000  # chat p95 for the reranking step

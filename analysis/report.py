@@ -138,6 +138,7 @@ def write_report(
     header_lines: Sequence[str] = (),
     flags: Mapping[str, str] | None = None,
     figures: bool = True,
+    latency_dir: Path | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
@@ -186,6 +187,10 @@ def write_report(
 
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
+    if latency_dir is not None:
+        from analysis.latency.report import latency_section
+
+        md += latency_section(latency_dir, out_dir, figures=figures)
     from analysis.int8.comparison import compare_int8
     from analysis.int8.comparison import markdown as int8_markdown
 

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "dtype-check": "bench.quality.cli:dtype_check",
     "rehearse": "bench.rehearse.cli:rehearse",
     "int8": "bench.int8.cli:int8",
+    "latency": "bench.latency.cli:latency",
 }
 
 

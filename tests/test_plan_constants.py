@@ -408,3 +408,9 @@ def test_statistics_constants_live_once_in_analysis(name: str) -> None:
     assert getattr(plan, name) is getattr(stats, name) or getattr(plan, name) == getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
+
+
+def test_latency_budgets_in_analysis() -> None:
+    live, chat = grab(section("Costs"), r"live search p95 <= ([\d,]+) ms in total.*?chat p95 <= ([\d,]+) ms")
+    assert num(live) == stats.LATENCY_BUDGET_LIVE_P95_MS == plan.LIVE_SEARCH_P95_MS
+    assert num(chat) == stats.LATENCY_BUDGET_CHAT_P95_MS == plan.CHAT_RERANK_P95_MS

@@ -78,6 +78,7 @@ def ranked_hits(stage: StageDef, hits: Sequence[Mapping[str, Any]], position: Ma
 class Timings:
     server_ms: list[float] = field(default_factory=list)
     client_ms: list[float] = field(default_factory=list)
+    query_ids: list[str] = field(default_factory=list)  # same order as the two lists above
 
     def record(self) -> dict[str, Any]:
         def pct(values: list[float]) -> dict[str, float | None]:
@@ -98,6 +99,7 @@ class Timings:
             "client_clock": "time.perf_counter_ns around the HTTP request (POST /multi_search, one search)",
             "per_query_server_ms": self.server_ms,
             "per_query_client_ms": self.client_ms,
+            "per_query_ids": self.query_ids,
         }
 
 
@@ -128,6 +130,7 @@ def run_queries(
         run[qid] = ranked_hits(stage, res.hits, position)
         t.server_ms.append(res.server_ms)
         t.client_ms.append(res.client_ms)
+        t.query_ids.append(qid)
     return run, t
 
 

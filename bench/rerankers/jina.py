@@ -65,7 +65,11 @@ class JinaListwise:
         longest = max(min(n, DOCUMENT_LIMIT) for n in d_lens) if d_lens else 0
         return self.log.add(
             make_result(
-                scores, max_input_tokens=longest, truncated_pairs=min(cut, len(docs)), chunk_size=len(docs)
+                scores,
+                max_input_tokens=longest,
+                truncated_pairs=min(cut, len(docs)),
+                chunk_size=len(docs),
+                input_tokens=sum(min(n, DOCUMENT_LIMIT) for n in d_lens) + min(q_len, QUERY_LIMIT),
             )
         )
 

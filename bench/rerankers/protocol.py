@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,9 @@ class CallRecord(TypedDict):
     truncated_pairs: int  # pairs whose model input was cut to the maximum length
     chunk_size: int  # pairs per forward pass actually used (after any out-of-memory halving)
     ties: int  # passages whose fp32 score equals another passage's score in this call
+    # tokens of all model inputs of this call, after truncation (plan "Latency": the input length
+    # distribution); absent when the adapter cannot see them (an API)
+    input_tokens: NotRequired[int]
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ def make_result(
     max_input_tokens: int,
     truncated_pairs: int,
     chunk_size: int,
+    input_tokens: int | None = None,
 ) -> ScoreResult:
     """Upcast to fp32 (never downcast from a wider type silently: fp64 values are rounded once, here),
     count ties and build the record."""
@@ -111,6 +115,8 @@ def make_result(
         "chunk_size": int(chunk_size),
         "ties": count_ties(arr),
     }
+    if input_tokens is not None:
+        record["input_tokens"] = int(input_tokens)
     return ScoreResult(scores=arr, record=record)
 
 

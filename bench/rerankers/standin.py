@@ -81,5 +81,6 @@ class MiniLMStandin:
                 max_input_tokens=max(min(n, self.max_seq) for n in [*lengths, q_len]),
                 truncated_pairs=min(cut, len(docs)),
                 chunk_size=size,
+                input_tokens=sum(min(n, self.max_seq) for n in lengths) + min(q_len, self.max_seq),
             )
         )

@@ -5,9 +5,10 @@ POST ``{base_url}/rerank`` with ``{"model", "query", "documents", "truncation": 
 "data": [{"index", "relevance_score"}], "model", "usage": {"total_tokens"}}`` with ``data`` sorted by
 score, so scores are put back by ``index`` into first-stage order. One persistent ``httpx.Client`` per
 adapter; explicit retries on 429, 5xx, timeouts, transport errors and malformed bodies, honouring
-``Retry-After``; every attempt is recorded (status, duration, Retry-After, seconds waited). The API key
-comes from ``VOYAGE_API_KEY`` or a ``.env`` file and is never written anywhere: every error text passes
-through ``_redact`` first.
+``Retry-After``; every attempt is recorded (status, duration in s and ns, Retry-After, seconds waited; a
+successful attempt also ``parsed_ns``: request sent to response parsed, the latency phase's API time).
+The API key comes from ``VOYAGE_API_KEY`` or a ``.env`` file and is never written anywhere: every error
+text passes through ``_redact`` first.
 """
 
 from __future__ import annotations
@@ -236,7 +237,8 @@ class VoyageReranker:
             retry_after: float | None = None
             try:
                 response = self._client.post("/rerank", json=body)
-                rec["duration_s"] = (time.perf_counter_ns() - start) / 1e9
+                rec["duration_ns"] = time.perf_counter_ns() - start
+                rec["duration_s"] = rec["duration_ns"] / 1e9
                 rec["status"] = response.status_code
                 if response.status_code == 200:
                     try:
@@ -244,6 +246,7 @@ class VoyageReranker:
                     except ValueError as exc:
                         rec["error"] = self._redact(f"malformed body: {exc}")
                     else:
+                        rec["parsed_ns"] = time.perf_counter_ns() - start  # request sent to response parsed
                         return scores, tokens, attempts, rec["duration_s"]
                 elif response.status_code in RETRY_STATUS:
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
@@ -257,7 +260,8 @@ class VoyageReranker:
                         attempts,
                     )
             except httpx.HTTPError as exc:  # timeouts and transport errors: retried
-                rec["duration_s"] = (time.perf_counter_ns() - start) / 1e9
+                rec["duration_ns"] = time.perf_counter_ns() - start
+                rec["duration_s"] = rec["duration_ns"] / 1e9
                 rec["error"] = self._redact(f"{type(exc).__name__}: {exc}")
             if number == self.max_attempts:
                 break

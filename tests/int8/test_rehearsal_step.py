@@ -57,3 +57,22 @@ def test_compare_times_both_models_and_scores_agreement() -> None:
     assert rec["ndcg@10"]["fp32"]["per_query"][q] == pytest.approx(ndcg, abs=1e-12)
     assert rec["speedup_p50"]["100"] > 0 and len(rec["loadavg"]["before"]) == 3
     assert any(line.startswith("  k=100: p50/p95 fp32") for line in step.summary_lines(rec))
+
+
+def test_with_the_latency_step_fp32_is_not_timed_again() -> None:
+    queries = {f"q{i:02d}": "x" * i for i in range(6)}
+    candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
+    texts = {d: d for ds in candidates.values() for d in ds}
+    qrels = {q: {f"{q}-{d}": 1 for d in range(0, 120, 9)} for q in queries}
+    sampled = ["q04", "q01", "q03"]
+    fp32_ns = {k: {q: 1_000_000 * (i + 1) * k for i, q in enumerate(sampled)} for k in (20, 100)}
+    fp32_run = {q: [(d, float(d.split("-")[1])) for d in reversed(candidates[q][:100])] for q in queries}
+    int8 = Fake("int8", 0.0)
+    rec = step.compare_with_latency_step(
+        int8, {"fp32_ns": fp32_ns, "query_ids": sampled}, fp32_run, queries, candidates, texts, qrels
+    )
+    assert rec["queries"] == sampled and rec["latency_ns"]["fp32"]["100"] == [100e6, 200e6, 300e6]
+    assert rec["latency"]["fp32"]["20"]["p50_ms"] == pytest.approx(40.0)
+    assert int8.calls == [20] * (10 + 3) + [100] * (10 + 3)  # the latency step's 10 warm-up calls, then 3
+    assert rec["spearman_min"] == pytest.approx(1.0)  # same ordering as the quality run's scores
+    assert rec["ndcg@10"]["fp32"]["mean"] == pytest.approx(rec["ndcg@10"]["int8"]["mean"])

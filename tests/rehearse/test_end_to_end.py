@@ -50,6 +50,19 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     assert summary["pointwise_max_abs_diff"]["minilm-standin"] < 1e-5
     assert {"lock check", "first stages", "rerank", "report", "total"} <= set(summary["times_s"])
     assert "| vector-71k | minilm-standin@20 |" in result.output
+    # the latency step: the stand-in encodes query and all k passages per call; never published
+    blocks = sorted(p.relative_to(out).as_posix() for p in (out / "latency").rglob("k*-pass1.json"))
+    assert blocks == [
+        f"latency/not-published/cpu/rehearsal/minilm-standin/k{k}-pass1.json" for k in (100, 20)
+    ] + [
+        "latency/not-published/first-stage/rehearsal/keyword-plain-71k/k100-pass1.json",
+        "latency/not-published/first-stage/rehearsal/vector-71k/k100-pass1.json",
+    ]
+    assert {r["accuracy"] for r in summary["latency_step"]["rows"] if r["target"] == "minilm-standin"} == {
+        "passed"
+    }
+    assert "## Latency" in (out / "report.md").read_text(encoding="utf-8")
+    assert "| minilm-standin | 20 |" in result.output
     assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/
     runs_before = {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")}
 

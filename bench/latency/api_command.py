@@ -1,0 +1,89 @@
+"""Library behind ``bench latency api`` (refusals first, then one session; see ``bench.latency.api``)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from bench.latency.api import measure_api, new_session, require_opt_out
+from bench.latency.commands import choose_models, require_clean_tree_except, study_inputs, unrated_models
+from bench.latency.presets import PRESETS
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    opt_out: str | None
+    label: str | None
+    session: str | None
+    base_url: str | None
+    models: tuple[str, ...]
+    depths: tuple[int, ...]
+    stage: str
+    allow_busy: bool
+    allow_unrated: bool
+    root: Path
+    out_root: Path
+    first_stage_dir: Path
+    runs_dir: Path
+    checks_dir: Path
+    clean_tree: bool = True
+
+
+def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) -> list[Any]:
+    from bench.rerankers.voyage import DEFAULT_BASE_URL, VoyageReranker, read_api_key
+
+    stream = stream if stream is not None else sys.stderr
+    preset = PRESETS["api"]
+    opt_out = require_opt_out(req.opt_out)
+    models, refused = choose_models(preset, req.models)
+    depths = preset.check_depths(req.depths) if req.depths else preset.depths
+    key = read_api_key()  # a missing key is refused here, before anything is written
+    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    if req.label is not None or req.session is not None:
+        from analysis.latency.records import check_name
+
+        for value, what in ((req.label, "--time-of-day"), (req.session, "--session")):
+            if value is not None:
+                try:
+                    check_name(value, what)
+                except ValueError as exc:
+                    from bench.errors import BenchError
+
+                    raise BenchError(str(exc)) from None
+    if req.clean_tree:
+        require_clean_tree_except(req.root, req.out_root)
+    from bench.guard import preflight
+    from bench.provenance import collect_manifest
+    from bench.quality.commands import lock_names
+
+    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    inputs = study_inputs(req.first_stage_dir, req.stage, max(depths))
+    base_url = req.base_url or DEFAULT_BASE_URL
+    session = new_session(opt_out, base_url, req.label, req.session)
+    manifest = collect_manifest(
+        kind="measurement",
+        device="api",
+        root=req.root,
+        extra={"preset": "api", "preflight": pre, "refused": refused},
+    )
+
+    def make(model: str) -> Any:
+        return VoyageReranker(model, api_key=key, base_url=base_url)
+
+    return measure_api(
+        models,
+        depths,
+        inputs,
+        session,
+        out_root=req.out_root,
+        runs_dir=req.runs_dir,
+        stage=req.stage,
+        manifest=manifest,
+        make_reranker=make,
+        allow_busy=req.allow_busy,
+        unrated=unrated,
+        stream=stream,
+        host=host,
+    )

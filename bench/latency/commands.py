@@ -1,0 +1,255 @@
+"""Library behind ``bench latency gpu`` and ``bench latency cpu`` (plan section "Latency").
+
+Every refusal comes before anything is written: unknown model ids, k outside the plan, CUDA absent, another
+process on the GPU, a model without a passed adapter check (unless ``--allow-unrated``, which puts every
+number of that model under ``not-published/`` with a mark), a dirty tree, a failed datasets.lock check.
+A model the registry does not provide (the int8 variant until it exists) is refused by name and the
+others are measured.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from analysis.trec import TrecFormatError, read_run
+from bench.errors import BenchError
+from bench.latency.host import host_state
+from bench.latency.presets import INT8_ID, Preset, availability
+from bench.latency.run import Inputs, Settings, measure_model
+from bench.latency.telemetry import Sampler, host_probes
+from bench.latency.timer import CallTimer, timer_for
+
+
+@dataclass(frozen=True)
+class LocalRequest:
+    preset: Preset
+    machine: str
+    session: str
+    root: Path
+    out_root: Path
+    first_stage_dir: Path
+    runs_dir: Path
+    checks_dir: Path
+    stage: str
+    models: tuple[str, ...] = ()  # empty: the preset's
+    depths: tuple[int, ...] = ()  # empty: the preset's
+    allow_busy: bool = False
+    allow_unrated: bool = False
+    interval_s: float = 0.5
+    cpus: int | None = None  # pin to this many CPUs (pre-measurement: the plan's taskset to 8 threads)
+
+
+def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """(models to measure, refused model -> reason). Ids outside the preset are an error."""
+    from bench.rerankers.registry import STANDIN_IDS
+
+    wanted = list(requested) or list(preset.models)
+    allowed = (*preset.models, *(STANDIN_IDS if preset.device != "api" else ()))
+    unknown = [m for m in wanted if m not in allowed]
+    if unknown:
+        raise BenchError(
+            f"unknown model id {unknown[0]!r} for bench latency {preset.name}; the plan's models here are: "
+            f"{', '.join(preset.models)} (stand-ins, never published: "
+            f"{', '.join(allowed[len(preset.models) :])})"
+        )
+    refused = {m: r for m in wanted if (r := availability(m)) is not None}
+    return [m for m in wanted if m not in refused], refused
+
+
+def unrated_models(models: Sequence[str], checks_dir: Path, allow_unrated: bool) -> dict[str, str]:
+    """model -> reason for every model without a passed adapter check; BenchError unless allowed."""
+    from bench.equality.results import outcome
+
+    unrated = {}
+    for m in models:
+        out = outcome(m, checks_dir)
+        if not out["rated"]:
+            unrated[m] = str(out["reason"])
+    if unrated and not allow_unrated:
+        first = next(iter(unrated))
+        raise BenchError(
+            f"{first} has no passed adapter check ({unrated[first]}); run `bench check-adapters {first}` "
+            "first, or pass --allow-unrated (its numbers are then marked not publishable)."
+        )
+    return unrated
+
+
+def pin_cpus(n: int) -> list[int]:
+    """Pin this process to its first ``n`` allowed CPUs (as ``taskset -c``) and torch to ``n`` threads."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if n > len(allowed):
+        raise BenchError(f"--cpus {n}: this process may use only {len(allowed)} CPUs ({allowed})")
+    chosen = allowed[:n]
+    os.sched_setaffinity(0, chosen)
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    import torch
+
+    torch.set_num_threads(n)
+    return chosen
+
+
+def require_clean_tree_except(root: Path, out_root: Path) -> None:
+    """A measurement names its code: no uncommitted change except finished blocks of this phase."""
+    from bench.integrity import git
+
+    if git.head_commit(root) is None:
+        raise BenchError(f"{root} is not a git checkout with a commit; measurements must name their code.")
+    try:
+        mine = out_root.resolve().relative_to(root.resolve()).as_posix().rstrip("/") + "/"
+    except ValueError:
+        mine = None
+    # every untracked file listed (-uall): "results/" alone would hide whether only finished blocks are new
+    out = git.run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    entries = [e[3:] for e in out.decode(errors="replace").split("\0") if len(e) > 3]
+    dirty = [p for p in entries if mine is None or not p.startswith(mine)]
+    if dirty:
+        raise BenchError(
+            f"{root}: uncommitted changes ({', '.join(dirty[:5])}); commit them before measuring."
+        )
+
+
+def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
+    """MIRACL de dev queries, the top ``k_max`` candidates of ``stage`` and their passage texts."""
+    from bench.integrity.hashing import sha256_file
+    from bench.quality.candidates import Candidates
+    from bench.quality.inputs import candidate_texts, study_queries
+
+    path = first_stage_dir / f"{stage}.trec"
+    if not path.is_file():
+        raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+    try:
+        run = read_run(path, allow_unknown_queries=True)
+    except TrecFormatError as exc:
+        raise BenchError(f"first-stage run {exc}") from exc
+    queries, _ = study_queries()
+    lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries}
+    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)}))
+    return Inputs(queries, lists, texts, {"stage": stage, "run_file": str(path), "sha256": sha256_file(path)})
+
+
+def _sampler_factory(kind: str, interval_s: float, gpu: Any) -> Any:
+    def make() -> Sampler:
+        probes = host_probes()
+        if gpu is not None:
+            probes["gpu"] = gpu.sample
+        return Sampler(probes, interval_s=interval_s, source="nvml+host" if gpu is not None else "host")
+
+    return make
+
+
+def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, Any]:
+    """Measure the preset's local models; returns ``{"blocks": [...paths], "refused": {...}}``."""
+    stream = stream if stream is not None else sys.stderr
+    preset = req.preset
+    models, refused = choose_models(preset, req.models)
+    depths = preset.check_depths(req.depths) if req.depths else None
+    for why in refused.values():
+        print(f"latency: {why}", file=stream)
+    gpu = None
+    timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
+    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    if preset.device.startswith("cuda"):
+        from bench.latency.gpu import GpuProbe, require_free_gpu
+
+        gpu = GpuProbe()
+        require_free_gpu(gpu)
+    pinned = pin_cpus(req.cpus) if req.cpus is not None else None
+    require_clean_tree_except(req.root, req.out_root)
+    from bench.guard import preflight
+    from bench.provenance import collect_manifest
+    from bench.quality.commands import lock_names
+
+    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
+    inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
+    extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}
+    manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
+    settings = Settings(
+        preset=preset,
+        machine=req.machine,
+        session=req.session,
+        out_root=req.out_root,
+        runs_dir=req.runs_dir,
+        stage=req.stage,
+        depths=depths,
+        allow_busy=req.allow_busy,
+        unrated=unrated,
+    )
+    return measure_all(
+        models,
+        settings,
+        inputs,
+        timer=timer,
+        manifest=manifest,
+        refused=refused,
+        sampler=_sampler_factory(preset.kind, req.interval_s, gpu),
+        stream=stream,
+        host=(lambda: host_state(gpu.sample)) if gpu is not None else None,
+    )
+
+
+def measure_all(
+    models: Sequence[str],
+    settings: Settings,
+    inputs: Inputs,
+    *,
+    timer: CallTimer,
+    manifest: Mapping[str, Any],
+    refused: dict[str, str],
+    sampler: Any,
+    stream: TextIO,
+    load: Any = None,
+    host: Any = None,
+) -> dict[str, Any]:
+    from bench.rerankers.registry import load_reranker
+
+    load = load or (lambda m: load_reranker(m, device=settings.preset.device))
+    written: list[str] = []
+    blocks: list[Any] = []
+    for model in models:
+        try:
+            reranker = load(model)
+        except BenchError as exc:
+            if model != INT8_ID:
+                raise
+            refused[model] = f"{model} refused: {exc.message}"
+            print(f"latency: {refused[model]}", file=stream)
+            continue
+        manifest_m = {**manifest, "torch_threads_at_load": _torch_threads()}
+        for block, _ in measure_model(
+            model,
+            reranker,
+            timer,
+            settings,
+            inputs,
+            manifest=manifest_m,
+            sampler=sampler,
+            stream=stream,
+            host=host,
+        ):
+            blocks.append(block)
+            written.append(str(settings.out_root / block.relpath()))
+        close = getattr(reranker, "close", None)
+        if callable(close):
+            close()
+        del reranker
+        gc.collect()
+        _empty_cuda_cache()
+    return {"blocks": written, "refused": refused, "records": blocks}
+
+
+def _torch_threads() -> int | None:
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else None
+
+
+def _empty_cuda_cache() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()

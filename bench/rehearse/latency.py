@@ -1,0 +1,158 @@
+"""The rehearsal's CPU latency step: the plan's CPU preset scaled to fit (issue 10).
+
+The stand-in ``minilm-standin`` from the reranker registry, *without* the passage cache, so every call
+encodes the query and all k passages (the plan's unit); 10 warm-up calls, then 20 queries sampled with
+seed 20261009 from the queries of the reranked stage, at k = 20 and 100, one pass; scores compared with the
+rehearsal's quality run; host state, telemetry, and the first-stage query times of every stage that ran.
+Blocks go to ``<rehearsal>/latency/not-published/`` (a rehearsal is never published); the host is shared,
+so a busy host is measured anyway and every block says so (``--allow-busy`` recorded).
+
+``latency_step`` returns the fp32 per-query times (``fp32_ns``: k -> query id -> ns) of the same 20
+queries, for the int8 step to compare against without timing fp32 again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from analysis.latency import block_summary, per_query_ns
+from analysis.trec import read_run
+from bench.latency.presets import Preset
+from bench.plan import CPU_DEPTHS, SEED
+
+REHEARSAL_MODEL = "minilm-standin"
+REHEARSAL_WARMUP = 10
+REHEARSAL_QUERIES = 20
+REHEARSAL_PRESET = Preset(
+    name="rehearsal",
+    kind="cpu",
+    published=False,
+    device="cpu",
+    passes=1,
+    depths=CPU_DEPTHS,
+    warmup=REHEARSAL_WARMUP,
+    sample=REHEARSAL_QUERIES,
+    sample_seed=SEED,
+    models=(REHEARSAL_MODEL,),
+)
+SESSION = "rehearsal"
+
+
+def latency_step(
+    directory: Path,
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    stage: str,
+    *,
+    stream: TextIO,
+    log: Callable[[str], None],
+    device: str = "cpu",
+    load: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """Measure the stand-in's blocks and convert the first-stage records; a summary for rehearsal.json."""
+    from bench.latency.commands import measure_all
+    from bench.latency.firststage import convert
+    from bench.latency.run import Inputs, Settings
+    from bench.latency.telemetry import Sampler, host_probes
+    from bench.latency.timer import timer_for
+    from bench.provenance import collect_manifest
+
+    out_root = directory / "latency"
+    run_path = directory / "runs" / "first-stage" / f"{stage}.trec"
+    run = read_run(run_path, allow_unknown_queries=True)
+    k_max = max(CPU_DEPTHS)
+    lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries if q in run}
+    from bench.integrity.hashing import sha256_file
+
+    inputs = Inputs(
+        {q: queries[q] for q in lists},
+        lists,
+        texts,
+        {"stage": stage, "run_file": str(run_path), "sha256": sha256_file(run_path)},
+    )
+    manifest = collect_manifest(kind="rehearsal", device=device, dtype="float32", root=None)
+    settings = Settings(
+        preset=REHEARSAL_PRESET,
+        machine="rehearsal machine (shared, not published)",
+        session=SESSION,
+        out_root=out_root,
+        runs_dir=directory / "runs",
+        stage=stage,
+        allow_busy=True,
+        unrated={REHEARSAL_MODEL: "a stand-in, never adapter-checked"},
+        sample=min(REHEARSAL_QUERIES, len(inputs.queries)),
+    )
+    if load is None:
+        from bench.rerankers.registry import load_reranker
+
+        def load(model: str) -> Any:
+            return load_reranker(model, device=device)
+
+    result = measure_all(
+        (REHEARSAL_MODEL,),
+        settings,
+        inputs,
+        timer=timer_for(device),
+        manifest=manifest,
+        refused={},
+        sampler=lambda: Sampler(host_probes(), interval_s=0.5),
+        stream=stream,
+        load=load,
+    )
+    fs_manifest = {**manifest, "kind": "rehearsal"}
+    first = []
+    try:
+        first = convert(
+            directory / "first-stage",
+            out_root,
+            machine="rehearsal machine",
+            session=SESSION,
+            published=False,
+            manifest=fs_manifest,
+        )
+    except Exception as exc:  # a resumed rehearsal's older record without per-query ids: said, not hidden
+        log(f"latency: first-stage times not converted ({exc})")
+    rows = []
+    fp32: dict[int, dict[str, int]] = {}
+    for block in [*result["records"], *(b for b, _ in first)]:
+        s = block_summary(block)
+        rows.append(
+            {
+                "target": block.target,
+                "k": block.k,
+                "n": s.latency.n,
+                "p50_ms": s.latency.p50_ms,
+                "p95_ms": s.latency.p95_ms,
+                "mean_ms": s.latency.mean_ms,
+                "chunk_size": block.chunk_size,
+                "server_p50_ms": s.server_ms.p50 if s.server_ms else None,
+                "accuracy": block.accuracy.status,
+                "marks": list(block.marks),
+            }
+        )
+        if block.target == REHEARSAL_MODEL:
+            fp32[block.k] = per_query_ns(block)
+    return {
+        "dir": str(out_root),
+        "rows": rows,
+        "fp32_ns": fp32,
+        "query_ids": sorted(next(iter(fp32.values()), {})),
+    }
+
+
+def format_latency_table(rows: list[dict[str, Any]]) -> str:
+    def ms(x: float | None) -> str:
+        return "" if x is None else f"{x:,.1f}"
+
+    out = [
+        "| target | k | n | p50 ms | p95 ms | mean ms | server p50 ms | accuracy |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['target']} | {r['k']} | {r['n']} | {ms(r['p50_ms'])} | {ms(r['p95_ms'])} | "
+            f"{ms(r['mean_ms'])} | {ms(r['server_p50_ms'])} | {r['accuracy']} |"
+        )
+    return "\n".join(out)
