@@ -14,7 +14,7 @@ from bench.int8.manifest import MANIFEST, verify_folder
 from bench.int8.quantize import quantize_model
 from bench.rerankers.testing import build_bert
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 WORDS = [
     "berlin ist die hauptstadt",
