@@ -37,3 +37,12 @@ def test_agreement_needs_an_action(tmp_path: Path) -> None:
     none = run(cli, ["int8", "agreement"])
     assert none.exit_code == 1 and "--against FILE" in none.output
     assert "calibration-set" in run(cli, ["int8", "--help"]).output
+
+
+def test_quality_run_refused_while_the_fp32_model_is_not_rated(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["int8", "quality", "--checks", str(tmp_path / "checks"), "--study", str(tmp_path / "s")]
+    )
+    assert result.exit_code == 1
+    assert "bge-v2-m3 is not rated" in result.output and "int8 variant" in result.output
+    assert not (tmp_path / "s").exists()  # nothing written
