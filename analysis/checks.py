@@ -11,15 +11,16 @@ from typing import Any
 
 from analysis.plan import (
     CONFIDENCE,
+    DETERMINISM_BOUNDARY_PASSES,
     DETERMINISM_MAX_POINTS,
+    DTYPE_CHECK_BOUNDARY_PASSES,
     DTYPE_CHECK_MAX_POINTS,
     JUDGED_CONTROL_MIN_AGREEMENT,
     JUDGED_CONTROL_PAIRS,
+    RULE_POINTS_DECIMALS,
 )
 
 __all__ = ["control_agreement", "determinism", "dtype_rule", "wilson_interval"]
-
-_EPS = 1e-12
 
 
 @dataclass(frozen=True)
@@ -36,22 +37,29 @@ class RuleResult:
 
 
 def _points(a: float, b: float) -> float:
-    return abs(a - b) * 100
+    """|a - b| in nDCG points, rounded as ``analysis.plan.RULE_POINTS_DECIMALS`` fixes for both rules."""
+    return round(abs(a - b) * 100, RULE_POINTS_DECIMALS)
+
+
+def _within(difference: float, limit: float, boundary_passes: bool) -> bool:
+    """The one comparison both rules use; the plan constants say which side of the boundary passes."""
+    return difference <= limit if boundary_passes else difference < limit
 
 
 def determinism(first_ndcg10: float, second_ndcg10: float) -> RuleResult:
-    """Second run agrees with the first within 0.1 nDCG@10 points (inclusive)."""
+    """Second run agrees with the first within 0.1 nDCG@10 points (a difference of exactly 0.1 passes)."""
     d = _points(first_ndcg10, second_ndcg10)
     return RuleResult("determinism: |second - first| <= 0.1 nDCG@10 points", first_ndcg10, second_ndcg10, d,
-                      DETERMINISM_MAX_POINTS, d <= DETERMINISM_MAX_POINTS + _EPS)
+                      DETERMINISM_MAX_POINTS, _within(d, DETERMINISM_MAX_POINTS, DETERMINISM_BOUNDARY_PASSES))
 
 
 def dtype_rule(cpu_fp32_ndcg10: float, gpu_ndcg10: float) -> RuleResult:
     """Plan: if CPU fp32 and GPU differ by less than 0.5 points (20 queries), the GPU value is used for
-    CPU points. ``passed`` means the GPU value may be used (strictly less than 0.5)."""
+    CPU points. ``passed`` means the GPU value may be used (a difference of exactly 0.5 fails)."""
     d = _points(cpu_fp32_ndcg10, gpu_ndcg10)
+    passed = _within(d, DTYPE_CHECK_MAX_POINTS, DTYPE_CHECK_BOUNDARY_PASSES)
     return RuleResult("dtype: |cpu_fp32 - gpu| < 0.5 nDCG@10 points -> GPU value used for CPU points",
-                      cpu_fp32_ndcg10, gpu_ndcg10, d, DTYPE_CHECK_MAX_POINTS, d < DTYPE_CHECK_MAX_POINTS)
+                      cpu_fp32_ndcg10, gpu_ndcg10, d, DTYPE_CHECK_MAX_POINTS, passed)
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:

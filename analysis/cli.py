@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis.costs.cli import costs_options
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
 
@@ -30,6 +31,13 @@ def _user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except (TrecFormatError, ValueError, RuntimeError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:  # a full disk, a read-only folder, a file vanished: one line, no traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            reason = exc.strerror or str(exc)
+            name = type(exc).__name__
+            raise click.ClickException(f"{where}{reason} ({name}); an earlier report is left as it was. Fix: "
+                                       "check the path, free space and permissions, then run the command "
+                                       "again") from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -80,11 +88,14 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
 @click.option("--latency", "latency_dir", type=_folder, default=None,
-              help="Latency results folder (results/latency): adds the latency section.")
+              help="Latency results folder (results/latency): adds the latency section (and feeds the costs "
+              "section's latencies with --prices).")
+@costs_options
 @_user_errors
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool, latency_dir: Path | None = None) -> None:
-    """Write quality/*.json, report.md and figures/*.png for a study."""
+           no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
+    """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
+    from analysis.costs.cli import cost_inputs
     from analysis.report import write_report
 
     flags = None
@@ -94,8 +105,13 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
     path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
-                        latency_dir=latency_dir)
+                        latency_dir=latency_dir, costs=cost_inputs(latency_dir=latency_dir, **cost_options))
     click.echo(str(path))
+    check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
+    if check["passed"] is not True:
+        from analysis.report import verdict_lines
+
+        raise click.ClickException("the report was written, but " + "\n".join(verdict_lines(check)))
 
 
 @cli.command("check-pytrec")
@@ -115,6 +131,12 @@ def check_pytrec(qrels: Path, run: Path) -> None:
     click.echo(f"queries with tied scores     {result.queries_with_ties}")
     click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
                "descending; ours by first-stage rank)")
+    if result.own_order_checked:
+        click.echo(f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
+                   f"{result.own_order_worst_qid}; {result.own_order_queries} queries without tied scores, "
+                   "where pytrec_eval's order must equal ours)")
+    else:
+        click.echo("own ordering                 not compared (every query has tied scores)")
     verdict = "PASS" if result.passed else "FAIL"
     click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
     if not result.passed:
@@ -136,6 +158,57 @@ def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlati
     result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
                             seed=seed, correlation=correlation)
     click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
+
+
+@cli.command()
+@click.option(
+    "--labels",
+    "labels_file",
+    required=True,
+    type=_existing,
+    help="results/judged/labels.json (bench judged run).",
+)
+@click.option(
+    "--human",
+    "human_file",
+    type=_existing,
+    default=None,
+    help="A later human judgment of the same pairs: qid<TAB>docid<TAB>label (1, 0 or unclear).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON instead of Markdown.")
+@_user_errors
+def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
+    """Judged sample: false-negative rates (Wilson 95 %), control agreement and kappa, the plan's caveat."""
+    from analysis.judged import human_agreement, markdown, read_human, read_labels, summarise
+
+    labels = read_labels(labels_file)
+    summary = summarise(labels)
+    human = None
+    if human_file is not None:
+        human = human_agreement(labels, read_human(human_file), str(human_file))
+    if as_json:
+        click.echo(json.dumps({"summary": summary, "human": human}, indent=1, sort_keys=True))
+        return
+    click.echo("\n".join(markdown(summary, human)))
+
+
+@cli.command()
+@click.option(
+    "--runs", "runs_dir", required=True, type=_folder, help="The study's runs (first-stage/ inside)."
+)
+@click.option(
+    "--pitfall-runs",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="bench quality --pitfalls output (results/pitfalls/runs).",
+)
+@click.option("--qrels", required=True, type=_existing)
+@_user_errors
+def pitfalls(runs_dir: Path, pitfall_runs: Path, qrels: Path) -> None:
+    """Pitfalls experiment: Qwen3 variants against (a), keyword-plain-71k against keyword-71k."""
+    from analysis.pitfalls import analyse_pitfalls, markdown
+
+    click.echo("\n".join(markdown(analyse_pitfalls(runs_dir, pitfall_runs, read_qrels(qrels)))))
 
 
 def main() -> None:

@@ -9,37 +9,42 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.study import RunResult, StageResult
+from analysis.study import StageResult
 
 __all__ = ["stage_figure"]
 
 _COLOURS = {20: "#4c72b0", 50: "#55a868", 100: "#c44e52"}
 
 
-def _label(r: RunResult, flags: Mapping[str, str]) -> str:
-    if r.model is None:
-        return "first stage"
-    return f"{r.model}{'†' if r.model in flags else ''}@{r.depth}"
+def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
+                 stage_flags: Mapping[str, str] | None = None) -> Path:
+    from analysis.report import run_label
 
-
-def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str]) -> Path:
+    sf = stage_flags or {}
     runs = [stage.first_stage, *stage.runs]
     height = 1.2 + 0.22 * len(runs)
     fig, ax = plt.subplots(figsize=(7.5, height), dpi=100)
     try:
+        # one errorbar call per colour (a call per run cost most of the figure's time on a full study)
+        groups: dict[str, list[int]] = {}
         for i, r in enumerate(runs):
-            y = len(runs) - 1 - i
-            mean = 100 * r.means["ndcg@10"]
-            lo, hi = (100 * v for v in r.intervals["ndcg@10"])
             colour = "#555555" if r.depth is None else _COLOURS.get(r.depth, "#8172b2")
-            ax.errorbar(mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", color=colour, capsize=2, ms=4)
+            groups.setdefault(colour, []).append(i)
+        for colour, rows in groups.items():
+            mean = np.array([100 * runs[i].means["ndcg@10"] for i in rows])
+            lo = np.array([100 * runs[i].intervals["ndcg@10"][0] for i in rows])
+            hi = np.array([100 * runs[i].intervals["ndcg@10"][1] for i in rows])
+            y = np.array([len(runs) - 1 - i for i in rows], dtype=float)
+            xerr = np.vstack([mean - lo, hi - mean])
+            ax.errorbar(mean, y, xerr=xerr, fmt="o", color=colour, capsize=2, ms=4)
         ax.axvline(100 * stage.first_stage.means["ndcg@10"], color="#999999", ls="--", lw=0.8)
         ax.set_yticks(range(len(runs)))
-        ax.set_yticklabels([_label(r, flags) for r in reversed(runs)], fontsize=7)
+        ax.set_yticklabels([run_label(r, flags, sf) for r in reversed(runs)], fontsize=7)
         ax.set_xlabel("nDCG@10 (points) with 95 % bootstrap interval")
         ax.set_title(f"{stage.stage}: rerankers against the first stage", fontsize=9)
         ax.grid(axis="x", alpha=0.3)

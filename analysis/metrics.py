@@ -29,7 +29,10 @@ import numpy as np
 
 from analysis.trec import RunTable
 
-__all__ = ["MEASURES", "MISSING_QUERY_POLICY", "Judgments", "evaluate", "evaluate_table", "mean_scores"]
+__all__ = [
+    "MEASURES", "MISSING_QUERY_POLICY", "Judgments", "evaluate", "evaluate_indexed", "evaluate_table",
+    "mean_scores",
+]
 
 MEASURES: Final = (
     "ndcg@10", "ndcg'@10", "hit@5", "hit@10", "recall@5", "recall@10", "recall@20", "recall@100",
@@ -89,7 +92,11 @@ class Judgments:
         """Relevance of each row (query index into ``qids``, docid); :data:`UNJUDGED` where not judged."""
         doc = np.fromiter(map(self.doc_index.get, docids, itertools.repeat(-1)), dtype=np.int64,
                           count=len(docids))
-        out = np.full(len(docids), UNJUDGED, dtype=np.int64)
+        return self.relevance_of(row_query, doc)
+
+    def relevance_of(self, row_query: np.ndarray, doc: np.ndarray) -> np.ndarray:
+        """Like :meth:`relevance`, each docid given as its index in ``doc_index`` (-1: not in the qrels)."""
+        out = np.full(doc.size, UNJUDGED, dtype=np.int64)
         if self.pair_keys.size == 0:
             return out
         key = row_query * len(self.doc_index) + doc
@@ -132,20 +139,45 @@ def evaluate_table(
     judgments: Judgments, table: RunTable, measures: Sequence[str] | None = None
 ) -> dict[str, np.ndarray]:
     """measure -> per-query values aligned with ``judgments.qids`` (vectorised core of :func:`evaluate`)."""
+    wanted = _wanted(measures)
+    row_q, pos, keep = _row_queries(judgments, table.qids, table.offsets)
+    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
+    return _measures(judgments, row_q, pos, judgments.relevance(row_q, docids), wanted)
+
+
+def evaluate_indexed(judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray,
+                     measures: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """:func:`evaluate_table` for rows whose docids are given as indices into ``judgments.doc_index`` (-1:
+    not judged): the columnar reader's form, no Python strings. Same arithmetic, same values."""
+    wanted = _wanted(measures)
+    row_q, pos, keep = _row_queries(judgments, qids, offsets)
+    return _measures(judgments, row_q, pos, judgments.relevance_of(row_q, doc[keep]), wanted)
+
+
+def _wanted(measures: Sequence[str] | None) -> tuple[str, ...]:
     wanted = tuple(MEASURES if measures is None else measures)
     unknown = [m for m in wanted if m not in MEASURES]
     if unknown:
         raise ValueError(f"unknown measure(s) {unknown}; known: {', '.join(MEASURES)}")
-    nq = len(judgments.qids)
+    return wanted
+
+
+def _row_queries(judgments: Judgments, qids: Sequence[str],
+                 offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Query index (into ``judgments.qids``) and 0-based position of each kept row, and the keep mask (rows
+    of queries not in the qrels are dropped)."""
     index = {q: i for i, q in enumerate(judgments.qids)}
-    run_to_q = np.array([index.get(q, -1) for q in table.qids], dtype=np.int64)
-    counts = np.diff(table.offsets)
+    run_to_q = np.array([index.get(q, -1) for q in qids], dtype=np.int64)
+    counts = np.diff(offsets)
     row_q = np.repeat(run_to_q, counts)
-    pos = np.arange(len(table.docids), dtype=np.int64) - np.repeat(table.offsets[:-1], counts)
+    pos = np.arange(int(offsets[-1]) if len(offsets) else 0, dtype=np.int64) - np.repeat(offsets[:-1], counts)
     keep = row_q >= 0
-    row_q, pos = row_q[keep], pos[keep]
-    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
-    rel = judgments.relevance(row_q, docids)
+    return row_q[keep], pos[keep], keep
+
+
+def _measures(judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.ndarray,
+              wanted: tuple[str, ...]) -> dict[str, np.ndarray]:
+    nq = len(judgments.qids)
     is_judged = rel != UNJUDGED
     gain = np.where(rel > 0, rel, 0).astype(np.float64)
     relevant = gain > 0

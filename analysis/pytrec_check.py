@@ -1,24 +1,41 @@
 """Plan check 2 (section "Adapter checks"): our nDCG@10 equals pytrec_eval ``ndcg_cut_10`` within 0.0001.
 
-pytrec_eval (trec_eval) re-sorts every run by score and breaks score ties by docid *descending*, whereas the
-plan breaks ties by first-stage rank. So that both evaluate the same order, pytrec_eval receives the run with
-its scores replaced by ``-rank`` (rank-faithful scores). The comparison with pytrec_eval's own tie-breaking
-on the original scores is reported as well (``pytrec_eval_raw``); it differs only where a query has tied
-scores. Queries of the qrels missing from the run count 0 on both sides (``trec_eval -c``).
+Two comparisons, both required to pass where they apply:
 
-pytrec_eval is a development dependency; it is imported only here, only when called.
+* **rank-faithful** (always): pytrec_eval (trec_eval) re-sorts every run by score and breaks score ties by
+  docid *descending*, whereas the plan breaks ties by first-stage rank. So that both evaluate the same order,
+  pytrec_eval receives the run with its scores replaced by ``-rank``. This checks the metric.
+* **pytrec_eval's own ordering** (on every query without tied scores): pytrec_eval receives the run's own
+  scores and orders it itself. Without ties its order is the only order the scores allow, so any difference
+  shows a bug in how our reader ordered the rows (rank against score) or in the tie rule. On a query with
+  ties the orders may legitimately differ (trec_eval breaks ties by docid), so such queries are left out of
+  this comparison and counted.
+
+Queries of the qrels missing from the run count 0 on both sides (``trec_eval -c``). ``analysis report`` runs
+the check on one run per stage (:func:`check_runs`) and writes the verdict into ``quality/study.json``;
+``bench quality`` calls :func:`compare_with_pytrec_eval`. Which run and both orderings: deviation
+D-TBD-harden-analysis-2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from analysis.metrics import evaluate
-from analysis.plan import PYTREC_EVAL_TOLERANCE
+import numpy as np
 
-__all__ = ["PytrecComparison", "compare_with_pytrec_eval"]
+from analysis.metrics import Judgments, evaluate_table
+from analysis.plan import PYTREC_EVAL_TOLERANCE, QUALITY_DEPTH
+from analysis.trec import RunTable, read_qrels, read_run_table
+
+if TYPE_CHECKING:
+    from analysis.study import RunResult, StageResult
+
+__all__ = ["PytrecComparison", "check_stages", "checked_run", "compare_with_pytrec_eval", "pytrec_ndcg10"]
+
+RunLike = RunTable | Mapping[str, Sequence[tuple[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -26,15 +43,29 @@ class PytrecComparison:
     queries: int
     ours: float
     pytrec_eval: float  # on rank-faithful scores (same order as ours)
-    pytrec_eval_raw: float  # on the run's own scores, ties broken by trec_eval (docid descending)
-    max_abs_diff: float
+    pytrec_eval_raw: float  # on the run's own scores, ordered by pytrec_eval (ties: docid descending)
+    max_abs_diff: float  # largest per-query |ours - pytrec_eval| (rank-faithful)
     worst_qid: str | None
     queries_with_ties: int
+    own_order_max_abs_diff: float  # largest |ours - pytrec_eval_raw| over the queries without tied scores
+    own_order_worst_qid: str | None
+    own_order_queries: int  # qrels queries compared in pytrec_eval's own ordering (no tied scores)
     tolerance: float = PYTREC_EVAL_TOLERANCE
 
     @property
+    def own_order_checked(self) -> bool:
+        """pytrec_eval's own ordering is compared on every query without tied scores (if there is one)."""
+        return self.own_order_queries > 0
+
+    @property
     def passed(self) -> bool:
-        return self.max_abs_diff <= self.tolerance and abs(self.ours - self.pytrec_eval) <= self.tolerance
+        tol = self.tolerance
+        faithful = self.max_abs_diff <= tol and abs(self.ours - self.pytrec_eval) <= tol
+        own = not self.own_order_checked or self.own_order_max_abs_diff <= tol
+        return faithful and own
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "own_order_checked": self.own_order_checked, "passed": self.passed}
 
 
 def _import_pytrec_eval() -> Any:
@@ -42,43 +73,120 @@ def _import_pytrec_eval() -> Any:
         import pytrec_eval
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(
-            "plan check 2 needs pytrec_eval, which is not installed; install the development group with "
-            "`uv sync --group dev` (package pytrec-eval-terrier)"
+            "plan check 2 needs pytrec_eval, which is not installed; install the project's dependencies with "
+            "`uv sync` (package pytrec-eval-terrier)"
         ) from exc
     return pytrec_eval
 
 
-def pytrec_ndcg10(
-    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Sequence[tuple[str, float]]], *,
-    rank_faithful: bool = True,
-) -> dict[str, float]:
+def _as_table(run: RunLike) -> RunTable:
+    if isinstance(run, RunTable):
+        return run
+    qids = tuple(sorted(run))
+    counts = [len(run[q]) for q in qids]
+    offsets = np.zeros(len(qids) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    docids = tuple(d for q in qids for d, _ in run[q])
+    scores = np.array([s for q in qids for _, s in run[q]], dtype=np.float64)
+    return RunTable(qids, offsets, docids, scores)
+
+
+def _scored(table: RunTable, rank_faithful: bool) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    bounds = table.offsets.tolist()
+    scores = table.scores.tolist()
+    for i, q in enumerate(table.qids):
+        a, b = bounds[i], bounds[i + 1]
+        if b == a:
+            continue
+        values = [float(-r) for r in range(b - a)] if rank_faithful else scores[a:b]
+        out[q] = dict(zip(table.docids[a:b], values, strict=True))
+    return out
+
+
+def pytrec_ndcg10(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
+                  rank_faithful: bool = True) -> dict[str, float]:
     """pytrec_eval ``ndcg_cut_10`` per qrels query (0 for queries missing from the run)."""
     pytrec_eval = _import_pytrec_eval()
     evaluator = pytrec_eval.RelevanceEvaluator({q: dict(v) for q, v in qrels.items()}, {"ndcg_cut_10"})
-    if rank_faithful:
-        scored = {q: {d: float(-i) for i, (d, _) in enumerate(v)} for q, v in run.items() if v}
-    else:
-        scored = {q: {d: float(s) for d, s in v} for q, v in run.items() if v}
-    result = evaluator.evaluate(scored)
+    result = evaluator.evaluate(_scored(_as_table(run), rank_faithful))
     return {q: float(result[q]["ndcg_cut_10"]) if q in result else 0.0 for q in qrels}
 
 
-def compare_with_pytrec_eval(
-    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Sequence[tuple[str, float]]]
-) -> PytrecComparison:
-    ours = evaluate(qrels, run, measures=["ndcg@10"])["ndcg@10"]
-    theirs = pytrec_ndcg10(qrels, run)
-    raw = pytrec_ndcg10(qrels, run, rank_faithful=False)
-    diffs = {q: abs(ours[q] - theirs[q]) for q in qrels}
+def _tied_queries(table: RunTable) -> set[str]:
+    """Queries with at least two equal scores (anywhere in the query, whatever the row order)."""
+    row_q = np.repeat(np.arange(len(table.qids)), np.diff(table.offsets))
+    order = np.lexsort((table.scores, row_q))
+    q, s = row_q[order], table.scores[order]
+    tied = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    return {table.qids[i] for i in np.unique(q[1:][tied]).tolist()}
+
+
+def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[float, str | None]:
+    diffs = {q: abs(ours[q] - theirs[q]) for q in ours}
     worst = max(diffs, key=lambda q: diffs[q]) if diffs else None
+    return (diffs[worst] if worst is not None else 0.0), worst
+
+
+def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
+                             judgments: Judgments | None = None) -> PytrecComparison:
+    """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`).
+    ``judgments``: ``Judgments.from_qrels(qrels)`` if the caller has it already."""
+    table = _as_table(run)
+    judgments = judgments or Judgments.from_qrels(qrels)
+    ours = dict(zip(judgments.qids, evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist(),
+                    strict=True))
+    theirs = pytrec_ndcg10(qrels, table)
+    raw = pytrec_ndcg10(qrels, table, rank_faithful=False)
     n = len(qrels)
-    ties = sum(1 for v in run.values() if len({s for _, s in v}) < len(v))
+    max_diff, worst = _worst(ours, theirs)
+    tied = _tied_queries(table)
+    untied = {q: v for q, v in ours.items() if q not in tied}  # a query missing from the run counts too
+    own_diff, own_worst = _worst(untied, raw)
     return PytrecComparison(
         queries=n,
         ours=sum(ours.values()) / n if n else 0.0,
         pytrec_eval=sum(theirs.values()) / n if n else 0.0,
         pytrec_eval_raw=sum(raw.values()) / n if n else 0.0,
-        max_abs_diff=diffs[worst] if worst is not None else 0.0,
+        max_abs_diff=max_diff,
         worst_qid=worst,
-        queries_with_ties=ties,
+        queries_with_ties=len(tied),
+        own_order_max_abs_diff=own_diff,
+        own_order_worst_qid=own_worst,
+        own_order_queries=len(untied),
     )
+
+
+CHOICE = ("one run per stage: the best model's run at depth 100 (else at the deepest depth); a stage without "
+          "reranked runs: its first-stage run")
+
+
+def checked_run(stage: StageResult) -> RunResult:
+    """The run of a stage that plan check 2 is run on: the best model's run at the plan's main depth (100) or
+    else the deepest depth (the run the stage's main claims rest on); a stage without reranked runs: its
+    first-stage run."""
+    if not stage.best:
+        return stage.first_stage
+    depth = QUALITY_DEPTH if QUALITY_DEPTH in stage.best else max(stage.best)
+    return next(r for r in stage.runs if r.depth == depth and r.model == stage.best[depth])
+
+
+def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]) -> dict[str, Any]:
+    """Plan check 2 on one run per stage (:func:`checked_run`): the verdict recorded in study.json.
+
+    ``passed`` is None (and ``not_run`` says why) only when pytrec_eval cannot be imported."""
+    verdict: dict[str, Any] = {"tolerance": PYTREC_EVAL_TOLERANCE, "reference": "pytrec_eval ndcg_cut_10",
+                               "choice": CHOICE}
+    try:
+        _import_pytrec_eval()
+    except RuntimeError as exc:
+        return {**verdict, "passed": None, "not_run": str(exc), "runs": []}
+    qrels = read_qrels(qrels_path)
+    judgments = Judgments.from_qrels(qrels)
+    results = []
+    for s in stages:
+        run = checked_run(s)
+        table = read_run_table(runs_dir / run.path, qrels_qids=qrels.keys())
+        comparison = compare_with_pytrec_eval(qrels, table, judgments=judgments)
+        results.append({"stage": s.stage, "run": run.path, **comparison.as_dict()})
+    return {**verdict, "passed": all(r["passed"] for r in results), "not_run": None, "runs": results}

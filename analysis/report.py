@@ -3,31 +3,45 @@
 Writes ``<out>/quality/<stage>.json`` (one per stage) and ``<out>/quality/study.json`` (settings, inputs,
 winners): ids and numbers only, full precision, sorted keys, no timestamps, so a rerun on the same inputs is
 byte-identical. ``<out>/report.md`` has one table per stage and ``<out>/figures/<stage>.png`` one figure per
-stage. Nothing here compares numbers of different stages.
+stage. Comparisons stay within one stage; numbers from different corpora are never compared (plan section
+"Quality").
+
+Marks: a contamination-flagged reranker (or a registered variant of one) carries "†" in every table and
+figure; so does the first-stage row of the stages whose passages the flagged embedder Arctic-l-v2.0 embedded
+(vector-71k, hybrid-71k; ``stage_flags``). A reranked run that misses queries of its first stage is marked
+"incomplete" in its row and "not rated: ..." in the wording (:mod:`analysis.study`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import built_beside, write_bytes_atomic
 from analysis.metrics import MISSING_QUERY_POLICY
 from analysis.plan import (
     ALPHA,
     BOOTSTRAP_RESAMPLES,
     CLEARLY_BETTER_POINTS,
     CONFIDENCE,
+    EMBEDDING_STAGES,
     MAIN_METRIC,
     RANDOMISATION_RESAMPLES,
     SEED,
+    embedder_note,
 )
+from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import RunResult, StageResult, analyse_study, default_flags
+from analysis.trec import read_qrels
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
+
+if TYPE_CHECKING:
+    from analysis.costs.section import CostInputs
 
 __all__ = ["SETTINGS", "write_report"]
 
@@ -46,6 +60,9 @@ SETTINGS: dict[str, Any] = {
     "worse_wording": WORSE_WORDING_NOTE,
     "tie_rule": TIE_RULE,
     "missing_query_policy": MISSING_QUERY_POLICY,
+    "incomplete_runs": "a reranked run missing queries that its first stage holds is not rated: its numbers "
+    "are recorded (missing queries score 0) and it stays in its Holm family, but it is never worded better "
+    "or worse, never the best model, and no winner is declared at its stage and depth",
     "hit_rates": HIT_RATE_NOTE,
     "main_metric": MAIN_METRIC,
 }
@@ -55,22 +72,37 @@ def _dump(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
-def _run_record(r: RunResult, flags: Mapping[str, str]) -> dict[str, Any]:
+def _flag_note(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str | None:
+    if r.model is None:
+        return stage_flags.get(r.stage)
+    return flags.get(r.model)
+
+
+def _run_record(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> dict[str, Any]:
+    note = _flag_note(r, flags, stage_flags)
     return {
         "model": r.model, "depth": r.depth, "run": r.path, "sha256": r.sha256, "means": r.means,
-        "intervals": r.intervals, "flagged": r.model in flags, "flag_note": flags.get(r.model or ""),
+        "intervals": r.intervals, "flagged": note is not None, "flag_note": note,
+        "queries_present": r.queries_present, "queries_missing": list(r.missing),
+        "rated": r.not_rated is None, "not_rated": r.not_rated,
     }
 
 
-def stage_record(s: StageResult, flags: Mapping[str, str]) -> dict[str, Any]:
+def stage_record(s: StageResult, flags: Mapping[str, str],
+                 stage_flags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    sf = stage_flags or {}
     return {
         "stage": s.stage, "corpus": corpus_of(s.stage),
-        "first_stage": _run_record(s.first_stage, flags),
-        "runs": [_run_record(r, flags) for r in s.runs],
+        "first_stage": _run_record(s.first_stage, flags, sf),
+        "runs": [_run_record(r, flags, sf) for r in s.runs],
         "families": s.families,
         "best": {str(k): v for k, v in s.best.items()},
         "winner": {str(k): (s.best[k] if v else None) for k, v in s.winner.items()},
     }
+
+
+def _ids(ids: Sequence[str], shown: int = 10) -> str:
+    return ", ".join(ids[:shown]) + (f", ... ({len(ids)} in all)" if len(ids) > shown else "")
 
 
 def _pts(x: float) -> str:
@@ -86,7 +118,16 @@ def _p(x: float) -> str:
     return f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}"
 
 
-def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
+def run_label(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str:
+    """A run's name in tables and figures, with its contamination mark and, if incomplete, its mark."""
+    mark = "†" if _flag_note(r, flags, stage_flags) is not None else ""
+    if r.model is None:
+        return f"first stage{mark}"
+    name = f"{r.model}{mark}@{r.depth}"
+    return f"{name} (incomplete: {r.queries_present} queries)" if r.not_rated else name
+
+
+def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> list[str]:
     f = s.first_stage
     lines = [f"## {s.stage} (corpus {corpus_of(s.stage)})", "",
              f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
@@ -104,7 +145,7 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
 
     def row(r: RunResult) -> str:
         m = r.means
-        name = "first stage" if r.model is None else f"{r.model}{'†' if r.model in flags else ''}@{r.depth}"
+        name = run_label(r, flags, stage_flags)
         cells = [name, _pts(m["ndcg@10"]), _ci(r, "ndcg@10"), _pts(m["ndcg'@10"]), _pts(m["hit@5"]),
                  _ci(r, "hit@5"), _pts(m["hit@10"]), _pts(m["recall@5"]), _pts(m["recall@10"]),
                  _pts(m["recall@20"]), _pts(m["mrr@10"]), _pts(m["judged@10"])]
@@ -119,14 +160,128 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str]) -> list[str]:
     lines.append(row(f))
     lines += [row(r) for r in s.runs]
     lines.append("")
-    for depth in sorted(s.best, reverse=True):
-        best = s.best[depth]
-        sentence = winner_sentence(s.stage, depth, best, s.winner[depth])
-        if s.winner[depth] and best in flags and "Note:" not in sentence:
+    for depth in sorted(s.winner, reverse=True):
+        best = s.best.get(depth)
+        unrated = [r for r in s.runs if r.depth == depth and r.not_rated]
+        if unrated:
+            sentence = (f"No winner at {s.stage}, depth {depth}: "
+                        + "; ".join(f"{r.model} is {r.not_rated}" for r in unrated)
+                        + ", so no model can be shown clearly better than every other.")
+        else:
+            sentence = winner_sentence(s.stage, depth, best, s.winner[depth])
+        if s.winner[depth] and best is not None and best in flags and "Note:" not in sentence:
             sentence += f" Note: {best} is contamination-flagged ({flags[best]})."
         lines.append(f"- {sentence}")
     lines.append("")
     return lines
+
+
+def pytrec_section(ctx: ReportContext) -> list[str]:
+    """Plan check 2 on one run per stage; the verdict goes into study.json (``plan_check_2``)."""
+    verdict = check_stages(ctx.runs_dir, ctx.qrels_path, ctx.stages)
+    ctx.study["plan_check_2"] = verdict
+    return [*verdict_lines(verdict), ""]
+
+
+def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
+    head = (f"Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance {verdict['tolerance']}, "
+            "rank-faithful and, on queries without tied scores, in pytrec_eval's own ordering): ")
+    if verdict["passed"] is None:
+        return [head + f"NOT RUN: {verdict['not_run']}"]
+    lines = [head + ("PASS" if verdict["passed"] else "FAIL")]
+    for c in verdict["runs"]:
+        own = (f"own ordering largest difference {c['own_order_max_abs_diff']:.1e} on "
+               f"{c['own_order_queries']} queries" if c["own_order_checked"] else "own ordering not compared")
+        own += f" ({c['queries_with_ties']} queries with tied scores left out)"
+        lines.append(f"- {c['run']}: {'PASS' if c['passed'] else 'FAIL'}, largest per-query difference "
+                     f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}")
+    return lines
+
+
+@dataclass
+class ReportContext:
+    """What a report section sees. Files go under ``build_dir`` (swapped into ``--out`` at the end, whole)."""
+
+    runs_dir: Path
+    qrels_path: Path
+    build_dir: Path
+    stages: list[StageResult]
+    inputs: dict[str, Any]
+    flags: Mapping[str, str]
+    stage_flags: Mapping[str, str]
+    study: dict[str, Any]  # quality/study.json, written after every section ran: a section may add a key
+    options: Mapping[str, Any]  # write_report(section_options=...): inputs a section needs (e.g. a folder)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A report section: ``write`` returns the Markdown lines appended to report.md. ``entries``: the
+    top-level names it writes under ``--out`` (removed from an earlier report when not produced again)."""
+
+    name: str
+    entries: tuple[str, ...]
+    write: Callable[[ReportContext], list[str]]
+
+
+# Sections after the quality tables, in this order. Add one in one line: Section(name, entries, writer).
+def _latency(context: ReportContext) -> list[str]:
+    """The latency section (plan section "Latency") when a latency folder was given (``--latency``)."""
+    folder = context.options.get("latency_dir")
+    if folder is None:
+        return []
+    from analysis.latency.report import latency_section
+
+    return latency_section(folder, context.build_dir, figures=bool(context.options.get("figures", True)))
+
+
+def _costs(context: ReportContext) -> list[str]:
+    """The costs section (plan section "Costs") when cost inputs were given (``--prices``); computed in
+    ``write_report`` before anything is written."""
+    record = context.options.get("costs_record")
+    if record is None:
+        return []
+    from analysis.costs.report import write_costs
+
+    quality = {s.stage: stage_record(s, context.flags, context.stage_flags) for s in context.stages}
+    return write_costs(record, quality, context.build_dir, figures=bool(context.options.get("figures", True)))
+
+
+def _pitfalls(context: ReportContext) -> list[str]:
+    """The pitfalls experiment (its own comparison family) when ``<out>/pitfalls/runs`` holds variant runs."""
+    from analysis import pitfalls
+
+    out = context.options["out_dir"]  # the variant runs live in the real --out folder
+    return pitfalls.report_section(context.runs_dir, read_qrels(context.qrels_path), out, context.build_dir)
+
+
+def _judged(context: ReportContext) -> list[str]:
+    """The judged sample when ``<out>/judged/labels.json`` is published."""
+    from analysis import judged
+
+    return judged.report_section(context.options["out_dir"], context.build_dir)
+
+
+def _int8(context: ReportContext) -> list[str]:
+    """The OpenVINO int8 variant against fp32 (its own comparison, outside the Holm families) when
+    ``<runs>/hybrid-71k/bge-v2-m3-int8@100.trec`` exists."""
+    from analysis.int8.comparison import compare_int8, markdown
+
+    record = compare_int8(context.runs_dir, context.qrels_path)
+    if record is None:
+        return []
+    write_bytes_atomic(context.build_dir / "int8" / "quality.json", _dump(record))
+    return markdown(record)
+
+
+SECTIONS: list[Section] = [
+    Section("plan check 2", (), pytrec_section),
+    Section("latency", ("latency-summary",), _latency),
+    Section("costs", ("costs.json",), _costs),
+    Section("pitfalls", ("pitfalls.json",), _pitfalls),
+    Section("judged", ("judged.json",), _judged),
+    Section("int8", ("int8",), _int8),
+]
+REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 
 
 def write_report(
@@ -138,22 +293,56 @@ def write_report(
     header_lines: Sequence[str] = (),
     flags: Mapping[str, str] | None = None,
     figures: bool = True,
+    stage_flags: Mapping[str, str] | None = None,
+    section_options: Mapping[str, Any] | None = None,
+    costs: CostInputs | None = None,
     latency_dir: Path | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
-    ``flags`` (model id -> note) is added to the plan's contamination flags.
+    Everything is built in a temporary folder beside ``out_dir`` and swapped in at the end
+    (:func:`analysis.atomic.built_beside`): on any failure the earlier report stays as it was, and files of
+    an earlier report that this one does not write (a stage no longer present) are gone afterwards.
+
+    ``flags`` (model id -> note) is added to the plan's contamination flags. ``stage_flags`` (stage -> note)
+    marks first stages; default: the plan's embedder flag on vector-71k and hybrid-71k (the rehearsal, whose
+    embedder is a stand-in, passes its own).
     """
     runs_dir, qrels_path, out_dir = Path(runs_dir), Path(qrels_path), Path(out_dir)
     all_flags = {**default_flags(), **(flags or {})}
+    if stage_flags is None:
+        stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
     stages, inputs = analyse_study(runs_dir, qrels_path)
-    records = {s.stage: stage_record(s, all_flags) for s in stages}
+    costs_record = None
+    if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
+        from analysis.costs.report import compute_costs
+
+        records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
+        costs_record = compute_costs(records, runs_dir, qrels_path, costs)
+    owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
+    options = {**(section_options or {}), "figures": figures, "latency_dir": latency_dir,
+               "costs_record": costs_record, "out_dir": out_dir}  # fmt: skip
+    with built_beside(out_dir, owned) as build:
+        _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
+                       header_lines=header_lines, figures=figures, options=options)
+    if costs_record is not None:
+        from analysis.costs.report import check_missing
+
+        check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
+    return out_dir / "report.md"
+
+
+def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
+                   inputs: dict[str, Any], all_flags: Mapping[str, str], stage_flags: Mapping[str, str], *,
+                   title: str | None, header_lines: Sequence[str], figures: bool,
+                   options: Mapping[str, Any]) -> None:
+    records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
     for stage, rec in records.items():
         write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
     study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
              "flags": {m: all_flags[m] for m in sorted(all_flags)},
+             "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
              "winners": {s: r["winner"] for s, r in records.items()}}
-    write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
 
     md = [f"# {title or 'Quality of German rerankers on MIRACL-de'}", "", *header_lines]
     if header_lines:
@@ -166,38 +355,40 @@ def write_report(
         "family; "
         f"alpha {ALPHA}. Wording: clearly better = significant and >= {CLEARLY_BETTER_POINTS} points; "
         "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE, "",
-        f"{HIT_RATE_NOTE} Numbers of different stages are never compared: the corpora and candidates differ.",
+        f"{HIT_RATE_NOTE} Numbers from different corpora are never compared directly (plan): every "
+        "comparison below is within one stage, and stages of different corpora (71k, full) are never set "
+        "against each other.",
         "",
         "The comparisons against the best model follow the plan, but the best model is picked on the same "
         "queries, so that family's error rate under the null exceeds alpha (`analysis simulate` measures "
         "it); the family against the first stage is not affected.",
         "",
     ]
-    if any(m in all_flags for s in stages for m in {r.model for r in s.runs}):
-        md.append("† contamination-flagged: " + "; ".join(
-            f"{m}: {n}" for m, n in sorted(all_flags.items())
-            if any(r.model == m for s in stages for r in s.runs)))
+    marked = [f"{m}: {n}" for m, n in sorted(all_flags.items()) if any(r.model == m for s in stages
+                                                                        for r in s.runs)]
+    marked += [f"first stage of {st}: {stage_flags[st]}" for st in sorted(stage_flags)
+               if any(s.stage == st for s in stages)]
+    if marked:
+        md.append("† contamination-flagged: " + "; ".join(marked))
+        md.append("")
+    incomplete = [f"{s.stage}/{r.model}@{r.depth}: {r.not_rated} ({_ids(r.missing)})"
+                  for s in stages for r in s.runs if r.not_rated]
+    if incomplete:
+        md.append("Incomplete runs (a query missing from a run scores 0) are marked in their row and not "
+                  "rated: " + "; ".join(incomplete))
         md.append("")
     for s in stages:
-        md += _stage_markdown(s, all_flags)
+        md += _stage_markdown(s, all_flags, stage_flags)
         if figures:
             md += [f"![nDCG@10 at {s.stage}](figures/{s.stage}.png)", ""]
     if figures:
         from analysis.figures import stage_figure  # matplotlib only when figures are wanted
 
         for s in stages:
-            stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags)
-    if latency_dir is not None:
-        from analysis.latency.report import latency_section
-
-        md += latency_section(latency_dir, out_dir, figures=figures)
-    from analysis.int8.comparison import compare_int8
-    from analysis.int8.comparison import markdown as int8_markdown
-
-    int8 = compare_int8(runs_dir, qrels_path)  # None without an int8 run; own family, not in the Holm ones
-    if int8 is not None:
-        write_bytes_atomic(out_dir / "int8" / "quality.json", _dump(int8))
-        md += int8_markdown(int8)
-    report = out_dir / "report.md"
-    write_bytes_atomic(report, ("\n".join(md).rstrip() + "\n").encode("utf-8"))
-    return report
+            stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
+    context = ReportContext(runs_dir, qrels_path, out_dir, stages, inputs, all_flags, stage_flags, study,
+                            options)
+    for section in SECTIONS:
+        md += section.write(context)
+    write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
+    write_bytes_atomic(out_dir / "report.md", ("\n".join(md).rstrip() + "\n").encode("utf-8"))

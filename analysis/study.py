@@ -1,7 +1,15 @@
 """A study's quality results from its run files (plan section "Quality"): metrics, intervals, tests, Holm,
 wording, best model and winner, per stage and depth. :mod:`analysis.report` writes them out.
 
-Layout read: ``<runs>/first-stage/<stage>.trec`` and ``<runs>/<stage>/<model>@<k>.trec``.
+Layout read: ``<runs>/first-stage/<stage>.trec`` and ``<runs>/<stage>/<model>@<k>.trec``, where ``<model>`` is
+a run id of :data:`analysis.plan.RUN_IDS` (a plan model, a declared rehearsal stand-in or a registered
+variant); any other name is refused, so no run escapes its contamination mark.
+
+Incomplete runs: every run records how many qrels queries it holds and which are missing. A reranked run
+that misses queries its first stage has is *not rated* ("not rated: 3 of 305 queries missing"): its numbers
+are recorded (a missing query scores 0) and it stays in its Holm family, but it is never worded better or
+worse, never the best model, and no winner is declared at its stage and depth (deviation
+D-TBD-harden-analysis-1).
 
 Comparison families (the plan: "Holm correction per stage and comparison family"; it does not mention
 depth). Each depth is its own experimental condition, so a family is one stage *and one depth*:
@@ -17,20 +25,22 @@ import hashlib
 import multiprocessing
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
+from analysis import plan as _plan
 from analysis.int8.comparison import SEPARATE_MODELS
-from analysis.metrics import MEASURES, Judgments, evaluate_table
+from analysis.metrics import MEASURES, Judgments, evaluate_indexed, evaluate_table
 from analysis.multiple import holm
-from analysis.plan import ALPHA, CONTAMINATION, INTERVAL_METRICS, MAIN_METRIC
+from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, contamination_of
 from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
-from analysis.trec import TrecFormatError, read_qrels, read_run_table
+from analysis.trec import TrecFormatError, fast_reader_enabled, read_fast_or_none, read_qrels, reference_table
 from analysis.wording import corpus_of, require_same_corpus, winner, word
 
 __all__ = [
@@ -45,6 +55,7 @@ __all__ = [
 ]
 
 FIRST_STAGE_DIR = "first-stage"
+RUNS_FOLDER_KIND = "study runs folder"
 _RUN_NAME = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9._-]*)@(?P<depth>[1-9][0-9]*)\.trec$")
 
 
@@ -53,8 +64,13 @@ def sha256_of(path: Path) -> str:
 
 
 def default_flags() -> dict[str, str]:
-    """model id -> contamination note for the plan's flagged models."""
-    return {m: c.note for m, c in CONTAMINATION.items() if c.flagged}
+    """run id -> contamination note for the plan's flagged models and their registered variants."""
+    out = {}
+    for m in _plan.RUN_IDS:
+        c = contamination_of(m)
+        if c is not None and c.flagged:
+            out[m] = c.note
+    return out
 
 
 @dataclass
@@ -67,6 +83,9 @@ class RunResult:
     per_query: dict[str, np.ndarray]
     means: dict[str, float] = field(default_factory=dict)
     intervals: dict[str, list[float]] = field(default_factory=dict)
+    queries_present: int = 0  # qrels queries the run holds
+    missing: tuple[str, ...] = ()  # qrels queries absent from the run (each scores 0)
+    not_rated: str | None = None  # why a reranked run is not rated ("not rated: 3 of 305 queries missing")
 
 
 @dataclass
@@ -84,24 +103,31 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
     first = runs_dir / FIRST_STAGE_DIR
     if not first.is_dir():
         raise TrecFormatError(first, None, "a folder first-stage/ with <stage>.trec files",
-                              "point --runs at the study's runs folder")
+                              "point --runs at the study's runs folder", RUNS_FOLDER_KIND)
     stages: dict[str, tuple[Path, list[tuple[str, int, Path]]]] = {}
     for f in sorted(first.glob("*.trec")):
         stages[f.stem] = (f, [])
     for d in sorted(p for p in runs_dir.iterdir() if p.is_dir() and p.name != FIRST_STAGE_DIR):
         if d.name not in stages:
             raise TrecFormatError(d, None, f"a first-stage run first-stage/{d.name}.trec for stage {d.name}",
-                                  "add the stage's first-stage run, or remove the folder")
+                                  "add the stage's first-stage run, or remove the folder", RUNS_FOLDER_KIND)
         for f in sorted(d.glob("*.trec")):
             m = _RUN_NAME.match(f.name)
             if m is None:
-                raise TrecFormatError(f, None, "a run file named <model>@<k>.trec", "rename the file")
+                raise TrecFormatError(f, None, "a run file named <model>@<k>.trec", "rename the file",
+                                      RUNS_FOLDER_KIND)
+            if m["model"] not in _plan.RUN_IDS:
+                raise TrecFormatError(
+                    f, None, f"a run file named <model>@<k>.trec with a known run id, found {m['model']!r}",
+                    f"rename the file to one of {', '.join(_plan.RUN_IDS)} (plan models, rehearsal stand-ins "
+                    "and registered variants), or register a new variant in analysis.plan.RUN_IDS",
+                    RUNS_FOLDER_KIND)
             if m["model"] in SEPARATE_MODELS:  # own comparison (analysis.int8), outside the Holm families
                 continue
             stages[d.name][1].append((m["model"], int(m["depth"]), f))
     if not stages:
         raise TrecFormatError(first, None, "at least one first-stage run <stage>.trec",
-                              "run the first stages")
+                              "run the first stages", RUNS_FOLDER_KIND)
     for stage in stages:
         corpus_of(stage)  # every stage id names its corpus
     return stages
@@ -109,12 +135,26 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
 
 def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path,
           judgments: Judgments) -> RunResult:
-    table = read_run_table(path, qrels_qids=judgments.qids)
-    per_query = evaluate_table(judgments, table)
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
+    fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
+    if fast is not None:  # the columnar reader: docids never become Python strings
+        from analysis.trec_fast import doc_index, judged_docids
+
+        doc = doc_index(fast, judged_docids(judgments))
+        per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
+        run_qids: tuple[str, ...] = fast.qids
+    else:
+        table = reference_table(path, data, sha, qrels_qids=judgments.qids)
+        per_query = evaluate_table(judgments, table)
+        run_qids = table.qids
+    del data
     rel = path.relative_to(runs_dir).as_posix()
-    sha = cast(str, table.sha256)  # read_run_table hashes the bytes it parsed: never None here
+    present = set(run_qids)
+    missing = tuple(q for q in judgments.qids if q not in present)
     return RunResult(stage, model, depth, rel, sha, per_query,
-                     means={m: float(np.mean(v)) for m, v in per_query.items()})
+                     means={m: float(np.mean(v)) for m, v in per_query.items()},
+                     queries_present=len(judgments.qids) - len(missing), missing=missing)
 
 
 def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
@@ -123,10 +163,11 @@ def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
     comparisons = []
     for i, (run, ref) in enumerate(rows):
         diff = float(diffs[i])
+        wording = run.not_rated or ref.not_rated or word(diff, float(adjusted[i]))
         comparisons.append({
             "model": run.model, "depth": run.depth, "reference": ref.model or FIRST_STAGE_DIR,
             "mean_difference": diff, "p_value": float(p_values[i]), "p_holm": float(adjusted[i]),
-            "significant": bool(reject[i]), "wording": word(diff, float(adjusted[i])),
+            "significant": bool(reject[i]), "wording": wording,
         })
     return {"id": fid, "reference": reference, "metric": MAIN_METRIC, "comparisons": comparisons}
 
@@ -139,27 +180,42 @@ def _init_worker(judgments: Judgments) -> None:
     _JUDGMENTS = judgments
 
 
+def _load_with(judgments: Judgments, job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
+    return _load(*job, judgments)
+
+
 def _load_job(job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
     if _JUDGMENTS is None:  # pragma: no cover - set by the initializer
         raise RuntimeError("worker not initialised")
     return _load(*job, _JUDGMENTS)
 
 
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def worker_count(jobs: int) -> int:
-    """Processes for reading runs: ``ANALYSIS_WORKERS`` if set, else the usable CPUs (at most 4) when there
-    are at least 16 files. Results do not depend on it."""
+    """Processes for reading runs: ``ANALYSIS_WORKERS`` if set, else 1. With the columnar reader one process
+    (its files read on :func:`thread_count` threads) is faster than several: a reader process spends longer
+    starting and importing pyarrow than reading its share. Results do not depend on it."""
     env = os.environ.get("ANALYSIS_WORKERS")
     if env:
         return max(1, int(env))
-    if jobs < 16:
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, 4))
+    return 1
+
+
+def thread_count(jobs: int) -> int:
+    """Threads reading run files in one process: ``ANALYSIS_THREADS`` if set, else the usable CPUs (at most
+    4) when there are at least 8 files. Hashing, pyarrow and numpy release the GIL for the heavy work."""
+    env = os.environ.get("ANALYSIS_THREADS")
+    if env:
+        return max(1, int(env))
+    return 1 if jobs < 8 else max(1, min(_usable_cpus(), 4))
 
 
 def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
-    """Read, validate and score every run of the study (no statistics yet); files are read in parallel
-    processes (forkserver) when :func:`worker_count` says so."""
+    """Read, validate and score every run of the study (no statistics yet); files are read on threads
+    (:func:`thread_count`), or in parallel processes (forkserver) when :func:`worker_count` says so."""
     layout = discover_runs(runs_dir)
     jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
     for stage, (first_path, reranked) in layout.items():
@@ -177,7 +233,16 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
         except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
             results = None
     if results is None:
-        results = [_load(*job, judgments) for job in jobs]
+        threads = thread_count(len(jobs))
+        if threads > 1:
+            if fast_reader_enabled():
+                from analysis.trec_fast import judged_docids
+
+                judged_docids(judgments)  # built once, before the threads share it
+            with ThreadPoolExecutor(threads) as threads_pool:  # results (and the first error) in job order
+                results = list(threads_pool.map(partial(_load_with, judgments), jobs))
+        else:
+            results = [_load(*job, judgments) for job in jobs]
     stages: list[StageResult] = []
     i = 0
     for stage, (_, reranked) in layout.items():
@@ -203,6 +268,7 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
     """
     for s in stages:
         s.families, s.best, s.winner = [], {}, {}
+        mark_incomplete(s, n)
     every_run = [r for s in stages for r in (s.first_stage, *s.runs)]
     for metric in INTERVAL_METRICS if intervals else ():
         values = np.column_stack([r.per_query[metric] for r in every_run]) if every_run else np.zeros((n, 0))
@@ -214,9 +280,12 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
     for s in stages:
         for depth in sorted({r.depth for r in s.runs if r.depth is not None}, reverse=True):
             at_depth = [r for r in s.runs if r.depth == depth]
-            best = min(at_depth, key=lambda r: (-r.means[MAIN_METRIC], r.model or ""))
-            s.best[depth] = str(best.model)
             planned.append((s, depth, "vs-first-stage", [(r, s.first_stage) for r in at_depth]))
+            rated = [r for r in at_depth if r.not_rated is None]
+            if not rated:  # no best model among runs that are not rated, so no family against it
+                continue
+            best = min(rated, key=lambda r: (-r.means[MAIN_METRIC], r.model or ""))
+            s.best[depth] = str(best.model)
             planned.append((s, depth, "vs-best", [(r, best) for r in at_depth if r is not best]))
     pairs = [pair for *_, rows in planned for pair in rows]
     for a, b in pairs:  # comparisons stay within a stage, so never across corpora
@@ -243,5 +312,17 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
                             if c["model"] == best_model)
             # the best model's view of each comparison: word(best - other)
             mirrored = {c["model"]: word(-c["mean_difference"], c["p_holm"]) for c in vs_best}
-            s.winner[depth] = winner(mirrored, vs_first["wording"])
+            complete = all(r.not_rated is None for r in s.runs if r.depth == depth)
+            s.winner[depth] = complete and winner(mirrored, vs_first["wording"])
+        for depth in {r.depth for r in s.runs if r.depth is not None} - set(s.best):
+            s.winner[depth] = False  # every run at this depth is not rated
 
+
+
+def mark_incomplete(s: StageResult, n: int) -> None:
+    """Set ``not_rated`` on every reranked run that misses queries its first stage holds (``n``: the number
+    of qrels queries). Queries missing from the first stage too cannot be reranked and do not count."""
+    first_missing = set(s.first_stage.missing)
+    for r in s.runs:
+        extra = [q for q in r.missing if q not in first_missing]
+        r.not_rated = f"not rated: {len(extra)} of {n} queries missing" if extra else None

@@ -6,9 +6,12 @@ Run files have six whitespace-separated columns ``qid Q0 docid rank score tag``;
 
 Run validation (what "valid" means here, precisely):
 
-* the file is UTF-8, not empty, and every non-blank line has exactly six columns;
-* ``rank`` is an integer, ``score`` a finite float (``nan`` and ``inf`` are refused);
-* a docid appears at most once per query and a rank at most once per query;
+* the file is UTF-8 (a leading UTF-8 byte-order mark is stripped; CRLF line ends are accepted), not empty,
+  and every non-blank line has exactly six columns;
+* ``rank`` is a plain decimal integer, ``score`` a finite plain decimal float (``nan``, ``inf``, hexadecimal,
+  digit separators such as ``1_000`` and non-ASCII digits are refused);
+* a docid appears at most once per query, and the ranks of a query are exactly 1..n (none negative, zero,
+  repeated or skipped);
 * ranks agree with scores: within a query, a line with a larger rank number never has a larger score than a
   line with a smaller rank number (equal scores are allowed; their order is the rank order as written);
 * queries absent from the qrels are an error unless ``allow_unknown_queries``.
@@ -23,34 +26,47 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import os
+import re
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from analysis.atomic import write_bytes_atomic
 
+if TYPE_CHECKING:
+    from analysis.trec_fast import FastRun
+
 __all__ = ["RunTable", "TrecFormatError", "read_qrels", "read_run", "read_run_table", "write_run"]
 
 RUN_COLUMNS = "qid Q0 docid rank score tag"
 QRELS_COLUMNS = "qid iter docid relevance"
+RUN_KIND = "TREC run file"
+QRELS_KIND = "TREC qrels file"
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: stripped by every reader here (it is not part of a query id)
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class TrecFormatError(ValueError):
-    """A malformed TREC file; the message names the file, the line, what was expected and the fix."""
+    """A malformed TREC file; the message names the file, its kind, the line, what was expected, the fix."""
 
-    def __init__(self, path: Path | str, line: int | None, expected: str, fix: str) -> None:
+    def __init__(self, path: Path | str, line: int | None, expected: str, fix: str,
+                 kind: str = RUN_KIND) -> None:
         self.path = str(path)
         self.line = line
         self.expected = expected
         self.fix = fix
+        self.kind = kind
         where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: expected {expected}. Fix: {fix}")
+        super().__init__(f"{where} ({kind}): expected {expected}. Fix: {fix}")
 
-    def __reduce__(self) -> tuple[type, tuple[str, int | None, str, str]]:  # picklable across processes
-        return (type(self), (self.path, self.line, self.expected, self.fix))
+    def __reduce__(self) -> tuple[type, tuple[str, int | None, str, str, str]]:  # picklable across processes
+        return (type(self), (self.path, self.line, self.expected, self.fix, self.kind))
 
 
 @dataclass(frozen=True)
@@ -75,25 +91,32 @@ class RunTable:
         return out
 
 
-def _read_text(path: Path) -> str:
-    return _decode(path, path.read_bytes())
+def _read_text(path: Path, file_kind: str) -> str:
+    return _decode(path, path.read_bytes(), file_kind)
 
 
-def _decode(path: Path, data: bytes) -> str:
+def _decode(path: Path, data: bytes, file_kind: str) -> str:
+    """UTF-8 text without a leading byte-order mark (a BOM would become part of the first query id)."""
+    start = len(BOM) if data.startswith(BOM) else 0
     try:
-        text = data.decode("utf-8")
+        text = data[start:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = data[: start + exc.start].count(b"\n") + 1
         raise TrecFormatError(
-            path, line, "UTF-8 text", "re-encode the file as UTF-8 (e.g. `iconv -t UTF-8`)"
+            path, line, "UTF-8 text", "re-encode the file as UTF-8 (e.g. `iconv -t UTF-8`)", file_kind
         ) from exc
+    if text.startswith("\ufeff"):
+        raise TrecFormatError(path, 1, "one UTF-8 byte-order mark at most at the start, found two",
+                              "remove the byte-order marks (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//'` twice)",
+                              file_kind)
     return text
 
 
-def _require_rows(path: Path, tokens: list[str]) -> None:
+def _require_rows(path: Path, tokens: list[str], columns: str, file_kind: str) -> None:
     if not tokens:
-        raise TrecFormatError(path, None, f"at least one line `{RUN_COLUMNS}` (the file is empty)",
-                              "write the run again; an empty run is never valid")
+        what = "run" if file_kind == RUN_KIND else "qrels"
+        raise TrecFormatError(path, None, f"at least one line `{columns}` (the file is empty)",
+                              f"write the {what} again; an empty {what} file is never valid", file_kind)
 
 
 _OTHER_SEPARATORS = ("\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
@@ -106,7 +129,7 @@ def _space_separated(text: str) -> bool:
     return text.isascii() and not any(sep in text for sep in _OTHER_SEPARATORS)
 
 
-def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], np.ndarray]:
+def _rows(path: Path, text: str, ncols: int, columns: str, file_kind: str) -> tuple[list[str], np.ndarray]:
     """All tokens (row-major) and the 1-based line number of each row; checks column counts."""
     if not text:
         return [], np.zeros(0, dtype=np.int64)
@@ -143,14 +166,19 @@ def _rows(path: Path, text: str, ncols: int, columns: str) -> tuple[list[str], n
             continue
         if len(parts) != ncols:
             raise TrecFormatError(path, number, f"{ncols} columns `{columns}`, found {len(parts)}",
-                                  "separate columns by whitespace; ids must not contain spaces")
+                                  "separate columns by whitespace; ids must not contain spaces", file_kind)
         tokens.extend(parts)
         lines.append(number)
     return tokens, np.asarray(lines, dtype=np.int64)
 
 
-def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type, what: str) -> np.ndarray:
+def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type, what: str,
+                   file_kind: str) -> np.ndarray:
+    """``values`` as int64 or float64. Only plain decimal numbers are accepted (``_INT`` / ``_FLOAT``, and
+    ``nan``/``inf`` for floats, refused later as not finite): Python's ``int()`` and ``float()`` would also
+    take ``1_000`` and non-ASCII digits, which no TREC tool writes."""
     dtype = np.int64 if kind is int else np.float64
+    pattern = _INT if kind is int else _FLOAT
     arr: np.ndarray | None = None
     if values:
         with warnings.catch_warnings():
@@ -162,40 +190,96 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
         if arr is not None and arr.size != len(values):
             arr = None
     if arr is None:
-        try:
-            arr = np.array([kind(v) for v in values], dtype=dtype)
-        except ValueError:
-            for v, line in zip(values, lines.tolist(), strict=True):
-                try:
-                    kind(v)
-                except ValueError:
-                    kind_word = "an integer" if kind is int else "a decimal number such as 0.25 or 1e-05"
-                    raise TrecFormatError(path, line, f"{what}, found {v!r}",
-                                          f"write the {what.split()[-1]} as {kind_word}") from None
-            raise
+        kind_word = "an integer" if kind is int else "a decimal number such as 0.25 or 1e-05"
+        parsed = []
+        for v, line in zip(values, lines.tolist(), strict=True):
+            special = kind is float and v.lower().lstrip("+-") in ("nan", "inf", "infinity")
+            if not (special or pattern.fullmatch(v)):
+                raise TrecFormatError(path, line, f"{what}, found {v!r}",
+                                      f"write the {what.split()[-1]} as {kind_word}", file_kind)
+            parsed.append(kind(v))
+        arr = np.array(parsed, dtype=dtype)
     if kind is float:
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             i = int(bad[0])
             raise TrecFormatError(path, int(lines[i]), f"{what}, found {values[i]!r}",
-                                  "every score must be a finite number; drop or re-score the passage")
+                                  "every score must be a finite number; drop or re-score the passage",
+                                  file_kind)
     return arr
+
+
+def _check_ranks(path: Path, ranks: np.ndarray, lines: np.ndarray, order: np.ndarray, q_sorted: np.ndarray,
+                 r_sorted: np.ndarray, qids: Sequence[str]) -> None:
+    """The ranks of each query are exactly 1..n: none below 1, none repeated, none skipped.
+
+    ``order`` sorts the rows by (query, rank); ``q_sorted`` and ``r_sorted`` are the sorted columns."""
+    low = np.flatnonzero(ranks < 1)
+    if low.size:
+        i = int(low[0])
+        raise TrecFormatError(path, int(lines[i]), f"a rank of at least 1, found {int(ranks[i])}",
+                              "number the passages of a query 1..n")
+    starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if q_sorted.size else q_sorted
+    expected = np.arange(r_sorted.size) - np.repeat(starts, np.diff(np.r_[starts, r_sorted.size])) + 1
+    off = np.flatnonzero(r_sorted != expected)
+    if off.size == 0:
+        return
+    k = int(off[0])
+    i = int(order[k])
+    query = qids[int(q_sorted[k])]
+    if k > 0 and q_sorted[k - 1] == q_sorted[k] and r_sorted[k - 1] == r_sorted[k]:
+        raise TrecFormatError(path, int(lines[i]), f"each rank once per query, rank {int(ranks[i])} repeats "
+                              f"in query {query!r}", "number the passages of a query 1..n")
+    raise TrecFormatError(path, int(lines[i]), f"ranks 1..n in query {query!r}, found rank {int(ranks[i])} "
+                          f"where rank {int(expected[k])} belongs (rank {int(expected[k])} is missing)",
+                          "number the passages of a query 1..n without gaps")
 
 
 def read_run_table(
     path: Path | str, *, qrels_qids: Collection[str] | None = None, allow_unknown_queries: bool = False
 ) -> RunTable:
-    """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring)."""
+    """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring).
+
+    The columnar reader (:mod:`analysis.trec_fast`) reads the plain case; anything else, and every error, goes
+    through the line-by-line reference reader below (``ANALYSIS_TREC_READER=reference`` forces it)."""
     path = Path(path)
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    text = _decode(path, data)
+    fast = read_fast_or_none(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)
+    if fast is not None:
+        return RunTable(fast.qids, fast.offsets, tuple(fast.docids()), fast.scores, sha256=digest)
+    return reference_table(path, data, digest, qrels_qids=qrels_qids,
+                           allow_unknown_queries=allow_unknown_queries)
+
+
+def fast_reader_enabled() -> bool:
+    """False when ``ANALYSIS_TREC_READER=reference`` (tests and the benchmark compare both readers)."""
+    return os.environ.get("ANALYSIS_TREC_READER", "fast") != "reference"
+
+
+def read_fast_or_none(data: bytes, *, qrels_qids: Collection[str] | None,
+                      allow_unknown_queries: bool) -> FastRun | None:
+    """The columnar reader's validated run, or None when the reference reader must decide."""
+    if not fast_reader_enabled():
+        return None
+    try:
+        from analysis.trec_fast import read_fast
+    except ImportError:  # pragma: no cover - pyarrow is a dependency of the analysis package
+        return None
+    return read_fast(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)
+
+
+def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collection[str] | None = None,
+                    allow_unknown_queries: bool = False) -> RunTable:
+    """The line-by-line reference reader: validates ``data`` (the bytes of ``path``) and raises
+    :class:`TrecFormatError` with the file, line, expectation and fix on the first violation."""
+    text = _decode(path, data, RUN_KIND)
     del data
-    tokens, lines = _rows(path, text, 6, RUN_COLUMNS)
-    _require_rows(path, tokens)
+    tokens, lines = _rows(path, text, 6, RUN_COLUMNS, RUN_KIND)
+    _require_rows(path, tokens, RUN_COLUMNS, RUN_KIND)
     qtok, dtok = tokens[0::6], tokens[2::6]
-    ranks = _parse_numbers(path, tokens[3::6], lines, int, "an integer rank")
-    scores = _parse_numbers(path, tokens[4::6], lines, float, "a finite float score")
+    ranks = _parse_numbers(path, tokens[3::6], lines, int, "an integer rank", RUN_KIND)
+    scores = _parse_numbers(path, tokens[4::6], lines, float, "a finite float score", RUN_KIND)
     qids_t = tuple(sorted(set(qtok)))
     position = {q: i for i, q in enumerate(qids_t)}
     qinv = np.fromiter(map(position.__getitem__, qtok), dtype=np.int64, count=len(qtok))
@@ -208,12 +292,8 @@ def read_run_table(
                                           "use the run of the matching query set, or allow unknown queries")
     order = np.lexsort((ranks, qinv))
     q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
+    _check_ranks(path, ranks, lines, order, q_sorted, r_sorted, qids_t)
     same_q = q_sorted[1:] == q_sorted[:-1]
-    dup_rank = np.flatnonzero(same_q & (r_sorted[1:] == r_sorted[:-1]))
-    if dup_rank.size:
-        i = int(order[dup_rank[0] + 1])
-        raise TrecFormatError(path, int(lines[i]), f"each rank once per query, rank {ranks[i]} repeats",
-                              "number the passages of a query 1..n")
     worse = np.flatnonzero(same_q & (s_sorted[1:] > s_sorted[:-1]))
     if worse.size:
         i, j = int(order[worse[0]]), int(order[worse[0] + 1])
@@ -250,16 +330,16 @@ def read_run(
 def read_qrels(path: Path | str) -> dict[str, dict[str, int]]:
     """qid -> docid -> relevance (integer; relevant means > 0). Duplicate judgments are an error."""
     path = Path(path)
-    text = _read_text(path)
-    tokens, lines = _rows(path, text, 4, QRELS_COLUMNS)
-    _require_rows(path, tokens)
-    rels = _parse_numbers(path, tokens[3::4], lines, int, "an integer relevance").tolist()
+    text = _read_text(path, QRELS_KIND)
+    tokens, lines = _rows(path, text, 4, QRELS_COLUMNS, QRELS_KIND)
+    _require_rows(path, tokens, QRELS_COLUMNS, QRELS_KIND)
+    rels = _parse_numbers(path, tokens[3::4], lines, int, "an integer relevance", QRELS_KIND).tolist()
     out: dict[str, dict[str, int]] = {}
     for q, d, rel, line in zip(tokens[0::4], tokens[2::4], rels, lines.tolist(), strict=True):
         judged = out.setdefault(q, {})
         if d in judged:
             raise TrecFormatError(path, line, f"one judgment per (query, docid); {d!r} repeats in {q!r}",
-                                  "remove the duplicate judgment")
+                                  "remove the duplicate judgment", QRELS_KIND)
         judged[d] = rel
     return out
 

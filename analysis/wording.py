@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from analysis.plan import ALPHA, CLEARLY_BETTER_POINTS, CONTAMINATION, contamination_note
+from analysis.plan import ALPHA, CLEARLY_BETTER_POINTS, contamination_note, contamination_of
 
 __all__ = [
     "HIT_RATE_NOTE",
@@ -55,7 +55,7 @@ def word(mean_difference: float, adjusted_p: float, alpha: float = ALPHA) -> str
 
 def flag_mark(model_id: str) -> str:
     """"†" for a contamination-flagged model (marked in every table), else ""."""
-    c = CONTAMINATION.get(model_id)
+    c = contamination_of(model_id)
     return "†" if c is not None and c.flagged else ""
 
 

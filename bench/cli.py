@@ -23,7 +23,11 @@ COMMANDS: dict[str, str] = {
     "dtype-check": "bench.quality.cli:dtype_check",
     "rehearse": "bench.rehearse.cli:rehearse",
     "int8": "bench.int8.cli:int8",
+    "costs": "bench.costs.cli:costs",
     "latency": "bench.latency.cli:latency",
+    "judged": "bench.judged.cli:judged",
+    "audit": "bench.audit.cli:audit",
+    "reproduce": "bench.audit.cli:reproduce",
 }
 
 

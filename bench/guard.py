@@ -59,6 +59,9 @@ def preflight(
     verified = datalock.verify(
         root, list(lock_names) if lock_names is not None else None, lock_path=lock_path
     )
+    from bench.integrity.coverage import activate
+
+    activate(root, lock_path, verified)  # data files opened later are checked against this lock
     return {
         "kind": kind,
         "datasets_lock_sha256": sha256_file(lock_path),

@@ -8,7 +8,10 @@ holds every completed record and at most one torn last line. On open:
   truncated to the end of the last good line and the drop is reported on stderr;
 - a malformed *earlier* line is an error naming the file and line (that is not a crash artefact, it is
   damage, and resuming over it would hide it);
-- a duplicate key is an error (two writers, or a hand edit).
+- a duplicate key is an error (two writers, or a hand edit), except that a record marked ``"retry": true``
+  (a failure worth another attempt, e.g. an API that stayed unavailable) may be superseded by one later
+  record of the same key. The earlier attempt stays in the file and in ``superseded``; ``records`` and
+  ``get`` show the latest attempt, at the place of the first.
 
 Floats are written with ``repr`` (Python's ``json`` does this), so every score read back is the same
 binary64 value that was written; non-finite numbers are refused (they are not JSON). An exclusive
@@ -93,7 +96,9 @@ class Journal:
             _fsync_dir(self.path.parent)
         self.dropped_torn_line: bytes | None = None
         self._records: list[dict[str, Any]] = []
+        self._lines: list[int] = []  # file line of each record in ``_records``
         self._index: dict[Key, int] = {}
+        self.superseded: list[dict[str, Any]] = []  # earlier attempts replaced by a retry
         try:
             self._load()
         except BaseException:
@@ -146,11 +151,24 @@ class Journal:
             key = record_key(record)
         except ValueError as exc:
             raise JournalError(f"{where}: {exc}") from exc
-        if key in self._index:
-            first = self._index[key] + 1
+        if key in self._index and not self._may_supersede(key):
+            first = self._lines[self._index[key]]
             raise JournalError(f"{where}: duplicate record for {key} (first at line {first})")
+        self._put(key, record, number)
+
+    def _may_supersede(self, key: Key) -> bool:
+        return self._records[self._index[key]].get("retry") is True
+
+    def _put(self, key: Key, record: dict[str, Any], line: int) -> None:
+        if key in self._index:  # a retry of a failed attempt: keep the old one, show the new one
+            i = self._index[key]
+            self.superseded.append(self._records[i])
+            self._records[i] = record
+            self._lines[i] = line
+            return
         self._index[key] = len(self._records)
         self._records.append(record)
+        self._lines.append(line)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -159,7 +177,8 @@ class Journal:
 
     @property
     def completed(self) -> frozenset[Key]:
-        return frozenset(self._index)
+        """Keys with a final record (a record marked ``retry`` is not final)."""
+        return frozenset(k for k, i in self._index.items() if self._records[i].get("retry") is not True)
 
     def __contains__(self, key: object) -> bool:
         return key in self._index
@@ -181,7 +200,7 @@ class Journal:
         if self._fh.closed:
             raise ValueError(f"journal {self.path} is closed")
         key = record_key(record)
-        if key in self._index:
+        if key in self._index and not self._may_supersede(key):
             raise JournalError(f"journal {self.path}: {key} is already recorded")
         line = encode(record)
         # Round-trip now so that what a resume reads is exactly what is kept in memory.
@@ -190,8 +209,7 @@ class Journal:
         self._fh.write(line)
         self._fh.flush()
         os.fsync(self._fh.fileno())
-        self._index[key] = len(self._records)
-        self._records.append(stored)
+        self._put(key, stored, len(self._records) + len(self.superseded) + 1)
 
     def close(self) -> None:
         if not self._fh.closed:

@@ -257,7 +257,7 @@ RERANKERS: Final = MappingProxyType(
 )
 LOCAL_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if p.local)
 API_RERANKERS: Final = tuple(r for r, p in RERANKERS.items() if not p.local)
-EMBEDDING_CONTAMINATION: Final = "MIRACLRetrieval, MIRACLRetrievalHardNegatives, MIRACLReranking"
+EMBEDDING_CONTAMINATION: Final = _stats.EMBEDDING_CONTAMINATION.note
 
 TRANSFORMERS_VERSION: Final = "5.5.4"
 SENTENCE_TRANSFORMERS_VERSION: Final = "6.1.0"
@@ -313,6 +313,9 @@ JUDGE_MODEL: Final = "claude-opus-5-5"
 PITFALL_MODEL: Final = "qwen3-0.6b"
 PITFALL_STAGE: Final = "hybrid-71k"
 PITFALL_MAX_LENGTH: Final = 256
+PITFALL_RUN_IDS: Final = _stats.PITFALL_RUN_IDS
+PITFALL_REFERENCE: Final = _stats.PITFALL_REFERENCE
+PITFALL_TYPESENSE: Final = _stats.PITFALL_TYPESENSE
 
 # --- Latency ----------------------------------------------------------------------------------------------
 
@@ -343,13 +346,14 @@ INT8_CALIBRATION_PAIRS: Final = 300
 
 # --- Costs ------------------------------------------------------------------------------------------------
 
-SECONDS_PER_MONTH: Final = 2_592_000
-UTILISATIONS: Final = (1.0, 0.5)
-CCX33_EUR_PER_MONTH: Final = 138.49
-GEX45_EUR_PER_MONTH: Final = 212.30
-GEX45_EUR_EXTRA_PER_MONTH: Final = 1.70
-GEX45_EUR_SETUP: Final = 209.0
-LIVE_SEARCH_P95_MS: Final = 500
-CHAT_RERANK_P95_MS: Final = 2_000
-CONTEXT_REFERENCE_K: Final = 5
-CONTEXT_REFERENCE_LLMS: Final = 2
+# The cost constants live once, in analysis.plan (the costs section is computed by analysis).
+SECONDS_PER_MONTH: Final = _stats.SECONDS_PER_MONTH
+UTILISATIONS: Final = _stats.UTILISATIONS
+CCX33_EUR_PER_MONTH: Final = _stats.CCX33_EUR_PER_MONTH
+GEX45_EUR_PER_MONTH: Final = _stats.GEX45_EUR_PER_MONTH
+GEX45_EUR_EXTRA_PER_MONTH: Final = _stats.GEX45_EUR_EXTRA_PER_MONTH
+GEX45_EUR_SETUP: Final = _stats.GEX45_EUR_SETUP
+LIVE_SEARCH_P95_MS: Final = _stats.LIVE_SEARCH_P95_MS
+CHAT_RERANK_P95_MS: Final = _stats.CHAT_RERANK_P95_MS
+CONTEXT_REFERENCE_K: Final = _stats.CONTEXT_REFERENCE_K
+CONTEXT_REFERENCE_LLMS: Final = _stats.CONTEXT_REFERENCE_LLMS

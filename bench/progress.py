@@ -55,6 +55,11 @@ class Progress:
     ) -> None:
         self._emit(final=True, interrupted=exc_type is not None)
 
+    def skip(self, n: int) -> None:
+        """Count ``n`` items found done already (a cache, a checkpoint): done, but not in the rate."""
+        self.done += n
+        self._initial += n
+
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = time.perf_counter()

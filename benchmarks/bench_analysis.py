@@ -9,7 +9,10 @@ then the first stage's tail with placeholder scores), and prints, in this proces
   * the statistics (bootstrap intervals for nDCG@10 and Hit@5 of every run, 10,000 resamples; the paired
     sign-flip test for every comparison, 10,000 sign flips; Holm; wording) - target < 1 s on 2 cores,
   * the whole report with figures (write_report) - target < 3 s,
-  * peak memory (max RSS of this process), and a cold `analysis report` subprocess for reference.
+  * peak memory (max RSS of this process), and a cold `analysis report` subprocess for reference,
+  * issue 15's row side by side with its anchor: the whole report in ONE process with the columnar reader
+    (target < 1.5 s), the same with the line-by-line reference reader (the reader before issue 15), and the
+    statistics alone (the anchor); the JSON of both readers is compared byte for byte.
 Then it times ranx's Fisher randomisation test (10,000 permutations) on the same comparisons and prints the
 ratio. ranx is in the optional dependency group `benchmarks`: install it with
 `uv sync --group benchmarks` (or `uv pip install ranx==0.3.21`); without it that part is skipped with this
@@ -34,7 +37,7 @@ from analysis.metrics import Judgments
 from analysis.plan import MAIN_METRIC, RANDOMISATION_RESAMPLES, SEED
 from analysis.report import write_report
 from analysis.resampling import bootstrap_indices, paired_differences, randomisation_p_values, sign_matrix
-from analysis.study import analyse_stages, load_stages, worker_count
+from analysis.study import analyse_stages, load_stages
 from analysis.synthetic import write_study
 from analysis.trec import read_qrels
 
@@ -69,6 +72,34 @@ def _timed(label: str, func, repeat: int = 1):  # type: ignore[no-untyped-def]
     return result, min(times)
 
 
+def _issue15_row(runs: Path, tmp: Path, t_stats: float, repeat: int, mib: float, n_files: int) -> None:
+    """The report in one process: columnar reader (now) against the reference reader (before), with the
+    statistics alone as the anchor; both outputs must be byte-identical."""
+    os.environ["ANALYSIS_WORKERS"] = "1"
+    timings, cpus = {}, {}
+    for reader in ("reference", "fast"):
+        os.environ["ANALYSIS_TREC_READER"] = reader
+        load = os.getloadavg()[0]
+        label = f"whole report with figures, ONE process, {reader} reader (load {load:.1f})"
+        out = tmp / f"out-{reader}"
+        c = _cpu()
+        _, timings[reader] = _timed(label, lambda o=out: write_report(runs, QRELS, o), repeat)
+        cpus[reader] = (_cpu() - c) / repeat
+    del os.environ["ANALYSIS_TREC_READER"]
+    same = all((tmp / "out-fast" / "quality" / p.name).read_bytes() == p.read_bytes()
+               for p in (tmp / "out-reference" / "quality").iterdir())
+    fast, before = timings["fast"], timings["reference"]
+    print("issue 15, row 2 (load average now "
+          f"{os.getloadavg()[0]:.1f}; on a busy machine wall time mostly measures the other processes):")
+    print("| work | measured now | before (reference reader) | anchor, same run | target |")
+    print("|---|---|---|---|---|")
+    print(f"| `analysis report`, {n_files} run files, {mib:.0f} MiB | {fast:.2f} s wall, "
+          f"{cpus['fast']:.2f} s cpu, one process ({before / fast:.1f}x faster) | {before:.2f} s wall, "
+          f"{cpus['reference']:.2f} s cpu | "
+          f"statistics alone {t_stats:.2f} s | < 1.5 s: {'met' if fast < 1.5 else 'NOT met'} |")
+    print(f"report JSON of both readers byte-identical: {same}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranx-pairs", type=int, default=45, help="comparisons timed with ranx (0: skip)")
@@ -90,7 +121,7 @@ def main() -> int:
 
         judgments = Judgments.from_qrels(qrels)
         n = len(judgments.qids)
-        workers = worker_count(len(files))
+        workers = max(2, min(4, len(os.sched_getaffinity(0))))  # the optional reader processes
         os.environ["ANALYSIS_WORKERS"] = "1"
         _timed("read + validate + score all runs, 1 process", lambda: load_stages(runs, judgments),
                args.repeat)
@@ -141,6 +172,8 @@ def main() -> int:
                   f"any child so far {peak:.0f} MiB")
         print(f"TARGETS: statistics {t_stats:.3f} s (< 1 s: {'met' if t_stats < 1 else 'NOT met'}); "
               f"report {t_report:.3f} s (< 3 s: {'met' if t_report < 3 else 'NOT met'})")
+        mib = sum(f.stat().st_size for f in files) / 2**20
+        _issue15_row(runs, tmp, t_stats, args.repeat, mib, len(files))
 
         if args.ranx_pairs > 0:
             try:

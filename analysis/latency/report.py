@@ -5,7 +5,7 @@ Per machine (``<kind>/<session>``) one table (model, k, pass, p50, p95, mean, n,
 size, accuracy) and one figure with p50 and p95 against k for every model and the two budget lines.
 Published blocks and not-published ones (pre-measurement, rehearsal, unrated models) never share a table
 or a figure: they are separate sub-sections, the second headed NOT PUBLISHED. Every number is recomputed
-from the raw samples (``analysis.latency.summary``); ``latency/<publication>-<kind>-<session>.json``
+from the raw samples (``analysis.latency.summary``); ``latency-summary/<publication>-<kind>-<session>.json``
 holds the same numbers at full precision, no timestamps, so a rerun writes the same bytes.
 """
 
@@ -182,7 +182,7 @@ def latency_section(folder: Path | str, out_dir: Path | str, *, figures: bool = 
                 "rows": rows,
             }
             text = json.dumps(record, sort_keys=True, indent=1, allow_nan=False) + "\n"
-            write_bytes_atomic(out_dir / "latency" / f"{name}.json", text.encode())
+            write_bytes_atomic(out_dir / "latency-summary" / f"{name}.json", text.encode())
             md += [f"#### {kind}: {session} ({group[0].machine})", "", *_table(kind, rows)]
             if figures and kind != "first-stage":
                 _figure(

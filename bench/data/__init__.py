@@ -25,6 +25,7 @@ IMPORT_ORDER = (
 
 DocidKey = tuple[int, int, int, str]
 
+
 @dataclass(frozen=True, slots=True)
 class Passage:
     """One corpus passage. ``passage_text`` is the plan's ``title + "\\n" + text``."""

@@ -25,7 +25,9 @@ from pathlib import Path
 
 from bench.data import Passage, sort_passages
 from bench.data.miracl import read_topics
+from bench.data.textfile import open_text
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 from bench.paths import bundled_dir
 
 NOMIRACL_FILES = ("relevant.de.test.vanilla_prompt.jsonl", "non_relevant.de.test.vanilla_prompt.jsonl")
@@ -53,7 +55,7 @@ class Sample:
 def read_judged_docs(path: Path) -> list[Passage]:
     """colbert-kit ``docs.csv`` (header ``doc_id,text``): passages without titles."""
     out: list[Passage] = []
-    with path.open(encoding="utf-8", newline="") as fh:
+    with open_text(path, newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header != ["doc_id", "text"]:
@@ -91,7 +93,7 @@ def read_nomiracl(paths: list[Path]) -> tuple[list[Passage], int, int]:
     skipped = 0
     ambiguous = 0
     for path in paths:
-        with path.open(encoding="utf-8") as fh:
+        with open_text(path) as fh:
             for lineno, line in enumerate(fh, 1):
                 where = f"{path}:{lineno}"
                 try:
@@ -125,6 +127,7 @@ def load_sample(root: Path | None = None) -> Sample:
     qrels_path = dev / "qrels.miracl-v1.0-de-dev.tsv"
     if not qrels_path.is_file():
         raise BenchError(f"{qrels_path}: qrels file missing (see data/bundled/SOURCES.md)")
+    require_locked(qrels_path)  # read by analysis.trec.read_qrels, which knows nothing of the lock
     judged = read_judged_docs(dev / "colbert-kit-judged-pool" / "docs.csv")
     nomiracl, skipped, ambiguous = read_nomiracl([base / "miracl-de-nomiracl" / f for f in NOMIRACL_FILES])
     # 69 NoMIRACL docids are also in the judged pool (SOURCES.md says none; 27 of them differ only in

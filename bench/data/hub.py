@@ -2,14 +2,16 @@
 
 Snapshot folders are ``bench.integrity.hub.snapshot_dir(source)`` (``<hub_dir>/<owner>/<name>@<revision>``).
 
-- 71k corpus, ``mteb/MIRACLRetrievalHardNegatives``: ``de-corpus/dev-00000-of-00001.parquet`` with columns
-  ``_id``, ``title``, ``text`` (the BEIR/MTEB retrieval layout). The file path is confirmed for this
-  revision by a public download manifest; the column names are the MTEB convention and are NOT confirmed
-  for this revision: the loader accepts only that layout and otherwise fails naming the columns it found.
-  Loaded whole (71,277 rows) and sorted into import order.
-- full corpus, ``miracl/miracl-corpus``: ``miracl-corpus-v1.0-de/docs-<N>.jsonl.gz``, one JSON object
-  ``{"docid", "title", "text"}`` per line (MIRACL README). Streamed shard by shard in numeric shard order,
-  never held in memory; a malformed line raises naming file and line.
+- 71k corpus, ``mteb/MIRACLRetrievalHardNegatives``: ``de-corpus/dev-00000-of-00001.parquet`` with an id
+  column, ``title`` and ``text`` (the BEIR/MTEB retrieval layout). The file path is confirmed for this
+  revision by a public download manifest; older mteb uploads name the id column ``_id``, later ones ``id``
+  (public fetch scripts), so both are accepted and ``corpus_71k_id_column`` says which one the file has
+  (recorded with every first-stage result). Loaded whole (71,277 rows) and sorted into import order.
+- full corpus, ``miracl/miracl-corpus``: exactly 32 shards ``miracl-corpus-v1.0-de/docs-0.jsonl.gz`` ...
+  ``docs-31.jsonl.gz`` (public code pinned to this revision), one JSON object ``{"docid", "title",
+  "text"}`` per line (MIRACL README); 15,866,222 passages in all (counted when the lock is written,
+  ``bench.integrity.hub``). Streamed shard by shard in numeric shard order, never held in memory; a
+  malformed line raises naming file and line.
 - topics and qrels, ``miracl/miracl``: ``bench.data.miracl``.
 """
 
@@ -23,35 +25,55 @@ from pathlib import Path
 
 from bench.data import Passage, sort_passages
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 
 CORPUS_71K_FILE = "de-corpus/dev-00000-of-00001.parquet"
-CORPUS_71K_COLUMNS = ("_id", "title", "text")
+CORPUS_71K_ID_COLUMNS = ("_id", "id")  # either one (older / later mteb uploads)
+CORPUS_71K_COLUMNS = ("title", "text")
 CORPUS_FULL_DIR = "miracl-corpus-v1.0-de"
-_KEYS = ("docid", "title", "text")
+CORPUS_FULL_SHARDS = 32
+CORPUS_FULL_KEYS = ("docid", "title", "text")
 _SHARD = re.compile(r"^docs-(\d+)\.jsonl\.gz$")
 
 
-def read_corpus_71k(snapshot: Path) -> list[Passage]:
-    """All passages of the 71k corpus in import order (ascending MIRACL id)."""
+def corpus_71k_id_column(snapshot: Path) -> str:
+    """The id column the 71k corpus file has (``_id`` or ``id``); raises naming the columns found."""
     path = snapshot / CORPUS_71K_FILE
     if not path.is_file():
         raise BenchError(f"{path}: 71k corpus file missing; run `bench data fetch` (expected hub layout)")
+    require_locked(path)
     try:
         import pyarrow.parquet as pq
     except ModuleNotFoundError as exc:
         raise BenchError("reading the 71k corpus needs pyarrow: `uv sync`") from exc
     names = pq.ParquetFile(path).schema_arrow.names
+    ids = [c for c in CORPUS_71K_ID_COLUMNS if c in names]
     missing = [c for c in CORPUS_71K_COLUMNS if c not in names]
-    if missing:
+    if len(ids) != 1 or missing:
+        need = " or ".join(CORPUS_71K_ID_COLUMNS)
+        what = f"lack {missing}" if missing else f"have {len(ids)} id columns"
         raise BenchError(
-            f"{path}: columns {names} lack {missing}; expected the MTEB layout {CORPUS_71K_COLUMNS}. "
-            "The hub layout differs from the one this loader was written for: adapt bench/data/hub.py."
+            f"{path}: columns {names} {what}; expected exactly one of {need} plus {list(CORPUS_71K_COLUMNS)} "
+            "(the MTEB layout). The hub layout differs from the one this loader was written for: adapt "
+            "bench/data/hub.py."
         )
-    table = pq.read_table(path, columns=list(CORPUS_71K_COLUMNS)).to_pydict()
+    return ids[0]
+
+
+def read_corpus_71k(snapshot: Path) -> list[Passage]:
+    """All passages of the 71k corpus in import order (ascending MIRACL id)."""
+    import pyarrow.parquet as pq
+
+    path = snapshot / CORPUS_71K_FILE
+    id_column = corpus_71k_id_column(snapshot)
+    columns = (id_column, *CORPUS_71K_COLUMNS)
+    table = pq.read_table(path, columns=list(columns)).to_pydict()
     out: list[Passage] = []
-    for row, (docid, title, text) in enumerate(zip(*(table[c] for c in CORPUS_71K_COLUMNS), strict=True), 1):
+    for row, (docid, title, text) in enumerate(zip(*(table[c] for c in columns), strict=True), 1):
         if not isinstance(docid, str) or not docid or not isinstance(text, str):
-            raise BenchError(f"{path}: row {row}: _id and text must be non-empty strings, got {docid!r}")
+            raise BenchError(
+                f"{path}: row {row}: {id_column} and text must be non-empty strings, got {docid!r}"
+            )
         out.append(Passage(docid, title if isinstance(title, str) else "", text))
     return sort_passages(out)
 
@@ -67,9 +89,14 @@ def corpus_full_shards(snapshot: Path) -> list[Path]:
     if not shards:
         raise BenchError(f"{folder}: no docs-<N>.jsonl.gz shards")
     numbers = sorted(n for n, _ in shards)
-    if numbers != list(range(len(numbers))):
+    if numbers != list(range(CORPUS_FULL_SHARDS)):
+        absent = sorted(set(range(CORPUS_FULL_SHARDS)) - set(numbers))
+        extra = sorted(set(numbers) - set(range(CORPUS_FULL_SHARDS)))
         raise BenchError(
-            f"{folder}: shard numbers {numbers[:5]}... are not 0..{len(numbers) - 1}; a shard is missing"
+            f"{folder}: {len(numbers)} shards; the German corpus has exactly {CORPUS_FULL_SHARDS} "
+            f"(docs-0 ... docs-{CORPUS_FULL_SHARDS - 1}.jsonl.gz); missing: "
+            f"{', '.join(f'docs-{n}' for n in absent) or 'none'}; unexpected: "
+            f"{', '.join(f'docs-{n}' for n in extra) or 'none'}. Run `bench data fetch corpus-full`."
         )
     return [p for _, p in sorted(shards)]
 
@@ -86,9 +113,7 @@ def iter_jsonl_gz(path: Path) -> Iterator[Passage]:
                 raise BenchError(
                     f"{path}:{lineno}: not valid JSON ({exc.msg}); the shard is damaged"
                 ) from exc
-            if not isinstance(obj, dict) or not all(
-                isinstance(obj.get(k), str) for k in ("docid", "title", "text")
-            ):
+            if not isinstance(obj, dict) or not all(isinstance(obj.get(k), str) for k in CORPUS_FULL_KEYS):
                 raise BenchError(f"{path}:{lineno}: expected an object with string fields docid, title, text")
             yield Passage(obj["docid"], obj["title"], obj["text"])
 
@@ -96,4 +121,4 @@ def iter_jsonl_gz(path: Path) -> Iterator[Passage]:
 def iter_corpus_full(snapshot: Path) -> Iterator[Passage]:
     """Stream the full German corpus, shard after shard (bounded memory)."""
     for shard in corpus_full_shards(snapshot):
-        yield from iter_jsonl_gz(shard)
+        yield from iter_jsonl_gz(require_locked(shard))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from bench.equality.data import ID_MAP_METHODS
 from bench.errors import BenchError
 from bench.plan import RERANKERS
 
@@ -20,19 +21,34 @@ from bench.plan import RERANKERS
     default=None,
     help="where <model>.json go (default: results/adapter-checks)",
 )
-def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | None) -> None:
+@click.option(
+    "--id-map",
+    "id_map",
+    type=click.Choice(["auto", *ID_MAP_METHODS]),
+    default="auto",
+    show_default=True,
+    help="how MIRACLReranking ids become MIRACL ids: de.gz (miracl/mmteb-miracl-reranking), corpus (match "
+    "the candidate texts against the full corpus, no de.gz needed), auto (de.gz if fetched, else corpus)",
+)
+def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | None, id_map: str) -> None:
     """Check adapters against their deciding references (check 1) and Voyage's pointwise scores (check 3).
 
     Without MODEL, every model of the plan. Writes results/adapter-checks/<model>.json; a model whose
     reference cannot run or that fails is "not rated" with the reason.
     """
-    from bench.equality.runner import check_models, load_equality_set
+    from bench.equality.runner import (
+        check_models,
+        id_map_lock_names,
+        load_equality_set,
+        resolve_id_map_method,
+    )
     from bench.guard import preflight
     from bench.provenance import require_clean_tree
 
-    record = preflight("measurement", lock_names=["reranking", "reranking-id-map"])
+    method = resolve_id_map_method(id_map)
+    record = preflight("measurement", lock_names=id_map_lock_names(method))
     require_clean_tree()
-    data = load_equality_set()
+    data = load_equality_set(id_map_method=method)
     results = check_models(
         list(models) or list(RERANKERS), data, device=device, directory=results_dir, preflight_record=record
     )

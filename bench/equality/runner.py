@@ -16,7 +16,14 @@ from typing import Any
 
 from bench import plan
 from bench.equality.check import ReferenceRunner, adapter_scores, evaluate
-from bench.equality.data import EqualitySet, build_equality_set, load_reranking, read_id_map
+from bench.equality.data import (
+    ID_MAP_METHODS,
+    EqualitySet,
+    build_equality_set,
+    build_equality_set_from_corpus,
+    load_reranking,
+    read_id_map,
+)
 from bench.equality.pointwise import run_pointwise
 from bench.equality.references import DECIDING, FURTHER, ReferenceSpec, run_reference
 from bench.equality.results import results_dir, write_result
@@ -31,10 +38,33 @@ Loader = Callable[..., Reranker]
 TORCH_DTYPES = ("float32", "float16", "bfloat16")
 
 
+def resolve_id_map_method(method: str, id_map_file: Path | None = None) -> str:
+    """``auto`` -> ``de.gz`` if that file is there, else ``corpus`` (the fallback that needs no de.gz)."""
+    if method not in ("auto", *ID_MAP_METHODS):
+        raise BenchError(f"unknown id map method {method!r}; choose auto, {', '.join(ID_MAP_METHODS)}")
+    if method != "auto":
+        return method
+    path = id_map_file or snapshot_dir(plan.RERANKING_ID_MAP) / plan.RERANKING_ID_MAP_PATH
+    return "de.gz" if path.is_file() else "corpus"
+
+
+def id_map_lock_names(method: str) -> list[str]:
+    """The locked datasets an id map method reads (for ``preflight``)."""
+    return ["reranking", "reranking-id-map" if method == "de.gz" else "corpus-full"]
+
+
 def load_equality_set(
-    reranking_snapshot: Path | None = None, id_map_file: Path | None = None, topics_file: Path | None = None
+    reranking_snapshot: Path | None = None,
+    id_map_file: Path | None = None,
+    topics_file: Path | None = None,
+    *,
+    id_map_method: str = "de.gz",
+    corpus_snapshot: Path | None = None,
 ) -> EqualitySet:
-    """The first 20 MIRACLReranking queries with MIRACL ids, plus the SHA-256 of every file read."""
+    """The first 20 MIRACLReranking queries with MIRACL ids, plus the SHA-256 of every file read.
+
+    ``id_map_method`` ``de.gz`` maps ids through ``data/bm25/de.gz``; ``corpus`` through one streamed pass
+    over the full corpus snapshot (whose shards ``preflight`` has verified against datasets.lock)."""
     from bench.data.miracl import read_topics
 
     snap = reranking_snapshot or snapshot_dir(plan.RERANKING)
@@ -42,7 +72,6 @@ def load_equality_set(
     topics_path = topics_file or bundled_dir() / "miracl-de-dev" / "topics.miracl-v1.0-de-dev.tsv"
     rows = load_reranking(snap)
     topics = read_topics(topics_path) if topics_path.is_file() else {}
-    data = build_equality_set(rows, read_id_map(id_map_path), topics, id_map_path=id_map_path)
     files = {
         f"{plan.RERANKING.repo}@{plan.RERANKING.revision}:{p}": sha256_file(snap / p)
         for p in (
@@ -50,14 +79,34 @@ def load_equality_set(
             for part in ("queries", "top_ranked", "corpus")
         )
     }
-    files[f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}:{plan.RERANKING_ID_MAP_PATH}"] = (
-        sha256_file(id_map_path)
-    )
+    if id_map_method == "de.gz":
+        data = build_equality_set(rows, read_id_map(id_map_path), topics, id_map_path=id_map_path)
+        files[
+            f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}:{plan.RERANKING_ID_MAP_PATH}"
+        ] = sha256_file(id_map_path)
+    elif id_map_method == "corpus":
+        from bench.data.hub import iter_corpus_full
+
+        corpus = corpus_snapshot or snapshot_dir(plan.CORPUS_FULL)
+        data = build_equality_set_from_corpus(
+            rows,
+            iter_corpus_full(corpus),
+            topics,
+            corpus_label=f"{plan.CORPUS_FULL.repo}@{plan.CORPUS_FULL.revision}",
+            total=plan.CORPUS_FULL_PASSAGES,
+        )
+    else:
+        raise BenchError(
+            f"unknown id map method {id_map_method!r}; choose one of {', '.join(ID_MAP_METHODS)}"
+        )
     provenance = {
         **data.provenance,
         "files_sha256": files,
         "queries": [q.qid for q in data.queries],
-        "text_rule": "MIRACLReranking text as provided (title + newline + text if a title is non-empty)",
+        "text_rule_description": (
+            "MIRACLReranking text as provided; a non-empty title is joined (title + newline + text) only "
+            "where the text does not already start with it"
+        ),
     }
     return dataclasses.replace(data, provenance=provenance)
 
@@ -92,13 +141,13 @@ def check_one(
         try:
             with loader(model_id) as api:  # type: ignore[attr-defined]
                 return run_pointwise(model_id, api, data.queries)
-        except BenchError as exc:
-            return _not_rated(model_id, f"API check failed: {exc}")
+        except Exception as exc:  # this model is not rated with the reason; the others go on
+            return _not_rated(model_id, f"API check failed: {_text(exc)}")
     try:
         mdir = model_dir or _model_dir(model_id)
         reranker = loader(model_id, device=device, snapshot_dir=mdir)
-    except BenchError as exc:
-        return _not_rated(model_id, f"adapter did not load: {exc}")
+    except Exception as exc:  # OSError, RuntimeError, ... from a model load: not rated, the others go on
+        return _not_rated(model_id, f"adapter did not load: {_text(exc)}")
     dtype = reranker.meta.dtype if reranker.meta.dtype in TORCH_DTYPES else None
 
     def same_dtype(spec: ReferenceSpec | None) -> ReferenceSpec | None:
@@ -124,6 +173,11 @@ def check_one(
         _release_memory()
     deciding = same_dtype(DECIDING.get(model_id))
     return evaluate(model_id, meta, ours, data.queries, deciding, further, runner or default_runner)
+
+
+def _text(exc: BaseException) -> str:
+    """The exception's text as a reason; the type is named unless it is one of our own messages."""
+    return str(exc) if isinstance(exc, BenchError) else f"{type(exc).__name__}: {exc}"
 
 
 def _not_rated(model_id: str, reason: str, **extra: Any) -> dict[str, Any]:
@@ -157,7 +211,11 @@ def check_models(
     out = []
     with Progress("adapter checks", len(model_ids), "models") as progress:
         for model_id in model_ids:
-            payload = check_one(model_id, data, device=device, loader=loader)
+            try:
+                payload = check_one(model_id, data, device=device, loader=loader)
+            except Exception as exc:  # a failure of one model's check never stops the others
+                payload = _not_rated(model_id, f"check failed: {_text(exc)}")
+                _release_memory()
             adapter = payload.get("adapter") or {}
             payload["data"] = dict(data.provenance)
             payload["preflight"] = preflight_record

@@ -32,7 +32,7 @@ def first_stage(
     stage: str, device: str, batch_size: int, runs_dir: Path | None, results_dir: Path | None
 ) -> None:
     """Run one first stage against the pinned Typesense 30.2 and write its run and record."""
-    from bench.data.hub import iter_corpus_full, read_corpus_71k
+    from bench.data.hub import corpus_71k_id_column, iter_corpus_full, read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.embed import arctic_embedder
     from bench.firststage.features import check_server
@@ -54,9 +54,11 @@ def first_stage(
     with external_typesense() as server:
         check_server("measurement", server.version)
         queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
+        layout: dict[str, str] = {}
         if sdef.corpus == "71k":
             corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
             expected = CORPUS_71K_PASSAGES
+            layout["corpus_71k_id_column"] = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
         else:
             corpus = iter_corpus_full(snapshot_dir(CORPUS_FULL))  # type: ignore[assignment]
             expected = CORPUS_FULL_PASSAGES
@@ -79,7 +81,11 @@ def first_stage(
             qrels_path=qrels_path,
             expected_passages=expected,
             batch_size=batch_size,
-            extra={"manifest": manifest, "image_reported": os.environ.get(IMAGE_ENV)},
+            extra={
+                "manifest": manifest,
+                "image_reported": os.environ.get(IMAGE_ENV),
+                "corpus_layout": layout,
+            },
         )
     m = result.record.get("metrics", {})
     recall, ceiling = m.get("recall@100", float("nan")), m.get("ceiling", float("nan"))

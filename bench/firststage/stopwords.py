@@ -16,6 +16,7 @@ from typing import Any
 import snowballstemmer
 
 from bench.errors import BenchError
+from bench.integrity.coverage import require_locked
 from bench.paths import bundled_dir
 
 CANONICAL_FORM = "distinct strings, sorted by code point, UTF-8, joined by '\\n', no trailing newline"
@@ -53,6 +54,7 @@ def read_snowball_list(path: Path) -> list[str]:
     """Words of a Snowball stop file: the first token of each line, ``|`` starts a comment."""
     if not path.is_file():
         raise BenchError(f"{path}: Snowball stop list missing (see data/bundled/SOURCES.md)")
+    require_locked(path)
     words: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         body = line.split("|", 1)[0].strip()

@@ -7,6 +7,7 @@ written); 3 (`timestamps verify` only) nothing failed but a file has no proof ye
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -98,11 +99,43 @@ _NAMES = click.argument("names", nargs=-1, metavar="[DATASET]...")
 
 @data_group.command("fetch")
 @_NAMES
-def fetch_cmd(names: tuple[str, ...]) -> None:
-    """Download the plan's pinned hub snapshots (German files only) into data/hub (needs internet)."""
-    for name in names or tuple(hub.HUB_DATASETS):
-        target = hub.fetch(hub.dataset(name))
-        click.echo(f"{name}: {len(hub.local_files(hub.dataset(name)))} files in {target}")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Download nothing; list per dataset the files, columns and row totals that will be required.",
+)
+def fetch_cmd(names: tuple[str, ...], dry_run: bool) -> None:
+    """Download the plan's pinned hub snapshots (German files only) into data/hub (needs internet).
+
+    After each download the files the loaders read are checked for presence and columns, so a layout that
+    differs from bench/integrity/hub.py fails here, not hours into a measurement."""
+    chosen = [hub.dataset(name) for name in names or tuple(hub.HUB_DATASETS)]
+    if dry_run:
+        for ds in chosen:
+            for line in hub.describe(ds):
+                click.echo(line)
+        return
+    for ds in chosen:
+        target = hub.fetch(ds)
+        click.echo(f"{ds.name}: {len(hub.local_files(ds))} files in {target}")
+        if ds.name == "reranking-id-map":
+            _check_id_map(target)
+
+
+def _check_id_map(target: Path) -> None:
+    """Read de.gz once: an unknown line format is reported at fetch time (the check itself stays strict)."""
+    from bench.equality.data import read_id_map
+    from bench.plan import RERANKING_ID_MAP_PATH
+
+    try:
+        entries = read_id_map(target / RERANKING_ID_MAP_PATH)
+    except BenchError as exc:
+        click.echo(
+            f"warning: {exc.message} `bench check-adapters --id-map corpus` maps the ids without this file.",
+            err=True,
+        )
+        return
+    click.echo(f"reranking-id-map: {len(entries)} queries read from {RERANKING_ID_MAP_PATH}")
 
 
 @data_group.command("lock")

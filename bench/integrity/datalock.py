@@ -104,8 +104,12 @@ def read_lock(path: Path) -> dict[str, Entry]:
     """The entries of a lock file, validated; BenchError naming the file and the problem otherwise."""
     if not path.exists():
         raise BenchError(f"{path}: lock file not found; write it with `bench data lock`.")
+    raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise _fail(path, "starts with a UTF-8 byte-order mark, which `bench data lock` never writes "
+                    "(the file was edited or re-saved by an editor)")  # fmt: skip
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise _fail(path, f"not UTF-8 ({exc})") from exc
     except json.JSONDecodeError as exc:
@@ -188,10 +192,13 @@ def verify(
 ) -> dict[str, Entry]:
     """Stream every selected file through SHA-256; BenchError naming every missing / wrong-size / wrong-hash
     file. Returns the verified entries."""
+    from bench.integrity.coverage import check_coverage
     from bench.progress import Progress
 
     lock_path = lock_path or root / LOCK_NAME
+    names = list(names) if names is not None else None
     chosen = select(read_lock(lock_path), names, lock_path)
+    check_coverage(root, names, lock_path)  # an empty or shortened lock is refused
     total = sum(e.size for e in chosen.values())
     problems: list[Problem] = []
     if show_progress:

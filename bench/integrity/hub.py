@@ -3,31 +3,39 @@
 Plan section: Data. Each snapshot lands in ``bench.paths.hub_dir() / "<owner>/<name>@<revision>"`` (a plain
 directory laid out exactly as the hub repository; ``snapshot_dir``). Only the German files are fetched.
 
-Layouts (``allow_patterns``) and how far each was confirmed from public material (the hub itself cannot be
-reached from the development machines):
+Layouts as public evidence shows them (ir_datasets, mteb, MIRACL's own loading scripts and scripts pinned to
+the plan's revisions; the hub itself cannot be reached from the development machines). Each dataset lists
+the files and columns the loaders require (``HubDataset.files``; ``bench data fetch --dry-run`` prints
+them) and the row totals checked when the lock is written (``HubDataset.row_totals``):
 
-- ``miracl/miracl``: ``miracl-v1.0-<lang>/topics/topics.miracl-v1.0-<lang>-dev.tsv`` and
-  ``.../qrels/qrels.miracl-v1.0-<lang>-dev.tsv``; confirmed at this revision for ko (resolve URLs in public
-  benchmark code); German by the same naming (Anserini/Pyserini use the same file names for de).
-- ``miracl/miracl-corpus``: ``miracl-corpus-v1.0-<lang>/docs-<N>.jsonl.gz``; confirmed at this revision
-  (en, ko, ru, zh shards); German has 32 shards according to public benchmark code pinned to this revision.
+- ``miracl/miracl``: ``miracl-v1.0-de/topics/topics.miracl-v1.0-de-{dev,test-b}.tsv`` and
+  ``.../qrels/qrels.miracl-v1.0-de-dev.tsv``; German has dev and test-B (712 queries, topics only).
+- ``miracl/miracl-corpus``: exactly 32 shards ``miracl-corpus-v1.0-de/docs-{0..31}.jsonl.gz``, 15,866,222
+  passages.
 - ``mteb/MIRACLRetrievalHardNegatives``: ``de-corpus/``, ``de-queries/``, ``de-qrels/`` each with
-  ``dev-00000-of-00001.parquet``; confirmed at this revision for de by a public download manifest.
-- ``mteb/MIRACLReranking``: ``<lang>-corpus|-queries|-qrels|-top_ranked/dev-00000-of-00001.parquet``;
-  confirmed at this revision for en and zh (public source list with sizes and SHA-256); de by analogy.
-- ``miracl/mmteb-miracl-reranking``: ``data/bm25/de.gz`` (named by the plan); not otherwise confirmed.
+  ``dev-00000-of-00001.parquet``; the corpus id column is ``_id`` (older uploads) or ``id`` (later ones).
+- ``mteb/MIRACLReranking``: ``de-{corpus,queries,qrels,top_ranked}/dev-00000-of-00001.parquet``.
+- ``miracl/mmteb-miracl-reranking``: ``data/bm25/de.gz`` (named by the plan; its line format could not be
+  seen anywhere; ``bench check-adapters --id-map corpus`` works without it).
 
-``bench data lock`` locks whatever the snapshot holds under these patterns, so a wrong guess shows up as a
-missing file at fetch time (``EXPECTED``), never as an invented hash.
+A pinned revision that does not resolve (hub history has been rewritten before) stops the fetch naming the
+dataset and revision; the fix is a DEVIATIONS.md entry with the replacement revision, never a silent
+fallback. ``bench data lock`` locks whatever the snapshot holds under these patterns, so a wrong guess shows
+up as a missing file, a missing column or a wrong row total at fetch or lock time, never as an invented hash.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import gzip
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench import plan
+from bench.data import hub as corpus_layout
+from bench.data import miracl as miracl_layout
+from bench.equality import data as reranking_layout
 from bench.errors import BenchError
 from bench.integrity.datalock import Entry, Source
 from bench.integrity.hashing import sha256_file
@@ -36,15 +44,55 @@ from bench.paths import hub_dir
 
 
 @dataclass(frozen=True)
+class FileSpec:
+    """A file the loaders require: snapshot-relative path, format, and the columns / keys they read.
+
+    ``fields`` entries are alternatives joined by ``|`` (``_id|id``: either column will do)."""
+
+    path: str
+    kind: str  # "parquet", "jsonl.gz", "tsv" or "gzip"
+    fields: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class RowTotal:
+    """Rows that the files matching ``pattern`` must hold together (checked by ``bench data lock``)."""
+
+    pattern: str
+    rows: int
+    source: str  # where the number comes from
+
+
+@dataclass(frozen=True)
 class HubDataset:
     name: str
     source: plan.HubSource
     allow_patterns: tuple[str, ...]
-    expected: tuple[str, ...]  # files that must be there after a fetch (a subset; globs allowed)
+    files: tuple[FileSpec, ...]  # files that must be there after a fetch
+    row_totals: tuple[RowTotal, ...] = ()
+
+    @property
+    def expected(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files)
 
 
 _L = plan.LANGUAGE
 _PARQUET = "dev-00000-of-00001.parquet"
+_TOPICS = ("qid", "query")  # tab-separated, no header
+_QRELS = ("qid", "Q0", "docid", "relevance")
+_RR = reranking_layout
+
+
+def _shards() -> tuple[FileSpec, ...]:
+    folder = corpus_layout.CORPUS_FULL_DIR
+    keys = corpus_layout.CORPUS_FULL_KEYS
+    return tuple(
+        FileSpec(f"{folder}/docs-{n}.jsonl.gz", "jsonl.gz", keys)
+        for n in range(corpus_layout.CORPUS_FULL_SHARDS)
+    )
+
+
 HUB_DATASETS: dict[str, HubDataset] = {
     d.name: d
     for d in (
@@ -53,33 +101,84 @@ HUB_DATASETS: dict[str, HubDataset] = {
             plan.MIRACL,
             (f"miracl-v1.0-{_L}/topics/*", f"miracl-v1.0-{_L}/qrels/*"),
             (
-                f"miracl-v1.0-{_L}/topics/topics.miracl-v1.0-{_L}-dev.tsv",
-                f"miracl-v1.0-{_L}/qrels/qrels.miracl-v1.0-{_L}-dev.tsv",
+                FileSpec(miracl_layout.topics_relpath(_L, "dev"), "tsv", _TOPICS),
+                FileSpec(miracl_layout.qrels_relpath(_L, "dev"), "tsv", _QRELS),
+                FileSpec(
+                    miracl_layout.topics_relpath(_L, miracl_layout.TEST_B_SPLIT),
+                    "tsv",
+                    _TOPICS,
+                    "int8 calibration queries; test-B has no qrels",
+                ),
+            ),
+            (
+                RowTotal(miracl_layout.topics_relpath(_L, "dev"), plan.DEV_QUERIES, "PLAN.md"),
+                RowTotal(miracl_layout.qrels_relpath(_L, "dev"), plan.DEV_JUDGMENTS, "PLAN.md"),
+                RowTotal(
+                    miracl_layout.topics_relpath(_L, miracl_layout.TEST_B_SPLIT),
+                    miracl_layout.TEST_B_QUERIES,
+                    "MIRACL statistics",
+                ),
             ),
         ),
         HubDataset(
             "corpus-71k",
             plan.CORPUS_71K,
             (f"{_L}-corpus/*", f"{_L}-queries/*", f"{_L}-qrels/*"),
-            (f"{_L}-corpus/{_PARQUET}", f"{_L}-queries/{_PARQUET}", f"{_L}-qrels/{_PARQUET}"),
+            (
+                FileSpec(
+                    corpus_layout.CORPUS_71K_FILE,
+                    "parquet",
+                    ("|".join(corpus_layout.CORPUS_71K_ID_COLUMNS), *corpus_layout.CORPUS_71K_COLUMNS),
+                ),
+                FileSpec(f"{_L}-queries/{_PARQUET}", "parquet", (), "locked, not read (queries: miracl)"),
+                FileSpec(f"{_L}-qrels/{_PARQUET}", "parquet", (), "locked, not read (qrels: miracl)"),
+            ),
+            (RowTotal(corpus_layout.CORPUS_71K_FILE, plan.CORPUS_71K_PASSAGES, "PLAN.md"),),
         ),
         HubDataset(
             "corpus-full",
             plan.CORPUS_FULL,
-            (f"miracl-corpus-v1.0-{_L}/docs-*.jsonl.gz",),
-            (f"miracl-corpus-v1.0-{_L}/docs-0.jsonl.gz",),
+            (f"{corpus_layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz",),
+            _shards(),
+            (
+                RowTotal(
+                    f"{corpus_layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz", plan.CORPUS_FULL_PASSAGES, "PLAN.md"
+                ),
+            ),
         ),
         HubDataset(
             "reranking",
             plan.RERANKING,
             tuple(f"{_L}-{part}/*" for part in ("corpus", "queries", "qrels", "top_ranked")),
-            tuple(f"{_L}-{part}/{_PARQUET}" for part in ("corpus", "queries", "qrels", "top_ranked")),
+            (
+                FileSpec(f"{_L}-queries/{_PARQUET}", "parquet", ("|".join(_RR.ID_COLUMNS), "text")),
+                FileSpec(
+                    f"{_L}-corpus/{_PARQUET}",
+                    "parquet",
+                    ("|".join(_RR.ID_COLUMNS), "text"),
+                    "a title column is optional; text already reads 'title text'",
+                ),
+                FileSpec(f"{_L}-qrels/{_PARQUET}", "parquet", (), "locked, not read"),
+                FileSpec(
+                    f"{_L}-top_ranked/{_PARQUET}",
+                    "parquet",
+                    ("|".join(_RR.TOP_QUERY_COLUMNS), "|".join(_RR.TOP_DOCS_COLUMNS)),
+                ),
+            ),
         ),
         HubDataset(
             "reranking-id-map",
             plan.RERANKING_ID_MAP,
             (plan.RERANKING_ID_MAP_PATH,),
-            (plan.RERANKING_ID_MAP_PATH,),
+            (
+                FileSpec(
+                    plan.RERANKING_ID_MAP_PATH,
+                    "gzip",
+                    (),
+                    "line format not publicly documented: JSON lines, a JSON array or a 6-column TREC run "
+                    "are read; without this file: `bench check-adapters --id-map corpus`",
+                ),
+            ),
         ),
     )
 }
@@ -121,10 +220,77 @@ def missing_expected(ds: HubDataset) -> list[str]:
     return [pat for pat in ds.expected if not any(fnmatch.fnmatch(p, pat) for p in present)]
 
 
+def _present(fields: tuple[str, ...], names: list[str]) -> list[str]:
+    """The required fields (``a|b`` alternatives) that ``names`` lacks."""
+    return [f for f in fields if not any(alt in names for alt in f.split("|"))]
+
+
+def _file_problem(path: Path, spec: FileSpec) -> str | None:
+    """What is wrong with one fetched file's columns / keys (None: fits what the loaders read)."""
+    if not spec.fields:
+        return None
+    try:
+        if spec.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            names = list(pq.ParquetFile(path).schema_arrow.names)
+        elif spec.kind == "jsonl.gz":
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                first = next((line for line in fh if line.strip()), "")
+            obj = json.loads(first) if first else {}
+            names = sorted(obj) if isinstance(obj, dict) else []
+        else:  # tab-separated text
+            with path.open(encoding="utf-8-sig") as fh:
+                first = next((line for line in fh if line.strip()), "")
+            width = len(first.rstrip("\r\n").split("\t"))
+            if width != len(spec.fields):
+                return f"{width} tab-separated column(s) in its first line, expected {spec.fields}"
+            return None
+    except Exception as exc:  # unreadable: the loader would fail the same way, later
+        return f"unreadable as {spec.kind} ({type(exc).__name__}: {exc})"
+    lacking = _present(spec.fields, names)
+    return f"columns {names} lack {lacking}" if lacking else None
+
+
+def layout_problems(ds: HubDataset) -> list[str]:
+    """Each expected file that is missing or lacks a column the loaders read, as one line each."""
+    root = snapshot_dir(ds.source)
+    out = []
+    for spec in ds.files:
+        path = root / spec.path
+        if not path.is_file():
+            out.append(f"{spec.path}: missing")
+        elif (problem := _file_problem(path, spec)) is not None:
+            out.append(f"{spec.path}: {problem}")
+    return out
+
+
+def describe(ds: HubDataset) -> list[str]:
+    """What ``bench data fetch`` will require of ``ds`` (``--dry-run``): files, columns, row totals."""
+    patterns = ", ".join(ds.allow_patterns)
+    lines = [f"{ds.name}: {ds.source.repo}@{ds.source.revision} (download patterns: {patterns})"]
+    for spec in ds.files:
+        cols = f" columns {', '.join(spec.fields)}" if spec.fields and spec.kind == "parquet" else ""
+        keys = f" keys {', '.join(spec.fields)}" if spec.fields and spec.kind == "jsonl.gz" else ""
+        tsv = (
+            f" {len(spec.fields)} tab-separated columns ({', '.join(spec.fields)})"
+            if spec.kind == "tsv"
+            else ""
+        )
+        note = f"; {spec.note}" if spec.note else ""
+        lines.append(f"  require {spec.path} [{spec.kind}]{cols}{keys}{tsv}{note}")
+    for total in ds.row_totals:
+        lines.append(
+            f"  rows    {total.pattern}: {total.rows:,} in all ({total.source}; checked by `bench data lock`)"
+        )
+    return lines
+
+
 def fetch(ds: HubDataset) -> Path:
     """Download the German files of the pinned revision (needs the network and ``huggingface_hub``)."""
     try:
         from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import RevisionNotFoundError
     except ModuleNotFoundError as exc:  # pragma: no cover - a bench-group dependency
         raise BenchError("`bench data fetch` needs the package 'huggingface-hub' (uv sync).") from exc
     target = snapshot_dir(ds.source)
@@ -136,19 +302,38 @@ def fetch(ds: HubDataset) -> Path:
             allow_patterns=list(ds.allow_patterns),
             local_dir=target,
         )
-    except Exception as exc:  # network, auth, unknown revision: all end the command with the reason
+    except RevisionNotFoundError as exc:
+        raise BenchError(
+            f"{ds.name}: the pinned revision {ds.source.revision} of {ds.source.repo} does not resolve on "
+            "the hub (history rewritten?); no other revision is tried. The fix is a DEVIATIONS.md entry "
+            f"naming the replacement revision, then the new pin in bench/plan.py ({type(exc).__name__})."
+        ) from exc
+    except Exception as exc:  # network, auth: all end the command with the reason
         raise BenchError(
             f"could not download {ds.source.repo}@{ds.source.revision} ({type(exc).__name__}: {exc}). "
             "`bench data fetch` needs access to huggingface.co.",
             exit_code=2,
         ) from exc
-    missing = missing_expected(ds)
-    if missing:
+    problems = layout_problems(ds)
+    if problems:
         raise BenchError(
-            f"{target}: after the download these expected files are missing: {', '.join(missing)}; the hub "
-            "layout differs from bench/integrity/hub.py. Fix the patterns there (and record a deviation)."
+            f"{target}: after the download the snapshot does not fit what the loaders read: "
+            f"{'; '.join(problems)}. The hub layout differs from bench/integrity/hub.py (`bench data fetch "
+            "--dry-run` lists what is required); fix the loader there (and record a deviation)."
         )
     return target
+
+
+def check_row_totals(ds: HubDataset, entries: dict[str, Entry]) -> None:
+    """Raise unless the locked files' rows add up to each of ``ds.row_totals``."""
+    for total in ds.row_totals:
+        rows = [e.rows for e in entries.values() if fnmatch.fnmatch(e.source.path, total.pattern)]
+        if sum(rows) != total.rows:
+            raise BenchError(
+                f"{snapshot_dir(ds.source)}: {len(rows)} file(s) matching {total.pattern} hold {sum(rows):,} "
+                f"rows, {ds.name} has {total.rows:,} ({total.source}); the snapshot is incomplete or not the "
+                "pinned revision's. Nothing was locked; fetch it again."
+            )
 
 
 def hub_entries(ds: HubDataset) -> dict[str, Entry]:
@@ -175,4 +360,5 @@ def hub_entries(ds: HubDataset) -> dict[str, Entry]:
             rows=rows,
             rows_rule=rule,
         )
+    check_row_totals(ds, out)
     return out

@@ -21,7 +21,7 @@ from analysis.trec import TrecFormatError, read_run
 from bench.errors import BenchError
 from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
-from bench.latency.run import Inputs, Settings, measure_model
+from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
 
@@ -129,7 +129,7 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
         raise BenchError(f"first-stage run {exc}") from exc
     queries, _ = study_queries()
     lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries}
-    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)}))
+    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)})).for_stage(stage)
     return Inputs(queries, lists, texts, {"stage": stage, "run_file": str(path), "sha256": sha256_file(path)})
 
 
@@ -213,6 +213,12 @@ def measure_all(
     written: list[str] = []
     blocks: list[Any] = []
     for model in models:
+        done = finished_blocks(model, settings, inputs)
+        if done is not None:  # a rerun: every block finished, the model is not even loaded
+            print(f"latency: {model}: all {len(done)} block(s) already measured, kept", file=stream)
+            blocks += done
+            written += [str(settings.out_root / b.relpath()) for b in done]
+            continue
         try:
             reranker = load(model)
         except BenchError as exc:

@@ -112,6 +112,17 @@ def specs_for(model: str, settings: Settings, inputs: Inputs, pool: Sequence[str
     return out
 
 
+def finished_blocks(model: str, settings: Settings, inputs: Inputs) -> list[Any] | None:
+    """Every block of ``model`` read back if all are finished already (no need to load it), else None."""
+    from analysis.latency import read_block
+
+    pool = query_set(settings.preset, list(inputs.queries), settings.sample)
+    paths = [settings.out_root / s.relpath() for s in specs_for(model, settings, inputs, pool)]
+    if not all(p.is_file() for p in paths):
+        return None
+    return [read_block(p) for p in paths]
+
+
 def measure_model(
     model: str,
     reranker: Reranker,

@@ -65,7 +65,7 @@ def freeze(study_dir: Path, sources: Mapping[str, Path], *, depth: int = QUALITY
                 "(or pass the file)."
             )
     if record_path.exists():
-        recorded = json.loads(record_path.read_text(encoding="utf-8"))
+        recorded = _read_record(record_path)
         _check_recorded(recorded, sources, study_dir)
     else:
         frozen_dir.mkdir(parents=True, exist_ok=True)
@@ -82,6 +82,27 @@ def freeze(study_dir: Path, sources: Mapping[str, Path], *, depth: int = QUALITY
         _atomic_write_json(record_path, recorded)
     lists = {s: _read_lists(frozen_dir / f"{s}.trec", int(recorded["depth"])) for s in sources}
     return Candidates(lists=lists, sha256={s: recorded["stages"][s]["sha256"] for s in sources})
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    """``candidates.json``, or a BenchError naming the file and how to recover (it is written atomically,
+    so damage means an edit, a disk fault or a copy gone wrong)."""
+    recover = (
+        "It is written atomically, so the file was edited or damaged. Restore it from a backup or copy of "
+        f"this study, or start a new study directory (the journal in {path.parent} holds scores of exactly "
+        "the candidates recorded there, so it cannot be rebuilt from the current first-stage runs)."
+    )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BenchError(f"{path}: not valid JSON ({exc}). {recover}") from None
+    stages = data.get("stages") if isinstance(data, dict) else None
+    ok = isinstance(stages, dict) and isinstance(data.get("depth"), int) and all(
+        isinstance(v, dict) and isinstance(v.get("sha256"), str) for v in stages.values()
+    )
+    if not ok:
+        raise BenchError(f"{path}: not a candidates record ('depth', 'stages' with 'sha256'). {recover}")
+    return data
 
 
 def _check_recorded(recorded: Mapping[str, Any], sources: Mapping[str, Path], study_dir: Path) -> None:

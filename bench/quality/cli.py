@@ -15,6 +15,8 @@ from bench.plan import (
     DETERMINISM_STAGE,
     DTYPE_CHECK_MODELS,
     DTYPE_CHECK_QUERIES,
+    PITFALL_RUN_IDS,
+    PITFALL_STAGE,
     QUALITY_DEPTH,
     RERANKED_STAGES,
     RERANKERS,
@@ -59,15 +61,28 @@ def _common(f: click.decorators.FC) -> click.decorators.FC:
 @click.option("--stage", "stages", multiple=True, type=_STAGES, help="Default: every reranked stage.")
 @click.option("--model", "models", multiple=True, type=_MODELS, help="Default: every plan reranker (rated).")
 @click.option("--device", default="cuda", show_default=True)
+@click.option(
+    "--pitfalls",
+    is_flag=True,
+    help="The pitfalls experiment instead: the five declared Qwen3 "
+    "variants on hybrid-71k (default study studies/pitfalls, runs results/pitfalls/runs).",
+)
 def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
-            stages: tuple[str, ...], models: tuple[str, ...], device: str) -> None:  # fmt: skip
+            stages: tuple[str, ...], models: tuple[str, ...], device: str,
+            pitfalls: bool) -> None:  # fmt: skip
     """Rerank the frozen top 100 of every stage with every rated reranker (resumable)."""
     from bench.quality.commands import run_session
 
-    setup = _setup(study, "studies/quality", runs, "runs", device, first_stage, checks)
+    if pitfalls:
+        if stages or models:
+            raise click.UsageError("--pitfalls runs the plan's variants on hybrid-71k; drop --stage/--model")
+        stages, models = (PITFALL_STAGE,), PITFALL_RUN_IDS  # their own runs, never in runs/<stage>/
+    default_study, default_runs = ("studies/pitfalls", "results/pitfalls/runs") if pitfalls else (
+        "studies/quality", "runs")  # fmt: skip
+    setup = _setup(study, default_study, runs, default_runs, device, first_stage, checks)
     hint = f"uv run bench quality --study {setup.study_dir} (same options)"
     with whole_command("quality phase", hint):
-        _, session, skipped = run_session(
+        study_obj, session, skipped = run_session(
             setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
             resume_hint=hint, what="quality phase",
         )  # fmt: skip
@@ -77,6 +92,21 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
         f"{session.outcome.errors} failed; {len(session.runs)} run files under {setup.runs_dir}"
     )
+    from bench.errors import BenchError
+    from bench.quality.check2 import record_check
+    from bench.quality.inputs import study_queries
+
+    problems = []
+    if session.runs:  # plan check 2 on every run this session wrote (none written: nothing to check)
+        check2, failed = record_check(study_obj, session.runs, study_queries()[1])
+        click.echo(f"plan check 2 (nDCG@10 vs pytrec_eval, {len(check2['runs'])} runs): "
+                   f"{'passed' if check2['passed'] else 'FAILED'}")  # fmt: skip
+        problems += [failed] if failed is not None else []
+    if session.outcome.not_run:
+        reasons = "; ".join(f"{m}: {r}" for m, r in session.outcome.not_run.items())
+        problems.append(f"not run: {reasons}. Fix the cause and resume: {hint}")
+    if problems:
+        raise BenchError("\n".join(problems))
 
 
 @click.command("determinism")
@@ -87,22 +117,25 @@ def determinism(study: Path | None, runs: Path | None, first_stage: Path | None,
     """Rerun bge-v2-m3, qwen3-0.6b and jina-v3.5 on hybrid-71k; nDCG@10 must agree within 0.1 points."""
     from bench.quality.commands import run_session
     from bench.quality.inputs import study_queries
-    from bench.quality.verdicts import compare_runs, format_verdicts, write_verdicts
+    from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
     setup = _setup(
         study, "studies/determinism", runs, "results/determinism/runs", device, first_stage, checks
     )
     with whole_command("determinism rerun", f"uv run bench determinism --study {setup.study_dir}"):
-        run_session(setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
-                    resume_hint=f"uv run bench determinism --study {setup.study_dir}",
-                    what="determinism rerun")  # fmt: skip
+        _, _, skipped = run_session(
+            setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
+            resume_hint=f"uv run bench determinism --study {setup.study_dir}", what="determinism rerun",
+        )  # fmt: skip
     _, qrels = study_queries()
     verdicts = compare_runs("determinism", setup.root / "runs", setup.runs_dir, stage=DETERMINISM_STAGE,
                             models=DETERMINISM_MODELS, depths=DEPTHS, qrels_path=qrels)  # fmt: skip
+    decision = decide(verdicts, [(m, k) for m in DETERMINISM_MODELS for k in DEPTHS], skipped)
     write_verdicts(setup.root / "results" / "determinism" / "verdicts.json", verdicts,
                    {"stage": DETERMINISM_STAGE, "first_runs": str(setup.root / "runs"),
-                    "second_runs": str(setup.runs_dir)})  # fmt: skip
-    click.echo(format_verdicts(verdicts))
+                    "second_runs": str(setup.runs_dir), "decision": decision})  # fmt: skip
+    click.echo(format_verdicts(verdicts, decision))
+    _exit_on(decision)
 
 
 @click.command("dtype-check")
@@ -113,20 +146,22 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
     """gte, bge, jina, qwen3-0.6b on 20 queries: CPU fp32 against the GPU (plan rule 0.5 points)."""
     from bench.quality.commands import run_session
     from bench.quality.inputs import study_queries
-    from bench.quality.verdicts import compare_runs, format_verdicts, write_verdicts
+    from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
     base = study or repo_root() / "studies" / "dtype-check"
     out = runs or repo_root() / "results" / "dtype-check"
     dirs = {}
+    skipped: dict[str, str] = {}
     for name, device, dtype in (("cpu-fp32", "cpu", "float32"), ("gpu", gpu, None)):
         setup = _setup(base / name, "", out / name / "runs", "", device, first_stage, checks)
         with whole_command(f"dtype check ({name})", f"uv run bench dtype-check --study {base}"):
-            run_session(
+            _, _, not_rated = run_session(
                 setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
                 resume_hint=f"uv run bench dtype-check --study {base}", what=f"dtype check ({name})",
                 max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
             )  # fmt: skip
         dirs[name] = setup.runs_dir
+        skipped.update(not_rated)
     queries, qrels = study_queries()
     qids = sorted(queries)[:DTYPE_CHECK_QUERIES]
     verdicts = compare_runs(
@@ -139,5 +174,16 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
         qrels_path=qrels,
         qids=qids,
     )
-    write_verdicts(out / "verdicts.json", verdicts, {"stage": DETERMINISM_STAGE, "queries": qids})
-    click.echo(format_verdicts(verdicts))
+    decision = decide(verdicts, [(m, QUALITY_DEPTH) for m in DTYPE_CHECK_MODELS], skipped)
+    write_verdicts(out / "verdicts.json", verdicts,
+                   {"stage": DETERMINISM_STAGE, "queries": qids, "decision": decision})  # fmt: skip
+    click.echo(format_verdicts(verdicts, decision))
+    _exit_on(decision)
+
+
+def _exit_on(decision: dict[str, object]) -> None:
+    """Exit 1 (message on stderr) unless every required model was checked and passed the plan's rule."""
+    from bench.errors import BenchError
+
+    if decision["exit_code"] != 0:
+        raise BenchError(f"{decision['problem']}; all_passed: false")

@@ -63,18 +63,34 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
 def rated(models: Sequence[str], checks_dir: Path) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files."""
     from bench.equality.results import outcome
+    from bench.rerankers.registry import base_model
 
-    outcomes = {m: outcome(m, checks_dir) for m in models}
+    # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed the checks
+    outcomes = {m: outcome(base_model(m), checks_dir) for m in models}
     keep = [m for m in models if outcomes[m]["rated"]]
     skipped = {m: str(outcomes[m]["reason"]) for m in models if not outcomes[m]["rated"]}
     return keep, skipped, outcomes
 
 
+def model_device(model: str, device: str) -> str:
+    """Where ``model`` runs: the session's device for a local model, "api" for an API model."""
+    plan = RERANKERS.get(model)
+    return "api" if plan is not None and not plan.local else device
+
+
+def model_dtype(model: str, dtype: str | None) -> str | None:
+    """The requested dtype (None: the vendor's, recorded by the adapter); "api" for an API model."""
+    plan = RERANKERS.get(model)
+    return "api" if plan is not None and not plan.local else dtype
+
+
 def _loader(device: str, dtype: str | None = None) -> Any:
     def load(model: str) -> Reranker:
-        from bench.rerankers.registry import load_reranker
+        from bench.rerankers.registry import load_run_model
 
-        return load_reranker(model, device=device, dtype=dtype)
+        if model_device(model, device) == "api":  # an API model takes no local device or dtype
+            return load_run_model(model, device="api")
+        return load_run_model(model, device=device, dtype=dtype)
 
     return load
 
@@ -107,7 +123,9 @@ def run_session(
     keep, skipped, outcomes = rated(list(models), setup.checks_dir)
     per_depth = per_depth_models(keep, outcomes)
     params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
-              "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries}  # fmt: skip
+              "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries,
+              "devices": {m: model_device(m, setup.device) for m in keep},
+              "dtypes": {m: model_dtype(m, dtype) for m in keep}}  # fmt: skip
     study = open_measurement(setup, params, lock_names=lock_names(stages))  # refusals first
     study.manifest["skipped_models"] = skipped
     study.manifest["adapter_checks"] = outcomes

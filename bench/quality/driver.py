@@ -16,7 +16,7 @@ from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
 from bench.quality.candidates import Candidates, freeze
 from bench.quality.interrupt import Interrupted, interruptible
-from bench.quality.phase import Loader, PhaseOutcome, PhaseSpec, run_phase
+from bench.quality.phase import Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
 from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
 from bench.quality.study import Study
 from bench.quality.summary import latency_table, model_summaries
@@ -38,7 +38,7 @@ def execute(
     *,
     sources: Mapping[str, Path],
     queries: Mapping[str, str],
-    texts: Mapping[str, str] | Callable[[Candidates], Mapping[str, str]],
+    texts: Texts | Callable[[Candidates], Texts],
     load: Loader,
     spec: PhaseSpec,
     runs_dir: Path,
@@ -48,7 +48,8 @@ def execute(
 ) -> SessionResult:
     """Run one session; on Ctrl-C/SIGTERM record ``interrupted`` and raise ``Interrupted`` (exit 130).
 
-    ``texts`` maps docid -> passage text, or is a function of the frozen candidates that returns it.
+    ``texts`` maps docid -> passage text (one corpus), or per stage (``StageTexts``: keyed by the stage's
+    corpus), or is a function of the frozen candidates that returns either.
     """
     stream = stream if stream is not None else sys.stderr
 
@@ -82,6 +83,16 @@ def execute(
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    for (
+        model
+    ) in outcome.meta:  # loaded in this session: "not run" now, or no longer (the session keeps history)
+        entry = study.manifest["models"].setdefault(model, {})
+        entry.pop("not_run", None)
+        if model in outcome.not_run:
+            entry["not_run"] = {
+                "reason": outcome.not_run[model],
+                "session_started_utc": study.session["started_utc"],
+            }
     summaries = model_summaries(records)
     for model, summary in summaries.items():
         study.manifest["models"].setdefault(model, {})["summary"] = summary
@@ -91,6 +102,8 @@ def execute(
         scored=outcome.scored,
         skipped=outcome.skipped,
         errors=outcome.errors,
+        retried=outcome.retried,
+        not_run=dict(outcome.not_run),
         runs=[
             {
                 "stage": r.stage,

@@ -2,12 +2,15 @@
 
 Plan section "Data": passage text is ``title + "\\n" + text`` everywhere. The 71k corpus is read whole
 (``bench.data.hub.read_corpus_71k``); the full corpus (15.9 M passages) is streamed once and only the
-frozen candidates' passages are kept. A candidate id missing from its corpus is an error.
+frozen candidates' passages are kept. Texts are keyed by (corpus, docid): a docid of the 71k corpus and
+the same docid of the full corpus are different passages as far as the rerankers are concerned. A
+candidate id missing from its corpus is an error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.data import Passage
@@ -35,8 +38,20 @@ def _keep(passages: Iterable[Passage], wanted: set[str], label: str, total: int 
     return out
 
 
-def candidate_texts(candidates: Candidates) -> Mapping[str, str]:
-    """docid -> passage text for every frozen candidate, read from the stage's corpus."""
+@dataclass(frozen=True)
+class StageTexts:
+    """Passage texts keyed by (corpus, docid): a stage reads only its own corpus's texts, so what the 71k
+    stages' rerankers see never depends on which other stages (the full corpus) are in the session."""
+
+    by_corpus: Mapping[str, Mapping[str, str]]  # corpus ("71k", "full") -> docid -> passage text
+    corpus_of: Mapping[str, str]  # stage -> corpus
+
+    def for_stage(self, stage: str) -> Mapping[str, str]:
+        return self.by_corpus[self.corpus_of[stage]]
+
+
+def candidate_texts(candidates: Candidates) -> StageTexts:
+    """(corpus, docid) -> passage text for every frozen candidate, read from the stage's own corpus."""
     from bench.data.hub import iter_corpus_full, read_corpus_71k
     from bench.integrity.hub import snapshot_dir
     from bench.plan import CORPUS_71K_PASSAGES, CORPUS_FULL_PASSAGES
@@ -45,19 +60,19 @@ def candidate_texts(candidates: Candidates) -> Mapping[str, str]:
     for stage, lists in candidates.lists.items():
         for docids in lists.values():
             need[STAGES[stage].corpus].update(docids)
-    texts: dict[str, str] = {}
+    texts: dict[str, dict[str, str]] = {"71k": {}, "full": {}}
     if need["71k"]:
         corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
-        texts.update(_keep(corpus, need["71k"], "candidate texts (71k)", CORPUS_71K_PASSAGES))
+        texts["71k"] = _keep(corpus, need["71k"], "candidate texts (71k)", CORPUS_71K_PASSAGES)
     if need["full"]:
-        full = _keep(iter_corpus_full(snapshot_dir(CORPUS_FULL)), need["full"], "candidate texts (full)",
-                     CORPUS_FULL_PASSAGES)  # fmt: skip
-        texts.update(full)
-    missing = (need["71k"] | need["full"]) - set(texts)
-    if missing:
-        raise BenchError(
-            f"{len(missing)} candidate passage id(s) are not in their corpus "
-            f"(first: {sorted(missing)[0]!r}); "
-            "the first-stage runs and the corpus snapshots do not belong together"
-        )
-    return texts
+        texts["full"] = _keep(iter_corpus_full(snapshot_dir(CORPUS_FULL)), need["full"],
+                              "candidate texts (full)", CORPUS_FULL_PASSAGES)  # fmt: skip
+    for corpus_name, wanted in need.items():
+        missing = wanted - set(texts[corpus_name])
+        if missing:
+            raise BenchError(
+                f"{len(missing)} candidate passage id(s) are not in the {corpus_name} corpus "
+                f"(first: {sorted(missing)[0]!r}); "
+                "the first-stage runs and the corpus snapshots do not belong together"
+            )
+    return StageTexts(texts, {stage: STAGES[stage].corpus for stage in candidates.lists})

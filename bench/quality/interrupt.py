@@ -1,11 +1,12 @@
-"""Ctrl-C and SIGTERM end a phase cleanly: clear message, non-zero exit, journal valid and resumable.
+"""Ctrl-C, SIGTERM and SIGHUP end a phase cleanly: clear message, non-zero exit, journal valid and resumable.
 
-``interruptible`` turns SIGTERM into ``KeyboardInterrupt`` for the duration of the block, so both take the
-same path: the unit of work in flight writes nothing (``bench.journal`` holds only fsynced, complete
-records), context managers stop servers and close the journal, and the caller records the session as
-``interrupted`` and raises ``Interrupted`` (a ``BenchError`` with exit code 130, the shell's code for
-SIGINT) whose message says how to resume. SIGKILL cannot be caught; the journal's torn-line recovery
-covers it.
+``interruptible`` turns SIGTERM and SIGHUP (the terminal was closed) into ``KeyboardInterrupt`` for the
+duration of the block, so all three take the same path: the unit of work in flight writes nothing
+(``bench.journal`` holds only fsynced, complete records), context managers stop servers and close the journal,
+and the caller records the session as ``interrupted`` and raises ``Interrupted`` (a ``BenchError`` with exit
+code 130, the shell's code for SIGINT) whose message says how to resume. SIGKILL cannot be caught; the
+journal's torn-line recovery covers it, and the local Typesense stops itself when its parent dies
+(``bench.firststage.launcher``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 from bench.errors import BenchError
 
@@ -33,23 +35,31 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
+# Signals that end a command like Ctrl-C: SIGTERM (kill, docker stop) and SIGHUP (terminal closed).
+CAUGHT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 @contextmanager
 def interruptible() -> Iterator[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` inside the block (main thread only); restored afterwards."""
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` inside the block (main thread only); restored
+    afterwards."""
+    previous: dict[signal.Signals, Any] = {}
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        for sig in CAUGHT_SIGNALS:
+            previous[sig] = signal.signal(sig, _raise_interrupt)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextmanager
 def whole_command(what: str, resume_hint: str) -> Iterator[None]:
-    """Around a whole command: Ctrl-C/SIGTERM outside the phase (lock check, loading, report) also ends
+    """Around a whole command: Ctrl-C/SIGTERM/SIGHUP outside the phase (lock check, loading, report) also ends
     with ``Interrupted`` (exit 130) instead of a traceback; ``Interrupted`` from inside passes unchanged."""
     try:
         with interruptible():

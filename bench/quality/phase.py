@@ -8,35 +8,59 @@ of records is the same as in an uninterrupted run.
 
 Errors: an adapter call that raises (``Exception``, not Ctrl-C) is recorded as ``status: "error"`` with the
 message and no latency and no scores; the query then has no entry in that run file, so it counts as 0 in
-every metric ("errors stay in denominators") and the count is reported. Errors are final; they are not
-retried on resume (a retry would pick the lucky attempt). Ctrl-C/SIGTERM during a call writes nothing for
-that unit; it is redone on resume.
+every metric ("errors stay in denominators") and the count is reported. An error is final unless its cause
+may pass (``is_transient``: an API unavailable through every retry, GPU out of memory): such a record is
+marked ``retry`` and a resume tries the query again (the earlier attempt stays in the journal). A model that
+cannot run at all (``ModelUnavailable``: a rejected API key, no access, an unknown model name) is stopped at
+once and recorded as "not run" (``PhaseOutcome.not_run``); nothing is recorded for the failing call, so a
+resume after the fix scores every query. Ctrl-C/SIGTERM during a call writes nothing for that unit; it is
+redone on resume.
 
 Record fields: ``stage, model, depth, qid`` (key), ``status``, ``docids`` (the candidates passed, in
 order), ``scores`` (fp32 values widened exactly to float64, written with full precision), ``call`` (the
-adapter's ``CallRecord``), ``error``, ``latency_ns``, ``utc``. ``TIMING_FIELDS`` are the fields that differ
-between two otherwise identical runs.
+adapter's ``CallRecord``), ``error``, ``latency_ns``, ``utc``, ``process`` and ``process_call`` (which process
+made the call, and how many calls of the same stage, model and depth that process had made before: warm-up
+is per process). ``TIMING_FIELDS`` are the fields that differ between two otherwise identical runs.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from bench.journal import Journal
 from bench.progress import Progress
 from bench.quality.candidates import Candidates, check_queries
 from bench.quality.depths import call_depths
 from bench.quality.timing import timed_score
-from bench.rerankers.protocol import Reranker
+from bench.rerankers.protocol import ModelUnavailable, Reranker
 
-TIMING_FIELDS: tuple[str, ...] = ("latency_ns", "utc")
+TIMING_FIELDS: tuple[str, ...] = ("latency_ns", "utc", "process", "process_call")
+# Warm-up belongs to a process (plan section "Latency": warm-up calls are discarded): every record names the
+# process that made it and its place among that process's calls of the same (stage, model, depth), so a
+# resumed process's cold first calls are never timed as if warm (``bench.quality.summary.latency_table``).
+# The token is made per ``run_phase`` call: each call loads its models anew, so each warms up anew.
 RECORD_VERSION = 1
 
 Loader = Callable[[str], Reranker]
+
+
+class TextsByStage(Protocol):
+    """Passage texts per stage (``bench.quality.inputs.StageTexts``: keyed by the stage's corpus)."""
+
+    def for_stage(self, stage: str) -> Mapping[str, str]: ...
+
+
+Texts = Mapping[str, str] | TextsByStage  # one corpus for every stage (rehearsal, tests), or per stage
+
+
+def stage_texts(texts: Texts, stage: str) -> Mapping[str, str]:
+    return texts.for_stage(stage) if hasattr(texts, "for_stage") else texts  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -65,11 +89,19 @@ class PhaseOutcome:
     scored: int = 0
     skipped: int = 0
     errors: int = 0
+    retried: int = 0  # units whose earlier attempt had failed for a transient reason
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> RerankerMeta.to_dict()
+    not_run: dict[str, str] = field(default_factory=dict)  # model -> why it was stopped (ModelUnavailable)
 
 
 def _utc() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Failures that may pass: an API that stayed unavailable through every retry (429, 5xx, timeouts),
+    and running out of GPU memory (another process may have held it). Anything else is final."""
+    return getattr(exc, "transient", False) is True or "out of memory" in str(exc).lower()
 
 
 def score_unit(
@@ -87,9 +119,13 @@ def score_unit(
         result, latency = timed_score(reranker, query, texts)
         if result.scores.shape[0] != len(docids):
             raise ValueError(f"adapter returned {result.scores.shape[0]} scores for {len(docids)} passages")
+    except ModelUnavailable:
+        raise  # not this query's failure: the model is stopped and recorded as not run (``run_phase``)
     except Exception as exc:  # recorded, counted, reported: never swallowed
         rec.update(status="error", scores=None, call=None, error=f"{type(exc).__name__}: {exc}")
         rec.update(latency_ns=None, utc=_utc())
+        if is_transient(exc):
+            rec["retry"] = True  # a resume tries this query again (bench.journal: superseded, kept)
         return rec
     rec.update(status="ok", scores=[float(s) for s in result.scores.tolist()], call=dict(result.record))
     rec.update(error=None, latency_ns=latency, utc=_utc())
@@ -100,7 +136,7 @@ def run_phase(
     journal: Journal,
     candidates: Candidates,
     queries: Mapping[str, str],
-    texts: Mapping[str, str],
+    texts: Texts,
     load: Loader,
     spec: PhaseSpec,
     *,
@@ -111,6 +147,7 @@ def run_phase(
     stream = stream if stream is not None else sys.stderr
     check_queries(candidates, queries, spec.stages, only=spec.queries)
     outcome = PhaseOutcome()
+    process = f"{os.getpid()}@{time.time_ns()}"
     for model in spec.models:
         depths = spec.called_depths(model)
         todo = {
@@ -118,7 +155,7 @@ def run_phase(
                 (qid, k)
                 for qid in spec.qids(candidates, stage)
                 for k in depths
-                if (stage, model, k, qid) not in journal
+                if _needs_work(journal, (stage, model, k, qid))
             ]
             for stage in spec.stages
         }
@@ -130,30 +167,62 @@ def run_phase(
         outcome.meta[model] = reranker.meta.to_dict()
         if on_loaded is not None:
             on_loaded(model, reranker)
-        for stage in spec.stages:
-            units = todo[stage]
-            if not units:
-                continue
-            n_total = len(spec.qids(candidates, stage)) * len(depths)
-            with Progress(
-                f"{stage} {model}", n_total, "calls", initial=n_total - len(units), stream=stream
-            ) as p:
-                for qid, k in units:
-                    docids = candidates.lists[stage][qid][:k]
-                    rec = score_unit(
-                        reranker, (stage, model, k, qid), queries[qid], docids, [texts[d] for d in docids]
-                    )
-                    journal.append(rec)
-                    outcome.scored += 1
-                    if rec["status"] == "error":
-                        outcome.errors += 1
-                        print(
-                            f"error: {stage} {model} @{k} query {qid}: {rec['error']}",
-                            file=stream,
-                            flush=True,
-                        )
-                    p.advance()
+        try:
+            _score_model(journal, candidates, queries, texts, reranker, model, todo, spec, outcome, process,
+                         stream)  # fmt: skip
+        except ModelUnavailable as exc:
+            outcome.not_run[model] = f"{type(exc).__name__}: {exc}"
+            print(f"not run: {model}: {exc} (no query of this model was recorded for this call; fix the "
+                  "cause and resume)", file=stream, flush=True)  # fmt: skip
     return outcome
+
+
+def _needs_work(journal: Journal, key: tuple[str, str, int, str]) -> bool:
+    record = journal.get(key)
+    return record is None or record.get("retry") is True
+
+
+def _score_model(
+    journal: Journal,
+    candidates: Candidates,
+    queries: Mapping[str, str],
+    texts: Texts,
+    reranker: Reranker,
+    model: str,
+    todo: Mapping[str, list[tuple[str, int]]],
+    spec: PhaseSpec,
+    outcome: PhaseOutcome,
+    process: str,
+    stream: TextIO,
+) -> None:
+    depths = spec.called_depths(model)
+    for stage in spec.stages:
+        units = todo[stage]
+        if not units:
+            continue
+        passages = stage_texts(texts, stage)
+        made: dict[int, int] = {}  # depth -> calls this process made for (stage, model, depth)
+        n_total = len(spec.qids(candidates, stage)) * len(depths)
+        with Progress(f"{stage} {model}", n_total, "calls", initial=n_total - len(units), stream=stream) as p:
+            for qid, k in units:
+                docids = candidates.lists[stage][qid][:k]
+                rec = score_unit(
+                    reranker, (stage, model, k, qid), queries[qid], docids, [passages[d] for d in docids]
+                )
+                rec.update(process=process, process_call=made.get(k, 0))
+                made[k] = made.get(k, 0) + 1
+                if journal.get((stage, model, k, qid)) is not None:
+                    outcome.retried += 1
+                journal.append(rec)
+                outcome.scored += 1
+                if rec["status"] == "error":
+                    outcome.errors += 1
+                    print(
+                        f"error: {stage} {model} @{k} query {qid}: {rec['error']}",
+                        file=stream,
+                        flush=True,
+                    )
+                p.advance()
 
 
 def strip_timing(record: Mapping[str, Any]) -> dict[str, Any]:

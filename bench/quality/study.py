@@ -12,13 +12,16 @@ rehearsal). A resume must be the same study: the PLAN.md SHA-256 and the paramet
 depths, per-depth models, kind) recorded at creation must match, and a measurement must run from the same
 git commit as the sessions before it; otherwise the resume is refused with the reason and the fix.
 Every session appends its provenance (``bench.provenance.collect_manifest``), its preflight result and how
-it ended (``complete``, ``interrupted`` or ``failed``).
+it ended (``complete``, ``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL,
+power loss) is marked ``ended without a record (killed)`` by the next start of the study.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from bench.quality.timing import PERCENTILE_METHOD
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 MANIFEST_VERSION = 1
+KILLED = "ended without a record (killed)"
 
 
 def utc_now() -> str:
@@ -119,11 +123,14 @@ class Study:
                 "models": {},
                 "skipped_models": {},
             }
+        mark_killed_sessions(manifest)
         manifest["sessions"].append(
             {
                 "started_utc": utc_now(),
                 "ended_utc": None,
                 "status": "running",
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
                 "provenance": dict(provenance),
                 "preflight": dict(preflight) if preflight is not None else None,
             }
@@ -138,6 +145,34 @@ class Study:
     def end(self, status: str, **fields: Any) -> None:
         self.session.update(ended_utc=utc_now(), status=status, **fields)
         self.save()
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def mark_killed_sessions(manifest: dict[str, Any]) -> list[int]:
+    """Sessions still ``running`` whose process is gone (SIGKILL, power loss: no ``end`` was written) get
+    status ``KILLED`` and ``marked_utc``; a session whose process still runs on this host is left alone
+    (the journal's lock refuses a second writer). Returns the indices of the sessions marked."""
+    marked = []
+    host = socket.gethostname()
+    for i, session in enumerate(manifest["sessions"]):
+        if session.get("status") != "running":
+            continue
+        if session.get("host") == host and _alive(session.get("pid")):
+            continue
+        session.update(status=KILLED, marked_utc=utc_now())
+        marked.append(i)
+    return marked
 
 
 def _check_same_study(

@@ -51,7 +51,7 @@ def compare_runs(
     for model in models:
         for k in depths:
             a, b = run_path(first_dir, stage, model, k), run_path(second_dir, stage, model, k)
-            if not a.is_file() and not b.is_file():
+            if not a.is_file() or not b.is_file():  # not checked: named by ``decide``
                 continue
             result = rule(ndcg10(a, qrels), ndcg10(b, qrels))
             out.append({"stage": stage, "model": model, "depth": k, "first_run": str(a), "second_run": str(b),
@@ -65,10 +65,46 @@ def write_verdicts(path: Path, verdicts: list[dict[str, Any]], extra: Mapping[st
     write_json(path, {**extra, "verdicts": verdicts})
 
 
-def format_verdicts(verdicts: Sequence[Mapping[str, Any]]) -> str:
+def decide(
+    verdicts: Sequence[Mapping[str, Any]], required: Sequence[tuple[str, int]], skipped: Mapping[str, str]
+) -> dict[str, Any]:
+    """The command's verdict over every required (model, depth): exit 0 only if each was checked and passed.
+
+    ``exit_code`` 1 when a rule failed, when a required model was not checked (not rated, run missing) or
+    when nothing was checked at all; ``all_passed`` is never true for an empty or partial check.
+    """
+    seen = {(str(v["model"]), int(v["depth"])): bool(v["passed"]) for v in verdicts}
+    failed = [f"{m}@{k}" for (m, k), ok in seen.items() if not ok]
+    not_checked = {
+        f"{m}@{k}": skipped.get(m, "no run file in one or both of the runs compared")
+        for m, k in required
+        if (m, k) not in seen
+    }
+    if not seen:
+        problem = "nothing to check: no required model was checked"
+    elif failed:
+        problem = f"the plan's rule failed for {', '.join(failed)}"
+    elif not_checked:
+        problem = f"not checked: {', '.join(not_checked)}"
+    else:
+        problem = None
+    return {
+        "all_passed": problem is None,
+        "exit_code": 0 if problem is None else 1,
+        "problem": problem,
+        "failed": failed,
+        "not_checked": not_checked,
+        "required": [f"{m}@{k}" for m, k in required],
+    }
+
+
+def format_verdicts(verdicts: Sequence[Mapping[str, Any]], decision: Mapping[str, Any]) -> str:
     lines = ["| model | depth | first nDCG@10 | second nDCG@10 | diff (points) | limit | passed |",
              "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
     for v in verdicts:
         lines.append(f"| {v['model']} | {v['depth']} | {100 * v['first']:.2f} | {100 * v['second']:.2f} | "
                      f"{v['difference_points']:.3f} | {v['limit_points']} | {v['passed']} |")  # fmt: skip
-    return "\n".join(lines) + "\n" + json.dumps({"all_passed": all(v["passed"] for v in verdicts)})
+    for name, reason in decision["not_checked"].items():
+        lines.append(f"not checked: {name} ({reason})")
+    keys = ("all_passed", "failed", "not_checked")
+    return "\n".join(lines) + "\n" + json.dumps({k: decision[k] for k in keys}, sort_keys=True)

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
+from bench.liblog import library_log
 from bench.paths import repo_root
 from bench.quality.interrupt import whole_command
-from bench.rehearse.run import DEFAULT_MODELS, Options
+from bench.rehearse.run import DEFAULT_MODELS, Options, new_dir
 from bench.rehearse.run import rehearse as run_rehearsal
+
+LIBRARY_LOG = "libraries.log"
 
 
 @click.command("rehearse")
@@ -48,8 +51,14 @@ from bench.rehearse.run import rehearse as run_rehearsal
     is_flag=True,
     help="The stand-in reranker encodes all k passages on every call (slow; honest per-call timing).",
 )
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help=f"Also show the model libraries' messages (transformers load reports) here; they always go to "
+    f"{LIBRARY_LOG} in the rehearsal directory.",
+)
 def rehearse(dataset: Path | None, max_queries: int | None, out_dir: Path | None, resume_dir: Path | None,
-             port: int | None, no_passage_cache: bool) -> None:  # fmt: skip
+             port: int | None, no_passage_cache: bool, verbose: bool) -> None:  # fmt: skip
     """Run the whole study end to end on CPU, offline, on the bundled real German sample."""
     if resume_dir is not None and (dataset is not None or max_queries is not None or out_dir is not None):
         raise click.UsageError(
@@ -60,5 +69,6 @@ def rehearse(dataset: Path | None, max_queries: int | None, out_dir: Path | None
     hint = (
         f"uv run bench rehearse --resume {resume_dir}" if resume_dir else "the same command (or --resume DIR)"
     )
-    with whole_command("rehearsal", hint):
-        run_rehearsal(resume_dir or out_dir, opts, root=repo_root(), resume=resume_dir is not None)
+    directory = resume_dir or out_dir or new_dir(repo_root())
+    with whole_command("rehearsal", hint), library_log(directory / LIBRARY_LOG, verbose=verbose):
+        run_rehearsal(directory, opts, root=repo_root(), resume=resume_dir is not None)

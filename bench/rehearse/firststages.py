@@ -5,7 +5,9 @@ Typesense (DEVIATIONS.md D-001) with the MiniLM stand-in embedder for Arctic, on
 A stage the server cannot run raises ``StageRefused``; it is recorded with the missing feature and the
 first version that has it, never run with settings silently dropped. Stages whose run file and record
 already exist in the rehearsal directory (a resumed rehearsal) are not run again: their candidates may be
-frozen into the journal's study already, and a rerun must not change them.
+frozen into the journal's study already, and a rerun must not change them. A refusal is recorded as well
+(``first-stage/<stage>.refused.json``), so a resume does not start Typesense only to refuse the same
+stages again (issue 9 item 24).
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ from typing import Any
 
 from bench.errors import BenchError
 from bench.plan import STAGES
+from bench.quality.study import write_json
 from bench.rehearse.inputs import Inputs
 
 
 def stage_paths(out_dir: Path, stage: str) -> tuple[Path, Path]:
     return out_dir / "runs" / "first-stage" / f"{stage}.trec", out_dir / "first-stage" / f"{stage}.json"
+
+
+def refusal_path(out_dir: Path, stage: str) -> Path:
+    return out_dir / "first-stage" / f"{stage}.refused.json"
 
 
 def check_port(port: int) -> None:
@@ -68,6 +75,10 @@ def run_first_stages(
         if run_path.is_file() and json_path.is_file():
             record = json.loads(json_path.read_text(encoding="utf-8"))
             state[stage] = {"status": "ran", "seconds": None, "resumed": True, **_summary(record)}
+        elif refusal_path(out_dir, stage).is_file():
+            state[stage] = _read_refusal(refusal_path(out_dir, stage))
+            log(f"{stage}: refused before ({state[stage]['feature']} needs Typesense >= "
+                f"{state[stage]['first_version']}), not asked again")  # fmt: skip
         else:
             todo.append(stage)
     if not todo:
@@ -94,12 +105,28 @@ def run_first_stages(
                     "status": "refused", "feature": exc.feature, "first_version": exc.first_version,
                     "server_version": exc.server_version, "reason": exc.message,
                 }  # fmt: skip
+                write_json(refusal_path(out_dir, stage), state[stage])
                 log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
                 continue
             state[stage] = {"status": "ran", "seconds": time.perf_counter() - t0, "resumed": False,
                             **_summary(result.record)}  # fmt: skip
             log(f"{stage}: ran in {state[stage]['seconds']:.1f} s")
     return {s: state[s] for s in STAGES}
+
+
+def _read_refusal(path: Path) -> dict[str, Any]:
+    """A recorded refusal; a damaged record is an error naming the file and the fix."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8-sig"))
+        if record.get("status") != "refused":
+            raise ValueError("status is not 'refused'")
+        needed = ("feature", "first_version", "server_version", "reason")
+        return {**{k: record[k] for k in ("status", *needed)}, "resumed": True}
+    except (OSError, ValueError, KeyError, AttributeError) as exc:
+        raise BenchError(
+            f"{path}: not a valid refusal record ({type(exc).__name__}: {exc}). Delete the file; the resumed "
+            "rehearsal then asks the server again."
+        ) from exc
 
 
 def _summary(record: Mapping[str, Any]) -> dict[str, Any]:

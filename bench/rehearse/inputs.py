@@ -18,6 +18,7 @@ from typing import Any
 
 from analysis.trec import TrecFormatError, read_qrels
 from bench.data import Passage, sort_passages
+from bench.data.textfile import open_text
 from bench.errors import BenchError
 
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
@@ -39,7 +40,7 @@ class Inputs:
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     out = []
-    with path.open(encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -55,9 +56,9 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for number, line in enumerate(fh, 1):
-            parts = line.rstrip("\n").split("\t")
+            parts = line.rstrip("\r\n").split("\t")
             if number == 1 and parts[:2] == ["query-id", "corpus-id"]:
                 continue
             if not line.strip():

@@ -156,3 +156,13 @@ def format_latency_table(rows: list[dict[str, Any]]) -> str:
             f"{ms(r['mean_ms'])} | {ms(r['server_p50_ms'])} | {r['accuracy']} |"
         )
     return "\n".join(out)
+
+
+def fp32_timings(directory: Path) -> dict[int, dict[str, int]]:
+    """k -> query id -> ns of the stand-in's fp32 blocks of a rehearsal (for the int8 step); {} if none."""
+    from analysis.latency import read_blocks
+
+    folder = directory / "latency" / "not-published" / REHEARSAL_PRESET.kind / SESSION / REHEARSAL_MODEL
+    if not folder.is_dir():
+        return {}
+    return {b.k: per_query_ns(b) for b in read_blocks(folder)}

@@ -154,7 +154,7 @@ def rehearse(
     t = time.perf_counter()
     from bench.rehearse.latency import latency_step
 
-    lat = latency_step(directory, inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}, ran[0],
+    lat = latency_step(directory, inputs.queries, texts, ran[0],
                        stream=stream, log=log)  # fmt: skip
     times["latency"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -163,21 +163,28 @@ def rehearse(
     int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
                          texts=texts, qrels=inputs.qrels, log=log, fp32_latency=lat)  # fmt: skip
     times["int8"] = time.perf_counter() - t
+    from bench.rehearse.judged import judged_step
+
+    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries, texts, log=log)
     t = time.perf_counter()
     from analysis.report import write_report
+    from bench.rehearse.costs import rehearsal_costs
 
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
+    costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
+    # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=header_lines(stages, ran, latency_note),
-                          latency_dir=directory / "latency")  # fmt: skip
+                          header_lines=[*header_lines(stages, ran, latency_note), *judged["lines"]],
+                          stage_flags={},
+                          latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
     times["total"] = time.perf_counter() - t_start
     summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
                "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "latency_step": lat, "int8": int8}  # fmt: skip
+               "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
+               "latency_step": lat, "costs": str(directory / "costs.json"), "judged": judged}  # fmt: skip
     write_json(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
@@ -192,9 +199,10 @@ def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
 
 def _latency_note(passage_cache: bool) -> str:
     base = ("* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
-            "time.perf_counter_ns around the adapter call, the first 20 calls per stage and depth left out "
-            "when there are more. Latency comes only from the latency step (query and all k passages encoded "
-            "per call, 10 warm-up calls, 20 sampled queries, k = 20 and 100).")  # fmt: skip
+            "time.perf_counter_ns around the adapter call, each process's first 20 calls per stage and depth "
+            "left out as its warm-up (all timed when there are no more than 20). Latency comes only from the "
+            "latency step (query and all k passages encoded per call, 10 warm-up calls, 20 sampled queries, "
+            "k = 20 and 100).")  # fmt: skip
     if passage_cache:
         return base + (
             " The stand-in reads its passage vectors from the embedding cache filled by the vector "
@@ -219,9 +227,11 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(format_latency_table(summary["latency_step"]["rows"]), file=out)
     from bench.rehearse.int8 import summary_lines
 
-    print("", file=out)
     print("\n".join(summary_lines(summary["int8"])), file=out)
+    for line in summary["judged"]["lines"]:
+        print(line, file=out)
     print(f"Report: {summary['report']}", file=out)
+    print(f"Costs: {summary['costs']} (stand-in latencies; API and LLM prices missing)", file=out)
     print(f"Everything: {summary['dir']}", file=out)
     if summary["errors"]:
         print(f"{summary['errors']} reranker call(s) failed; see journal.jsonl", file=out)

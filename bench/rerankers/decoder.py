@@ -31,21 +31,55 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench.errors import BenchError
-from bench.plan import PITFALL_MAX_LENGTH
+from bench.plan import PITFALL_MAX_LENGTH, PITFALL_RUN_IDS
 from bench.rerankers.base import Chunk, ChunkedTorchReranker, to_device, torch_dtype
 from bench.rerankers.protocol import RerankerMeta
 
 Variant = Literal["correct", "right-padding", "whole-input-truncation", "no-instruction"]
 VARIANTS: tuple[str, ...] = ("correct", "right-padding", "whole-input-truncation", "no-instruction")
 
-# Plan "Pitfalls experiment" (model PITFALL_MODEL): run name -> load_reranker keyword arguments.
-PITFALL_RUNS: dict[str, dict[str, Any]] = {
-    "a-model-card": {},
-    "b-empty-instruction": {"variant": "no-instruction"},
-    "c-right-padding": {"variant": "right-padding"},
-    "d-256-passage-truncation": {"max_length": PITFALL_MAX_LENGTH},
-    "d-256-whole-input-truncation": {"variant": "whole-input-truncation", "max_length": PITFALL_MAX_LENGTH},
+
+@dataclass(frozen=True)
+class PitfallVariant:
+    """One declared configuration of the Qwen3 adapter for the plan's pitfalls experiment."""
+
+    run_id: str  # model id of its runs (analysis.plan.PITFALL_RUN_IDS)
+    letter: str  # the plan's (a), (b), (c), (d1), (d2)
+    variant: str  # DecoderFormat variant
+    max_length: int | None  # None: the model card's default
+    description: str
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``load_reranker(PITFALL_MODEL, ...)`` for this configuration."""
+        return {"variant": self.variant, "max_length": self.max_length}
+
+
+# Plan "Pitfalls experiment" (model PITFALL_MODEL on PITFALL_STAGE), in the plan's order.
+PITFALL_VARIANTS: dict[str, PitfallVariant] = {
+    v.run_id: v
+    for v in (
+        PitfallVariant(PITFALL_RUN_IDS[0], "a", "correct", None, "correct per the model card"),
+        PitfallVariant(PITFALL_RUN_IDS[1], "b", "no-instruction", None, "empty instruction"),
+        PitfallVariant(PITFALL_RUN_IDS[2], "c", "right-padding", None, "right padding"),
+        PitfallVariant(
+            PITFALL_RUN_IDS[3],
+            "d1",
+            "correct",
+            PITFALL_MAX_LENGTH,
+            f"maximum length {PITFALL_MAX_LENGTH}, correct truncation (passage only)",
+        ),
+        PitfallVariant(
+            PITFALL_RUN_IDS[4],
+            "d2",
+            "whole-input-truncation",
+            PITFALL_MAX_LENGTH,
+            f"maximum length {PITFALL_MAX_LENGTH}, wrong truncation (end of the whole input cut, yes/no "
+            "suffix lost)",
+        ),
+    )
 }
+if tuple(PITFALL_VARIANTS) != PITFALL_RUN_IDS:  # pragma: no cover - a typo in this table
+    raise RuntimeError("PITFALL_VARIANTS must declare exactly analysis.plan.PITFALL_RUN_IDS")
 
 QWEN3_PREFIX = (
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "

@@ -5,13 +5,15 @@ the candidates in first-stage order and, being listwise, is run separately per d
 phase (``meta.listwise``). Model card: ``AutoModel.from_pretrained(..., dtype="auto",
 trust_remote_code=True)`` and ``model.rerank(query, documents)`` returning one dict per document with
 its input ``index`` and ``relevance_score``. The vendor code fixes the limits (query 1024, document
-8192 tokens) and its own chunking of long lists; we record token counts of query and documents as the
-model's tokenizer sees them and count documents (and the query) over those limits as truncated.
+8192 tokens) and its own chunking of long lists. ``max_input_tokens`` is the longest sequence the model
+itself received (query, documents, prompt and special tokens, seen by a hook on the input embeddings), not
+a document's length; documents (and the query) over the vendor's limits count as truncated pairs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +38,9 @@ class JinaListwise:
     def meta(self) -> RerankerMeta:
         return self._meta
 
-    def _lengths(self, texts: Sequence[str]) -> list[int]:
+    def _lengths(self, texts: Sequence[str]) -> list[int] | None:
         if self.tokenizer is None:
-            return [0] * len(texts)
+            return None
         return [len(x) for x in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
     def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
@@ -47,7 +49,7 @@ class JinaListwise:
         docs = list(passages)  # first-stage order, as the plan requires
         if not docs:
             return self.log.add(make_result([], max_input_tokens=0, truncated_pairs=0, chunk_size=0))
-        with torch.inference_mode():
+        with torch.inference_mode(), observe_inputs(self.model) as seen:
             results = self.model.rerank(query, docs)
         scores = np.full(len(docs), np.nan, dtype=np.float64)
         for item in results:
@@ -59,19 +61,71 @@ class JinaListwise:
             raise BenchError(
                 f"jina-v3.5: model.rerank returned {len(results)} results for {len(docs)} documents"
             )
-        q_len = self._lengths([query])[0]
-        d_lens = self._lengths(docs)
-        cut = sum(n > DOCUMENT_LIMIT for n in d_lens) + (len(docs) if q_len > QUERY_LIMIT else 0)
-        longest = max(min(n, DOCUMENT_LIMIT) for n in d_lens) if d_lens else 0
+        q_lens, d_lens = self._lengths([query]), self._lengths(docs)
+        reasons = []
+        if seen.reason is not None:
+            reasons.append(seen.reason)
+        elif not seen.lengths:
+            reasons.append("model.rerank ran no forward pass through the input embeddings that was seen")
+        if q_lens is None or d_lens is None:
+            reasons.append("no tokenizer to count which query or documents exceed the vendor's limits")
+        if reasons:
+            unmeasured = make_result(
+                scores,
+                max_input_tokens=None,
+                truncated_pairs=None,
+                chunk_size=len(docs),
+                tokens_unmeasured="; ".join(reasons),
+            )
+            return self.log.add(unmeasured)
+        assert q_lens is not None and d_lens is not None  # for mypy: reasons is empty
+        cut = sum(n > DOCUMENT_LIMIT for n in d_lens) + (len(docs) if q_lens[0] > QUERY_LIMIT else 0)
         return self.log.add(
             make_result(
                 scores,
-                max_input_tokens=longest,
+                max_input_tokens=max(seen.lengths),
                 truncated_pairs=min(cut, len(docs)),
                 chunk_size=len(docs),
-                input_tokens=sum(min(n, DOCUMENT_LIMIT) for n in d_lens) + min(q_len, QUERY_LIMIT),
+                input_tokens=sum(seen.lengths),
             )
         )
+
+
+class _Seen:
+    def __init__(self) -> None:
+        self.lengths: list[int] = []
+        self.reason: str | None = None
+
+
+@contextmanager
+def observe_inputs(model: Any) -> Iterator[_Seen]:
+    """Token counts of the real model input: a forward pre-hook on the input embeddings records, for every
+    sequence the vendor's ``rerank`` feeds the model (query, documents, its prompt and special tokens
+    together), the number of tokens that are not padding."""
+    seen = _Seen()
+    getter = getattr(model, "get_input_embeddings", None)
+    embeddings = getter() if callable(getter) else None
+    if embeddings is None or not hasattr(embeddings, "register_forward_pre_hook"):
+        seen.reason = "the model exposes no input embeddings to observe its input"
+        yield seen
+        return
+    pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+
+    def hook(module: Any, args: tuple[Any, ...]) -> None:
+        ids = args[0] if args else None
+        if ids is None or getattr(ids, "ndim", 0) != 2:
+            seen.reason = "the input embeddings were called without a 2-d tensor of token ids"
+            return
+        if ids.shape[0] == 1 or pad is None:
+            seen.lengths.extend([int(ids.shape[1])] * int(ids.shape[0]))
+        else:
+            seen.lengths.extend(int(n) for n in (ids != pad).sum(dim=1).tolist())
+
+    handle = embeddings.register_forward_pre_hook(hook)
+    try:
+        yield seen
+    finally:
+        handle.remove()
 
 
 def load_jina(path: Path, *, device: str, dtype: str) -> tuple[Any, Any | None]:

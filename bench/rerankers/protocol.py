@@ -28,13 +28,15 @@ class CallRecord(TypedDict):
     instruction and template included), after truncation."""
 
     n: int  # number of passages scored
-    max_input_tokens: int  # longest model input in this call, in tokens (0 if n == 0 or not measurable)
-    truncated_pairs: int  # pairs whose model input was cut to the maximum length
+    max_input_tokens: int | None  # longest model input in this call, in tokens (0 if n == 0); None: not
+    # measured (an API truncates server-side), with the reason in ``tokens_unmeasured``
+    truncated_pairs: int | None  # pairs whose model input was cut to the maximum length; None: not measured
     chunk_size: int  # pairs per forward pass actually used (after any out-of-memory halving)
     ties: int  # passages whose fp32 score equals another passage's score in this call
     # tokens of all model inputs of this call, after truncation (plan "Latency": the input length
     # distribution); absent when the adapter cannot see them (an API)
     input_tokens: NotRequired[int]
+    tokens_unmeasured: NotRequired[str]  # why the two counts above are None (never 0 for "unknown")
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,11 @@ class ScoreResult:
             raise ValueError("ScoreResult.scores contains NaN or infinity")
 
 
+class ModelUnavailable(Exception):
+    """The model cannot score anything now (rejected API key, no access, unknown model name): the caller
+    stops calling this model and records it as "not run" instead of recording an error for every query."""
+
+
 @runtime_checkable
 class Reranker(Protocol):
     """A reranker adapter. ``passages`` arrive in first-stage order; scores come back in that order."""
@@ -100,24 +107,45 @@ def count_ties(scores: npt.NDArray[np.float32]) -> int:
 def make_result(
     scores: Sequence[float] | npt.NDArray[Any],
     *,
-    max_input_tokens: int,
-    truncated_pairs: int,
+    max_input_tokens: int | None,
+    truncated_pairs: int | None,
     chunk_size: int,
     input_tokens: int | None = None,
+    tokens_unmeasured: str | None = None,
 ) -> ScoreResult:
     """Upcast to fp32 (never downcast from a wider type silently: fp64 values are rounded once, here),
-    count ties and build the record."""
+    count ties and build the record. Token counts that could not be measured are None, and then
+    ``tokens_unmeasured`` must say why (a missing count is never recorded as 0)."""
+    if (max_input_tokens is None or truncated_pairs is None) != (tokens_unmeasured is not None):
+        raise ValueError("token counts are None exactly when tokens_unmeasured gives the reason")
     arr = np.asarray(scores, dtype=np.float32).reshape(-1)
     record: CallRecord = {
         "n": int(arr.shape[0]),
-        "max_input_tokens": int(max_input_tokens),
-        "truncated_pairs": int(truncated_pairs),
+        "max_input_tokens": None if max_input_tokens is None else int(max_input_tokens),
+        "truncated_pairs": None if truncated_pairs is None else int(truncated_pairs),
         "chunk_size": int(chunk_size),
         "ties": count_ties(arr),
     }
     if input_tokens is not None:
         record["input_tokens"] = int(input_tokens)
+    if tokens_unmeasured is not None:
+        record["tokens_unmeasured"] = tokens_unmeasured
     return ScoreResult(scores=arr, record=record)
+
+
+def token_counts(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``max_input_tokens``, ``truncated_pairs`` over calls, and ``tokens_unmeasured``: the counts are None
+    (with the reason) if any call could not measure them; a sum over the measured calls only would pass
+    for a measurement."""
+    calls = list(calls)
+    reasons = sorted({str(c["tokens_unmeasured"]) for c in calls if c.get("tokens_unmeasured")})
+    if reasons:
+        return {"max_input_tokens": None, "truncated_pairs": None, "tokens_unmeasured": "; ".join(reasons)}
+    return {
+        "max_input_tokens": max((int(c.get("max_input_tokens") or 0) for c in calls), default=0),
+        "truncated_pairs": sum(int(c.get("truncated_pairs") or 0) for c in calls),
+        "tokens_unmeasured": None,
+    }
 
 
 def summarise(meta: RerankerMeta, records: Iterable[CallRecord]) -> dict[str, Any]:
@@ -132,8 +160,7 @@ def summarise(meta: RerankerMeta, records: Iterable[CallRecord]) -> dict[str, An
         "meta": meta.to_dict(),
         "calls": len(recs),
         "pairs": sum(r["n"] for r in recs),
-        "max_input_tokens": max((r["max_input_tokens"] for r in recs), default=0),
-        "truncated_pairs": sum(r["truncated_pairs"] for r in recs),
+        **token_counts(recs),  # type: ignore[arg-type]
         "ties": sum(r["ties"] for r in recs),
         "chunk_size_min": min(chunks) if chunks else None,
         "chunk_size_max": max(chunks) if chunks else None,

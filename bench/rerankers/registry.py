@@ -9,6 +9,7 @@ stand-ins for the rehearsal, never plan models.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,26 @@ def load_reranker(
         raise BenchError(f"chunk_size must be a positive integer, got {chunk_size}")
     opts = LoadOptions(device, dtype, snapshot_dir, chunk_size, variant, max_length)
     return builder(model_id, opts)
+
+
+def base_model(run_id: str) -> str:
+    """The plan model behind a run id: itself, or PITFALL_MODEL for a declared pitfalls variant."""
+    from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS
+
+    return PITFALL_MODEL if run_id in PITFALL_RUN_IDS else run_id
+
+
+def load_run_model(
+    run_id: str, *, device: str = "cpu", dtype: str | None = None, snapshot_dir: Path | None = None
+) -> Reranker:
+    """The adapter of a run id: a plan model (or stand-in) as it is, or a pitfalls variant of the Qwen3
+    adapter in its declared configuration (``bench.rerankers.decoder.PITFALL_VARIANTS``)."""
+    if base_model(run_id) == run_id:
+        return load_reranker(run_id, device=device, dtype=dtype, snapshot_dir=snapshot_dir)
+    from bench.rerankers.decoder import PITFALL_VARIANTS
+
+    kwargs = PITFALL_VARIANTS[run_id].load_kwargs()
+    return load_reranker(base_model(run_id), device=device, dtype=dtype, snapshot_dir=snapshot_dir, **kwargs)
 
 
 def spec_for(model_id: str) -> SnapshotSpec:
@@ -238,9 +259,11 @@ def _int8(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")
 def _voyage(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.voyage import VoyageReranker
+    from bench.rerankers.voyage import DEFAULT_BASE_URL, VoyageReranker
 
     _only_correct(model_id, opts)
     if opts.device not in ("cpu", "api") or opts.dtype is not None or opts.snapshot_dir is not None:
         raise BenchError(f"{model_id} is an API model: device, dtype and snapshot_dir do not apply")
-    return VoyageReranker(model_id)
+    # VOYAGE_BASE_URL points the adapter at another endpoint (a loopback test server); the endpoint used is
+    # recorded in the adapter's meta with every result.
+    return VoyageReranker(model_id, base_url=os.environ.get("VOYAGE_BASE_URL") or DEFAULT_BASE_URL)

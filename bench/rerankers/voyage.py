@@ -27,19 +27,42 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
-from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
+from bench.rerankers.protocol import (
+    ModelUnavailable,
+    RecordLog,
+    RerankerMeta,
+    ScoreResult,
+    make_result,
+    package_versions,
+)
 
 DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
 KEY_ENV = "VOYAGE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+TOKENS_UNMEASURED = (
+    "Voyage truncates server-side (truncation: true) and reports only the billed total per request, not the "
+    "tokens of each pair or which pairs were cut"
+)
 
 
 class VoyageError(BenchError):
-    """The API call failed for good; ``attempts`` holds every attempt's record (no key in it)."""
+    """The API call failed for good; ``attempts`` holds every attempt's record (no key in it).
+    ``transient``: every attempt failed for a reason that may pass (429, 5xx, timeouts, malformed bodies),
+    so a later resume may try the query again."""
 
-    def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
+    def __init__(self, message: str, attempts: list[dict[str, Any]], *, transient: bool = False) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.transient = transient
+
+
+class VoyageRefused(VoyageError, ModelUnavailable):
+    """401, 403, or an answer naming an unknown model: no query of this model can succeed now."""
+
+
+def refuses_model(status: int, text: str) -> bool:
+    """Statuses after which calling the model again is pointless: bad key, no access, unknown model."""
+    return status in (401, 403) or (status in (400, 404, 422) and "model" in text.lower())
 
 
 def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = None) -> str:
@@ -216,10 +239,15 @@ class VoyageReranker:
                 "measurement_date": self.measurement_date,
             }
         )
-        # Server-side truncation: token counts of the real input are not visible, so they are recorded as 0.
-        return self.log.add(
-            make_result(scores, max_input_tokens=0, truncated_pairs=0, chunk_size=len(passages))
+        # Server-side truncation: the real input's token counts are not visible; null with the reason, not 0.
+        result = make_result(
+            scores,
+            max_input_tokens=None,
+            truncated_pairs=None,
+            chunk_size=len(passages),
+            tokens_unmeasured=TOKENS_UNMEASURED,
         )
+        return self.log.add(result)
 
     def _post(self, body: dict[str, Any], n: int) -> tuple[np.ndarray, int, list[dict[str, Any]], float]:
         attempts: list[dict[str, Any]] = []
@@ -254,7 +282,8 @@ class VoyageReranker:
                     rec["error"] = self._redact(f"HTTP {response.status_code}: {response.text[:300]}")
                 else:
                     rec["error"] = self._redact(f"HTTP {response.status_code}: {response.text[:300]}")
-                    raise VoyageError(
+                    refused = refuses_model(response.status_code, response.text)
+                    raise (VoyageRefused if refused else VoyageError)(
                         f"Voyage API refused the request ({rec['error']}); not retried. "
                         "Check the model name and the API key.",
                         attempts,
@@ -274,4 +303,5 @@ class VoyageReranker:
         raise VoyageError(
             f"Voyage API failed after {len(attempts)} attempts; last error: {last} (all attempts recorded).",
             attempts,
+            transient=True,
         )

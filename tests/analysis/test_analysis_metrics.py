@@ -71,7 +71,11 @@ def _ties(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
 
 
 GENERATORS: dict[str, Callable[[Qrels, np.random.Generator, list[str]], Run]] = {
-    "random": _random, "perfect": _perfect, "reversed": _reversed, "partial": _partial, "ties": _ties,
+    "random": _random,
+    "perfect": _perfect,
+    "reversed": _reversed,
+    "partial": _partial,
+    "ties": _ties,
 }
 
 
@@ -85,12 +89,26 @@ def test_against_pytrec_eval(miracl_qrels: Qrels, kind: str, seed: int) -> None:
     rng = np.random.default_rng(1000 * seed + len(kind))
     run = GENERATORS[kind](miracl_qrels, rng, _pool(miracl_qrels))
     ours = evaluate(miracl_qrels, run)
-    measures = {"ndcg_cut_10", "recall_5", "recall_10", "recall_20", "recall_100", "success_5",
-                "success_10", "recip_rank"}
+    measures = {
+        "ndcg_cut_10",
+        "recall_5",
+        "recall_10",
+        "recall_20",
+        "recall_100",
+        "success_5",
+        "success_10",
+        "recip_rank",
+    }
     ref = pytrec_eval.RelevanceEvaluator(miracl_qrels, measures).evaluate(_trec_faithful(run))
-    names = {"ndcg@10": "ndcg_cut_10", "recall@5": "recall_5", "recall@10": "recall_10",
-             "recall@20": "recall_20", "recall@100": "recall_100", "hit@5": "success_5",
-             "hit@10": "success_10"}
+    names = {
+        "ndcg@10": "ndcg_cut_10",
+        "recall@5": "recall_5",
+        "recall@10": "recall_10",
+        "recall@20": "recall_20",
+        "recall@100": "recall_100",
+        "hit@5": "success_5",
+        "hit@10": "success_10",
+    }
     for q in miracl_qrels:
         for ours_name, ref_name in names.items():
             expected = ref[q][ref_name] if q in ref else 0.0

@@ -28,8 +28,8 @@ def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels) -> Path
                 tails=True)  # bench's layout: depth-20 runs hold the first stage's tail too
     (runs / "first-stage" / "keyword-plain-71k.trec").write_bytes(
         (runs / "first-stage" / "hybrid-71k.trec").read_bytes())  # a reference stage without rerankers
-    # a "model" that returns the first stage unchanged: p = 1 and on par
-    shutil.copy(runs / "first-stage" / "hybrid-71k.trec", runs / "hybrid-71k" / "copy@100.trec")
+    # a model that returns the first stage unchanged: p = 1 and on par
+    shutil.copy(runs / "first-stage" / "hybrid-71k.trec", runs / "hybrid-71k" / "jina-v3.5@100.trec")
     return runs
 
 
@@ -68,7 +68,7 @@ def test_json_records(reported: Path, miracl_qrels_path: Path, study: Path) -> N
             lo, hi = run["intervals"][metric]
             assert lo <= run["means"][metric] <= hi and lo < hi
     flagged = {r["model"]: r["flagged"] for r in rec["runs"]}
-    assert flagged == {"qwen3-4b": True, "bge-v2-m3": False, "gte-base": False, "copy": False}
+    assert flagged == {"qwen3-4b": True, "bge-v2-m3": False, "gte-base": False, "jina-v3.5": False}
     families = {f["id"]: f for f in rec["families"]}
     assert sorted(families) == ["hybrid-71k/@100/vs-best", "hybrid-71k/@100/vs-first-stage",
                                 "hybrid-71k/@20/vs-best", "hybrid-71k/@20/vs-first-stage"]
@@ -85,7 +85,8 @@ def test_json_records(reported: Path, miracl_qrels_path: Path, study: Path) -> N
             ref = rec["first_stage"]["means"]["ndcg@10"] if c["reference"] == "first-stage" else \
                 means[(c["reference"], c["depth"])]
             assert c["mean_difference"] == pytest.approx(means[(c["model"], c["depth"])] - ref, abs=1e-15)
-    copy = next(c for c in families["hybrid-71k/@100/vs-first-stage"]["comparisons"] if c["model"] == "copy")
+    copy = next(c for c in families["hybrid-71k/@100/vs-first-stage"]["comparisons"]
+                if c["model"] == "jina-v3.5")
     assert copy["p_value"] == 1.0 and copy["wording"] == "on par" and copy["mean_difference"] == 0.0
     assert rec["best"] == {"100": "qwen3-4b", "20": "qwen3-4b"}
     assert rec["winner"]["100"] == "qwen3-4b"

@@ -116,8 +116,9 @@ lines_strategy = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(rows=lines_strategy, seed=st.integers(0, 2**32 - 1))
-def test_shuffling_lines_changes_nothing(tmp_path_factory: pytest.TempPathFactory,
-                                         rows: list[tuple[str, int]], seed: int) -> None:
+def test_shuffling_lines_changes_nothing(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, int]], seed: int
+) -> None:
     rng = random.Random(seed)
     by_q: dict[str, list[tuple[str, float]]] = {}
     for q, level in rows:
@@ -137,8 +138,10 @@ def test_shuffling_lines_changes_nothing(tmp_path_factory: pytest.TempPathFactor
 
 
 @settings(max_examples=100, deadline=None)
-@given(scores=st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 1e-9]), min_size=0, max_size=30),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    scores=st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 1e-9]), min_size=0, max_size=30),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_tie_rule(scores: list[float], seed: int) -> None:
     docids = [f"d{i}" for i in range(len(scores))]
     ranked = rank_by_score(docids, scores)
@@ -148,8 +151,10 @@ def test_tie_rule(scores: list[float], seed: int) -> None:
     perm = list(range(len(scores)))
     random.Random(seed).shuffle(perm)
     shuffled = [(docids[i], scores[i], i) for i in perm]
-    again = rank_by_score([d for d, _, _ in sorted(shuffled, key=lambda x: x[2])],
-                          [s for _, s, _ in sorted(shuffled, key=lambda x: x[2])])
+    again = rank_by_score(
+        [d for d, _, _ in sorted(shuffled, key=lambda x: x[2])],
+        [s for _, s, _ in sorted(shuffled, key=lambda x: x[2])],
+    )
     assert again == ranked
 
 
@@ -164,12 +169,26 @@ def test_tie_rule_differs_from_trec_eval() -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(rows=st.lists(st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_from(["a", "b", "c", "d", "e"])),
-                     min_size=1, max_size=12, unique=True),
-       sep=st.sampled_from([" ", "\t", "  ", " \t "]), end=st.sampled_from(["\n", "\r\n", " \n"]),
-       blank=st.booleans(), unicode_tag=st.booleans())
-def test_parsing_paths_agree(tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, str]], sep: str,
-                             end: str, blank: bool, unicode_tag: bool) -> None:
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(["q1", "q2"]), st.sampled_from(["a", "b", "c", "d", "e"])),
+        min_size=1,
+        max_size=12,
+        unique=True,
+    ),
+    sep=st.sampled_from([" ", "\t", "  ", " \t "]),
+    end=st.sampled_from(["\n", "\r\n", " \n"]),
+    blank=st.booleans(),
+    unicode_tag=st.booleans(),
+)
+def test_parsing_paths_agree(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[str, str]],
+    sep: str,
+    end: str,
+    blank: bool,
+    unicode_tag: bool,
+) -> None:
     # the canonical, the numpy and the line-by-line readers give the same run
     counter: dict[str, int] = {}
     lines = []
@@ -181,8 +200,83 @@ def test_parsing_paths_agree(tmp_path_factory: pytest.TempPathFactory, rows: lis
         lines.insert(len(lines) // 2, end)
     tmp = tmp_path_factory.mktemp("paths")
     canonical = tmp / "c.trec"
-    canonical.write_text("".join(x.replace("\r\n", "\n").replace(sep, " ").replace(" \n", "\n")
-                                 .replace("tä", "t") for x in lines if x.strip()))
+    canonical.write_text(
+        "".join(
+            x.replace("\r\n", "\n").replace(sep, " ").replace(" \n", "\n").replace("tä", "t")
+            for x in lines
+            if x.strip()
+        )
+    )
     variant = tmp / "v.trec"
     variant.write_bytes("".join(lines).encode("utf-8"))
     assert read_run(canonical) == read_run(variant)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ("q1 Q0 d1 -1 3.0 t\nq1 Q0 d2 1 2.0 t\n", 1, "a rank of at least 1, found -1"),
+        ("q1 Q0 d1 0 3.0 t\nq1 Q0 d2 1 2.0 t\n", 1, "a rank of at least 1, found 0"),
+        ("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 3 2.0 t\n", 2, "rank 2 is missing"),
+        ("q1 Q0 d1 2 3.0 t\nq1 Q0 d2 3 2.0 t\n", 1, "rank 1 is missing"),
+        ("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 2 1.0 t\n", 3, "rank 2 repeats in query 'q1'"),
+        ("q1 Q0 d1 1 1_000 t\n", 1, "a finite float score, found '1_000'"),
+        ("q1 Q0 d1 1_0 1.0 t\n", 1, "an integer rank, found '1_0'"),
+        ("q1 Q0 dä 1 ١ t\n", 1, "a finite float score, found '١'"),  # Arabic-Indic digit: float() takes it
+        ("q1 Q0 dä ١ 1.0 t\n", 1, "an integer rank, found '١'"),
+        ("q1 Q0 d1 +1 1.0 t\nq1 Q0 d2 2 1e5_0 t\n", 2, "found '1e5_0'"),
+    ],
+)
+def test_ranks_and_numbers_get_the_promised_error(tmp_path: Path, text: str, line: int, needle: str) -> None:
+    p = _write(tmp_path, text)
+    with pytest.raises(TrecFormatError) as exc:
+        read_run(p)
+    assert exc.value.line == line
+    assert needle in str(exc.value) and "(TREC run file)" in str(exc.value)
+
+
+def test_every_error_names_the_kind_of_file(tmp_path: Path) -> None:
+    with pytest.raises(TrecFormatError) as exc:
+        read_qrels(_write(tmp_path, b"", "q.tsv"))
+    message = str(exc.value)
+    # an empty qrels file gets a qrels message, not the run file's columns
+    assert "(TREC qrels file)" in message and "qid iter docid relevance" in message
+    assert "rank score tag" not in message and "write the qrels again" in message
+    with pytest.raises(TrecFormatError, match=r"\(TREC qrels file\): expected an integer relevance"):
+        read_qrels(_write(tmp_path, "q 0 d 1_0\n", "q.tsv"))
+    with pytest.raises(TrecFormatError, match=r"\(TREC qrels file\): expected 4 columns"):
+        read_qrels(_write(tmp_path, "q 0 d 1 1\n", "q.tsv"))
+    with pytest.raises(TrecFormatError, match=r"\(TREC run file\): expected at least one line `qid Q0"):
+        read_run(_write(tmp_path, ""))
+
+
+def test_byte_order_mark_and_crlf(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    qrels = b"q1 0 d1 1\nq1 0 d2 0\nq2 0 d9 1\n"
+    plain = read_qrels(_write(tmp_path, qrels, "plain.tsv"))
+    # a BOM must not become part of the first query id (it once gave 3 queries instead of 2)
+    assert read_qrels(_write(tmp_path, bom + qrels, "bom.tsv")) == plain
+    assert read_qrels(_write(tmp_path, bom + qrels.replace(b"\n", b"\r\n"), "crlf.tsv")) == plain
+    assert set(plain) == {"q1", "q2"}
+    good = read_run(_write(tmp_path, GOOD))
+    assert read_run(_write(tmp_path, bom + GOOD.encode(), "b.trec")) == good
+    assert read_run(_write(tmp_path, bom + GOOD.replace("\n", "\r\n").encode(), "c.trec")) == good
+    # non-ASCII text goes the line-by-line way: the same there
+    uni = GOOD.replace("d9", "dä")
+    assert read_run(_write(tmp_path, bom + uni.replace("\n", "\r\n").encode(), "d.trec")) == read_run(
+        _write(tmp_path, uni, "e.trec"))
+    with pytest.raises(TrecFormatError, match="byte-order mark") as exc:
+        read_run(_write(tmp_path, bom + bom + GOOD.encode(), "f.trec"))
+    assert exc.value.line == 1
+    # an invalid byte after a BOM is reported on its real line
+    with pytest.raises(TrecFormatError, match="UTF-8") as exc:
+        read_qrels(_write(tmp_path, bom + b"q1 0 d1 1\nq1 0 d\xe4 0\n", "g.tsv"))
+    assert exc.value.line == 2 and "(TREC qrels file)" in str(exc.value)
+
+
+def test_error_pickles_with_its_kind() -> None:
+    import pickle
+
+    err = TrecFormatError("x.tsv", 3, "something", "fix it", "TREC qrels file")
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err) == "x.tsv:3 (TREC qrels file): expected something. Fix: fix it"

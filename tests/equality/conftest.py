@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reference_sync import sync_reference_env
 
 from bench.equality.data import EqualityQuery
 from bench.plan import QWEN3_INSTRUCTION
@@ -175,8 +176,9 @@ def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[Path, Path]:
-    """MIRACLReranking (de) parquet files and the mmteb id map (gzip JSON lines, candidates shuffled)
-    under ``hub`` where ``bench.integrity.hub.snapshot_dir`` looks; texts from the tiny vocabulary."""
+    """MIRACLReranking (de) parquet files and the mmteb id map (gzip JSON lines, candidates in BM25 order,
+    the position that the ids ``candidate_<qid>_<position>`` carry) under ``hub`` where
+    ``bench.integrity.hub.snapshot_dir`` looks; texts from the tiny vocabulary."""
     import gzip
     import json
     import random
@@ -201,7 +203,6 @@ def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[
             corpus.append({"_id": f"candidate_{qid}_{j:05d}", "title": "", "text": passage})
             cands.append({"docid": f"{90000 + i}#{j}", "title": "", "text": passage})
         top.append({"query-id": qid, "corpus-ids": [f"candidate_{qid}_{j:05d}" for j in range(n_c)]})
-        rng.shuffle(cands)
         lines.append(json.dumps({"query_id": str(7000 + i), "query": text, "candidates": cands}))
     for part, rows in (("queries", queries), ("corpus", corpus), ("top_ranked", top)):
         (snap / f"de-{part}").mkdir(parents=True, exist_ok=True)
@@ -209,33 +210,6 @@ def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[
     with gzip.open(id_map, "wt", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     return snap, id_map
-
-
-def sync_reference_env(env: str) -> Path:
-    """The interpreter of ``references/<env>``, synced from its lock with uv if missing; skips (with the
-    reason) when uv is absent or the sync fails (offline without a cache)."""
-    import shutil
-    import subprocess
-
-    from bench.equality.references import env_python, references_dir
-
-    py = env_python(env)  # type: ignore[arg-type]
-    if not py.exists():
-        uv = shutil.which("uv")
-        if uv is None:
-            pytest.skip(
-                f"uv not on PATH: cannot sync references/{env} (the deciding run is on the study machine)"
-            )
-        proc = subprocess.run(
-            [uv, "sync", "--frozen", "--project", str(references_dir() / env)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        if proc.returncode != 0 or not py.exists():
-            pytest.skip(f"`uv sync --frozen` in references/{env} failed: {proc.stderr[-300:]}")
-    return py
 
 
 @pytest.fixture(scope="session")

@@ -44,7 +44,8 @@ def test_check_adapters_bge_end_to_end(
     assert further["label"] == "card-seqcls@tf457" and further["status"] == "ran", further.get("reason")
     assert further["versions"]["transformers"].startswith(REFERENCE_TRANSFORMERS_VERSION + ".")
     assert further["passed"] is True  # the tiny BERT scores the same under transformers 4.57 and 5.5.4
-    assert payload["data"]["id_map_matching"]["docs_by_text"] == 2000
+    assert payload["data"]["id_map_matching"]["docs_by_position_text_checked"] == 2000
+    assert payload["data"]["id_map_method"] == "de.gz"
     assert len(payload["data"]["files_sha256"]) == 4
     text = json.dumps(payload)
     assert "Titel" not in text and "hauptstadt" not in text  # ids and numbers only, never texts

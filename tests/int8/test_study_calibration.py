@@ -16,7 +16,7 @@ from bench.errors import BenchError
 from bench.int8.calibration import text_sha256
 from bench.int8.study_data import draw_full_corpus, load_testb_topics, study_calibration, study_texts
 
-N_FULL = 60
+N_FULL = 64
 
 
 def _snapshots(tmp_path: Path, *, topics_name: str = "topics.miracl-v1.0-de-testB.tsv") -> dict[str, Path]:
@@ -27,9 +27,9 @@ def _snapshots(tmp_path: Path, *, topics_name: str = "topics.miracl-v1.0-de-test
     full = tmp_path / "full"
     (full / CORPUS_FULL_DIR).mkdir(parents=True)
     rows = [{"docid": f"{i}#0", "title": f"T{i}", "text": f"Text {i}"} for i in range(N_FULL)]
-    for s in range(2):
+    for s in range(32):  # the German corpus has 32 shards (the loader checks it)
         with gzip.open(full / CORPUS_FULL_DIR / f"docs-{s}.jsonl.gz", "wt", encoding="utf-8") as fh:
-            for r in rows[s * 30 : (s + 1) * 30]:
+            for r in rows[s * 2 : (s + 1) * 2]:
                 fh.write(json.dumps(r) + "\n")
     c71 = tmp_path / "c71"
     (c71 / CORPUS_71K_FILE).parent.mkdir(parents=True)
@@ -61,7 +61,7 @@ def test_refusals(tmp_path: Path) -> None:
     other = _snapshots(tmp_path / "b")
     with pytest.raises(BenchError, match="dev queries"):
         study_calibration({"t3", "t7"} | {f"t{i}" for i in range(12)}, n=5, total=N_FULL, **other)
-    with pytest.raises(BenchError, match="60 passages streamed, the plan says 61"):
-        draw_full_corpus(set(), n=5, seed=1, snapshot=other["corpus_full"], total=61)
+    with pytest.raises(BenchError, match="64 passages streamed, the plan says 65"):
+        draw_full_corpus(set(), n=5, seed=1, snapshot=other["corpus_full"], total=65)
     with pytest.raises(BenchError, match="full-corpus folder missing"):
         draw_full_corpus(set(), n=5, seed=1, snapshot=tmp_path / "nothing", total=N_FULL)

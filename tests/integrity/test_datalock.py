@@ -3,6 +3,8 @@ snapshots laid out like the hub, and every bad input (clear error, exit non-zero
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import gzip
 import hashlib
 import json
@@ -172,28 +174,52 @@ def test_verify_by_entry_id(checkout: Path) -> None:
 # --- hub snapshots ------------------------------------------------------------------------------------------
 
 
+FAKE_ROWS = {"parquet": 3, "jsonl.gz": 2, "gzip": 2, "tsv": 2}
+
+
 def fake_snapshot(ds: hub.HubDataset) -> None:
-    """Files laid out as the hub repository: small but real formats (TSV, gzip, parquet)."""
+    """Files laid out as the hub repository, with the columns the loaders read: small but real formats."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     base = hub.snapshot_dir(ds.source)
-    for rel in ds.expected:
-        path = base / rel
+    for spec in ds.files:
+        path = base / spec.path
         path.parent.mkdir(parents=True, exist_ok=True)
-        if rel.endswith(".parquet"):
-            pq.write_table(pa.table({"_id": ["a", "b", "c"], "text": ["x", "y", "z"]}), path)
-        elif rel.endswith(".gz"):
+        names = [f.split("|")[0] for f in spec.fields] or ["_id", "text"]
+        if spec.kind == "parquet":
+            pq.write_table(pa.table({n: [f"{n}{i}" for i in range(3)] for n in names}), path)
+        elif spec.kind in ("jsonl.gz", "gzip"):
             with gzip.open(path, "wt", encoding="utf-8") as fh:
-                fh.write('{"docid": "1#0"}\n{"docid": "1#1"}\n')
+                for docid, title, text in (("1#0", "T", "a"), ("1#1", "", "b")):
+                    fh.write(json.dumps({"docid": docid, "title": title, "text": text}) + "\n")
         else:
-            path.write_text("q1\tWas ist?\nq2\tWer?\n", encoding="utf-8")
+            cells = "\t".join(spec.fields)
+            path.write_text(f"{cells}\n{cells}\n", encoding="utf-8")
     (base / ".cache" / "huggingface").mkdir(parents=True, exist_ok=True)
     (base / ".cache" / "huggingface" / "x.metadata").write_text("ignored")
     (base / "fr-corpus").mkdir(exist_ok=True)
     (base / "fr-corpus" / "other.parquet").write_bytes(b"not ours")
 
 
+def fake_totals(ds: hub.HubDataset) -> hub.HubDataset:
+    """``ds`` with row totals equal to what ``fake_snapshot`` writes (the real ones are the plan's)."""
+    totals = tuple(
+        dataclasses.replace(
+            t, rows=sum(FAKE_ROWS[f.kind] for f in ds.files if fnmatch.fnmatch(f.path, t.pattern))
+        )
+        for t in ds.row_totals
+    )
+    return dataclasses.replace(ds, row_totals=totals)
+
+
+@pytest.fixture
+def small_totals(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, ds in list(hub.HUB_DATASETS.items()):
+        monkeypatch.setitem(hub.HUB_DATASETS, name, fake_totals(ds))
+
+
+@pytest.mark.usefixtures("small_totals")
 def test_lock_and_verify_hub_snapshots(checkout: Path) -> None:
     for ds in hub.HUB_DATASETS.values():
         fake_snapshot(ds)
@@ -285,3 +311,189 @@ def test_lock_file_is_sorted_json_with_trailing_newline(repo_root: Path) -> None
     assert doc["format"] == datalock.FORMAT and set(lockops.known_names()) >= {
         e["dataset"] for e in doc["entries"].values()
     }
+
+
+# --- what the fetch requires, and how it fails early -------------------------------------------------------
+
+
+def test_dry_run_lists_files_and_columns_without_downloading(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    def no_download(**kwargs: Any) -> str:
+        raise AssertionError("--dry-run must not download")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_download)
+    result = run("fetch", "--dry-run")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    shards = re.findall(
+        r"require miracl-corpus-v1\.0-de/docs-(\d+)\.jsonl\.gz \[jsonl\.gz\] keys docid, title", out
+    )
+    assert shards == [str(n) for n in range(32)]
+    assert "require de-corpus/dev-00000-of-00001.parquet [parquet] columns _id|id, title, text" in out
+    assert "require miracl-v1.0-de/topics/topics.miracl-v1.0-de-test-b.tsv [tsv] 2 tab-separated" in out
+    assert "miracl-corpus-v1.0-de/docs-*.jsonl.gz: 15,866,222 in all" in out
+    assert "topics.miracl-v1.0-de-test-b.tsv: 712 in all" in out
+    assert "de-top_ranked/dev-00000-of-00001.parquet [parquet] columns query-id" in out
+    assert f"reranking-id-map: {plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}" in out
+    assert not (checkout / "hub").exists()
+
+
+def test_lock_checks_the_row_totals(checkout: Path) -> None:
+    fake_snapshot(hub.dataset("corpus-full"))
+    before = (checkout / "datasets.lock").read_bytes()
+    result = run("lock", "corpus-full")
+    assert result.exit_code == 1
+    assert "32 file(s) matching miracl-corpus-v1.0-de/docs-*.jsonl.gz hold 64 rows" in result.output
+    assert "corpus-full has 15,866,222 (PLAN.md)" in result.output and "Nothing was locked" in result.output
+    assert (checkout / "datasets.lock").read_bytes() == before
+
+
+def test_unresolvable_revision_names_dataset_revision_and_fix(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+    import huggingface_hub
+    from huggingface_hub.errors import RevisionNotFoundError
+
+    def gone(**kwargs: Any) -> str:
+        request = httpx.Request("GET", f"https://huggingface.co/api/datasets/{kwargs['repo_id']}/revision/x")
+        raise RevisionNotFoundError("404 Revision Not Found", response=httpx.Response(404, request=request))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", gone)
+    result = run("fetch", "corpus-71k")
+    assert result.exit_code == 1
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1
+    assert (
+        f"corpus-71k: the pinned revision {plan.CORPUS_71K.revision} of {plan.CORPUS_71K.repo} does not "
+        "resolve" in lines[0]
+    )
+    assert "DEVIATIONS.md entry naming the replacement revision" in lines[0]
+    assert "no other revision is tried" in lines[0]
+
+
+def _download_then(edit: Any) -> Any:
+    def download(**kwargs: Any) -> str:
+        ds = next(d for d in hub.HUB_DATASETS.values() if d.source.repo == kwargs["repo_id"])
+        fake_snapshot(ds)
+        edit(hub.snapshot_dir(ds.source))
+        return str(kwargs["local_dir"])
+
+    return download
+
+
+def test_fetch_refuses_a_31_shard_corpus(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    def drop_last(base: Path) -> None:
+        (base / "miracl-corpus-v1.0-de" / "docs-31.jsonl.gz").unlink()
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _download_then(drop_last))
+    result = run("fetch", "corpus-full")
+    assert result.exit_code == 1
+    assert "miracl-corpus-v1.0-de/docs-31.jsonl.gz: missing" in result.output
+    assert "docs-30.jsonl.gz: missing" not in result.output
+
+
+def test_fetch_names_a_missing_column(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def no_title(base: Path) -> None:
+        pq.write_table(
+            pa.table({"id": ["1#0"], "text": ["x"]}), base / "de-corpus/dev-00000-of-00001.parquet"
+        )
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _download_then(no_title))
+    result = run("fetch", "corpus-71k")
+    assert result.exit_code == 1
+    assert "de-corpus/dev-00000-of-00001.parquet: columns ['id', 'text'] lack ['title']" in result.output
+
+    def id_column(base: Path) -> None:  # a later mteb upload: `id` instead of `_id` is fine
+        pq.write_table(
+            pa.table({"id": ["1#0"], "title": ["T"], "text": ["x"]}),
+            base / "de-corpus/dev-00000-of-00001.parquet",
+        )
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _download_then(id_column))
+    assert run("fetch", "corpus-71k").exit_code == 0
+
+
+def test_fetch_reads_the_id_map_once(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    def json_lines(base: Path) -> None:
+        with gzip.open(base / plan.RERANKING_ID_MAP_PATH, "wt") as fh:
+            for qid in ("521", "522"):
+                fh.write(json.dumps({"query_id": qid, "candidates": ["1#0", "1#1"]}) + "\n")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _download_then(json_lines))
+    result = run("fetch", "reranking-id-map")
+    assert result.exit_code == 0 and "reranking-id-map: 2 queries read from data/bm25/de.gz" in result.output
+
+    def odd_format(base: Path) -> None:
+        with gzip.open(base / plan.RERANKING_ID_MAP_PATH, "wt") as fh:
+            fh.write("521\t1#0,1#1\n")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _download_then(odd_format))
+    result = run("fetch", "reranking-id-map")
+    assert result.exit_code == 0
+    assert "warning:" in result.output and "neither JSON lines nor a 6-column TREC run" in result.output
+    assert "--id-map corpus" in result.output
+
+
+# --- an empty or shortened lock, and files checked when opened (issue 9, item 21) ------------------------
+
+
+def test_empty_lock_is_refused(checkout: Path) -> None:
+    lock = checkout / "datasets.lock"
+    doc = json.loads(lock.read_text(encoding="utf-8"))
+    doc["entries"] = {}
+    lock.write_text(json.dumps(doc), encoding="utf-8")
+    result = run("verify")
+    assert result.exit_code == 1 and "the lock lists no files" in result.output and "OK" not in result.output
+
+
+def test_shortened_lock_is_refused_naming_the_unlisted_file(checkout: Path) -> None:
+    lock = checkout / "datasets.lock"
+    doc = json.loads(lock.read_text(encoding="utf-8"))
+    del doc["entries"][TOPICS]
+    lock.write_text(json.dumps(doc), encoding="utf-8")
+    for args in (("verify",), ("verify", "bundled")):
+        result = run(*args)
+        assert result.exit_code == 1, result.output
+        assert "does not list 1 file(s) the study reads" in result.output
+        assert f"{checkout / TOPICS} ({TOPICS})" in result.output
+
+
+def test_files_are_checked_when_opened(checkout: Path) -> None:
+    """After the start-of-command check, a reader that opens an unlisted or changed data file stops with
+    the file's name (the rehearsal's reader of the bundled sample here)."""
+    from bench.data.bundled import load_sample
+    from bench.guard import preflight
+    from bench.integrity.coverage import deactivate
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "PLAN.md", checkout / "PLAN.md")
+    try:
+        preflight("rehearsal", lock_names=["bundled"], root=checkout)
+        assert len(load_sample(checkout / "data" / "bundled").queries) == 305  # listed and unchanged: reads
+        path = checkout / TOPICS
+        original = path.read_bytes()
+        path.write_bytes(original.replace(b"\t", b"\t ", 1))  # tampered after the check
+        with pytest.raises(BenchError, match=r"wrong size.*checked when opened") as err:
+            load_sample(checkout / "data" / "bundled")
+        assert str(path) in err.value.message
+        path.write_bytes(original)
+        extra = checkout / "data" / "bundled" / "miracl-de-dev" / "extra.tsv"
+        extra.write_text("q\tWer?\n", encoding="utf-8")  # a data file the lock does not list
+        from bench.data.miracl import read_topics
+
+        with pytest.raises(BenchError, match="not listed in") as err:
+            read_topics(extra)
+        assert str(extra) in err.value.message
+    finally:
+        deactivate()

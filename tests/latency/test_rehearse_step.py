@@ -6,9 +6,11 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from analysis.latency import read_blocks
 from analysis.trec import write_run
-from bench.rehearse.latency import REHEARSAL_MODEL, latency_step
+from bench.rehearse.latency import REHEARSAL_MODEL, fp32_timings, latency_step
 from tests.latency.fakes import FakeReranker
 
 
@@ -54,6 +56,16 @@ def test_step_measures_20_sampled_queries_at_k20_and_k100(tmp_path: Path) -> Non
     assert model_block.accuracy.status == "passed" and model_block.allow_busy and model_block.allow_unrated
     assert model_block.query_seed == 20261009 and len(model_block.warmup_query_ids) == 10
     assert {r["target"] for r in out["rows"]} == {"minilm-standin", "vector-71k"}
+    again = latency_step(
+        tmp_path,
+        queries,
+        texts,
+        "vector-71k",
+        stream=io.StringIO(),
+        log=lambda m: None,
+        load=lambda m: pytest.fail("a finished model must not be loaded again"),
+    )
+    assert again["fp32_ns"] == out["fp32_ns"] == fp32_timings(tmp_path)
 
 
 def test_step_with_fewer_queries_than_the_sample(tmp_path: Path) -> None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+import types
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from analysis.trec import write_run
 from bench.equality.results import write_result
@@ -53,3 +57,48 @@ def test_compare_runs_applies_analysis_rules(tmp_path: Path) -> None:
                        depths=[100], qrels_path=qrels, qids=["q2"])  # fmt: skip
     assert bad[0]["queries"] == 1 and not bad[0]["passed"]
     assert abs(bad[0]["first"] - 1 / math.log2(3)) < 1e-12  # q2: relevant passage at rank 2
+
+
+def test_pitfall_variants_are_rated_by_their_plan_model(tmp_path: Path) -> None:
+    from bench.plan import PITFALL_RUN_IDS
+
+    write_result("qwen3-0.6b", {"model": "qwen3-0.6b", "rated": True, "reason": "spearman >= 0.99"}, tmp_path)
+    keep, skipped, outcomes = rated(list(PITFALL_RUN_IDS), tmp_path)
+    assert keep == list(PITFALL_RUN_IDS) and skipped == {}
+    assert {o["model"] for o in outcomes.values()} == {"qwen3-0.6b"}
+    write_result("qwen3-0.6b", {"model": "qwen3-0.6b", "rated": False, "reason": "spearman 0.5"}, tmp_path)
+    keep, skipped, _ = rated(list(PITFALL_RUN_IDS), tmp_path)
+    assert keep == [] and set(skipped.values()) == {"spearman 0.5"}
+
+
+def test_quality_pitfalls_runs_the_variants_into_their_own_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    import bench.quality.commands as commands
+    from bench.plan import PITFALL_RUN_IDS
+    from bench.quality.cli import quality
+
+    seen: dict[str, Any] = {}
+
+    def fake_session(setup: Any, **kw: Any) -> Any:
+        seen.update(setup=setup, **kw)
+        outcome = types.SimpleNamespace(scored=0, skipped=0, errors=0, not_run={})
+        study = types.SimpleNamespace(manifest={}, save=lambda: None)
+        return study, types.SimpleNamespace(outcome=outcome, runs=[]), {}
+
+    import bench.quality.check2 as check2
+    import bench.quality.inputs as inputs
+
+    monkeypatch.setattr(commands, "run_session", fake_session)
+    monkeypatch.setattr(check2, "check_runs", lambda runs, qrels: {"runs": [], "passed": True, "error": None})
+    monkeypatch.setattr(inputs, "study_queries", lambda: ({}, tmp_path / "qrels.tsv"))
+    monkeypatch.setattr("bench.quality.cli.repo_root", lambda: tmp_path)
+    res = CliRunner().invoke(quality, ["--pitfalls", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert seen["stages"] == ("hybrid-71k",) and seen["models"] == PITFALL_RUN_IDS
+    assert seen["setup"].study_dir == tmp_path / "studies" / "pitfalls"
+    assert seen["setup"].runs_dir == tmp_path / "results" / "pitfalls" / "runs"  # never runs/hybrid-71k
+    res = CliRunner().invoke(quality, ["--pitfalls", "--model", "bge-v2-m3"])
+    assert res.exit_code == 2 and "drop --stage/--model" in res.output

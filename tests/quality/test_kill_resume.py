@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.journal import Journal
 from bench.quality.phase import strip_timing
+from bench.quality.study import KILLED
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = 2 * 6 * (1 + 3)  # stages x queries x (pointwise at 100 + listwise at 20/50/100)
@@ -83,7 +84,11 @@ def test_sigkill_at_random_points_then_resume_is_byte_identical(tmp_path: Path) 
     _compare(tmp_path / "ref", tmp_path / "killed")
     manifest = json.loads((tmp_path / "killed" / "study" / "manifest.json").read_text())
     statuses = [s["status"] for s in manifest["sessions"]]
-    assert statuses[-1] == "complete" and statuses.count("running") >= 1  # killed sessions stay "running"
+    # every SIGKILLed session is marked by the next start; none stays "running" forever (issue 9, item 24)
+    assert statuses[-1] == "complete" and "running" not in statuses
+    assert statuses.count(KILLED) == kills
+    killed = [s for s in manifest["sessions"] if s["status"] == KILLED]
+    assert all(s["ended_utc"] is None and s["marked_utc"] for s in killed)
 
 
 def test_sigterm_ends_cleanly_and_resumes(tmp_path: Path) -> None:

@@ -95,3 +95,35 @@ def test_quality_refuses_a_dirty_tree(tmp_path: Path) -> None:
     assert "uncommitted changes" in result.output and "scratch.py" in result.output
     assert not (root / "studies").exists()
     assert json.dumps({})  # nothing else was written
+
+
+def test_running_session_of_a_live_process_is_not_marked_killed(tmp_path: Path) -> None:
+    """Only a session whose process is gone is marked killed; this process's own earlier session (or a live
+    other one) is not a crash: here the study is started twice in one process, the first left running."""
+    import os
+
+    from bench.quality.study import KILLED, mark_killed_sessions
+
+    plan = _plan(tmp_path)
+    _start(tmp_path / "st", plan)  # left "running"
+    m = read_manifest(tmp_path / "st")
+    m["sessions"][0]["pid"] = os.getppid()  # a live process on this host (the test runner's parent)
+    assert mark_killed_sessions(m) == [] and m["sessions"][0]["status"] == "running"
+    m["sessions"][0]["pid"] = 2**22 + 12345  # beyond pid_max: no such process
+    assert mark_killed_sessions(m) == [0] and m["sessions"][0]["status"] == KILLED
+
+
+def test_corrupt_candidates_json_names_the_file_and_the_recovery(tmp_path: Path) -> None:
+    from bench.quality.candidates import CANDIDATES_JSON, freeze
+
+    src = tmp_path / "s1.trec"
+    src.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 1.0 x\n", encoding="utf-8")
+    study = tmp_path / "study"
+    assert freeze(study, {"s1": src}).lists["s1"]["q1"] == ("d1", "d2")
+    record = study / CANDIDATES_JSON
+    for damage in (record.read_bytes()[:25], b'{"depth": 100}', b"\xff\xfe"):
+        record.write_bytes(damage)
+        with pytest.raises(BenchError) as err:
+            freeze(study, {"s1": src})
+        assert str(record) in err.value.message
+        assert "start a new study directory" in err.value.message and "Restore it" in err.value.message

@@ -68,6 +68,9 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     assert "int8 (stand-in," in result.output
     assert "| minilm-standin | 20 |" in result.output
     assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/
+    assert (out / "judged" / "packet.json").is_file() and not (out / "judged" / "labels.json").exists()
+    assert "judge not run: ANTHROPIC_API_KEY is not set" in result.output
+    assert "pitfalls experiment refused" in result.output
     runs_before = {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")}
 
     again = CliRunner().invoke(cli, ["rehearse", "--resume", str(out)])

@@ -63,6 +63,10 @@ class NewEmbeddings(nn.Module):
     def forward(self, input_ids):
         n = input_ids.shape[1]
         pos = self.position_ids[:n]
+        if not torch.equal(pos, torch.arange(n, device=pos.device)):
+            # A loader that leaves the non-persistent buffer uninitialised fails here every time, instead of
+            # indexing with whatever the memory held (which may even happen to be in range).
+            raise RuntimeError("uninitialised non-persistent buffer: position_ids is not arange(n)")
         x = self.word_embeddings(input_ids)
         return x * self.rotary_emb.cos_cached[pos] + x * self.rotary_emb.sin_cached[pos]
 

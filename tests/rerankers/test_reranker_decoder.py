@@ -153,21 +153,20 @@ def test_mxbai_format_and_score_tokens(models_root: Path) -> None:
     assert cut.truncated and cut.ids[-len(tail) :] == tail
 
 
-def test_pitfall_runs_cover_the_plan(models_root: Path) -> None:
-    from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL
-    from bench.rerankers.decoder import PITFALL_RUNS
+def test_pitfall_variants_cover_the_plan(models_root: Path) -> None:
+    from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS
+    from bench.rerankers.decoder import PITFALL_VARIANTS
 
-    assert PITFALL_MODEL == "qwen3-0.6b" and len(PITFALL_RUNS) == 5
+    assert PITFALL_MODEL == "qwen3-0.6b" and tuple(PITFALL_VARIANTS) == PITFALL_RUN_IDS
+    assert [v.letter for v in PITFALL_VARIANTS.values()] == ["a", "b", "c", "d1", "d2"]
     scores = {}
-    for name, kwargs in PITFALL_RUNS.items():
-        r = load_reranker(PITFALL_MODEL, snapshot_dir=qwen_dir(models_root), **kwargs)
-        assert r.meta.max_length == kwargs.get("max_length", 8192) and r.meta.variant == kwargs.get(
-            "variant", "correct"
-        )
-        scores[name] = r.score(QUERY, [LONG * 2, *PASSAGES]).scores
+    for v in PITFALL_VARIANTS.values():
+        r = load_reranker(PITFALL_MODEL, snapshot_dir=qwen_dir(models_root), **v.load_kwargs())
+        assert r.meta.max_length == (v.max_length or 8192) and r.meta.variant == v.variant
+        scores[v.letter] = r.score(QUERY, [LONG * 2, *PASSAGES]).scores
     assert PITFALL_MAX_LENGTH == 256
-    for name in ("b-empty-instruction", "c-right-padding", "d-256-passage-truncation"):
-        assert not np.allclose(scores[name], scores["a-model-card"], atol=1e-4), name
-    whole, passage = scores["d-256-whole-input-truncation"], scores["d-256-passage-truncation"]
+    for letter in ("b", "c", "d1"):
+        assert not np.allclose(scores[letter], scores["a"], atol=1e-4), letter
+    whole, passage = scores["d2"], scores["d1"]
     assert abs(whole[0] - passage[0]) > 1e-4  # the long passage: suffix lost in one, kept in the other
     np.testing.assert_allclose(whole[1:], passage[1:], atol=1e-5)  # inputs that fit agree

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from rerankers_tiny import build_word_tokenizer
 
 from bench.errors import BenchError
@@ -91,7 +92,46 @@ def test_jina_maps_sorted_results_back_to_input_order() -> None:
     res = jina.score("Berlin", docs)
     assert fake.seen == docs  # first-stage order reaches the model
     np.testing.assert_allclose(res.scores, [1.0 / (1 + len(d)) for d in docs], rtol=1e-6)
-    assert res.record["n"] == 3 and res.record["chunk_size"] == 3 and res.record["max_input_tokens"] == 4
+    assert res.record["n"] == 3 and res.record["chunk_size"] == 3
+    # FakeJina has no model to observe: the length of the real input is unknown, and says so
+    assert res.record["max_input_tokens"] is None and res.record["truncated_pairs"] is None
+    assert "no input embeddings" in res.record["tokens_unmeasured"]
+
+
+class ListwiseModel(torch.nn.Module):
+    """Like jina's listwise ``rerank``: one model input holds a prompt, the query and every document; the
+    length of that input, not of a document, is what ``max_input_tokens`` must report (issue 9, item 5)."""
+
+    PROMPT = ("[CLS]", "berlin", "ist")  # stands in for the vendor's instruction and special tokens
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__()
+        self.tok = tokenizer
+        self.embed = torch.nn.Embedding(len(tokenizer.get_vocab()) + 1, 4)
+        self.inputs: list[int] = []
+
+    def get_input_embeddings(self) -> torch.nn.Module:
+        return self.embed
+
+    def rerank(self, query: str, documents: list[str]) -> list[dict[str, Any]]:
+        words = [*self.PROMPT, *query.lower().split()]
+        for d in documents:
+            words += d.lower().split()
+        ids = torch.tensor([self.tok.convert_tokens_to_ids(words)])
+        self.inputs.append(ids.shape[1])
+        hidden = self.embed(ids)[0]
+        return [{"index": i, "relevance_score": float(hidden[i].sum())} for i in range(len(documents))]
+
+
+def test_jina_records_the_length_of_the_real_model_input() -> None:
+    tok = build_word_tokenizer()
+    model = ListwiseModel(tok)
+    docs = ["Berlin ist die Hauptstadt", "Zug", "Hamburg liegt im Norden"]
+    res = JinaListwise(META, model, tok).score("Berlin", docs)
+    doc_only = max(len(tok(d, add_special_tokens=False)["input_ids"]) for d in docs)
+    assert model.inputs == [3 + 1 + 4 + 1 + 4]  # prompt, query, every document
+    assert res.record["max_input_tokens"] == model.inputs[0] > doc_only
+    assert res.record["truncated_pairs"] == 0 and "tokens_unmeasured" not in res.record
 
 
 @pytest.mark.parametrize(

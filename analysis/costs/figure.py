@@ -1,0 +1,230 @@
+"""The decision figure, one per stage (PLAN.md, section "Costs"): quality against latency against money.
+
+nDCG@10 with its 95 % bootstrap interval (y) against the p95 latency of the reranking step (x, log scale)
+for every model on every machine: one panel per machine (GPU, CPU fp32, CPU int8, API) on shared axes, so
+that 30-odd options stay readable; marker shape = k. Each point is labelled with its model@k and EUR per
+1,000 queries; the 500 ms live-search and 2,000 ms chat budget lines and the first stage's nDCG@10 (dashed)
+are in every panel. A filled marker meets the live-search budget (p95 of first stage plus reranker per query
+<= 500 ms); a hollow one does not, or its first-stage time is unknown. Labels are placed greedily at the
+first of a few offsets that overlaps no earlier label or marker. Matplotlib's Agg backend, no timestamps in
+the PNG, so a rerun writes the same file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
+
+from analysis.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
+
+__all__ = ["decision_figure"]
+
+COLOURS: Final = {"GPU": "#4c72b0", "CPU fp32": "#dd8452", "CPU int8": "#55a868", "API": "#8172b2"}
+MARKERS: Final = {20: "o", 50: "s", 100: "^"}
+FONT: Final = 6.0
+# label offsets in points (dx, dy, horizontal alignment), tried in this order
+OFFSETS: Final = (
+    (5, 2, "left"), (5, -8, "left"), (-5, 2, "right"), (-5, -8, "right"), (0, 7, "center"),
+    (0, -14, "center"), (10, 12, "left"), (10, -18, "left"), (-10, 12, "right"), (-10, -18, "right"),
+    (16, 24, "left"), (16, -30, "left"), (-16, 24, "right"), (-16, -30, "right"), (0, 30, "center"),
+    (0, -38, "center"),
+)  # fmt: skip
+FAR: Final = 10  # offsets beyond this many points get a thin leader line
+
+
+def _cost(o: Mapping[str, Any]) -> str:
+    v = o["eur_per_1000"]
+    if v is None:
+        return "price missing"
+    return f"{v:.3g} €/1k" if v >= 0.001 else f"{v:.1e} €/1k"
+
+
+def _label(o: Mapping[str, Any]) -> str:
+    fp32 = " (fp32 quality)" if o.get("quality_note") else ""
+    return f"{o['model']}{'†' if o['flagged'] else ''}@{o['k']}{fp32} · {_cost(o)}"
+
+
+def _boxes_overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _place_labels(ax: Axes, points: Sequence[Mapping[str, Any]], dpi: float) -> None:
+    """Greedy placement in display pixels: the offset hitting the fewest placed labels (then markers)."""
+    px = dpi / 72.0
+    frame = ax.get_window_extent()
+    centres = [tuple(ax.transData.transform((o["latency"]["p95_ms"], 100 * o["ndcg@10"]))) for o in points]
+    markers = [(x - 4 * px, y - 4 * px, x + 4 * px, y + 4 * px) for x, y in centres]
+    taken: list[tuple[float, float, float, float]] = []  # placed labels
+    order = sorted(range(len(points)), key=lambda i: (-centres[i][1], centres[i][0]))
+    for i in order:
+        text = _label(points[i])
+        width, height = len(text) * FONT * 0.6 * px, FONT * 1.3 * px
+        x, y = centres[i]
+        best: tuple[int, float, float, str, tuple[float, float, float, float]] | None = None
+        for ox, oy, align in OFFSETS:
+            left = x + ox * px - (width if align == "right" else width / 2 if align == "center" else 0)
+            bottom = y + oy * px
+            box = (left, bottom, left + width, bottom + height)
+            # a label over another label is worse than a label over a marker
+            hits = 10 * sum(_boxes_overlap(box, t) for t in taken) + sum(
+                _boxes_overlap(box, m) for m in markers
+            )
+            if box[0] < frame.x0 or box[2] > frame.x1 or box[1] < frame.y0 or box[3] > frame.y1:
+                hits += 100  # outside the panel: only if nothing else is free
+            if best is None or hits < best[0]:
+                best = (hits, ox, oy, align, box)
+            if hits == 0:
+                break
+        if best is None:
+            continue
+        taken.append(best[4])
+        dx, dy, ha = best[1], best[2], best[3]
+        ax.annotate(
+            text,
+            (points[i]["latency"]["p95_ms"], 100 * points[i]["ndcg@10"]),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            fontsize=FONT,
+            ha=ha,
+            va="bottom",
+            color=COLOURS.get(points[i]["machine"], "#555555"),
+            arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "#888888"} if abs(dy) > FAR else None,
+        )
+
+
+def decision_figure(
+    stage: str,
+    options: Sequence[Mapping[str, Any]],
+    first_stage_ndcg: float | None,
+    path: Path,
+    *,
+    title: str = "",
+) -> Path:
+    """Draw the stage's options (rows of ``costs.json`` "options") into ``path``."""
+    points = [o for o in options if o["latency"]["p95_ms"] is not None]
+    machines = list(COLOURS)
+    dpi = 110
+    fig, axes = plt.subplots(2, 2, figsize=(14, 10), dpi=dpi, sharex=True, sharey=True)
+    try:
+        xs = [o["latency"]["p95_ms"] for o in points]
+        lo_x = min([*xs, LIVE_SEARCH_P95_MS]) / 2.5
+        hi_x = max([*xs, CHAT_RERANK_P95_MS]) * 2.5
+        ys = [100 * v for o in points for v in o["ndcg@10_interval"]]
+        if first_stage_ndcg is not None:
+            ys.append(100 * first_stage_ndcg)
+        lo_y, hi_y = (min(ys), max(ys)) if ys else (0.0, 100.0)
+        pad = max(1.0, 0.08 * (hi_y - lo_y))
+        ticks = [
+            t
+            for t in (
+                1,
+                2,
+                5,
+                10,
+                20,
+                50,
+                100,
+                200,
+                500,
+                1000,
+                2000,
+                5000,
+                10_000,
+                20_000,
+                50_000,
+                100_000,
+                200_000,
+                500_000,
+            )
+            if lo_x <= t <= hi_x
+        ]
+        # the layout first: label placement works in display pixels of the final axes
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.05, hspace=0.12)
+        for ax, machine in zip(axes.flat, machines, strict=True):
+            mine = [o for o in points if o["machine"] == machine]
+            colour = COLOURS[machine]
+            ax.set_xscale("log")
+            ax.set_xlim(lo_x, hi_x)
+            ax.set_ylim(lo_y - pad, hi_y + pad)
+            ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.grid(alpha=0.3, which="both")
+            ax.axvline(LIVE_SEARCH_P95_MS, color="#c44e52", ls="--", lw=1)
+            ax.axvline(CHAT_RERANK_P95_MS, color="#937860", ls=":", lw=1.2)
+            top = hi_y + pad
+            ax.text(
+                LIVE_SEARCH_P95_MS * 1.03, top, "live search\n500 ms", fontsize=6.5, color="#c44e52", va="top"
+            )
+            ax.text(CHAT_RERANK_P95_MS * 1.03, top, "chat\n2,000 ms", fontsize=6.5, color="#937860", va="top")
+            if first_stage_ndcg is not None:
+                ax.axhline(100 * first_stage_ndcg, color="#999999", ls="--", lw=0.8)
+            for o in mine:
+                x, y = o["latency"]["p95_ms"], 100 * o["ndcg@10"]
+                lo, hi = (100 * v for v in o["ndcg@10_interval"])
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[[y - lo], [hi - y]],
+                    fmt="none",
+                    ecolor=colour,
+                    elinewidth=0.8,
+                    capsize=2,
+                    alpha=0.5,
+                )
+                filled = o["live"]["fits"] is True
+                ax.plot(
+                    x,
+                    y,
+                    MARKERS.get(o["k"], "D"),
+                    ms=6,
+                    color=colour,
+                    mfc=colour if filled else "white",
+                    mew=1.2,
+                )
+            _place_labels(ax, mine, dpi)
+            note = "" if mine else " (no latency measured)"
+            ax.set_title(f"{machine}{note}", fontsize=9, color=colour, loc="left")
+        for ax in axes[1]:
+            ax.set_xlabel("p95 latency of the reranking step, ms (log scale)", fontsize=8)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("nDCG@10 (points), 95 % bootstrap interval", fontsize=8)
+        handles = [
+            Line2D([], [], color="#555555", marker=mk, ls="", mfc="white", label=f"k = {k}")
+            for k, mk in MARKERS.items()
+        ]
+        handles += [
+            Line2D([], [], color="#555555", marker="o", ls="", label="filled: live-search budget met"),
+            Line2D(
+                [],
+                [],
+                color="#555555",
+                marker="o",
+                ls="",
+                mfc="white",
+                label="hollow: missed, or first stage not timed",
+            ),
+            Line2D([], [], color="#999999", ls="--", label="first stage nDCG@10"),
+            Line2D([], [], color="#c44e52", ls="--", label="live search p95 500 ms (first stage + reranker)"),
+            Line2D([], [], color="#937860", ls=":", label="chat p95 2,000 ms (reranking step)"),
+        ]
+        fig.legend(handles=handles, fontsize=7, loc="lower center", ncols=4, frameon=False)
+        fig.suptitle(
+            title
+            or f"{stage}: quality, latency and EUR per 1,000 queries (labels: model@k · cost; "
+            "† contamination-flagged)",
+            fontsize=10,
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format="png", metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,56 @@
+"""The costs section's hook into ``analysis report``: compute first (bad input raises before anything is
+written), then write ``costs.json`` and the decision figures, and hand the Markdown lines back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from analysis.atomic import write_bytes_atomic
+from analysis.costs.markdown import costs_markdown
+from analysis.costs.section import CostInputs, build_costs
+from analysis.trec import read_qrels
+
+__all__ = ["MissingCostInputs", "compute_costs", "write_costs"]
+
+COSTS_FILE = "costs.json"
+
+
+class MissingCostInputs(ValueError):
+    """Raised after everything was written when a price (or rate, tokens) is missing and not allowed."""
+
+
+def compute_costs(
+    quality: Mapping[str, Mapping[str, Any]], runs_dir: Path, qrels_path: Path, inputs: CostInputs
+) -> dict[str, Any]:
+    return build_costs(quality, runs_dir, read_qrels(qrels_path), inputs)
+
+
+def write_costs(
+    costs: Mapping[str, Any], quality: Mapping[str, Mapping[str, Any]], out_dir: Path, *, figures: bool
+) -> list[str]:
+    """Write ``<out>/costs.json`` and ``<out>/figures/costs-<stage>.png``; returns the report's lines."""
+    data = json.dumps(costs, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n"
+    write_bytes_atomic(out_dir / COSTS_FILE, data.encode())
+    names: list[str] = []
+    if figures:
+        from analysis.costs.figure import decision_figure  # matplotlib only when figures are wanted
+
+        for stage, record in sorted(quality.items()):
+            rel = f"figures/costs-{stage}.png"
+            options = [o for o in costs["options"] if o["stage"] == stage]
+            decision_figure(stage, options, record["first_stage"]["means"]["ndcg@10"], out_dir / rel)
+            names.append(rel)
+    return costs_markdown(costs, figures=names)
+
+
+def check_missing(costs: Mapping[str, Any]) -> None:
+    if costs["missing"] and not costs["allow_missing"]:
+        raise MissingCostInputs(
+            f"costs: {len(costs['missing'])} input(s) missing ({'; '.join(costs['missing'][:3])}"
+            f"{'; ...' if len(costs['missing']) > 3 else ''}); the cells say 'price missing' and costs.json "
+            "lists them. Fix: enter the prices in the prices file with date and source (or run the missing "
+            "measurement), or pass --allow-missing (recorded in costs.json)"
+        )

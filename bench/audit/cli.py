@@ -1,0 +1,96 @@
+"""``bench audit``: thin command over ``bench.audit.run.audit``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bench.audit.rows import exit_code, format_table
+from bench.audit.run import audit as run_audit
+from bench.paths import repo_root
+
+
+@click.command("audit")
+@click.option("--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Qrels for recomputing results (default: found by the SHA-256 that results/quality/"
+              "study.json records, among the datasets.lock files and runs/).")  # fmt: skip
+@click.option("--verbose", is_flag=True, help="Every detail line of every row (default: the first 20).")
+def audit(qrels: Path | None, verbose: bool) -> None:
+    """Can I trust this repository? One table: OK / NOT YET / FAIL per check (no GPU, no network).
+
+    Exit 0: every row OK; 1: a row failed; 3: nothing failed, but something is not done yet (e.g. not
+    stamped, no study run committed)."""
+    t0 = time.perf_counter()
+    rows = run_audit(repo_root(), qrels=qrels)
+    click.echo(format_table(rows, max_details=10**9 if verbose else 20))
+    code = exit_code(rows)
+    words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}
+    click.echo(f"\n{words[code]} (exit {code}; {time.perf_counter() - t0:.1f} s)")
+    raise SystemExit(code)
+
+
+@click.command("reproduce")
+@click.option("--model", "models", multiple=True, default=None,
+              help="A reranker id; repeatable (default: the two the README names, "
+              "bge-v2-m3 and qwen3-0.6b).")  # fmt: skip
+@click.option("--stage", "stages", multiple=True, default=None,
+              help="A stage; repeatable (default: every stage with committed runs and results).")  # fmt: skip
+@click.option("--device", default="cuda", show_default=True, help="Where the rerankers run.")
+@click.option("--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Qrels (default: the study's, from the pinned MIRACL snapshot).")  # fmt: skip
+@click.option("--dataset", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Rehearsal-style inputs in BEIR layout instead of the study's hub data.")  # fmt: skip
+@click.option("--bundled", is_flag=True, help="Rehearsal-style inputs: the bundled MIRACL-de sample.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Study folder of the rerun (default reproduce/<utc-time>/, git-ignored).")  # fmt: skip
+def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qrels: Path | None,
+              dataset: Path | None, bundled: bool, out_dir: Path | None) -> None:  # fmt: skip
+    """Rerun two rerankers on the committed first-stage runs; nDCG@10 within 0.1 points of results/?
+
+    Exit 0: every comparison within the plan's 0.1 points; 1: a comparison failed or nothing to compare."""
+    from bench.audit.reproduce import DEFAULT_MODELS, format_result, new_dir
+    from bench.audit.reproduce import reproduce as run_reproduce
+    from bench.guard import preflight
+    from bench.provenance import collect_manifest
+    from bench.quality.interrupt import whole_command
+
+    root = repo_root()
+    out_dir = out_dir or new_dir(root)
+    chosen_models = list(models) or list(DEFAULT_MODELS)
+    texts: Any
+    if dataset is not None or bundled:
+        from bench.rehearse.inputs import load_inputs
+
+        kind = "rehearsal"
+        pre = preflight("rehearsal", lock_names=["bundled"], root=root)
+        inputs = load_inputs(dataset, None)
+        queries, texts = inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}
+        out_dir.mkdir(parents=True, exist_ok=True)
+        qrels = qrels or inputs.write_qrels(out_dir / "qrels.tsv")
+    else:
+        from bench.quality.commands import lock_names
+        from bench.quality.inputs import candidate_texts, study_queries
+
+        kind = "measurement"
+        pre = preflight("measurement", lock_names=lock_names(list(stages) or ["keyword-full"]), root=root)
+        queries, study_qrels = study_queries()
+        texts, qrels = candidate_texts, qrels or study_qrels
+    prov = collect_manifest(kind="reproduction", device=device, root=root)
+
+    def load(model: str) -> Any:
+        from bench.rerankers.registry import load_reranker
+
+        return load_reranker(model, device=device)
+
+    from bench.liblog import library_log
+
+    log = out_dir / "libraries.log"
+    with whole_command("reproduction", f"uv run bench reproduce --out {out_dir}"), library_log(log):
+        result = run_reproduce(root, models=chosen_models, stages=list(stages) or None, qrels=qrels,
+                               queries=queries, texts=texts, load=load, out_dir=out_dir, provenance=prov,
+                               preflight=pre, kind=kind)  # fmt: skip
+    click.echo(format_result(result))
+    raise SystemExit(result.exit_code)

@@ -1,0 +1,410 @@
+"""Audit rows about committed data: 4 datasets.lock, 5 results recomputed from ``runs/``, 6 manifests,
+7 ids and numbers only (and no stray file).
+
+The checks walk whatever is committed under ``runs/`` and ``results/`` (``git ls-files``), so result
+kinds added later (latency samples, costs, the judged sample) are covered without a change here. Row 5
+recomputes what ``analysis report`` produces (the quality JSON, ``report.md``, figures) in the spirit of
+pyserini's two-click reproductions; other result kinds are covered by rows 6 and 7.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.audit.rows import Row, Verdict
+from bench.errors import BenchError
+from bench.integrity import git
+
+RUNS, RESULTS = "runs", "results"
+STUDY_JSON = "quality/study.json"
+# Allowed kinds of committed files; anything else under runs/ or results/ is a stray file.
+RUN_SUFFIXES = frozenset({".trec"})
+RESULT_SUFFIXES = frozenset({".json", ".jsonl", ".md", ".png", ".csv", ".tsv"})
+ALWAYS_ALLOWED = frozenset({"README.md", "LICENSE"})
+# Keys that would carry passage, query or prompt text: never in a committed result.
+TEXT_KEYS = frozenset({"text", "title", "passage", "passage_text", "query_text", "document", "documents",
+                       "prompt", "completion", "response_text", "content"})  # fmt: skip
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def tracked(root: Path, folder: str) -> list[str]:
+    """Files under ``folder`` that git tracks (repository-relative, sorted); the working tree outside git
+    (a checkout without history) falls back to every file there."""
+    if git.is_repo(root):
+        out = git.run_git(root, "ls-files", "-z", "--", folder).decode("utf-8", errors="replace")
+        return sorted(p for p in out.split("\0") if p)
+    base = root / folder
+    if not base.is_dir():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in base.rglob("*") if p.is_file())
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def study_files(files: list[str]) -> list[str]:
+    """The files that are study output (not README.md / LICENSE)."""
+    return [f for f in files if Path(f).name not in ALWAYS_ALLOWED]
+
+
+# ---- row 4 -------------------------------------------------------------------------------------------
+
+
+def datasets_row(root: Path) -> Row:
+    check = "datasets.lock: present files match"
+    from bench.integrity.datalock import LOCK_NAME, check_entry, read_lock
+
+    try:
+        entries = read_lock(root / LOCK_NAME)
+    except BenchError as exc:
+        return Row(4, check, "FAIL", exc.message.splitlines()[0])
+    problems, not_fetched, ok = [], [], 0
+    for key in sorted(entries):
+        entry = entries[key]
+        if entry.base == "hub" and not entry.file(root).exists():
+            not_fetched.append(f"{key}: not fetched (`bench data fetch`)")
+            continue
+        problem = check_entry(key, entry, root)
+        if problem is None:
+            ok += 1
+        else:
+            problems.append(str(problem))
+    if problems:
+        return Row(4, check, "FAIL", f"{len(problems)} of {len(entries)} files do not match: {problems[0]}",
+                   tuple(problems))  # fmt: skip
+    if not entries:
+        return Row(4, check, "FAIL", f"{LOCK_NAME} lists no file")
+    return Row(4, check, "OK", f"{ok} files match; {len(not_fetched)} hub files not fetched (not checked)",
+               tuple(not_fetched))  # fmt: skip
+
+
+# ---- row 5 -------------------------------------------------------------------------------------------
+
+
+def find_qrels(root: Path, name: str, sha256: str) -> Path | None:
+    """The qrels file that ``results/quality/study.json`` names, found by SHA-256 among the datasets.lock
+    files and the committed files under ``runs/``."""
+    from bench.integrity.datalock import LOCK_NAME, read_lock
+
+    candidates: list[Path] = []
+    try:
+        candidates += [e.file(root) for e in read_lock(root / LOCK_NAME).values() if e.sha256 == sha256]
+    except BenchError:
+        pass
+    candidates += [root / f for f in tracked(root, RUNS) if Path(f).name == name]
+    for path in candidates:
+        if path.is_file() and _sha(path) == sha256:
+            return path
+    return None
+
+
+def _referenced_runs(root: Path, result_files: list[str]) -> Iterator[tuple[str, str, str]]:
+    """(result file, run path, recorded sha256) for every run a committed quality result names."""
+    for rel in result_files:
+        in_quality = rel.startswith(f"{RESULTS}/quality/") and rel.endswith(".json")
+        if not in_quality or rel.endswith("/study.json"):
+            continue
+        try:
+            doc = json.loads((root / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # row 7 names unreadable JSON
+        runs = [doc.get("first_stage"), *doc.get("runs", [])] if isinstance(doc, dict) else []
+        for run in runs:
+            if isinstance(run, dict) and isinstance(run.get("run"), str):
+                yield rel, f"{RUNS}/{run['run']}", str(run.get("sha256"))
+
+
+def results_row(root: Path, qrels: Path | None = None) -> Row:
+    check = "results recomputed from runs/ (analysis report)"
+    runs = study_files(tracked(root, RUNS))
+    results = study_files(tracked(root, RESULTS))
+    quality = [f for f in results if f.startswith(f"{RESULTS}/quality/")]
+    if not runs and not quality:
+        others = f"; {len(results)} other result files are checked by rows 6 and 7" if results else ""
+        return Row(5, check, "NOT YET", f"no study run committed yet (no runs/, no results/quality/){others}")
+    if not (root / RESULTS / STUDY_JSON).is_file():
+        return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `analysis report --runs "
+                   "runs --qrels QRELS --out results` and commit its output")  # fmt: skip
+    problems = []
+    for result, run, sha in _referenced_runs(root, results):
+        path = root / run
+        if not path.is_file():
+            problems.append(f"{result} names {run}, which is not committed: restore it from the study or "
+                            "rerun analysis report")  # fmt: skip
+        elif _sha(path) != sha:
+            problems.append(f"{run}: SHA-256 {_sha(path)[:12]}... differs from {sha[:12]}... recorded in "
+                            f"{result} (the run file was changed)")  # fmt: skip
+    if qrels is None:
+        try:
+            inputs = json.loads((root / RESULTS / STUDY_JSON).read_text(encoding="utf-8"))["inputs"]["qrels"]
+            name, sha = str(inputs["file"]), str(inputs["sha256"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON}: cannot read inputs.qrels ({exc})")
+        qrels = find_qrels(root, name, sha)
+        if qrels is None:
+            verdict: Verdict = "FAIL" if problems else "NOT YET"
+            return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run `bench "
+                       "data fetch`, or pass --qrels FILE", tuple(problems))  # fmt: skip
+    details, failed = recompute(root, qrels, results)
+    details = problems + details
+    failed += len(problems)
+    compared = sum(1 for d in details if d.startswith(("OK", "FAIL results")))
+    skipped = sum(1 for d in details if d.startswith("NOT RECOMPUTED"))
+    if failed:
+        first = next(d for d in details if not d.startswith(("OK", "NOT RECOMPUTED")))
+        return Row(5, check, "FAIL", f"{failed} problem(s); first: {first}", tuple(details))
+    note = f"; {skipped} not recomputed (inputs the audit cannot know, see details)" if skipped else ""
+    return Row(5, check, "OK", f"{compared} committed files recomputed byte for byte{note}", tuple(details))
+
+
+def recompute(root: Path, qrels: Path, results: list[str]) -> tuple[list[str], int]:
+    """Rerun ``analysis report`` on ``runs/`` and compare what it owns under ``results/`` byte for byte.
+
+    The committed ``results/`` is copied into the temporary output first, because some report sections read
+    their inputs from ``--out`` (the judged labels, the pitfall runs) and the latency section from
+    ``results/latency``. The costs section needs the prices file and options of its run, which the audit
+    cannot know: when ``costs.json`` is committed, it, ``report.md`` (which holds the costs section) and the
+    cost figures are listed as not recomputed (rows 6 and 7 still check them)."""
+    import shutil
+
+    from analysis.report import REPORT_ENTRIES, SECTIONS, write_report
+
+    owned = {*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries)}
+    with_costs = (root / RESULTS / "costs.json").is_file()
+    not_recomputed = {"costs.json", "report.md"} if with_costs else set()
+    details: list[str] = []
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="bench-audit-") as tmp:
+        out = Path(tmp) / "results"
+        out.mkdir()
+        for rel in results:  # committed files only, not whatever else lies in the working tree
+            inner = rel.removeprefix(f"{RESULTS}/")
+            (out / inner).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / rel, out / inner)
+        latency = out / "latency" if (out / "latency").is_dir() else None
+        try:
+            write_report(root / RUNS, qrels, out, latency_dir=latency)
+        except Exception as exc:  # any failure of the report is this row's FAIL, named
+            return [f"analysis report failed on runs/: {type(exc).__name__}: {exc}"], 1
+        produced = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+        committed_owned = {r.removeprefix(f"{RESULTS}/") for r in results}
+        committed_owned = {r for r in committed_owned if r.split("/")[0] in owned}
+        produced_owned = {r for r in produced if r.split("/")[0] in owned}
+        for rel in sorted(committed_owned | produced_owned):
+            top = rel.split("/")[0]
+            if top in not_recomputed or (with_costs and rel.startswith("figures/costs-")):
+                details.append(f"NOT RECOMPUTED results/{rel}: needs the costs inputs (--prices ...)")
+                continue
+            committed = root / RESULTS / rel
+            if rel not in produced_owned:
+                failed += 1
+                details.append(
+                    f"FAIL results/{rel}: committed, but analysis report no longer produces it (stale)"
+                )
+            elif rel not in committed_owned:
+                if rel.endswith(".json"):
+                    failed += 1
+                    details.append(f"FAIL results/{rel}: produced by analysis report but not committed")
+            else:
+                same = committed.read_bytes() == (out / rel).read_bytes()
+                failed += not same
+                details.append(f"{'OK  ' if same else 'FAIL'} results/{rel}"
+                               + ("" if same else ": differs from the recomputed file"))  # fmt: skip
+    return details, failed
+
+
+# ---- row 6 -------------------------------------------------------------------------------------------
+
+
+def manifests_in(obj: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every manifest (an object with ``plan_sha256`` and ``git``) inside a JSON value, with its path."""
+    if isinstance(obj, dict):
+        if "plan_sha256" in obj and isinstance(obj.get("git"), dict):
+            yield where or "/", obj
+        for key, value in obj.items():
+            yield from manifests_in(value, f"{where}/{key}")
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from manifests_in(value, f"{where}/{i}")
+
+
+def _history_hashes(root: Path, path: str) -> set[str]:
+    return {hashlib.sha256(v.data).hexdigest() for v in git.file_versions(root, path)}
+
+
+def _commit_exists(root: Path, commit: str) -> bool:
+    if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+        return False
+    return bool(git.run_git(root, "cat-file", "-t", commit, check=False).strip() == b"commit")
+
+
+def manifests_row(root: Path, blocked: str | None) -> Row:
+    check = "manifests name hashes and a commit of this history"
+    if blocked:
+        return Row(6, check, "FAIL", blocked)
+    from bench.integrity.datalock import LOCK_NAME
+
+    files = [f for f in study_files(tracked(root, RESULTS)) + study_files(tracked(root, RUNS))
+             if f.endswith(".json")]  # fmt: skip
+    known = {
+        "plan_sha256": _history_hashes(root, "PLAN.md"),
+        "deviations_sha256": _history_hashes(root, "DEVIATIONS.md"),
+        "datasets_lock_sha256": _history_hashes(root, LOCK_NAME),
+    }
+    problems, found = [], 0
+    for rel in files:
+        try:
+            doc = json.loads((root / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # row 7 names unreadable JSON
+        for where, manifest in manifests_in(doc):
+            found += 1
+            label = f"{rel}{'' if where == '/' else ' ' + where}"
+            for key, hashes in known.items():
+                value = manifest.get(key)
+                if value not in hashes:
+                    problems.append(f"{label}: {key} {str(value)[:16]}... is not the hash of any committed "
+                                    f"version of {_FILE_OF[key]}")  # fmt: skip
+            commit = str((manifest.get("git") or {}).get("commit"))
+            if not _commit_exists(root, commit):
+                problems.append(f"{label}: git commit {commit[:12]} does not exist in this history")
+    if not files or not found:
+        if problems:
+            return Row(6, check, "FAIL", problems[0], tuple(problems))
+        return Row(6, check, "NOT YET", "no manifest committed yet (no measurement has been run)")
+    if problems:
+        return Row(6, check, "FAIL", f"{len(problems)} problem(s); first: {problems[0]}", tuple(problems))
+    return Row(6, check, "OK", f"{found} manifests in {len(files)} JSON files; every hash and commit found")
+
+
+_FILE_OF = {"plan_sha256": "PLAN.md", "deviations_sha256": "DEVIATIONS.md",
+            "datasets_lock_sha256": "datasets.lock"}  # fmt: skip
+
+
+# ---- row 7 -------------------------------------------------------------------------------------------
+
+
+def text_keys_in(obj: Any, where: str = "") -> Iterator[str]:
+    """JSON paths whose key names text (``TEXT_KEYS``) and whose value is a non-empty string."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            path = f"{where}/{key}"
+            if str(key).lower() in TEXT_KEYS and isinstance(value, str) and value.strip():
+                yield path
+            yield from text_keys_in(value, path)
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from text_keys_in(value, f"{where}/{i}")
+
+
+def _strings(obj: Any) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield str(key)
+            yield from _strings(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _strings(value)
+
+
+def known_texts(root: Path) -> tuple[list[str], set[str]]:
+    """(query texts, 40-character passage prefixes) of the bundled MIRACL-de sample, when it is present:
+    every dev query of the study and the judged passages, the texts most likely to leak."""
+    try:
+        from bench.data.bundled import load_sample
+
+        sample = load_sample()
+    except (BenchError, OSError, ImportError):
+        return [], set()
+    queries = [q for q in sample.queries.values() if len(q) >= 12]
+    prefixes = {p.passage_text[:40] for p in [*sample.judged, *sample.nomiracl] if len(p.passage_text) >= 40}
+    prefixes |= {p.text[:40] for p in [*sample.judged, *sample.nomiracl] if len(p.text) >= 40}
+    return queries, prefixes
+
+
+def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str]) -> list[str]:
+    """Why a committed file under runs/ or results/ is not ids and numbers only (empty: fine)."""
+    name = Path(rel).name
+    if name in ALWAYS_ALLOWED:
+        return []
+    suffix = Path(rel).suffix
+    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") else RESULT_SUFFIXES
+    if suffix not in allowed or name.startswith(".") or name.endswith(("~", ".tmp", ".bak")):
+        kinds = ", ".join(sorted(allowed))
+        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE); remove it or move it out"]
+    if suffix == ".png":
+        return []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return [f"{rel}: not UTF-8 text"]
+    problems: list[str] = []
+    if suffix == ".trec":
+        for lineno, line in enumerate(text.splitlines(), 1):
+            cols = line.split(" ")
+            if len(cols) != 6 or not cols[3].isdigit() or not _is_number(cols[4]):
+                problems.append(f"{rel} line {lineno}: not a TREC run line (query Q0 passage rank score tag)")
+                break
+        return problems
+    strings: list[str] = []
+    if suffix in (".json", ".jsonl"):
+        docs = []
+        try:
+            if suffix == ".json":
+                docs = [json.loads(text)]
+            else:
+                docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as exc:
+            return [f"{rel}: not valid JSON ({exc})"]
+        for doc in docs:
+            keys = text_keys_in(doc)
+            problems += [f"{rel}: key {p} holds text; only ids and numbers belong here" for p in keys]
+            strings += list(_strings(doc))
+    else:
+        strings = text.splitlines()
+    for s in strings:
+        if len(s) < 12 or " " not in s:  # ids, hashes and numbers: no query or passage fits
+            continue
+        leaked = next((q for q in queries if q in s), None)
+        if leaked is not None:
+            problems.append(f"{rel}: contains the text of a query ({leaked[:40]!r}...)")
+            break
+        if len(s) >= 40 and any(s[i : i + 40] in prefixes for i in range(0, len(s) - 39)):
+            problems.append(f"{rel}: contains passage text")
+            break
+    return problems
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def ids_only_row(root: Path) -> Row:
+    check = "committed runs and results hold ids and numbers only"
+    files = tracked(root, RUNS) + tracked(root, RESULTS)
+    queries, prefixes = known_texts(root)
+    problems: list[str] = []
+    for rel in files:
+        path = root / rel
+        if not path.is_file():
+            problems.append(f"{rel}: tracked by git but missing here (`git checkout -- {rel}`)")
+            continue
+        problems += file_problems(rel, path.read_bytes(), queries, prefixes)
+    study = study_files(files)
+    if problems:
+        return Row(7, check, "FAIL", f"{len(problems)} problem(s); first: {problems[0]}", tuple(problems))
+    basis = f"checked against {len(queries)} query and {len(prefixes)} passage texts of the bundled sample"
+    return Row(7, check, "OK", f"{len(study)} study files, no stray file, no text key; {basis}")

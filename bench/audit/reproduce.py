@@ -1,0 +1,269 @@
+"""``bench reproduce``: the plan's reproduction rule (section "Reproducibility and licences"): "a fresh clone
+must reproduce nDCG@10 of two rerankers from the committed first-stage runs on the same GPU within 0.1
+points".
+
+The rerankers run through the study's own quality phase (``bench.quality.driver.execute``) on the
+committed ``runs/first-stage/<stage>.trec`` at the main depth, into a new study folder (default
+``reproduce/<utc-time>/``, git-ignored), never into ``runs/``. nDCG@10 of each new run is compared with the
+committed ``results/quality/<stage>.json``: within ``REPRODUCTION_MAX_POINTS`` points (inclusive) is OK,
+otherwise FAIL with both numbers. The machine is recorded, and the GPU is compared with the GPUs named by
+the committed manifests ("same GPU"); a different or unknown GPU is said plainly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from bench.audit.committed import RESULTS, RUNS, study_files, tracked
+from bench.errors import BenchError
+from bench.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
+
+# The two rerankers the README names for the reproduction: pointwise, small, and both in the plan's
+# determinism check, so a second run is expected to agree.
+DEFAULT_MODELS: tuple[str, ...] = ("bge-v2-m3", "qwen3-0.6b")
+SUMMARY = "reproduce.json"
+# "within 0.1 points" includes 0.1 itself; the margin absorbs binary rounding of a difference that is 0.1
+# in decimal (100 * (0.501 - 0.5) = 0.10000000000000009), far below any real difference of nDCG@10.
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Comparison:
+    stage: str
+    model: str
+    depth: int
+    committed: float | None  # nDCG@10, 0..1
+    reproduced: float | None
+    difference_points: float | None
+    verdict: str  # "OK" | "FAIL"
+    reason: str
+
+
+@dataclass
+class Reproduction:
+    directory: str
+    comparisons: list[Comparison]
+    gpu_here: list[str]
+    gpu_committed: list[str]
+    gpu_note: str
+    max_points: float = REPRODUCTION_MAX_POINTS
+    rule: str = "|reproduced - committed| <= 0.1 nDCG@10 points passes (inclusive)"
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.comparisons and all(c.verdict == "OK" for c in self.comparisons) else 1
+
+
+def committed_ndcg(root: Path, stage: str, model: str, depth: int) -> float | None:
+    """Mean nDCG@10 of ``<model>@<depth>`` in the committed ``results/quality/<stage>.json``."""
+    path = root / RESULTS / "quality" / f"{stage}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        raise BenchError(f"{path}: not valid JSON ({exc}); restore it with git") from exc
+    for run in doc.get("runs", []):
+        if run.get("model") == model and run.get("depth") == depth:
+            return float(run["means"]["ndcg@10"])
+    return None
+
+
+def committed_stages(root: Path) -> list[str]:
+    """Stages with a committed first-stage run and a committed quality result holding reranker runs
+    (keyword-plain-71k, a reference without rerankers, has none)."""
+    runs = {Path(f).stem for f in tracked(root, f"{RUNS}/first-stage") if f.endswith(".trec")}
+    stages = []
+    for rel in study_files(tracked(root, f"{RESULTS}/quality")):
+        stage = Path(rel).stem
+        if stage == "study" or stage not in runs or not rel.endswith(".json"):
+            continue
+        try:
+            doc = json.loads((root / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BenchError(f"{root / rel}: not valid JSON ({exc}); restore it with git") from exc
+        if isinstance(doc, dict) and doc.get("runs"):
+            stages.append(stage)
+    return sorted(stages)
+
+
+def _gpus(host: Any) -> list[str]:
+    """GPU names in a host record (``bench.provenance.host_info``): torch's ``cuda_device``, else the first
+    column of the ``nvidia_smi`` CSV."""
+    if not isinstance(host, Mapping):
+        return []
+    names = [str(host["cuda_device"])] if isinstance(host.get("cuda_device"), str) else []
+    smi = host.get("nvidia_smi")
+    if not names and isinstance(smi, str):
+        names = [r.split(",")[0].strip() for r in smi.splitlines()[1:] if r.strip()]
+    return names
+
+
+def _host_records(obj: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(obj, Mapping):
+        if "cuda_device" in obj or "nvidia_smi" in obj:
+            yield obj
+        for value in obj.values():
+            yield from _host_records(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _host_records(value)
+
+
+def committed_gpus(root: Path) -> list[str]:
+    """Every GPU named by a host record in a committed result file (manifests, sessions' host after load)."""
+    found: set[str] = set()
+    for rel in study_files(tracked(root, RESULTS)):
+        if not rel.endswith(".json"):
+            continue
+        try:
+            doc = json.loads((root / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for host in _host_records(doc):
+            found.update(_gpus(host))
+    return sorted(found)
+
+
+def gpu_note(here: Sequence[str], committed: Sequence[str]) -> str:
+    if not committed:
+        return "the committed manifests name no GPU: 'same GPU' cannot be checked"
+    if not here:
+        return f"no GPU here; the committed results were measured on {', '.join(committed)}"
+    if set(here) & set(committed):
+        return f"same GPU as the committed results ({', '.join(sorted(set(here) & set(committed)))})"
+    return f"different GPU: here {', '.join(here)}, committed results {', '.join(committed)}"
+
+
+def compare(
+    stage: str, model: str, depth: int, committed: float | None, reproduced: float | None
+) -> Comparison:
+    if committed is None:
+        return Comparison(
+            stage,
+            model,
+            depth,
+            None,
+            reproduced,
+            None,
+            "FAIL",
+            f"results/quality/{stage}.json has no {model}@{depth}: nothing to reproduce",
+        )
+    if reproduced is None:
+        return Comparison(stage, model, depth, committed, None, None, "FAIL", "the rerun wrote no run file")
+    diff = 100 * (reproduced - committed)
+    ok = abs(diff) <= REPRODUCTION_MAX_POINTS + _EPS
+    reason = (
+        f"committed {100 * committed:.4f}, reproduced {100 * reproduced:.4f} nDCG@10 points "
+        f"(difference {diff:+.4f}; rule: within {REPRODUCTION_MAX_POINTS})"
+    )
+    return Comparison(stage, model, depth, committed, reproduced, diff, "OK" if ok else "FAIL", reason)
+
+
+def reproduce(
+    root: Path,
+    *,
+    models: Sequence[str],
+    stages: Sequence[str] | None,
+    qrels: Path,
+    queries: Mapping[str, str],
+    texts: Mapping[str, str] | Callable[[Any], Mapping[str, str]],
+    load: Callable[[str], Any],
+    out_dir: Path,
+    provenance: Mapping[str, Any],
+    preflight: Mapping[str, Any] | None,
+    kind: str = "measurement",
+    stream: TextIO | None = None,
+) -> Reproduction:
+    """Rerun ``models`` on the committed first-stage runs of ``stages`` (default: every committed stage)
+    at the main depth and compare nDCG@10 with the committed results."""
+    from analysis.metrics import Judgments, evaluate_table
+    from analysis.trec import read_qrels, read_run_table
+    from bench.quality.driver import execute
+    from bench.quality.phase import PhaseSpec
+    from bench.quality.study import Study, write_json
+
+    stream = stream if stream is not None else sys.stderr
+    chosen = list(stages) if stages else committed_stages(root)
+    if not chosen:
+        raise BenchError(
+            f"{root / RUNS}: no committed first-stage run with a committed quality result; "
+            "nothing to reproduce (run the study and commit runs/ and results/ first)"
+        )
+    missing = [s for s in chosen if not (root / RUNS / "first-stage" / f"{s}.trec").is_file()]
+    if missing:
+        raise BenchError(f"{root / RUNS / 'first-stage'}: no committed run for {', '.join(missing)}")
+    params = {"stages": chosen, "models": list(models), "depth": QUALITY_DEPTH, "reproduction": True}
+    study = Study.start(
+        out_dir,
+        kind=kind,
+        plan_path=root / "PLAN.md",
+        params=params,
+        provenance=provenance,
+        preflight=preflight,
+    )
+    spec = PhaseSpec(stages=tuple(chosen), models=tuple(models), depths=(QUALITY_DEPTH,))
+    execute(
+        study,
+        sources={s: root / RUNS / "first-stage" / f"{s}.trec" for s in chosen},
+        queries=queries,
+        texts=texts,
+        load=load,
+        spec=spec,
+        runs_dir=out_dir / "runs",
+        resume_hint=f"uv run bench reproduce --out {out_dir}",
+        what="reproduction",
+        stream=stream,
+    )
+    judgments = Judgments.from_qrels(read_qrels(qrels))
+    comparisons = []
+    for stage in chosen:
+        for model in models:
+            path = out_dir / "runs" / stage / f"{model}@{QUALITY_DEPTH}.trec"
+            reproduced = None
+            if path.is_file():
+                table = read_run_table(path, qrels_qids=judgments.qids)
+                reproduced = float(evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
+            committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
+            comparisons.append(compare(stage, model, QUALITY_DEPTH, committed, reproduced))
+    from bench.provenance import host_info
+
+    here = sorted(set(_gpus(provenance.get("host"))) | set(_gpus(host_info())))  # torch is loaded by now
+    theirs = committed_gpus(root)
+    result = Reproduction(
+        str(out_dir), comparisons, here, theirs, gpu_note(here, theirs), manifest=dict(provenance)
+    )
+    write_json(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
+    return result
+
+
+def format_result(result: Reproduction) -> str:
+    lines = [
+        "| stage | model | committed nDCG@10 | reproduced | difference (points) | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for c in result.comparisons:
+
+        def pts(x: float | None) -> str:
+            return "" if x is None else f"{100 * x:.4f}"
+
+        diff = "" if c.difference_points is None else f"{c.difference_points:+.4f}"
+        lines.append(
+            f"| {c.stage} | {c.model}@{c.depth} | {pts(c.committed)} | {pts(c.reproduced)} | {diff} | "
+            f"{c.verdict} |"
+        )
+    lines += ["", f"Rule: within {result.max_points} nDCG@10 points (inclusive). GPU: {result.gpu_note}."]
+    lines += [f"{c.verdict}: {c.stage} {c.model}@{c.depth}: {c.reason}" for c in result.comparisons]
+    lines.append(f"Everything: {result.directory}")
+    return "\n".join(lines)
+
+
+def new_dir(root: Path) -> Path:
+    return root / "reproduce" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -1,0 +1,26 @@
+"""``bench audit``: every reviewer's check in one table, no GPU, no network (plan section "Reproducibility
+and licences"). Rows in order: 1 plan commit, 2 timestamps, 3 DEVIATIONS.md, 4 datasets.lock, 5 results
+recomputed, 6 manifests, 7 ids and numbers only, 8 licences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.audit.committed import datasets_row, ids_only_row, manifests_row, results_row
+from bench.audit.history import deviations_row, history_problem, licences_row, plan_row, timestamps_row
+from bench.audit.rows import Row
+
+
+def audit(root: Path, *, qrels: Path | None = None) -> list[Row]:
+    """The eight rows for the checkout at ``root``."""
+    blocked = history_problem(root)
+    return [
+        plan_row(root, blocked),
+        timestamps_row(root, blocked),
+        deviations_row(root, blocked),
+        datasets_row(root),
+        results_row(root, qrels),
+        manifests_row(root, blocked),
+        ids_only_row(root),
+        licences_row(root),
+    ]

@@ -1,0 +1,82 @@
+"""``bench costs passage-tokens``: the mean passage tokens of the context calculation (PLAN.md, "Costs").
+
+Thin over :mod:`bench.costs.tokens`. Order: the Voyage tokenizer must be on this machine (else a clear
+refusal, nothing else is tried), then ``bench.guard.preflight`` (datasets.lock, plan stamp), then the
+stages' candidate texts are read and counted, and one JSON record is written atomically with its manifest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from bench.plan import RERANKED_STAGES, STAGES
+
+
+@click.group()
+def costs() -> None:
+    """Measuring steps of the cost section (the costs are computed by `analysis report --prices`)."""
+
+
+@costs.command("passage-tokens")
+@click.option(
+    "--runs",
+    "runs_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Folder with first-stage/<stage>.trec.",
+)
+@click.option(
+    "--stage",
+    "stages",
+    multiple=True,
+    type=click.Choice(sorted(STAGES)),
+    help="Repeatable; default: the plan's reranked stages.",
+)
+@click.option("--model", default="rerank-3", show_default=True, help="Voyage model whose tokenizer counts.")
+@click.option("--revision", default=None, help="Snapshot revision, when several are on disk.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("results/costs/passage-tokens.json"),
+    show_default=True,
+)
+def passage_tokens(
+    runs_dir: Path, stages: tuple[str, ...], model: str, revision: str | None, out: Path
+) -> None:
+    """Mean Voyage-tokenizer tokens of each stage's first-stage top-100 passages."""
+    from analysis.atomic import write_bytes_atomic
+    from analysis.trec import read_run_table
+    from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
+    from bench.errors import BenchError
+    from bench.guard import preflight
+    from bench.progress import Progress
+    from bench.provenance import collect_manifest
+    from bench.quality.candidates import Candidates
+    from bench.quality.inputs import candidate_texts
+
+    tok = load_voyage_tokenizer(model, revision=revision)  # refuses before anything else when absent
+    pre = preflight("measurement")
+    lists: dict[str, dict[str, tuple[str, ...]]] = {}
+    shas: dict[str, str] = {}
+    for stage in stages or RERANKED_STAGES:
+        path = runs_dir / "first-stage" / f"{stage}.trec"
+        if not path.is_file():
+            raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+        table = read_run_table(path, allow_unknown_queries=True)
+        lists[stage] = {
+            q: ids[:100] for q, ids in ((q, tuple(d for d, _ in rows)) for q, rows in table.as_dict().items())
+        }
+        shas[stage] = table.sha256 or ""
+    texts = candidate_texts(Candidates(lists, shas))
+    record = passage_tokens_record(
+        tok, lists, texts, shas, progress_factory=lambda label, n: Progress(label, n, "passages")
+    )
+    record["manifest"] = collect_manifest(kind="costs-passage-tokens", extra={"preflight": pre})
+    write_bytes_atomic(out, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+    for stage, rec in record["stages"].items():
+        click.echo(f"{stage}: {rec['passages']:,} passages, mean {rec['mean_tokens']:.1f} tokens")
+    click.echo(f"written: {out}")

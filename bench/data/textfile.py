@@ -1,0 +1,32 @@
+"""Opening the text files the study reads: UTF-8, a leading byte-order mark removed and reported.
+
+A UTF-8 byte-order mark (``EF BB BF``, as some Windows editors write) would otherwise become part of the
+first field (the first query id of a topics file: that query would match no judgment and score 0). Readers
+open text through ``open_text``, which strips the mark and says so on stderr, naming the file. CRLF line
+ends are the readers' to strip (``line.rstrip("\\r\\n")``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+BOM = b"\xef\xbb\xbf"
+
+
+def has_bom(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(BOM)) == BOM
+
+
+def open_text(path: Path, *, newline: str | None = None, stream: TextIO | None = None) -> TextIO:
+    """``path`` opened for reading as UTF-8; a leading byte-order mark is skipped and reported. A data file
+    of the study is checked against datasets.lock first (``bench.integrity.coverage.require_locked``)."""
+    from bench.integrity.coverage import require_locked
+
+    require_locked(path)
+    if has_bom(path):
+        print(f"{path}: starts with a UTF-8 byte-order mark; ignored (it is not part of the first field)",
+              file=stream if stream is not None else sys.stderr, flush=True)  # fmt: skip
+    return open(path, encoding="utf-8-sig", newline=newline)

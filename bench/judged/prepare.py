@@ -1,0 +1,130 @@
+"""``bench judged prepare``: the plan's groups from a quality study's runs, then packet and sealed key.
+
+Groups (plan section "Judged sample of unjudged passages"): on hybrid-71k the three best rated models by
+mean nDCG@10 at depth 100 (ties: smaller model id), on keyword-full the best rated model there. "Rated" is
+the adapter checks' verdict (``bench.quality.commands.rated``). Every run used must be one that the given
+study wrote (its manifest lists the run paths of its sessions); runs from another study directory are
+refused. Fewer than three rated models with a hybrid-71k run, or none on keyword-full, is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.metrics import mean_scores
+from analysis.trec import read_run_table
+from bench.errors import BenchError
+from bench.integrity.hashing import sha256_file
+from bench.judged.selection import GroupSpec
+from bench.plan import (
+    JUDGED_SAMPLE_FULL_STAGE,
+    JUDGED_SAMPLE_STAGE,
+    JUDGED_SAMPLE_TOP_MODELS,
+    MAIN_METRIC,
+    QUALITY_DEPTH,
+    RERANKERS,
+)
+
+
+def group_id(stage: str, model: str, depth: int = QUALITY_DEPTH) -> str:
+    return f"{stage}/{model}@{depth}"
+
+
+def ranked(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, list[str]]:
+    table = read_run_table(path, qrels_qids=set(qrels)).as_dict()
+    return {q: [d for d, _ in docs] for q, docs in table.items()}
+
+
+def study_run_paths(study_dir: Path) -> set[Path]:
+    """Every run path the study's sessions recorded (resolved)."""
+    from bench.quality.study import read_manifest
+
+    manifest = read_manifest(study_dir)
+    return {
+        Path(r["path"]).resolve() for s in manifest["sessions"] for r in s.get("runs") or [] if r.get("path")
+    }
+
+
+def best_models(
+    runs_dir: Path, stage: str, models: Sequence[str], qrels: Mapping[str, Mapping[str, int]]
+) -> list[tuple[str, float, Path]]:
+    """(model, mean nDCG@10, run path) of ``models`` with a depth-100 run on ``stage``, best first."""
+    out = []
+    for m in models:
+        path = runs_dir / stage / f"{m}@{QUALITY_DEPTH}.trec"
+        if path.is_file():
+            table = read_run_table(path, qrels_qids=set(qrels))
+            out.append((m, mean_scores(qrels, table, measures=[MAIN_METRIC])[MAIN_METRIC], path))
+    return sorted(out, key=lambda x: (-x[1], x[0]))
+
+
+def plan_groups(
+    runs_dir: Path,
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    checks_dir: Path,
+    study_dir: Path,
+) -> tuple[list[GroupSpec], dict[str, Any]]:
+    """The plan's four groups and a record of how they were chosen (models, nDCG@10, run SHA-256)."""
+    from bench.quality.commands import rated
+
+    keep, skipped, _ = rated(list(RERANKERS), checks_dir)
+    hybrid = best_models(runs_dir, JUDGED_SAMPLE_STAGE, keep, qrels)
+    if len(hybrid) < JUDGED_SAMPLE_TOP_MODELS:
+        raise BenchError(
+            f"{runs_dir / JUDGED_SAMPLE_STAGE}: {len(hybrid)} rated model(s) with a depth-{QUALITY_DEPTH} "
+            f"run ({', '.join(m for m, *_ in hybrid) or 'none'}); the judged sample needs the "
+            f"{JUDGED_SAMPLE_TOP_MODELS} best rated models. Run `bench quality` first"
+        )
+    full = best_models(runs_dir, JUDGED_SAMPLE_FULL_STAGE, keep, qrels)
+    if not full:
+        raise BenchError(
+            f"{runs_dir / JUDGED_SAMPLE_FULL_STAGE}: no rated model has a depth-{QUALITY_DEPTH} run; the "
+            "judged sample needs the best rated model there. Run `bench quality` first"
+        )
+    chosen = [(JUDGED_SAMPLE_STAGE, *h) for h in hybrid[:JUDGED_SAMPLE_TOP_MODELS]]
+    chosen.append((JUDGED_SAMPLE_FULL_STAGE, *full[0]))
+    recorded = study_run_paths(study_dir)
+    for _, _, _, path in chosen:
+        if path.resolve() not in recorded:
+            raise BenchError(
+                f"{path}: not a run written by the study in {study_dir} (its manifest does not list it); "
+                "pass the runs folder and the study directory that belong together"
+            )
+    groups = [GroupSpec(group_id(stage, m), ranked(path, qrels)) for stage, m, _, path in chosen]
+    record = {
+        "groups_from": [
+            {
+                "group": group_id(stage, m),
+                "stage": stage,
+                "model": m,
+                MAIN_METRIC: score,
+                "run": str(path),
+                "run_sha256": sha256_file(path),
+            }
+            for stage, m, score, path in chosen
+        ],
+        "ranking": {
+            stage: [{"model": m, MAIN_METRIC: s} for m, s, _ in ranking]
+            for stage, ranking in ((JUDGED_SAMPLE_STAGE, hybrid), (JUDGED_SAMPLE_FULL_STAGE, full))
+        },
+        "not_rated": skipped,
+    }
+    return groups, record
+
+
+def passage_texts(docids: set[str]) -> dict[str, str]:
+    """docid -> ``title + "\\n" + text`` from the 71k corpus, the rest streamed from the full corpus."""
+    from bench.data.hub import iter_corpus_full, read_corpus_71k
+    from bench.integrity.hub import snapshot_dir
+    from bench.plan import CORPUS_71K, CORPUS_FULL
+
+    texts = {p.docid: p.passage_text for p in read_corpus_71k(snapshot_dir(CORPUS_71K)) if p.docid in docids}
+    rest = docids - set(texts)
+    if rest:
+        for p in iter_corpus_full(snapshot_dir(CORPUS_FULL)):
+            if p.docid in rest:
+                texts[p.docid] = p.passage_text
+    return texts

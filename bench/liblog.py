@@ -1,0 +1,75 @@
+"""Library diagnostics go to a log file, not to the user's terminal (issue 9 item 15).
+
+transformers prints a load report for every model whose checkpoint has keys the architecture does not use
+(``BertModel LOAD REPORT ... UNEXPECTED`` for all-MiniLM-L6-v2's ``position_ids``) and a weight-loading
+progress bar. Both are harmless and expected, and on a new user's terminal they read like a fault.
+``library_log(path)`` sends the records of the model libraries' loggers to ``path`` (ANSI colours
+removed) and, unless ``verbose``, takes their terminal handlers and transformers' progress bars away for
+the duration of the block; everything is restored afterwards. The command's own progress and
+diagnostics (``bench.progress``, ``print(..., file=sys.stderr)``) are not touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _PlainFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return _ANSI.sub("", super().format(record))
+
+
+def _transformers_logging() -> Any:
+    try:
+        import transformers.utils.logging as tlog
+    except ModuleNotFoundError:  # the analysis-only install has no transformers
+        return None
+    tlog.get_logger("transformers")  # transformers installs its terminal handler now, so it can be removed
+    return tlog
+
+
+@contextlib.contextmanager
+def library_log(path: Path, *, verbose: bool = False) -> Iterator[Path]:
+    """Within the block, the model libraries' log records are appended to ``path`` (created with the first
+    record, so its folder may be created inside the block); on the terminal only if ``verbose``."""
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)  # created with the first record
+    handler.setFormatter(_PlainFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    tlog = _transformers_logging()
+    saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]] = []
+    bars = tlog.is_progress_bar_enabled() if tlog is not None else None
+    try:
+        for name in LOGGERS:
+            logger = logging.getLogger(name)
+            saved.append((logger, list(logger.handlers), logger.propagate, logger.level))
+            if not verbose:
+                for h in list(logger.handlers):
+                    if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
+                        logger.removeHandler(h)
+                logger.propagate = False
+            elif not logger.handlers:
+                logger.addHandler(logging.StreamHandler())  # as Python's last-resort handler would print
+            logger.addHandler(handler)
+            if logger.level == logging.NOTSET:
+                logger.setLevel(logging.WARNING)
+        if tlog is not None and not verbose:
+            tlog.disable_progress_bar()
+        yield path
+    finally:
+        for logger, handlers, propagate, level in saved:
+            for h in list(logger.handlers):
+                logger.removeHandler(h)
+            for h in handlers:
+                logger.addHandler(h)
+            logger.propagate = propagate
+            logger.setLevel(level)
+        if tlog is not None and bars:
+            tlog.enable_progress_bar()
+        handler.close()

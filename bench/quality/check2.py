@@ -1,0 +1,59 @@
+"""Plan check 2 inside ``bench quality`` (section "Adapter checks"): our nDCG@10 equals pytrec_eval
+``ndcg_cut_10`` within 0.0001 on the real runs the session wrote.
+
+Every run file of the session is compared through ``analysis.pytrec_check.compare_with_pytrec_eval`` (the
+one comparison, shared with ``analysis report``); the verdicts go into the study manifest (``check2``) and
+the command exits 1 if any run fails or pytrec_eval cannot run: a check that did not run never passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.trec import read_qrels, read_run
+from bench.quality.runs import RunFileInfo
+from bench.quality.study import Study
+
+
+def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
+    """``{"passed": bool, "runs": [...], "error": str | None}`` over every written run file."""
+    from analysis.pytrec_check import compare_with_pytrec_eval
+
+    qrels = read_qrels(qrels_path)
+    out: list[dict[str, Any]] = []
+    try:
+        for info in runs:
+            if info.path is None:
+                continue
+            run = read_run(info.path, allow_unknown_queries=True)
+            result = compare_with_pytrec_eval(qrels, {q: rows for q, rows in run.items() if q in qrels})
+            out.append({"run": str(info.path), "stage": info.stage, "model": info.model, "depth": info.depth,
+                        **result.as_dict()})  # fmt: skip
+    except (ImportError, RuntimeError) as exc:  # pytrec_eval missing: the check did not run
+        return {"passed": False, "runs": out, "error": f"{type(exc).__name__}: {exc}"}
+    if not out:
+        return {"passed": False, "runs": [], "error": "no run file was written, nothing to compare"}
+    return {"passed": all(r["passed"] for r in out), "runs": out, "error": None}
+
+
+def failures(result: dict[str, Any]) -> str | None:
+    """The message to exit 1 with, or None when check 2 passed on every run."""
+    if result["error"] is not None:
+        return f"plan check 2 (nDCG@10 against pytrec_eval) did not run: {result['error']}"
+    bad = [f"{r['stage']}/{r['model']}@{r['depth']} (max diff {r['max_abs_diff']:.2e})"
+           for r in result["runs"] if not r["passed"]]  # fmt: skip
+    if bad:
+        return f"plan check 2 failed (nDCG@10 differs from pytrec_eval by more than 1e-4): {', '.join(bad)}"
+    return None
+
+
+def record_check(
+    study: Study, runs: Sequence[RunFileInfo], qrels_path: Path
+) -> tuple[dict[str, Any], str | None]:
+    """Run check 2 on ``runs``, store it in the study manifest (``check2``); (result, failure message)."""
+    result = check_runs(runs, qrels_path)
+    study.manifest["check2"] = result
+    study.save()
+    return result, failures(result)

@@ -1,0 +1,157 @@
+"""The columnar fast path reads exactly what the line-by-line reference reader reads (analysis.trec_fast).
+
+Every file either gives the same run on both paths or the same error (the fast path then defers to the
+reference reader, which words it); and the reports of a benchmark-shaped and a rehearsal-shaped study are
+byte-identical with either reader (issue 15: "results byte-identical to today's").
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.report import write_report
+from analysis.synthetic import write_study
+from analysis.trec import TrecFormatError, read_run, read_run_table
+from analysis.trec_fast import read_fast
+
+Qrels = dict[str, dict[str, int]]
+GOOD = "q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\nq1 Q0 d3 3 -1e-05 t\nq2 Q0 d9 1 0.25 t\n"
+BOM = b"\xef\xbb\xbf"
+
+# (file bytes, whether the fast path reads it itself): every other case is decided by the reference reader
+CASES: list[tuple[bytes, bool]] = [
+    (GOOD.encode(), True),
+    (BOM + GOOD.encode(), True),
+    (GOOD.replace("\n", "\r\n").encode(), True),
+    (BOM + GOOD.replace("\n", "\r\n").encode(), True),
+    (GOOD.rstrip("\n").encode(), True),  # no newline at the end
+    (GOOD.replace("\n", "\n\n").encode(), True),  # blank lines
+    # lines shuffled
+    (b"q2 Q0 d9 1 0.25 t\nq1 Q0 d3 3 -1e-05 t\nq1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\n", True),
+    (b"q1 Q0 d1 1 +1.5 t\nq1 Q0 d2 2 1. t\nq1 Q0 d3 3 .5 t\nq1 Q0 d4 04 1e-3 t\n", True),
+    (b'q1 Q0 "d1 1 3.5 t\n', True),  # a quote is an ordinary character in TREC ids
+    # decided by the reference reader: a fast-path limitation (same result) or an error (same message)
+    (GOOD.replace(" ", "\t").encode(), False),
+    (GOOD.replace(" ", "  ").encode(), False),
+    (GOOD.replace("d9", "dä").encode(), False),
+    (b"q1 Q0 d1 1 3.5 t\rq1 Q0 d2 2 3.0 t\n", False),  # a lone CR is whitespace for the reference
+    (b"q1 Q0 d\x0b1 1 3.5 t\n", False),
+    (b"q1 Q0 d1\x00 1 3.5 t\n", False),
+    (b"q1 Q0 d1 0x10 3.5 t\n", False),  # pyarrow would read a hexadecimal rank
+    (b"q1 Q0 d1 1 0x10 t\n", False),
+    (b"q1 Q0 d1 1 1_000 t\n", False),
+    (b"q1 Q0 d1 1_0 1.0 t\n", False),
+    (b"q1 Q0 d1 1 nan t\n", False),
+    (b"q1 Q0 d1 1 inf t\n", False),
+    (b"q1 Q0 d1 1 1e400 t\n", False),
+    (b"q1 Q0 d1 1 Infinity t\n", False),
+    (b" Q0 d1 1 3.5 t\n", False),  # an empty first column: 5 columns for the reference
+    (b"q1 Q0 d1 1 3.5 t \n", False),
+    (b"q1 Q0 d1 1 3.5\n", False),
+    (b"q1 Q0 d1 -1 3.0 t\nq1 Q0 d2 1 2.0 t\n", False),
+    (b"q1 Q0 d1 1 3.0 t\nq1 Q0 d2 3 2.0 t\n", False),
+    (b"q1 Q0 d1 1 3.0 t\nq1 Q0 d2 1 2.0 t\n", False),
+    (b"q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 2.0 t\n", False),
+    (b"q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n", False),
+    (b"q1 Q0 d1 1 x t\n", False),
+    (b"q1 Q0 d1 1.5 1.0 t\n", False),
+    (b"q1 Q0 d1 99999999999999999999 1.0 t\n", False),
+    (b"", False),
+    (b"\n \n", False),
+    (BOM + BOM + GOOD.encode(), False),
+    (b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xe42 2 0.5 t\n", False),
+]
+
+
+def _outcome(path: Path, qrels_qids: set[str] | None = None) -> object:
+    try:
+        t = read_run_table(path, qrels_qids=qrels_qids)
+    except TrecFormatError as exc:
+        return ("error", str(exc), exc.line)
+    return (t.qids, t.offsets.tolist(), t.docids, t.scores.tolist(), t.sha256)
+
+
+@pytest.mark.parametrize(("data", "fast"), CASES)
+def test_both_readers_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, fast: bool) -> None:
+    path = tmp_path / "run.trec"
+    path.write_bytes(data)
+    assert (read_fast(data) is not None) is fast  # the comparison below really compares two paths
+    monkeypatch.setenv("ANALYSIS_TREC_READER", "fast")
+    got = _outcome(path)
+    monkeypatch.setenv("ANALYSIS_TREC_READER", "reference")
+    assert got == _outcome(path)
+    # unknown queries are the reference's to word, too
+    monkeypatch.setenv("ANALYSIS_TREC_READER", "fast")
+    known = _outcome(path, {"q1"})
+    monkeypatch.setenv("ANALYSIS_TREC_READER", "reference")
+    assert known == _outcome(path, {"q1"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["q1", "q2", "q10"]), st.sampled_from(["a", "b", "c", "d#1"]),
+                               st.sampled_from([0.5, -2.0, 1e-300, 3.0, 0.1 + 0.2, 7.0])),
+                     min_size=1, max_size=20, unique_by=lambda r: (r[0], r[1])),
+       crlf=st.booleans(), bom=st.booleans(), seed=st.integers(0, 2**16))
+def test_random_runs_read_the_same(tmp_path_factory: pytest.TempPathFactory,
+                                   rows: list[tuple[str, str, float]], crlf: bool, bom: bool,
+                                   seed: int) -> None:
+    by_q: dict[str, list[tuple[str, float]]] = {}
+    for q, d, s in rows:
+        by_q.setdefault(q, []).append((d, s))
+    lines = []
+    for q, items in by_q.items():
+        items.sort(key=lambda x: -x[1])
+        lines += [f"{q} Q0 {d} {r} {s!r} tag" for r, (d, s) in enumerate(items, start=1)]
+    np.random.default_rng(seed).shuffle(lines)
+    data = (BOM if bom else b"") + ("\r\n" if crlf else "\n").join(lines).encode() + b"\n"
+    fast = read_fast(data)
+    assert fast is not None
+    path = tmp_path_factory.mktemp("fast") / "r.trec"
+    path.write_bytes(data)
+    import os
+
+    os.environ["ANALYSIS_TREC_READER"] = "reference"
+    try:
+        reference = read_run(path)
+    finally:
+        del os.environ["ANALYSIS_TREC_READER"]
+    assert read_run(path) == reference
+
+
+def _quality(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "quality").iterdir())} | {
+        "report.md": (out / "report.md").read_bytes()}
+
+
+def test_reports_are_byte_identical_with_either_reader(
+        miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        from bench_analysis import MODELS, STAGES  # the benchmark study, small: 2 stages, 3 models
+    finally:
+        sys.path.pop(0)
+    bench_runs = tmp_path / "bench" / "runs"
+    write_study(bench_runs, miracl_qrels, stages=STAGES[:2], models=dict.fromkeys(MODELS[:3], 1.5),
+                depths=(20, 50, 100), tails=True)
+    rehearsal_runs = tmp_path / "rehearsal" / "runs"  # the rehearsal's shape: one stand-in, a reference stage
+    write_study(rehearsal_runs, miracl_qrels, stages=["vector-71k"], models={"minilm-standin": 1.1},
+                depths=(20, 50, 100), tails=True)
+    (rehearsal_runs / "first-stage" / "keyword-plain-71k.trec").write_bytes(
+        (rehearsal_runs / "first-stage" / "vector-71k.trec").read_bytes())
+    for runs, kwargs in ((bench_runs, {}), (rehearsal_runs, {"stage_flags": {}})):
+        outs = []
+        for reader, threads in (("reference", "1"), ("fast", "1"), ("fast", "3")):
+            monkeypatch.setenv("ANALYSIS_TREC_READER", reader)
+            monkeypatch.setenv("ANALYSIS_THREADS", threads)
+            out = tmp_path / f"{runs.parent.name}-{reader}-{threads}"
+            write_report(runs, miracl_qrels_path, out, figures=False, **kwargs)  # type: ignore[arg-type]
+            outs.append(_quality(out))
+        assert outs[0] == outs[1] == outs[2]
+        assert len(outs[0]) >= 3

@@ -1,0 +1,111 @@
+"""A small committed study in a temporary git repository, built from a real rehearsal's outputs.
+
+History: 1 PLAN.md alone (the real plan), 2 DEVIATIONS.md, datasets.lock, the bundled data, licences and
+the README/LICENSE of runs/ and results/, 3 the study: a rehearsal's quality phase (its own functions, see
+``rehearsal_quality_phase``) run with this repository as its root
+(so its manifest names this history's commit and hashes), its run files under runs/, and under results/
+what `analysis report --runs runs --out results` writes from them, plus the rehearsal's manifest. The
+qrels stay outside (passed with --qrels).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from analysis.report import write_report
+from bench.rehearse.run import Options
+from tests.conftest import REPO_ROOT, git
+from tests.rehearse.conftest import write_mini_beir
+
+PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
+SETUP_FILES = ("DEVIATIONS.md", "datasets.lock", "LICENSE", "LICENSES", "runs/README.md", "runs/LICENSE",
+               "results/README.md", "results/LICENSE", "data/bundled")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StudyRepo:
+    root: Path
+    qrels: Path
+    rehearsal: Path
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dst)
+    else:
+        shutil.copy2(src, dst)
+
+
+def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
+    """The first part of ``bench rehearse`` with the rehearsal's own functions: lock check, inputs, the
+    first stages on the PyPI Typesense, the quality phase with the stand-in (journal, run files), with
+    ``root`` as the repository. The later steps (latency, int8, judged sample, costs, report) are left out:
+    the audit needs the run files and the manifest, and those steps would take minutes on two cores."""
+    from bench.guard import preflight
+    from bench.plan import DEPTHS
+    from bench.provenance import collect_manifest
+    from bench.quality.driver import execute
+    from bench.quality.phase import PhaseSpec
+    from bench.quality.study import Study
+    from bench.rehearse.firststages import run_first_stages, stage_paths
+    from bench.rehearse.inputs import load_inputs
+    from bench.rehearse.run import _embedder, _loader, reranked_stages
+
+    opts = Options(dataset=dataset)
+    pre = preflight("rehearsal", lock_names=["bundled"], root=root)
+    inputs = load_inputs(dataset, None)
+    prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
+    study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
+                        provenance=prov, preflight=pre)  # fmt: skip
+    qrels = inputs.write_qrels(directory / "qrels.tsv")
+    stages = run_first_stages(
+        directory, inputs, qrels, port=None, embedder_factory=_embedder, log=lambda m: None
+    )
+    ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
+    execute(study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
+            texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(True),
+            spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS), runs_dir=directory / "runs",
+            resume_hint="rerun the test", what="rehearsal", stream=io.StringIO())  # fmt: skip
+    return directory
+
+
+def build_study_repo(base: Path) -> StudyRepo:
+    root = base / "study"
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    shutil.copy2(REPO_ROOT / "PLAN.md", root / "PLAN.md")
+    git(root, "add", "PLAN.md")
+    git(root, "commit", "-q", "-m", PLAN_TITLE)
+    for rel in SETUP_FILES:
+        _copy(REPO_ROOT / rel, root / rel)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "deviations, lock, data, licences")
+    mini = write_mini_beir(base / "mini-beir")
+    reh = rehearsal_quality_phase(base / "reh", mini, root)
+    shutil.copytree(reh / "runs", root / "runs", dirs_exist_ok=True)
+    write_report(root / "runs", reh / "qrels.tsv", root / "results")  # `analysis report --out results`
+    shutil.copy2(reh / "manifest.json", root / "results" / "manifest.json")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "study: runs and results of a rehearsal")
+    return StudyRepo(root, reh / "qrels.tsv", reh)
+
+
+@pytest.fixture(scope="session")
+def study_repo(tmp_path_factory: pytest.TempPathFactory) -> StudyRepo:
+    return build_study_repo(tmp_path_factory.mktemp("audit-study"))
+
+
+@pytest.fixture
+def clone(study_repo: StudyRepo, tmp_path: Path) -> Iterator[Path]:
+    """A full clone of the study repository to tamper with."""
+    target = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(study_repo.root), str(target)], check=True)
+    yield target

@@ -1,0 +1,76 @@
+"""Single audit rows on tiny repositories (fast; the full study is in test_audit.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.audit.committed import results_row
+from bench.audit.history import deviations_row, history_problem, licences_row, plan_row
+from bench.audit.rows import Row, exit_code, format_table
+
+PLAN = "# A plan\n\n## Data\nbody\n"
+DEV = "# Deviations from PLAN.md\n\nheader\n"
+ENTRY = (
+    "\n## D-001: x\n- date: 2026-11-29\n- plan section: {section}\n- what changes: a\n- why: b\n"
+    "- expected effect on results: c\n"
+)
+TODAY = dt.date(2026, 11, 30)
+
+
+def test_plan_row(tmp_git_repo: Callable[..., Path]) -> None:
+    good = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}])
+    assert plan_row(good, history_problem(good)).verdict == "OK"
+    two = tmp_git_repo([{"PLAN.md": PLAN, "README.md": "hi"}])
+    row = plan_row(two, history_problem(two))
+    assert row.verdict == "FAIL" and row.reason.endswith("holds ['PLAN.md', 'README.md'], not only PLAN.md")
+    changed = tmp_git_repo([{"PLAN.md": PLAN}, {"PLAN.md": PLAN + "more\n"}])
+    assert plan_row(changed, history_problem(changed)).reason.startswith("PLAN.md on HEAD differs")
+
+
+def test_deviations_row(tmp_git_repo: Callable[..., Path]) -> None:
+    good = tmp_git_repo(
+        [{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}, {"DEVIATIONS.md": DEV + ENTRY.format(section="Data")}]
+    )
+    row = deviations_row(good, None, TODAY)
+    assert row.verdict == "OK" and row.reason.startswith("1 entries, every plan section exists; 2 committed")
+    bad = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV + ENTRY.format(section="Costs")}])
+    row = deviations_row(bad, None, TODAY)
+    assert row.verdict == "FAIL"
+    assert row.reason == "DEVIATIONS.md line 7: plan section 'Costs' is not a '## ' heading of PLAN.md"
+
+
+def test_licences_row(tmp_git_repo: Callable[..., Path]) -> None:
+    root = tmp_git_repo([{"PLAN.md": PLAN}])
+    row = licences_row(root)
+    assert row.verdict == "FAIL" and row.reason.startswith(
+        "LICENSE is missing; LICENSES/CC-BY-4.0.txt is missing"
+    )
+
+
+def test_results_row_not_yet_with_other_results_only(tmp_git_repo: Callable[..., Path]) -> None:
+    root = tmp_git_repo([{"PLAN.md": PLAN}, {"results/costs.json": "{}", "results/README.md": "x"}])
+    row = results_row(root)
+    assert row.verdict == "NOT YET"
+    assert row.reason.endswith(
+        "(no runs/, no results/quality/); 1 other result files are checked by rows 6 and 7"
+    )
+    runs_only = tmp_git_repo([{"PLAN.md": PLAN}, {"runs/first-stage/s.trec": "1 Q0 d 1 1.0 s\n"}])
+    row = results_row(runs_only)
+    assert row.verdict == "FAIL" and row.reason.startswith("results/quality/study.json is not committed")
+
+
+def test_not_a_git_checkout(tmp_path: Path) -> None:
+    (tmp_path / "PLAN.md").write_text(PLAN)
+    reason = history_problem(tmp_path)
+    assert reason is not None and "is not a git checkout with commits" in reason
+    assert plan_row(tmp_path, reason).verdict == "FAIL"
+
+
+def test_exit_codes_and_table() -> None:
+    ok, later, bad = Row(1, "a", "OK", "fine"), Row(2, "b", "NOT YET", "later"), Row(3, "c", "FAIL", "no")
+    assert (exit_code([ok]), exit_code([ok, later]), exit_code([ok, later, bad])) == (0, 3, 1)
+    table = format_table([ok, Row(2, "bb", "FAIL", "x", tuple(f"d{i}" for i in range(25)))])
+    assert " 2  bb  FAIL     x" in table and "d19" in table and "d20" not in table
+    assert table.endswith("... and 5 more")

@@ -1,0 +1,77 @@
+"""`bench reproduce` end to end on a rehearsal's committed-style outputs (issue 14): the stand-in reranker
+rerun on the committed first-stage runs reproduces nDCG@10 within 0.1 points; a different scorer under the
+same name fails with both numbers."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from bench.audit.reproduce import reproduce
+from bench.cli import cli
+from bench.rehearse.inputs import load_inputs
+from bench.rerankers.protocol import ScoreResult
+from tests.audit.conftest import StudyRepo
+
+pytestmark = [pytest.mark.typesense, pytest.mark.model, pytest.mark.slow]
+MODEL = "minilm-standin"
+
+
+def test_rehearsal_outputs_reproduce_within_a_tenth(
+    study_repo: StudyRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_ROOT", str(study_repo.root))
+    out = tmp_path / "rerun"
+    dataset = study_repo.rehearsal.parent / "mini-beir"
+    args = ["reproduce", "--model", MODEL, "--device", "cpu", "--dataset", str(dataset), "--out", str(out)]
+    # default stages: those with committed reranker runs (vector-71k; keyword-plain-71k is reference only)
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    row_re = rf"^\| vector-71k \| {MODEL}@100 \| [\d.]+ \| [\d.]+ \| [+-][\d.]+ \| OK \|$"
+    assert re.search(row_re, result.output, flags=re.M)
+    summary = json.loads((out / "reproduce.json").read_text())
+    (row,) = summary["comparisons"]
+    assert row["verdict"] == "OK" and abs(row["difference_points"]) <= 0.1
+    committed = json.loads((study_repo.root / "results/quality/vector-71k.json").read_text())
+    (entry,) = [r for r in committed["runs"] if r["model"] == MODEL and r["depth"] == 100]
+    assert row["committed"] == entry["means"]["ndcg@10"]
+    assert summary["gpu_note"] == "the committed manifests name no GPU: 'same GPU' cannot be checked"
+    assert not (study_repo.root / "runs" / "vector-71k" / "reproduce").exists()  # never into runs/
+
+
+class _Reversed:
+    """The stand-in with its scores negated: a different scorer under the same model id."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.meta = inner.meta
+
+    def score(self, query: str, passages: Any) -> ScoreResult:
+        result = self.inner.score(query, passages)
+        return ScoreResult(-result.scores, result.record)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_different_scorer_fails_with_both_numbers(study_repo: StudyRepo, tmp_path: Path) -> None:
+    from bench.rerankers.registry import load_reranker
+
+    inputs = load_inputs(study_repo.rehearsal.parent / "mini-beir", None)
+    result = reproduce(
+        study_repo.root, models=[MODEL], stages=["vector-71k"], qrels=study_repo.qrels,
+        queries=inputs.queries, texts={p.docid: p.passage_text for p in inputs.corpus},
+        load=lambda m: _Reversed(load_reranker(m, device="cpu")), out_dir=tmp_path / "rerun",
+        provenance={"host": {}}, preflight=None, kind="rehearsal", stream=io.StringIO(),
+    )  # fmt: skip
+    (row,) = result.comparisons
+    assert row.verdict == "FAIL" and result.exit_code == 1
+    assert row.committed is not None and row.reproduced is not None
+    assert abs(row.difference_points or 0) > 0.1
+    assert f"committed {100 * row.committed:.4f}, reproduced {100 * row.reproduced:.4f}" in row.reason

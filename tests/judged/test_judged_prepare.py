@@ -1,0 +1,146 @@
+"""``bench judged prepare``'s groups: the three best rated models on hybrid-71k by nDCG@10 and the best on
+keyword-full, runs only from the given study; bad input named in one line. ``bench judged run`` refuses a
+missing key and an unknown model before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.trec import write_run
+from bench.cli import cli
+from bench.equality.results import write_result
+from bench.errors import BenchError
+from bench.judged.prepare import plan_groups
+
+QUERIES = [f"q{i}" for i in range(8)]
+QRELS = {q: {f"{q}#rel": 1, f"{q}#non": 0} for q in QUERIES}
+
+
+def _run(relevant_rank: int) -> dict[str, list[tuple[str, float]]]:
+    out = {}
+    for q in QUERIES:
+        docs = [f"{q}#u{j}" for j in range(5)]
+        docs.insert(relevant_rank - 1, f"{q}#rel")
+        out[q] = [(d, float(-i)) for i, d in enumerate(docs)]
+    return out
+
+
+def study(
+    tmp_path: Path, hybrid: dict[str, int], full: dict[str, int], rated: dict[str, bool]
+) -> tuple[Path, Path, Path]:
+    runs, checks, study_dir = tmp_path / "runs", tmp_path / "checks", tmp_path / "studies" / "quality"
+    listed = []
+    for stage, models in (("hybrid-71k", hybrid), ("keyword-full", full)):
+        for m, rank in models.items():
+            p = runs / stage / f"{m}@100.trec"
+            write_run(p, _run(rank), tag=f"{stage}/{m}@100")
+            listed.append(
+                {"stage": stage, "model": m, "depth": 100, "path": str(p), "queries": 8, "errors": 0}
+            )
+    for m, ok in rated.items():
+        write_result(m, {"model": m, "rated": ok, "reason": "test"}, checks)
+    study_dir.mkdir(parents=True)
+    manifest = {"study": {"kind": "measurement"}, "sessions": [{"status": "complete", "runs": listed}]}
+    (study_dir / "manifest.json").write_text(json.dumps(manifest))
+    return runs, checks, study_dir
+
+
+def test_the_three_best_rated_models_and_the_best_on_keyword_full(tmp_path: Path) -> None:
+    hybrid = {"bge-v2-m3": 2, "gte-base": 1, "jina-v3.5": 4, "qwen3-0.6b": 3, "mxbai-large-v2": 1}
+    rated = {
+        "bge-v2-m3": True,
+        "gte-base": True,
+        "jina-v3.5": True,
+        "qwen3-0.6b": True,
+        "mxbai-large-v2": False,
+    }
+    runs, checks, st = study(tmp_path, hybrid, {"bge-v2-m3": 1, "jina-v3.5": 2}, rated)
+    groups, record = plan_groups(runs, QRELS, checks_dir=checks, study_dir=st)
+    # mxbai is best but not rated; gte (rank 1) > bge (2) > qwen (3) > jina (4)
+    assert [g.group for g in groups] == [
+        "hybrid-71k/gte-base@100",
+        "hybrid-71k/bge-v2-m3@100",
+        "hybrid-71k/qwen3-0.6b@100",
+        "keyword-full/bge-v2-m3@100",
+    ]
+    assert record["groups_from"][0]["ndcg@10"] == 1.0 and len(record["groups_from"][0]["run_sha256"]) == 64
+    assert "mxbai-large-v2" in record["not_rated"]
+    assert groups[0].run["q0"][:2] == ["q0#rel", "q0#u0"]
+
+
+def test_fewer_than_three_rated_models_is_refused(tmp_path: Path) -> None:
+    runs, checks, st = study(
+        tmp_path,
+        {"bge-v2-m3": 1, "gte-base": 2, "jina-v3.5": 3},
+        {"bge-v2-m3": 1},
+        {"bge-v2-m3": True, "gte-base": True, "jina-v3.5": False},
+    )
+    with pytest.raises(BenchError, match=r"2 rated model\(s\) with a depth-100 run \(bge-v2-m3, gte-base\)"):
+        plan_groups(runs, QRELS, checks_dir=checks, study_dir=st)
+
+
+def test_runs_from_another_study_directory_are_refused(tmp_path: Path) -> None:
+    models = {"bge-v2-m3": 1, "gte-base": 2, "jina-v3.5": 3}
+    runs, checks, _ = study(tmp_path / "one", models, {"bge-v2-m3": 1}, dict.fromkeys(models, True))
+    _, _, other = study(tmp_path / "two", models, {"bge-v2-m3": 1}, dict.fromkeys(models, True))
+    with pytest.raises(BenchError, match="not a run written by the study in"):
+        plan_groups(runs, QRELS, checks_dir=checks, study_dir=other)
+    with pytest.raises(BenchError, match="no rated model has a depth-100 run"):
+        r2, c2, s2 = study(tmp_path / "three", models, {}, dict.fromkeys(models, True))
+        plan_groups(r2, QRELS, checks_dir=c2, study_dir=s2)
+
+
+def test_run_refuses_a_missing_key_and_an_unknown_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    res = CliRunner().invoke(cli, ["judged", "run", "--dir", str(tmp_path / "j")])
+    assert res.exit_code == 1 and "ANTHROPIC_API_KEY is not set" in res.output
+    res = CliRunner().invoke(cli, ["judged", "run", "--dir", str(tmp_path / "j"), "--model", "claude-x"])
+    assert res.exit_code == 1 and "unknown judge model 'claude-x'" in res.output
+    assert not (tmp_path / "j").exists()
+
+
+def test_prepare_command_writes_packet_key_and_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's wiring (preflight, clean tree, queries, texts, selection, files) with the hub-backed
+    parts replaced: the study's topics, qrels and corpora cannot be downloaded here."""
+    import bench.guard
+    import bench.judged.prepare
+    import bench.provenance
+    import bench.quality.inputs
+
+    hybrid = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
+    runs, checks, st = study(tmp_path, hybrid, {"bge-v2-m3": 1}, dict.fromkeys(hybrid, True))
+    qrels_path = tmp_path / "qrels.tsv"
+    qrels_path.write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))
+    calls: list[str] = []
+    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root: calls.append("clean"))
+    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: calls.append(kind) or {"kind": kind})
+    monkeypatch.setattr(bench.provenance, "collect_manifest", lambda **kw: {"kind": kw["kind"]})
+    monkeypatch.setattr(
+        bench.quality.inputs, "study_queries", lambda: ({q: f"Frage {q}" for q in QUERIES}, qrels_path)
+    )
+    monkeypatch.setattr(bench.judged.prepare, "passage_texts", lambda ids: {d: f"Text {d}" for d in ids})
+    monkeypatch.setattr("bench.judged.cli.repo_root", lambda: tmp_path)
+    args = ["judged", "prepare", "--runs", str(runs), "--study", str(st), "--checks", str(checks)]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert calls == ["clean", "measurement"]
+    out = tmp_path / "studies" / "judged"
+    rec = json.loads((out / "prepare.json").read_text())
+    assert [g["group"] for g in rec["groups_from"]][:3] == [
+        "hybrid-71k/gte-base@100",
+        "hybrid-71k/bge-v2-m3@100",
+        "hybrid-71k/qwen3-0.6b@100",
+    ]
+    assert f"{rec['pairs']} pairs" in res.output and rec["key_sha256"] in res.output
+    assert rec["provenance"] == {"kind": "judged-prepare"} and rec["preflight"] == {"kind": "measurement"}
+    assert "only" in " ".join(rec["notes"])  # 8 queries: every group is short, and says so
+    again = CliRunner().invoke(cli, args)  # the same preparation again: a no-op, not an error
+    assert again.exit_code == 0 and json.loads((out / "prepare.json").read_text()) == rec

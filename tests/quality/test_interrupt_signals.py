@@ -1,0 +1,26 @@
+"""SIGHUP (terminal closed) ends a command like SIGTERM and Ctrl-C (issue 9 item 17)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from bench.quality.interrupt import EXIT_INTERRUPTED, Interrupted, interruptible, whole_command
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_becomes_keyboard_interrupt_and_handlers_are_restored(sig: signal.Signals) -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    with pytest.raises(KeyboardInterrupt, match=sig.name), interruptible():
+        os.kill(os.getpid(), sig)
+        raise AssertionError("the signal did not interrupt the block")
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_sighup_outside_the_phase_ends_with_exit_130() -> None:
+    with pytest.raises(Interrupted) as info, whole_command("rehearsal", "bench rehearse --resume D"):
+        os.kill(os.getpid(), signal.SIGHUP)
+    assert info.value.exit_code == EXIT_INTERRUPTED
+    assert "Resume with: bench rehearse --resume D" in info.value.message
