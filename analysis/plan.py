@@ -27,6 +27,13 @@ INTERVAL_METRICS: Final = ("ndcg@10", "hit@5")
 QUALITY_DEPTH: Final = 100
 DEPTHS: Final = (20, 50, 100)
 
+# OpenVINO int8 variant: "Quality measured on the desktop (305 queries, hybrid-71k, k = 100) against the fp32
+# model"; the variant is bge-reranker-v2-m3.
+INT8_QUALITY_STAGE: Final = "hybrid-71k"
+INT8_QUALITY_DEPTH: Final = 100
+INT8_QUALITY_QUERIES: Final = 305
+INT8_FP32_MODEL: Final = "bge-v2-m3"
+
 
 class Contamination(NamedTuple):
     """MTEB model registry ``training_datasets``, read 2026-10-09 (plan section "Rerankers")."""

@@ -261,12 +261,25 @@ def _judged(context: ReportContext) -> list[str]:
     return judged.report_section(context.options["out_dir"], context.build_dir)
 
 
+def _int8(context: ReportContext) -> list[str]:
+    """The OpenVINO int8 variant against fp32 (its own comparison, outside the Holm families) when
+    ``<runs>/hybrid-71k/bge-v2-m3-int8@100.trec`` exists."""
+    from analysis.int8.comparison import compare_int8, markdown
+
+    record = compare_int8(context.runs_dir, context.qrels_path)
+    if record is None:
+        return []
+    write_bytes_atomic(context.build_dir / "int8" / "quality.json", _dump(record))
+    return markdown(record)
+
+
 SECTIONS: list[Section] = [
     Section("plan check 2", (), pytrec_section),
     Section("latency", ("latency-summary",), _latency),
     Section("costs", ("costs.json",), _costs),
     Section("pitfalls", ("pitfalls.json",), _pitfalls),
     Section("judged", ("judged.json",), _judged),
+    Section("int8", ("int8",), _int8),
 ]
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from analysis import plan as _plan
+from analysis.int8.comparison import SEPARATE_MODELS
 from analysis.metrics import MEASURES, Judgments, evaluate_indexed, evaluate_table
 from analysis.multiple import holm
 from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, contamination_of
@@ -121,6 +122,8 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
                     f"rename the file to one of {', '.join(_plan.RUN_IDS)} (plan models, rehearsal stand-ins "
                     "and registered variants), or register a new variant in analysis.plan.RUN_IDS",
                     RUNS_FOLDER_KIND)
+            if m["model"] in SEPARATE_MODELS:  # own comparison (analysis.int8), outside the Holm families
+                continue
             stages[d.name][1].append((m["model"], int(m["depth"]), f))
     if not stages:
         raise TrecFormatError(first, None, "at least one first-stage run <stage>.trec",

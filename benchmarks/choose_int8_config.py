@@ -45,26 +45,21 @@ def main() -> None:
     rng = np.random.default_rng(SEED)
     held = sorted(rest[i] for i in rng.choice(len(rest), size=SELECTION_QUERIES, replace=False))
     print(f"held-out NoMIRACL queries: {len(rest)} available, {len(held)} drawn: {held}", file=sys.stderr)
-    from sentence_transformers import SentenceTransformer
+    from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder
 
-    fp32 = SentenceTransformer(str(standin_path()), device="cpu", local_files_only=True)
+    embedder = CachedEmbeddings(MiniLMEmbedder())  # the rehearsal's embedding cache (same model, revision)
     pool = sample.nomiracl
     t = time.perf_counter()
-    mat = np.asarray(
-        fp32.encode([p.passage_text for p in pool], batch_size=64, normalize_embeddings=True),
-        dtype=np.float32,
-    )
+    mat = np.asarray(embedder.embed([p.passage_text for p in pool]), dtype=np.float32)
     print(f"fp32 passage vectors: {len(pool)} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     cands: dict[str, list[str]] = {}
     ref: dict[str, np.ndarray] = {}
     for q in held:
-        qv = np.asarray(fp32.encode([queries[q]], normalize_embeddings=True), dtype=np.float32)[0]
+        qv = np.asarray(embedder.embed([queries[q]]), dtype=np.float32)[0]
         sims = mat @ qv
         top = np.argsort(-sims, kind="stable")[:DEPTH]
         cands[q] = [pool[i].passage_text for i in top]
-        # fp32 reference: a fresh batch encode of the k passages, as the stand-in adapter scores them
-        d = np.asarray(fp32.encode(cands[q], batch_size=DEPTH, normalize_embeddings=True), dtype=np.float32)
-        ref[q] = d @ qv
+        ref[q] = sims[top]  # fp32 cosine (batch composition changes it by float rounding only)
     pairs = cal.texts(queries, texts, "rehearsal calibration")
     for spec in CANDIDATES:
         if args.only and spec.name not in args.only:

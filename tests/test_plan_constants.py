@@ -356,6 +356,17 @@ def test_latency() -> None:
 def test_int8_and_costs() -> None:
     (pairs,) = grab(section("OpenVINO int8 variant"), r"calibrated on (\d+) \(query, passage\) pairs")
     assert num(pairs) == plan.INT8_CALIBRATION_PAIRS
+    model, queries, stage, k = grab(
+        section("OpenVINO int8 variant"),
+        r"variant (bge-reranker-v2-m3), static int8.*?desktop "
+        r"\((\d+) queries, ([\w-]+), k = (\d+)\) against the fp32",
+    )
+    assert plan.RERANKERS[stats.INT8_FP32_MODEL].model.endswith(model)
+    assert (num(queries), stage, num(k)) == (
+        stats.INT8_QUALITY_QUERIES,
+        stats.INT8_QUALITY_STAGE,
+        stats.INT8_QUALITY_DEPTH,
+    )
     text = section("Costs")
     (ccx,) = grab(text, r"CCX33 ([\d.]+) EUR/month")
     assert num(ccx) == plan.CCX33_EUR_PER_MONTH

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.errors import BenchError
 from bench.int8.manifest import installed, verify_folder
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
@@ -25,14 +26,12 @@ OV_PACKAGES = ("openvino", "nncf", "optimum-intel", "transformers", "tokenizers"
 
 
 def _load(folder: Path, task: str) -> tuple[Any, Any, dict[str, Any]]:
+    manifest = verify_folder(folder)  # before the heavy imports: a bad folder is refused at once
+    if manifest["task"] != task:
+        raise BenchError(f"{folder}: a {manifest['task']} model, expected {task}")
     from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
     from transformers import AutoTokenizer
 
-    manifest = verify_folder(folder)
-    if manifest["task"] != task:
-        from bench.errors import BenchError
-
-        raise BenchError(f"{folder}: a {manifest['task']} model, expected {task}")
     cls = OVModelForSequenceClassification if task == "text-classification" else OVModelForFeatureExtraction
     model = cls.from_pretrained(str(folder), local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)

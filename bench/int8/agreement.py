@@ -20,10 +20,11 @@ from typing import Any
 from analysis.atomic import write_bytes_atomic
 from bench.equality.spearman import spearman
 from bench.errors import BenchError
+from bench.plan import INT8_MIN_SPEARMAN, INT8_SPEARMAN_QUERIES
 
 FORMAT = "int8-scores/1"
-MIN_SPEARMAN = 0.99  # plan: Latency, "Spearman >= 0.99 on 20 queries"
-QUERIES = 20
+MIN_SPEARMAN = INT8_MIN_SPEARMAN  # plan: Latency, "Spearman >= 0.99 on 20 queries"
+QUERIES = INT8_SPEARMAN_QUERIES
 
 
 def scores_record(

@@ -24,8 +24,9 @@ import numpy as np
 from analysis.atomic import write_bytes_atomic
 from bench.data import Passage
 from bench.errors import BenchError
+from bench.plan import INT8_CALIBRATION_PAIRS
 
-CALIBRATION_PAIRS = 300
+CALIBRATION_PAIRS = INT8_CALIBRATION_PAIRS  # plan: 300
 FORMAT = "int8-calibration-set/1"
 
 

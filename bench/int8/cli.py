@@ -96,3 +96,39 @@ def agreement(against: Path | None, write: Path | None, int8_dir: Path | None) -
 
     result = run(int8_dir or default_folder(), against=against, write=write, root=repo_root())
     click.echo(json.dumps({k: v for k, v in result.items() if k != "per_query"}, indent=1))
+
+
+@int8.command("quality")
+@click.option(
+    "--study",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Study directory (default studies/int8-quality); resumed if it exists.",
+)
+@click.option(
+    "--runs",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where run files go (default runs/).",
+)
+@click.option(
+    "--first-stage",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Folder of the first-stage runs (default runs/first-stage).",
+)
+@click.option("--checks", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Adapter-check results (default results/adapter-checks).")  # fmt: skip
+def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None) -> None:
+    """bge-v2-m3-int8 on hybrid-71k at k = 100 through the quality phase, its own run (resumable)."""
+    from bench.int8.commands import quality as run
+    from bench.quality.interrupt import whole_command
+
+    root = repo_root()
+    study_dir = study or root / "studies" / "int8-quality"
+    with whole_command("int8 quality run", f"uv run bench int8 quality --study {study_dir}"):
+        session = run(root, study_dir=study_dir, runs_dir=runs or root / "runs",
+                      first_stage_dir=first_stage or root / "runs" / "first-stage",
+                      checks_dir=checks or root / "results" / "adapter-checks")  # fmt: skip
+    click.echo(f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
+               f"{session.outcome.errors} failed")  # fmt: skip

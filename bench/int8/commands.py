@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.atomic import write_bytes_atomic
+from analysis.plan import INT8_FP32_MODEL, INT8_QUALITY_STAGE
 from bench.errors import BenchError
 from bench.int8 import agreement as agr
 from bench.int8.calibration import read_set, write_set
@@ -18,9 +19,10 @@ from bench.int8.manifest import MANIFEST, cpu_flags
 from bench.paths import bundled_dir, models_dir
 from bench.plan import RERANKERS
 
-INT8_ID = "bge-v2-m3-int8"
-FP32_ID = "bge-v2-m3"
+FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
+INT8_ID = f"{FP32_ID}-int8"
 HUB_LOCK = ["miracl", "corpus-71k", "corpus-full"]
+INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
 
 
 def default_folder() -> Path:
@@ -132,3 +134,36 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
             + ", ".join(f"{q} ({result['per_query'][q]['reason']})" for q in result["failed"])
         )
     return result
+
+
+def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Path, checks_dir: Path) -> Any:
+    """The int8 model through the quality phase (journal, timing, run files) on hybrid-71k, its own run
+    ``runs/hybrid-71k/bge-v2-m3-int8@<k>.trec`` (depth 100; 20 and 50 derived as for every pointwise model).
+
+    The int8 variant is compared with the fp32 model (``analysis.int8``), so it runs only if bge-v2-m3 is
+    rated by the adapter checks; the plan's check of the variant is its agreement and quality against fp32.
+    """
+    from bench.plan import DEPTHS
+    from bench.quality.commands import Setup, lock_names, open_measurement, rated
+    from bench.quality.driver import execute
+    from bench.quality.inputs import candidate_texts, study_queries
+    from bench.quality.phase import PhaseSpec
+    from bench.rerankers.registry import load_reranker
+
+    keep, skipped, outcomes = rated([FP32_ID], checks_dir)
+    if not keep:
+        raise BenchError(f"{FP32_ID} is not rated ({skipped[FP32_ID]}); its int8 variant is compared with it "
+                         "and is not run either")  # fmt: skip
+    stage = INT8_STAGE
+    setup = Setup(root, study_dir, runs_dir, first_stage_dir, checks_dir, device="cpu", kind="int8-quality")
+    params = {"stages": [stage], "models": [INT8_ID], "depths": list(DEPTHS), "device": "cpu",
+              "dtype": "int8", "per_depth": [], "max_queries": None,
+              "fp32_adapter_check": outcomes[FP32_ID]}  # fmt: skip
+    study = open_measurement(setup, params, lock_names=lock_names([stage]))
+    queries, _ = study_queries()
+    hint = f"uv run bench int8 quality --study {study_dir}"
+    return execute(
+        study, sources={stage: first_stage_dir / f"{stage}.trec"}, queries=queries, texts=candidate_texts,
+        load=lambda m: load_reranker(m, device="cpu"), spec=PhaseSpec(stages=(stage,), models=(INT8_ID,),
+        depths=tuple(DEPTHS)), runs_dir=runs_dir, resume_hint=hint, what="int8 quality run",
+    )  # fmt: skip

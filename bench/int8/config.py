@@ -85,7 +85,7 @@ CANDIDATES: Final[tuple[QuantSpec, ...]] = (
     QuantSpec("overflow-fix", overflow_fix="enable"),
     QuantSpec("smoothquant-0.5", smooth_quant_alpha=0.5),
     QuantSpec("no-fast-bias", fast_bias_correction=False),
-    QuantSpec("fp-softmax-matmul", ignored_types=("MatMul",), ignored_patterns=()),
+    QuantSpec("overflow-fix-no-fast-bias", overflow_fix="enable", fast_bias_correction=False),
 )
 
 # The chosen configuration (from the selection run; see the module docstring).

@@ -78,6 +78,7 @@ def write_manifest(
     max_length: int,
     calibration_samples: int,
     record: dict[str, Any],
+    calibration_samples_used: int | None = None,
 ) -> dict[str, Any]:
     manifest = {
         "kind": "openvino-int8",
@@ -87,6 +88,7 @@ def write_manifest(
         "quantization": spec.to_dict(),
         "overflow_fix": spec.overflow_fix,
         "calibration_samples": calibration_samples,
+        "calibration_samples_used": calibration_samples_used,
         "packages": {n: installed(n) for n in RECORDED_PACKAGES},
         "cpu": cpu_flags(),
         "files": file_hashes(folder),

@@ -88,7 +88,10 @@ def quantize_model(
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
         quantizer = OVQuantizer.from_pretrained(fp_model)
-        config = OVConfig(quantization_config=OVQuantizationConfig(**spec.ov_kwargs()))
+        # every calibration sample is used (nncf's default subset is 128 samples; the plan says 300 pairs)
+        used = spec.num_samples or len(samples)
+        kwargs = {**spec.ov_kwargs(), "num_samples": used}
+        config = OVConfig(quantization_config=OVQuantizationConfig(**kwargs))
         quantizer.quantize(
             calibration_dataset=nncf.Dataset(samples), ov_config=config, save_directory=str(tmp)
         )
@@ -100,6 +103,7 @@ def quantize_model(
             spec=spec,
             max_length=max_length,
             calibration_samples=len(samples),
+            calibration_samples_used=used,
             record={**record, "export_s": t_export, "quantize_s": t_total - t_export},
         )
         _swap_in(tmp, out)

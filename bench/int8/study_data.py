@@ -6,7 +6,7 @@ Full-corpus passages: ``2 * n`` positions are drawn (``np.random.default_rng(see
 among the plan's 15,866,222 passages in shard order; the corpus is streamed once, and the first ``n``
 drawn positions whose passage is not in the 71k corpus are kept (71k is 0.45 % of the full corpus, so
 ``2 * n`` draws are plenty; fewer is an error). A corpus whose length differs from the plan is refused.
-The test-B topics are read in one place (``testb_topics``).
+The test-B topics are read in one place (``load_testb_topics``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TESTB_NAMES = ("testB", "test-b", "testb", "test_b")
 SOURCE = "study: MIRACL de test-B queries x full-corpus passages outside the 71k corpus"
 
 
-def testb_topics(snapshot: Path | None = None) -> tuple[dict[str, str], Path]:
+def load_testb_topics(snapshot: Path | None = None) -> tuple[dict[str, str], Path]:
     """(test-B queries, file read). Says what the topics folder holds when the expected file is absent."""
     snap = snapshot if snapshot is not None else snapshot_dir(MIRACL)
     for name in TESTB_NAMES:
@@ -74,7 +74,7 @@ def study_calibration(
     corpus_71k: Path | None = None, corpus_full: Path | None = None, total: int = CORPUS_FULL_PASSAGES,
 ) -> tuple[CalibrationSet, dict[str, str], dict[str, str]]:  # fmt: skip
     """(calibration set, query texts, passage texts) from the fetched snapshots."""
-    queries, path = testb_topics(miracl)
+    queries, path = load_testb_topics(miracl)
     ids_71k = {
         p.docid for p in read_corpus_71k(corpus_71k if corpus_71k is not None else snapshot_dir(CORPUS_71K))
     }
@@ -105,7 +105,7 @@ def study_texts(
     cal: CalibrationSet, *, miracl: Path | None = None, corpus_full: Path | None = None
 ) -> list[tuple[str, str]]:
     """The calibration pairs' texts, read again from the snapshots and checked against their SHA-256."""
-    queries, _ = testb_topics(miracl)
+    queries, _ = load_testb_topics(miracl)
     wanted = {d for _, d in cal.pairs}
     texts: dict[str, str] = {}
     for p in iter_corpus_full(corpus_full if corpus_full is not None else snapshot_dir(CORPUS_FULL)):

@@ -6,17 +6,18 @@ from data we have that is not the dev set: NoMIRACL German test queries x bundle
 the judged pool, seed 20261009. The quantised folder is kept in the cache (``<cache>/int8/<key>``, keyed by
 the calibration set, the configuration and the package versions) and reused when its manifest verifies.
 
-On the first 20 query ids of the rehearsal with their first-stage candidates, this step times fp32 (the
-registry's ``minilm-standin``, every call encoding all k passages: no passage cache) and int8 at k = 20 and
-100 with the plan's unit (texts in, scores out, tokenisation included, model loaded), calls alternating
-fp32 / int8 per query so that load drift on a shared machine hits both alike. Warm-up: ``WARMUP`` calls per
-model and k (the plan's 20 would double the step's time; the rehearsal publishes nothing). From the k = 100
-calls: per-query Spearman int8 vs fp32, top-10 overlap, nDCG@10 of both (ranked by the one tie rule).
+In the rehearsal the fp32 side is the latency step's (``bench.rehearse.latency``): its 20 sampled queries,
+its fp32 per-query times at k = 20 and 100 (the plan's unit: texts in, scores out, tokenisation included,
+model loaded; every call encodes all k passages) and, for agreement, the stand-in's depth-100 scores of the
+quality run; so nothing is timed twice. The int8 stand-in is timed here on the same queries after the same
+number of warm-up calls. Without a latency step (``benchmarks/bench_int8.py``) both models are timed here on
+the first 20 query ids, calls alternating fp32 / int8 per query so that load drift on a shared machine hits
+both alike (``WARMUP`` warm-up calls per model and k). From the k = 100 calls: per-query Spearman int8 vs
+fp32, top-10 overlap, nDCG@10 of both (ranked by the one tie rule).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -92,6 +93,51 @@ def top10_overlap(a: Sequence[str], b: Sequence[str]) -> int:
     return len(set(a[:10]) & set(b[:10]))
 
 
+def _agreement(
+    qids: Sequence[str],
+    candidates: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Mapping[str, np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+) -> dict[str, Any]:
+    """Per-query Spearman int8 vs fp32, top-10 overlap and nDCG@10 of both (the one tie rule) at k = 100."""
+    from bench.equality.spearman import spearman
+
+    per_query: dict[str, Any] = {}
+    runs: dict[str, dict[str, list[tuple[str, float]]]] = {"fp32": {}, "int8": {}}
+    for q in qids:
+        docs = list(candidates[q][:SPEARMAN_DEPTH])
+        for name in runs:
+            runs[name][q] = rank_by_score(docs, np.asarray(scores[name][q], dtype=np.float64).tolist())
+        per_query[q] = {
+            "spearman": spearman(scores["fp32"][q], scores["int8"][q]),
+            "top10_overlap": top10_overlap([d for d, _ in runs["fp32"][q]], [d for d, _ in runs["int8"][q]]),
+        }
+    judged = {q: dict(qrels[q]) for q in qids if q in qrels}
+    ndcg = {name: evaluate(judged, runs[name], measures=["ndcg@10"])["ndcg@10"] for name in runs}
+    rhos = [v["spearman"] for v in per_query.values()]
+    return {
+        "queries": list(qids),
+        "per_query": per_query,
+        "spearman_min": min(rhos),
+        "spearman_mean": float(np.mean(rhos)),
+        "below_0.99": [q for q, v in per_query.items() if not v["spearman"] >= 0.99],
+        "top10_overlap_mean": float(np.mean([v["top10_overlap"] for v in per_query.values()])),
+        "ndcg@10": {
+            name: {"mean": float(np.mean(list(v.values()))), "per_query": v} for name, v in ndcg.items()
+        },
+    }
+
+
+def _latency(lat: Mapping[str, Mapping[int, Sequence[int]]]) -> dict[str, Any]:
+    p = {name: {k: percentiles_ms(list(lat[name][k])) for k in TIMED_DEPTHS} for name in ("fp32", "int8")}
+    return {
+        "latency": {name: {str(k): v for k, v in by_k.items()} for name, by_k in p.items()},
+        "latency_ns": {name: {str(k): list(v) for k, v in by_k.items()} for name, by_k in lat.items()},
+        "speedup_p50": {str(k): p["fp32"][k]["p50_ms"] / p["int8"][k]["p50_ms"] for k in TIMED_DEPTHS},
+        "cpu_threads": os.cpu_count(),
+    }
+
+
 def compare(
     fp32: Reranker,
     int8: Reranker,
@@ -100,9 +146,8 @@ def compare(
     texts: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
 ) -> dict[str, Any]:
-    """Timing of both models at each k (alternating per query) and agreement / nDCG@10 at k = 100."""
-    from bench.equality.spearman import spearman
-
+    """Both models timed here, alternating per query at each k; agreement and nDCG@10 from the k = 100 calls
+    (the benchmark script; also the rehearsal's fallback when no latency step ran)."""
     qids = sorted(queries)[:QUERIES]
     lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
     scores: dict[str, dict[str, np.ndarray]] = {"fp32": {}, "int8": {}}
@@ -121,37 +166,60 @@ def compare(
                 if k == SPEARMAN_DEPTH:
                     scores[name][q] = res.scores
     load["after"] = os.getloadavg()
-    per_query: dict[str, Any] = {}
-    runs: dict[str, dict[str, list[tuple[str, float]]]] = {"fp32": {}, "int8": {}}
-    for q in qids:
-        docs = list(candidates[q][:SPEARMAN_DEPTH])
-        for name in models:
-            runs[name][q] = rank_by_score(docs, scores[name][q].tolist())
-        per_query[q] = {
-            "spearman": spearman(scores["fp32"][q], scores["int8"][q]),
-            "top10_overlap": top10_overlap([d for d, _ in runs["fp32"][q]], [d for d, _ in runs["int8"][q]]),
-        }
-    judged = {q: dict(qrels[q]) for q in qids if q in qrels}
-    ndcg = {name: evaluate(judged, runs[name], measures=["ndcg@10"])["ndcg@10"] for name in models}
-    rhos = [v["spearman"] for v in per_query.values()]
-    p50 = {name: {k: percentiles_ms(lat[name][k]) for k in TIMED_DEPTHS} for name in models}
     return {
-        "queries": qids,
+        "fp32_source": "timed here",
         "warmup_calls": WARMUP,
         "order": "per k: warm-up, then per query one fp32 call and one int8 call",
-        "per_query": per_query,
-        "spearman_min": min(rhos),
-        "spearman_mean": float(np.mean(rhos)),
-        "below_0.99": [q for q, v in per_query.items() if not v["spearman"] >= 0.99],
-        "top10_overlap_mean": float(np.mean([v["top10_overlap"] for v in per_query.values()])),
-        "ndcg@10": {
-            name: {"mean": float(np.mean(list(v.values()))), "per_query": v} for name, v in ndcg.items()
-        },
-        "latency": {name: {str(k): v for k, v in by_k.items()} for name, by_k in p50.items()},
-        "latency_ns": {name: {str(k): v for k, v in by_k.items()} for name, by_k in lat.items()},
-        "speedup_p50": {str(k): p50["fp32"][k]["p50_ms"] / p50["int8"][k]["p50_ms"] for k in TIMED_DEPTHS},
+        **_agreement(qids, candidates, scores, qrels),
+        **_latency(lat),
         "loadavg": load,
-        "cpu_threads": os.cpu_count(),
+    }
+
+
+def compare_with_latency_step(
+    int8: Reranker,
+    fp32_latency: Mapping[str, Any],
+    fp32_run: Mapping[str, Sequence[tuple[str, float]]],
+    queries: Mapping[str, str],
+    candidates: Mapping[str, Sequence[str]],
+    texts: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+) -> dict[str, Any]:
+    """int8 timed here on the latency step's queries with its warm-up count; fp32 times are the latency
+    step's (nothing timed twice) and fp32 scores are the quality run's depth-100 scores of the stand-in."""
+    from bench.rehearse.latency import REHEARSAL_WARMUP
+
+    fp32_ns = {int(k): v for k, v in fp32_latency["fp32_ns"].items()}
+    qids = [q for q in fp32_latency["query_ids"] if q in candidates and q in fp32_run]
+    if len(qids) < 2:
+        raise BenchError(
+            f"int8 step: only {len(qids)} of the latency step's queries have candidates and scores"
+        )
+    lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
+    scores: dict[str, dict[str, np.ndarray]] = {"fp32": {}, "int8": {}}
+    load = {"before": os.getloadavg()}
+    for k in TIMED_DEPTHS:
+        warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
+        for q in warm:
+            int8.score(queries[q], [texts[d] for d in candidates[q][:k]])
+        lat["fp32"][k] = [int(fp32_ns[k][q]) for q in qids]
+        lat["int8"][k] = []
+        for q in qids:
+            res, ns = timed_score(int8, queries[q], [texts[d] for d in candidates[q][:k]])
+            lat["int8"][k].append(ns)
+            if k == SPEARMAN_DEPTH:
+                scores["int8"][q] = res.scores
+    load["after"] = os.getloadavg()
+    for q in qids:
+        by_doc = dict(fp32_run[q])
+        scores["fp32"][q] = np.array([by_doc[d] for d in candidates[q][:SPEARMAN_DEPTH]], dtype=np.float64)
+    return {
+        "fp32_source": "latency step (fp32 times of the same queries) and the quality run's depth-100 scores",
+        "warmup_calls": REHEARSAL_WARMUP,
+        "order": "per k: int8 warm-up, then every query; fp32 was timed earlier by the latency step",
+        **_agreement(qids, candidates, scores, qrels),
+        **_latency(lat),
+        "loadavg": load,
     }
 
 
@@ -163,8 +231,13 @@ def run_int8_step(
     texts: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
     log: Callable[[str], None],
+    fp32_latency: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Quantise (or reuse), compare and write ``<directory>/int8.json``; returns the record."""
+    """Quantise (or reuse), compare and write ``<directory>/int8.json``; returns the record.
+
+    With ``fp32_latency`` (the rehearsal's latency step summary) fp32 is not timed again: its times come
+    from there and its scores from ``<directory>/runs/<stage>/minilm-standin@100.trec``.
+    """
     from analysis.atomic import write_bytes_atomic
     from analysis.trec import read_run
     from bench.int8.adapter import Int8BiEncoder
@@ -173,49 +246,33 @@ def run_int8_step(
 
     folder, made = quantized_standin(log)
     run = read_run(first_stage_run, allow_unknown_queries=True)
-    qids = [q for q in sorted(queries) if q in run][:QUERIES]
-    if len(qids) < 2:
-        raise BenchError(
-            f"{first_stage_run}: int8 step needs candidates for at least 2 queries, found {len(qids)}"
-        )
+    qids = [q for q in sorted(queries) if q in run]
     candidates = {q: [d for d, _ in run[q][:SPEARMAN_DEPTH]] for q in qids}
-    log(
-        f"int8: timing fp32 and int8 stand-in on {len(qids)} queries at k = "
-        f"{', '.join(map(str, TIMED_DEPTHS))}"
-    )
-    result = compare(
-        load_reranker("minilm-standin", device="cpu"),
-        Int8BiEncoder(folder),
-        {q: queries[q] for q in qids},
-        candidates,
-        texts,
-        qrels,
-    )
+    if fp32_latency is not None:
+        fp32_path = directory / "runs" / first_stage_run.stem / f"minilm-standin@{SPEARMAN_DEPTH}.trec"
+        log(f"int8: timing the int8 stand-in on the latency step's {len(fp32_latency['query_ids'])} queries")
+        result = compare_with_latency_step(Int8BiEncoder(folder), fp32_latency,
+                                           read_run(fp32_path, allow_unknown_queries=True),
+                                           queries, candidates, texts, qrels)  # fmt: skip
+    else:
+        qids = qids[:QUERIES]
+        if len(qids) < 2:
+            raise BenchError(f"{first_stage_run}: the int8 step needs at least 2 queries, found {len(qids)}")
+        log(f"int8: timing fp32 and int8 stand-in on {len(qids)} queries at k = 20 and 100")
+        result = compare(load_reranker("minilm-standin", device="cpu"), Int8BiEncoder(folder),
+                         {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
     manifest = read_manifest(folder)
+    kept = ("quantization", "overflow_fix", "cpu", "packages", "calibration_sha256", "files",
+            "calibration_samples_used")  # fmt: skip
     record = {
         "what": "REHEARSAL: all-MiniLM-L6-v2 stand-in, fp32 (PyTorch) vs OpenVINO static int8, same CPU",
         "first_stage_run": first_stage_run.name,
         "int8_folder": str(folder),
-        "int8_manifest": {
-            k: manifest[k]
-            for k in (
-                "quantization",
-                "overflow_fix",
-                "cpu",
-                "packages",
-                "calibration_sha256",
-                "calibration_samples",
-                "files",
-            )
-        },
+        "int8_manifest": {k: manifest.get(k) for k in kept},
         **made,
         **result,
-    }
-    digest = hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
-    write_bytes_atomic(
-        directory / "int8.json",
-        json.dumps({**record, "sha256_of_record": digest}, indent=1, default=str).encode() + b"\n",
-    )
+    }  # fmt: skip
+    write_bytes_atomic(directory / "int8.json", json.dumps(record, indent=1, default=str).encode() + b"\n")
     return record
 
 

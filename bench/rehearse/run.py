@@ -161,7 +161,7 @@ def rehearse(
     from bench.rehearse.int8 import run_int8_step
 
     int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
-                         texts=texts, qrels=inputs.qrels, log=log)  # fmt: skip
+                         texts=texts, qrels=inputs.qrels, log=log, fp32_latency=lat)  # fmt: skip
     times["int8"] = time.perf_counter() - t
     from bench.rehearse.judged import judged_step
 

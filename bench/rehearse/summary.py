@@ -58,8 +58,8 @@ def header_lines(
         "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
         "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency (a CPU "
         "latency step with the stand-in runs instead), the LLM judge (unless ANTHROPIC_API_KEY is set; see "
-        "below), pitfalls, OpenVINO. Costs run on "
-        "the stand-in latencies (see the costs section).",
+        "below), pitfalls, the OpenVINO int8 bge model (its method runs on the stand-in: int8.json). Costs "
+        "run on the stand-in latencies (see the costs section).",
     ]
     extra = [s for s in reranked if s not in RERANKED_STAGES]
     subs = [f"{s}: {st['substitute']}" for s, st in stages.items() if st.get("substitute")]

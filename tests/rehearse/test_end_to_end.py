@@ -62,6 +62,10 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
         "passed"
     }
     assert "## Latency" in (out / "report.md").read_text(encoding="utf-8")
+    int8 = json.loads((out / "int8.json").read_text())  # the int8 step on the latency step's queries
+    assert int8["queries"] == summary["latency_step"]["query_ids"] and int8["calibration"]["n"] == 300
+    assert int8["latency"]["int8"]["100"]["n"] == len(int8["queries"]) and -1 <= int8["spearman_min"] <= 1
+    assert "int8 (stand-in," in result.output
     assert "| minilm-standin | 20 |" in result.output
     assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/
     assert (out / "judged" / "packet.json").is_file() and not (out / "judged" / "labels.json").exists()

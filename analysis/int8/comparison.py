@@ -1,0 +1,193 @@
+"""int8 against fp32 (plan section "OpenVINO int8 variant": "Quality measured on the desktop (305 queries,
+hybrid-71k, k = 100) against the fp32 model").
+
+Its own comparison family of one comparison, outside the main study's Holm families: ``analysis.study``
+leaves the variant's run files out of its stages (``SEPARATE_MODELS``) and this module reads them. Numbers:
+nDCG@10 of both with the plan's 95 % bootstrap percentile intervals (10,000 resamples over queries, seed
+20261009; the same resamples for both runs, so the interval of the difference is paired too), the plan's
+paired randomisation test (10,000 sign flips, seed 20261009; one comparison, no Holm), and the plan's
+wording. Beside the plan's check, what users of int8 rerankers ask first: per-query Spearman of the int8
+scores against the fp32 scores of the same candidates (mean, minimum, queries below 0.99) and the top-10
+overlap, both read from the run files' scores.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from analysis.metrics import evaluate
+from analysis.plan import (
+    BOOTSTRAP_RESAMPLES,
+    CONFIDENCE,
+    INT8_FP32_MODEL,
+    INT8_QUALITY_DEPTH,
+    INT8_QUALITY_STAGE,
+    MAIN_METRIC,
+    RANDOMISATION_RESAMPLES,
+    SEED,
+)
+from analysis.resampling import (
+    bootstrap_means,
+    paired_differences,
+    percentile_interval,
+    randomisation_p_values,
+)
+from analysis.trec import read_qrels, read_run
+from analysis.wording import word
+
+INT8_MODEL: Final = f"{INT8_FP32_MODEL}-int8"  # the registry id of the variant (bench.rerankers.registry)
+FP32_MODEL: Final = INT8_FP32_MODEL
+STAGE: Final = INT8_QUALITY_STAGE
+DEPTH: Final = INT8_QUALITY_DEPTH
+SEPARATE_MODELS: Final = (INT8_MODEL,)  # never in the main study's comparison families
+FAMILY: Final = "int8/vs-fp32 (own family of one comparison, no Holm)"
+
+
+def run_path(runs_dir: Path, model: str, stage: str = STAGE, depth: int = DEPTH) -> Path:
+    return runs_dir / stage / f"{model}@{depth}.trec"
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values))
+    sorted_v = values[order]
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and sorted_v[j + 1] == sorted_v[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho with average ranks for ties (as scipy.stats.spearmanr); NaN if a side is constant."""
+    ra, rb = _ranks(np.asarray(a, dtype=np.float64)), _ranks(np.asarray(b, dtype=np.float64))
+    da, db = ra - ra.mean(), rb - rb.mean()
+    denom = math.sqrt(float(da @ da) * float(db @ db))
+    return float(da @ db) / denom if denom > 0 else math.nan
+
+
+def agreement(
+    fp32: dict[str, list[tuple[str, float]]], int8: dict[str, list[tuple[str, float]]]
+) -> dict[str, Any]:
+    """Per-query Spearman over the candidates both runs scored, and top-10 overlap."""
+    per_query: dict[str, Any] = {}
+    for qid in sorted(set(fp32) & set(int8)):
+        a, b = dict(fp32[qid]), dict(int8[qid])
+        common = sorted(set(a) & set(b))
+        rho = (
+            spearman(np.array([a[d] for d in common]), np.array([b[d] for d in common]))
+            if len(common) > 1
+            else math.nan
+        )
+        top = len({d for d, _ in fp32[qid][:10]} & {d for d, _ in int8[qid][:10]})
+        per_query[qid] = {"spearman": rho, "candidates": len(common), "top10_overlap": top}
+    rhos = [v["spearman"] for v in per_query.values() if not math.isnan(v["spearman"])]
+    return {
+        "queries": len(per_query),
+        "only_in_one_run": sorted(set(fp32) ^ set(int8)),
+        "spearman_mean": float(np.mean(rhos)) if rhos else None,
+        "spearman_min": min(rhos) if rhos else None,
+        "below_0.99": [q for q, v in per_query.items() if not v["spearman"] >= 0.99],
+        "top10_overlap_mean": float(np.mean([v["top10_overlap"] for v in per_query.values()]))
+        if per_query
+        else None,
+        "per_query": per_query,
+    }
+
+
+def compare_int8(
+    runs_dir: Path, qrels_path: Path, *, stage: str = STAGE, depth: int = DEPTH
+) -> dict[str, Any] | None:
+    """The comparison record, or None when the int8 run does not exist (not measured)."""
+    p_int8, p_fp32 = (
+        run_path(runs_dir, INT8_MODEL, stage, depth),
+        run_path(runs_dir, FP32_MODEL, stage, depth),
+    )
+    if not p_int8.is_file():
+        return None
+    qrels = read_qrels(qrels_path)
+    if not p_fp32.is_file():
+        return {
+            "stage": stage,
+            "depth": depth,
+            "status": "not compared",
+            "reason": f"{p_fp32.relative_to(runs_dir)} missing (the fp32 run)",
+        }
+    runs = {m: read_run(p, qrels_qids=qrels) for m, p in ((FP32_MODEL, p_fp32), (INT8_MODEL, p_int8))}
+    scores = {m: evaluate(qrels, run, measures=[MAIN_METRIC])[MAIN_METRIC] for m, run in runs.items()}
+    qids = sorted(qrels)
+    matrix = np.array([[scores[FP32_MODEL][q], scores[INT8_MODEL][q]] for q in qids], dtype=np.float64)
+    boot = bootstrap_means(matrix, BOOTSTRAP_RESAMPLES, SEED)  # same resamples for both columns
+    ci = percentile_interval(boot, CONFIDENCE).T
+    diff_ci = percentile_interval(boot[:, 1] - boot[:, 0], CONFIDENCE)
+    p = float(
+        randomisation_p_values(
+            paired_differences(matrix[:, 1], matrix[:, 0]), resamples=RANDOMISATION_RESAMPLES, seed=SEED
+        )
+    )
+    mean_diff = float(matrix[:, 1].mean() - matrix[:, 0].mean())
+    return {
+        "stage": stage,
+        "depth": depth,
+        "status": "compared",
+        "family": FAMILY,
+        "queries": len(qids),
+        "metric": MAIN_METRIC,
+        "runs": {m: str(run_path(Path(), m, stage, depth)) for m in runs},
+        "mean": {FP32_MODEL: float(matrix[:, 0].mean()), INT8_MODEL: float(matrix[:, 1].mean())},
+        "interval": {FP32_MODEL: [float(x) for x in ci[0]], INT8_MODEL: [float(x) for x in ci[1]]},
+        "mean_difference_int8_minus_fp32": mean_diff,
+        "difference_interval": [float(x) for x in diff_ci],
+        "p_value": p,
+        "wording_int8_vs_fp32": word(mean_diff, p),
+        "settings": {
+            "seed": SEED,
+            "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+            "randomisation_resamples": RANDOMISATION_RESAMPLES,
+            "confidence": CONFIDENCE,
+        },
+        "agreement_with_fp32": agreement(runs[FP32_MODEL], runs[INT8_MODEL]),
+    }
+
+
+def markdown(rec: dict[str, Any] | None) -> list[str]:
+    """The report section (empty when there is no int8 run)."""
+    if rec is None:
+        return []
+    head = f"## OpenVINO int8 against fp32 ({rec['stage']}, k = {rec['depth']})"
+    if rec["status"] != "compared":
+        return [head, "", f"Not compared: {rec['reason']}.", ""]
+    m, ci, a = rec["mean"], rec["interval"], rec["agreement_with_fp32"]
+
+    def pts(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    def span(model: str) -> str:
+        return f"{pts(ci[model][0])}-{pts(ci[model][1])}"
+
+    return [
+        head,
+        "",
+        f"Own comparison, not part of the main study's Holm families; {rec['queries']} queries, nDCG@10 in "
+        "points, 95 % bootstrap intervals and a paired randomisation test (p, no Holm), the plan's settings.",
+        "",
+        "| model | nDCG@10 | 95 % interval |",
+        "|---|---:|---:|",
+        f"| {FP32_MODEL} (fp32) | {pts(m[FP32_MODEL])} | {span(FP32_MODEL)} |",
+        f"| {INT8_MODEL} | {pts(m[INT8_MODEL])} | {span(INT8_MODEL)} |",
+        "",
+        f"int8 - fp32: {100 * rec['mean_difference_int8_minus_fp32']:+.2f} points (95 % interval "
+        f"{100 * rec['difference_interval'][0]:+.2f} to {100 * rec['difference_interval'][1]:+.2f}), "
+        f"p = {rec['p_value']:.4f}: int8 is {rec['wording_int8_vs_fp32']} relative to fp32.",
+        f"Agreement with fp32 on the same candidates: per-query Spearman mean {a['spearman_mean']:.4f}, "
+        f"minimum {a['spearman_min']:.4f} ({len(a['below_0.99'])} queries below 0.99); top-10 overlap mean "
+        f"{a['top10_overlap_mean']:.2f} of 10.",
+        "",
+    ]

@@ -1,0 +1,92 @@
+"""The one quantisation function on a tiny random BERT, both paths (cross-encoder and feature extraction):
+export, static int8 through optimum-intel, manifest, the adapters' scores against the fp32 model's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.int8.adapter import Int8BiEncoder, Int8CrossEncoder
+from bench.int8.config import CHOSEN
+from bench.int8.manifest import MANIFEST, verify_folder
+from bench.int8.quantize import quantize_model
+from bench.rerankers.testing import build_bert
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+WORDS = [
+    "berlin ist die hauptstadt",
+    "hamburg liegt im norden",
+    "der rhein ist ein fluss",
+    "die katze im garten",
+    "münchen bayern",
+    "was ist die hauptstadt ?",
+    "zug",
+    "der hund und die katze",
+]
+PAIRS = [(WORDS[i % 8], WORDS[(3 * i + 1) % 8] + " " + WORDS[(5 * i + 2) % 8]) for i in range(24)]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_bert(tmp_path_factory.mktemp("tiny") / "bert")
+
+
+def test_cross_encoder_path(tiny: Path, tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    out = tmp_path / "q"
+    manifest = quantize_model(tiny, out, task="text-classification", pairs=PAIRS, spec=CHOSEN, max_length=16,
+                              record={"source_model": "tiny", "source_revision": "r0"})  # fmt: skip
+    assert manifest == verify_folder(out)
+    assert manifest["calibration_samples"] == manifest["calibration_samples_used"] == len(PAIRS)
+    assert manifest["max_length"] == 16
+    assert any(name.endswith(".xml") for name in manifest["files"]) and (out / MANIFEST).is_file()
+    model = Int8CrossEncoder(out)
+    query, docs = WORDS[5], [*WORDS, " ".join(WORDS)]  # the last pair is longer than 16 tokens
+    res = model.score(query, docs)
+    assert res.record["truncated_pairs"] == 1 and res.record["max_input_tokens"] == 16
+    tok = AutoTokenizer.from_pretrained(str(tiny))
+    fp = AutoModelForSequenceClassification.from_pretrained(str(tiny)).eval()
+    enc = tok(
+        [query] * len(docs),
+        docs,
+        padding=True,
+        truncation="longest_first",
+        max_length=16,
+        return_tensors="pt",
+    )
+    with torch.inference_mode():
+        ref = torch.sigmoid(fp(**enc).logits[:, 0].float()).numpy()
+    # the random tiny model's scores differ by ~1e-5 between pairs, so a rank check says nothing here;
+    # the int8 scores must be within int8 rounding of the fp32 ones, and the graph must really be int8
+    assert np.max(np.abs(res.scores - ref)) < 0.002
+    xml = next(out.glob("*.xml")).read_text()
+    assert xml.count('type="FakeQuantize"') >= 4
+    assert model.meta.revision == "r0" and model.meta.id == "bge-v2-m3-int8"
+
+
+def test_feature_extraction_path(tiny: Path, tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    out = tmp_path / "fe"
+    quantize_model(tiny, out, task="feature-extraction", pairs=PAIRS, spec=CHOSEN, max_length=16,
+                   record={"source_model": "tiny"})  # fmt: skip
+    assert verify_folder(out)["calibration_samples_used"] == 2 * len(PAIRS)  # query and passage of each pair
+    model = Int8BiEncoder(out)
+    res = model.score(WORDS[5], WORDS)
+    tok = AutoTokenizer.from_pretrained(str(tiny))
+    fp = AutoModel.from_pretrained(str(tiny)).eval()
+    with torch.inference_mode():
+        enc = tok([WORDS[5], *WORDS], padding=True, truncation=True, max_length=16, return_tensors="pt")
+        hidden = fp(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).float()
+        emb = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
+    ref = emb[1:] @ emb[0]
+    assert np.max(np.abs(res.scores - ref)) < 0.05
+    with pytest.raises(Exception, match="a feature-extraction model, expected text-classification"):
+        Int8CrossEncoder(out)
