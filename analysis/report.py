@@ -269,7 +269,9 @@ def _int8(context: ReportContext) -> list[str]:
     record = compare_int8(context.runs_dir, context.qrels_path)
     if record is None:
         return []
-    write_bytes_atomic(context.build_dir / "int8" / "quality.json", _dump(record))
+    # a top-level file, not results/int8/ (bench int8 keeps its calibration set there; the report owns
+    # only what it writes)
+    write_bytes_atomic(context.build_dir / "int8-quality.json", _dump(record))
     return markdown(record)
 
 
@@ -279,7 +281,7 @@ SECTIONS: list[Section] = [
     Section("costs", ("costs.json",), _costs),
     Section("pitfalls", ("pitfalls.json",), _pitfalls),
     Section("judged", ("judged.json",), _judged),
-    Section("int8", ("int8",), _int8),
+    Section("int8", ("int8-quality.json",), _int8),
 ]
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 

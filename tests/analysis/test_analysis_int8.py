@@ -72,7 +72,7 @@ def test_report_keeps_int8_out_of_the_holm_families(tmp_path: Path) -> None:
     stage = json.loads((out / "quality" / "hybrid-71k.json").read_text())
     assert "bge-v2-m3-int8" not in json.dumps(stage)
     assert "bge-v2-m3" in json.dumps(stage)
-    assert json.loads((out / "int8" / "quality.json").read_text())["family"].startswith("int8/vs-fp32")
+    assert json.loads((out / "int8-quality.json").read_text())["family"].startswith("int8/vs-fp32")
     assert "## OpenVINO int8 against fp32 (hybrid-71k, k = 100)" in report
 
 
