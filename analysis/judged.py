@@ -15,7 +15,7 @@ label of a control pair and the judge's label 1, 0, "unclear", or null for a par
   LLM judgment stays the published one. Nothing here touches the qrels of the main metric.
 
 Where the plan is silent (what the rate's denominator is, how "unclear" counts for agreement) the readings
-are deviation D-TBD-judged-1.
+are deviation D-030.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Two comparisons, both required to pass where they apply:
 Queries of the qrels missing from the run count 0 on both sides (``trec_eval -c``). ``analysis report`` runs
 the check on one run per stage (:func:`check_runs`) and writes the verdict into ``quality/study.json``;
 ``bench quality`` calls :func:`compare_with_pytrec_eval`. Which run and both orderings: deviation
-D-TBD-harden-analysis-2.
+D-015.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Incomplete runs: every run records how many qrels queries it holds and which are
 that misses queries its first stage has is *not rated* ("not rated: 3 of 305 queries missing"): its numbers
 are recorded (a missing query scores 0) and it stays in its Holm family, but it is never worded better or
 worse, never the best model, and no winner is declared at its stage and depth (deviation
-D-TBD-harden-analysis-1).
+D-014).
 
 Comparison families (the plan: "Holm correction per stage and comparison family"; it does not mention
 depth). Each depth is its own experimental condition, so a family is one stage *and one depth*:

@@ -467,7 +467,7 @@ def test_latency_budgets_in_analysis() -> None:
 def test_pitfall_variants_and_typesense_pair() -> None:
     text = section("Pitfalls experiment")
     letters = re.findall(r"\(([a-d])\) ", text)
-    assert letters == ["a", "b", "c", "d"]  # (d) is run as d1 and d2 (D-TBD-judged-3)
+    assert letters == ["a", "b", "c", "d"]  # (d) is run as d1 and d2 (D-032)
     assert len(plan.PITFALL_RUN_IDS) == 5 and plan.PITFALL_REFERENCE == plan.PITFALL_RUN_IDS[0]
     assert all(r.startswith(f"{plan.PITFALL_MODEL}.pitfall-") for r in plan.PITFALL_RUN_IDS)
     ids = [r.split(".pitfall-")[1].split("-")[0] for r in plan.PITFALL_RUN_IDS]

@@ -2,7 +2,7 @@
 
 * API cost per query = billed tokens per query at that k x list price x ECB rate (USD -> EUR).
 * Server month: the plan's fixed monthly prices; what recurs and how the GEX45 setup is spread is the
-  interpretation of D-TBD-costs-1, shown in every table (:func:`server_month`).
+  interpretation of D-026, shown in every table (:func:`server_month`).
 * Capacity = 2,592,000 s per month / mean latency (one query at a time), at full load and at 50 %; for the
   GPU a lower bound (no batching across queries).
 * Budgets: live search p95 <= 500 ms for first stage plus reranker (p95 of the per-query *sum*, not the sum
@@ -43,9 +43,9 @@ __all__ = [
     "to_eur",
 ]
 
-# D-TBD-costs-1: the GEX45's one-off setup fee is spread evenly over this many months of rental.
+# D-026: the GEX45's one-off setup fee is spread evenly over this many months of rental.
 SETUP_AMORTISATION_MONTHS: Final = 12
-INTERPRETATION: Final = "D-TBD-costs-1"
+INTERPRETATION: Final = "D-026"
 BUDGETS: Final = {"live": LIVE_SEARCH_P95_MS, "chat": CHAT_RERANK_P95_MS}
 # numpy's default (linear interpolation, Hyndman & Fan type 7), the same percentile as every other p95 here
 PERCENTILE_METHOD: Final = "linear"
@@ -96,7 +96,7 @@ class ServerMonth:
 
 
 def server_month(server: Literal["CCX33", "GEX45"], ipv4_eur_per_month: float | None = None) -> ServerMonth:
-    """The monthly price of the plan's servers under D-TBD-costs-1.
+    """The monthly price of the plan's servers under D-026.
 
     CCX33: 138.49 EUR plus the IPv4 add-on from the prices file (missing until entered). GEX45: 212.30 EUR
     plus 1.70 EUR every month, plus the 209 EUR setup spread over :data:`SETUP_AMORTISATION_MONTHS` months.

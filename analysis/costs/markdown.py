@@ -41,10 +41,10 @@ def costs_markdown(costs: Mapping[str, Any], *, figures: Sequence[str] = ()) -> 
     lines = ['## Costs (PLAN.md, section "Costs")', ""]
     lines += [f"- {n}" for n in costs["notes"]]
     lines += [
-        "- Server months (D-TBD-costs-1): "
+        "- Server months (D-026): "
         + "; ".join(f"{k}: {_server_formula(v)}" for k, v in costs["servers"].items()),
         f"- Server cost per 1,000 queries and break-even at {100 * costs['cost_utilisation']:.0f} % "
-        "utilisation (D-TBD-costs-2); capacity = 2,592,000 s per month / mean latency, one query at a "
+        "utilisation (D-027); capacity = 2,592,000 s per month / mean latency, one query at a "
         "time, at full load and at 50 %; for the GPU a lower bound (no batching across queries).",
         f"- Budgets: live search p95 of first stage + reranker per query <= {costs['budgets_ms']['live']} "
         f"ms; chat p95 of the reranking step <= {costs['budgets_ms']['chat']:,} ms.",

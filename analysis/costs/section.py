@@ -43,7 +43,7 @@ from analysis.trec import read_run_table
 
 __all__ = ["CostInputs", "build_costs"]
 
-COST_UTILISATION: Final = 0.5  # D-TBD-costs-2: server cost per 1,000 queries and break-even at 50 % load
+COST_UTILISATION: Final = 0.5  # D-027: server cost per 1,000 queries and break-even at 50 % load
 TOKENS_FORMAT: Final = "passage-tokens/1"
 
 
@@ -409,7 +409,7 @@ def build_costs(
     missing = sorted(set(missing))
     return {
         "plan_section": "Costs",
-        "interpretations": [INTERPRETATION, "D-TBD-costs-2", "D-TBD-costs-3", "D-TBD-costs-4"],
+        "interpretations": [INTERPRETATION, "D-027", "D-028", "D-029"],
         "servers": {k: v.record() for k, v in servers.items()},
         "cost_utilisation": COST_UTILISATION,
         "utilisations": list(UTILISATIONS),

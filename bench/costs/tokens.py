@@ -8,7 +8,7 @@ the snapshot is absent the command refuses with that message; it never substitut
 
 Counted: ``len(encoding.ids)`` of ``Tokenizer.encode_batch`` with its defaults (special tokens included,
 as the Voyage client counts), over the distinct passages of each stage's first-stage top 100
-(``title + "\\n" + text``): the passages an LLM would be given without a reranker (D-TBD-costs-3).
+(``title + "\\n" + text``): the passages an LLM would be given without a reranker (D-028).
 Output: one JSON record (format ``passage-tokens/1``) that ``analysis report --passage-tokens`` reads.
 """
 

@@ -4,7 +4,7 @@ The default ``OVQuantizationConfig()`` gave a minimum per-query Spearman of 0.98
 queries with the stand-in (FIELD-NOTES), below the plan's 0.99. The configuration below was chosen by
 ``benchmarks/choose_int8_config.py`` on NoMIRACL German test queries that are neither dev queries nor
 calibration queries (never on the 20 dev queries of the reported check); the candidates it tried and their
-numbers are in that script's output, and the choice is the deviation entry D-TBD-int8-1.
+numbers are in that script's output, and the choice is the deviation entry D-022.
 """
 
 from __future__ import annotations

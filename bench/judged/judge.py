@@ -4,7 +4,7 @@ The official ``anthropic`` client, built with ``max_retries=0`` so that every HT
 recorded: a fresh single-message conversation per pair (no earlier pair in the context), the fixed prompt
 ``bench/judged/prompt.txt`` (its SHA-256 recorded), ``MAX_TOKENS`` and ``THINKING`` fixed. The
 temperature cannot be set through this client version (``TEMPERATURE_NOTE``); that is recorded
-(deviation D-TBD-judged-2).
+(deviation D-031).
 
 Parsing is strict: one text block, a normal stop, and after stripping surrounding white space exactly
 ``1``, ``0`` or ``unclear``. Anything else is a parse failure: recorded with the answer, retried up to

@@ -13,7 +13,7 @@ relevant (MIRACL relevance > 0) and not relevant (0) separately.
 
 Duplicates (the same query and passage from two groups) become one pair that counts in both groups. The
 pairs are numbered 1..n in an order shuffled with the same seed, so the pair number says nothing about the
-group. The control pool and the draw procedure are deviation D-TBD-judged-1 (the plan is silent on them).
+group. The control pool and the draw procedure are deviation D-030 (the plan is silent on them).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def test_server_months_show_the_interpretation() -> None:
     gex = server_month("GEX45")
     assert SETUP_AMORTISATION_MONTHS == 12
     assert gex.eur == pytest.approx(212.30 + 1.70 + 209 / 12, rel=1e-12)  # 231.4166...
-    assert "209 EUR setup / 12 months" in gex.formula() and "D-TBD-costs-1" in gex.record()["interpretation"]
+    assert "209 EUR setup / 12 months" in gex.formula() and "D-026" in gex.record()["interpretation"]
     ccx = server_month("CCX33")
     assert ccx.eur is None and ccx.missing == ("IPv4 add-on",)
     assert "price missing" in ccx.formula()

@@ -201,7 +201,7 @@ def test_context_and_recorded_inputs(reported: dict[str, Any], study: Path) -> N
     report = (Path(reported["_out"]) / "report.md").read_text()
     assert (
         "## Costs" in report
-        and "D-TBD-costs-1" in report
+        and "D-026" in report
         and "answer quality is not measured" in report.lower()
     )
     png = Path(reported["_out"]) / "figures" / f"costs-{STAGE}.png"
