@@ -39,6 +39,8 @@ def write_costs(
         from analysis.costs.figure import decision_figure  # matplotlib only when figures are wanted
 
         for stage, record in sorted(quality.items()):
+            if not record["runs"]:  # a reference stage without rerankers: nothing to decide between
+                continue
             rel = f"figures/costs-{stage}.png"
             options = [o for o in costs["options"] if o["stage"] == stage]
             decision_figure(stage, options, record["first_stage"]["means"]["ndcg@10"], out_dir / rel)

@@ -409,7 +409,7 @@ def build_costs(
     missing = sorted(set(missing))
     return {
         "plan_section": "Costs",
-        "interpretations": INTERPRETATION + ", D-TBD-costs-2",
+        "interpretations": [INTERPRETATION, "D-TBD-costs-2", "D-TBD-costs-3", "D-TBD-costs-4"],
         "servers": {k: v.record() for k, v in servers.items()},
         "cost_utilisation": COST_UTILISATION,
         "utilisations": list(UTILISATIONS),

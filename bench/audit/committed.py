@@ -406,5 +406,5 @@ def ids_only_row(root: Path) -> Row:
     study = study_files(files)
     if problems:
         return Row(7, check, "FAIL", f"{len(problems)} problem(s); first: {problems[0]}", tuple(problems))
-    basis = f"checked against {len(queries)} query and {len(prefixes)} passage texts of the bundled sample"
+    basis = f"checked against {len(queries)} query texts, {len(prefixes)} passage openings (bundled sample)"
     return Row(7, check, "OK", f"{len(study)} study files, no stray file, no text key; {basis}")

@@ -264,3 +264,46 @@ def test_an_int8_quality_run_goes_with_the_int8_latency_only() -> None:
     assert [p.machine for p, _ in _latency_for(fp32, pooled, {100})] == ["GPU"]
     fallback = _latency_for(fp32, pooled, set())
     assert [p.machine for p, _ in fallback] == ["GPU", "CPU int8"] and fallback[1][1] is not None
+
+
+def test_api_sessions_on_two_days_need_a_measurement_day() -> None:
+    import datetime as dt
+
+    from analysis.costs.errors import CostInputError
+    from analysis.costs.section import CostInputs, _measurement_day
+
+    blocks = [
+        block("api", "voyage-rerank-3", 20, {"q": 1.0}, billed=1, day=d) for d in ("2026-10-29", "2026-10-30")
+    ]
+    with pytest.raises(CostInputError, match=r"2 days \(2026-10-29, 2026-10-30\).*--measurement-day"):
+        _measurement_day(CostInputs(blocks=blocks))
+    chosen = CostInputs(blocks=blocks, measurement_day=dt.date(2026, 10, 30))
+    assert _measurement_day(chosen) == (dt.date(2026, 10, 30), "--measurement-day")
+    assert _measurement_day(CostInputs(blocks=blocks[:1]))[0] == dt.date(2026, 10, 29)
+
+
+def test_block_order_does_not_change_the_record(study: Path, reported: dict[str, Any]) -> None:
+    from analysis.costs.prices import read_prices
+    from analysis.costs.report import compute_costs
+    from analysis.costs.section import CostInputs
+    from analysis.latency import read_blocks
+
+    out = Path(reported["_out"])
+    quality = {STAGE: json.loads((out / "quality" / f"{STAGE}.json").read_text())}
+    blocks = read_blocks(study / "latency", published=True)
+    prices = read_prices(study / "prices.toml")
+    tokens = study / "tokens.json"
+    forward = compute_costs(
+        quality,
+        study / "runs",
+        study / "qrels.tsv",
+        CostInputs(blocks=blocks, prices=prices, passage_tokens=tokens),
+    )
+    backward = compute_costs(
+        quality,
+        study / "runs",
+        study / "qrels.tsv",
+        CostInputs(blocks=blocks[::-1], prices=prices, passage_tokens=tokens),
+    )
+    assert json.dumps(forward, sort_keys=True) == json.dumps(backward, sort_keys=True)
+    assert forward["options"] == reported["options"]  # the report wrote the same record
