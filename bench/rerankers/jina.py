@@ -104,7 +104,10 @@ def observe_inputs(model: Any) -> Iterator[_Seen]:
     together), the number of tokens that are not padding."""
     seen = _Seen()
     getter = getattr(model, "get_input_embeddings", None)
-    embeddings = getter() if callable(getter) else None
+    try:
+        embeddings = getter() if callable(getter) else None
+    except (NotImplementedError, AttributeError):  # transformers raises for models that do not declare them
+        embeddings = None
     if embeddings is None or not hasattr(embeddings, "register_forward_pre_hook"):
         seen.reason = "the model exposes no input embeddings to observe its input"
         yield seen

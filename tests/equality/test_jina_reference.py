@@ -114,6 +114,7 @@ def test_jina_card_reference_under_tf457(
         for i in range(2)
     )
     result = check_one("jina-v3.5", EqualitySet(queries), runner=tf457_only(jina_root))
+    assert "deciding_reference" in result, result.get("reason")
     ref = result["deciding_reference"]
     assert ref["label"] == "card-jina@tf457" and ref["status"] == "ran", result["reason"]
     assert ref["versions"]["transformers"].startswith(REFERENCE_TRANSFORMERS_VERSION + ".")
