@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,12 @@ def library_log(path: Path, *, verbose: bool = False) -> Iterator[Path]:
         for name in LOGGERS:
             logger = logging.getLogger(name)
             saved.append((logger, list(logger.handlers), logger.propagate, logger.level))
-            if not verbose:
-                for h in list(logger.handlers):
-                    if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
-                        logger.removeHandler(h)
-                logger.propagate = False
-            elif not logger.handlers:
-                logger.addHandler(logging.StreamHandler())  # as Python's last-resort handler would print
+            for h in list(logger.handlers):
+                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
+                    logger.removeHandler(h)
+            logger.propagate = False
+            if verbose:  # a fresh handler on today's stderr (a library's own may hold a stale stream)
+                logger.addHandler(logging.StreamHandler(sys.stderr))
             logger.addHandler(handler)
             if logger.level == logging.NOTSET:
                 logger.setLevel(logging.WARNING)
