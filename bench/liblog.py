@@ -19,8 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub")
+LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "optimum", "nncf")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ACTIVE: list[tuple[Path, bool]] = []  # the blocks now open, innermost last
+
+
+def active() -> tuple[Path, bool] | None:
+    """(path, verbose) of the innermost open ``library_log`` block, for a child process to log alike."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 class _PlainFormatter(logging.Formatter):
@@ -61,8 +67,11 @@ def library_log(path: Path, *, verbose: bool = False) -> Iterator[Path]:
                 logger.setLevel(logging.WARNING)
         if tlog is not None and not verbose:
             tlog.disable_progress_bar()
+        _ACTIVE.append((path, verbose))
         yield path
     finally:
+        if _ACTIVE and _ACTIVE[-1] == (path, verbose):
+            _ACTIVE.pop()
         for logger, handlers, propagate, level in saved:
             for h in list(logger.handlers):
                 logger.removeHandler(h)

@@ -44,9 +44,9 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
     from bench.int8.calibration import text_sha256
     from bench.int8.config import CHOSEN
     from bench.int8.manifest import installed, verify_folder
-    from bench.int8.quantize import quantize_model
     from bench.int8.rehearsal_data import rehearsal_calibration
     from bench.paths import cache_dir
+    from bench.rehearse.quantize_child import run_in_child
     from bench.rerankers.standin import STANDIN_MODEL, standin_path
 
     cal, queries, texts = rehearsal_calibration()
@@ -72,12 +72,12 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
             log(f"int8: cached folder refused ({exc.message}); quantising again")
     pairs = cal.texts(queries, texts, "rehearsal calibration set")
     log(f"int8: quantising the stand-in (300 pairs, configuration {CHOSEN.name!r}) -> {folder}")
-    quantize_model(
+    run_in_child(  # the calibration's memory goes with the child (see bench.rehearse.quantize_child)
         standin_path(),
         folder,
         task="feature-extraction",
-        pairs=pairs,
-        spec=CHOSEN,
+        pairs=list(pairs),
+        spec=CHOSEN.to_dict(),
         max_length=256,
         record={
             "source_model": STANDIN_MODEL,
@@ -245,6 +245,9 @@ def run_int8_step(
     from bench.rerankers.registry import load_reranker
 
     folder, made = quantized_standin(log)
+    from bench.memory import release_memory
+
+    release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
     run = read_run(first_stage_run, allow_unknown_queries=True)
     qids = [q for q in sorted(queries) if q in run]
     candidates = {q: [d for d, _ in run[q][:SPEARMAN_DEPTH]] for q in qids}

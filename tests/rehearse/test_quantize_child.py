@@ -1,0 +1,117 @@
+"""The rehearsal quantises in a child process (bench.rehearse.quantize_child): the folder is the one the
+in-process function makes, a refusal reaches the parent with its message, and the child never outlives its
+parent (parent gone at start; parent killed with SIGKILL mid-quantisation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.errors import BenchError
+from bench.int8.config import CHOSEN
+from bench.int8.manifest import verify_folder
+from bench.rehearse.quantize_child import run_in_child
+from bench.rerankers.testing import build_bert
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIRS = [("was ist die hauptstadt", "berlin ist die hauptstadt"), ("der rhein", "ein fluss im westen")] * 6
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_bert(tmp_path_factory.mktemp("tiny") / "bert")
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_child_writes_a_verified_folder_and_returns_its_manifest(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "q"
+    manifest = run_in_child(tiny, out, task="feature-extraction", pairs=PAIRS, spec=CHOSEN.to_dict(),
+                            max_length=16, record={"source_model": "tiny"})  # fmt: skip
+    assert manifest == verify_folder(out)
+    assert manifest["calibration_samples_used"] == 2 * len(PAIRS)
+    assert manifest["quantization"]["overflow_fix"] == CHOSEN.overflow_fix
+
+
+def test_a_refusal_in_the_child_is_raised_with_its_message(tmp_path: Path) -> None:
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    with pytest.raises(BenchError, match=r"no-model: no config\.json"):
+        run_in_child(empty, tmp_path / "q", task="feature-extraction", pairs=PAIRS, spec=CHOSEN.to_dict(),
+                     max_length=16, record={})  # fmt: skip
+    assert not (tmp_path / "q").exists()
+
+
+def test_the_child_refuses_to_start_when_its_parent_is_not_the_one_named(tmp_path: Path) -> None:
+    args = tmp_path / "args.json"
+    args.write_text("{}", encoding="utf-8")
+    ppid_not_ours = "1"  # the child's parent is this test process, not pid 1
+    proc = subprocess.run([sys.executable, "-m", "bench.rehearse.quantize_child", str(args), ppid_not_ours],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 75, proc.stderr
+    assert "parent 1 is gone; not quantising" in proc.stderr
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_parent_killed_with_sigkill_takes_the_quantising_child_with_it(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "q"
+    parent_code = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from bench.int8.config import CHOSEN
+        from bench.rehearse.quantize_child import run_in_child
+        pairs = [("frage nummer %d" % i, "eine lange antwort " * 8) for i in range(4000)]
+        run_in_child(Path({str(tiny)!r}), Path({str(out)!r}), task="feature-extraction", pairs=pairs,
+                     spec=CHOSEN.to_dict(), max_length=64, record={{}})
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        child = None
+        while child is None and time.monotonic() < deadline:
+            kids = psutil.Process(parent.pid).children()
+            child = next((k for k in kids if "bench.rehearse.quantize_child" in " ".join(k.cmdline())), None)
+            time.sleep(0.2)
+        assert child is not None, "the quantising child never started"
+        time.sleep(3)  # the child is importing or calibrating now
+        assert child.is_running()
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        gone, alive = psutil.wait_procs([child], timeout=30)
+        assert child in gone and not alive, "the child outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    assert not out.exists()  # a killed quantisation leaves no folder in the target's place
+    leftovers = [p for p in out.parent.iterdir() if p.name.startswith(out.name)]
+    assert all(not p.is_dir() or not (p / "int8-manifest.json").exists() for p in leftovers)
+
+
+def test_args_file_is_json_the_child_can_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, object] = {}
+
+    def fake_run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        args = json.loads(Path(cmd[3]).read_text(encoding="utf-8"))
+        seen.update(args)
+        Path(args["result"]).write_text(json.dumps({"manifest": {"ok": 1}}), encoding="utf-8")
+        assert cmd[4] == str(os.getpid())
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert run_in_child(tmp_path, tmp_path / "q", task="feature-extraction", pairs=PAIRS[:2],
+                        spec=CHOSEN.to_dict(), max_length=16, record={"a": 1}) == {"ok": 1}  # fmt: skip
+    assert seen["pairs"] == [list(p) for p in PAIRS[:2]] and seen["record"] == {"a": 1}
+    assert seen["library_log"] is None and seen["verbose"] is False
