@@ -81,6 +81,32 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     assert {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")} == runs_before
 
 
+def _communicate_or_explain(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
+    """stderr of ``proc`` once it has ended; on a timeout, a failure that says which process still held on
+    (the rehearsal itself, or a child keeping the pipes open) and where the rehearsal's stderr stopped."""
+    import psutil
+
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired as exc:
+        alive = proc.poll() is None
+        try:
+            kids = [f"{k.pid} {' '.join(k.cmdline())[:120]}" for k in psutil.Process(proc.pid).children(True)]
+        except psutil.NoSuchProcess:
+            kids = ["(the rehearsal is gone; its children cannot be listed from it)"]
+        holders = [
+            f"{p.info['pid']} {' '.join(p.info['cmdline'] or [])[:120]}"
+            for p in psutil.process_iter(["pid", "cmdline"])
+            if "typesense" in " ".join(p.info["cmdline"] or []).lower()
+        ]
+        tail = (exc.stderr or b"").decode(errors="replace")[-3000:]
+        proc.kill()
+        pytest.fail(
+            f"no exit {timeout:.0f} s after SIGINT; rehearsal still running: {alive}; its children: {kids}; "
+            f"typesense processes: {holders}; stderr tail:\n{tail}"
+        )
+
+
 def test_ctrl_c_then_resume(tmp_path: Path, mini_beir: Path, shared_cache: Path) -> None:
     out = tmp_path / "reh"
     env = {**os.environ, "BENCH_CACHE_DIR": str(shared_cache)}
@@ -91,7 +117,7 @@ def test_ctrl_c_then_resume(tmp_path: Path, mini_beir: Path, shared_cache: Path)
         time.sleep(0.05)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    err = _communicate_or_explain(proc, timeout=120)
     if proc.returncode == 0:
         pytest.skip("the rehearsal finished before the interrupt landed")
     assert proc.returncode == 130, err.decode()
