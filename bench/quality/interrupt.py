@@ -31,12 +31,25 @@ class Interrupted(BenchError):
         )
 
 
+_pending: list[str] = []  # signals received in this process, kept even if a library swallowed the interrupt
+
+
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+    name = signal.Signals(signum).name
+    _pending.append(name)
+    raise KeyboardInterrupt(f"signal {name}")
 
 
-# Signals that end a command like Ctrl-C: SIGTERM (kill, docker stop) and SIGHUP (terminal closed).
-CAUGHT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+def raise_if_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` again if a signal arrived inside ``interruptible`` and its interrupt was
+    lost: a library that wraps an optional import or a call in a bare ``except:`` swallows it, and the
+    command would run on. Long commands call this between their steps."""
+    if _pending:
+        raise KeyboardInterrupt(f"signal {_pending[-1]} (received earlier)")
+
+
+# Signals that end a command: Ctrl-C (SIGINT), SIGTERM (kill, docker stop) and SIGHUP (terminal closed).
+CAUGHT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
@@ -50,6 +63,8 @@ def interruptible() -> Iterator[None]:
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
+    if previous[signal.SIGINT] is not _raise_interrupt:  # the outermost block: forget an earlier command's
+        _pending.clear()
     try:
         yield
     finally:

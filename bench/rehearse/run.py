@@ -98,6 +98,7 @@ def rehearse(
     out = out if out is not None else sys.stdout
     from bench.guard import preflight
     from bench.provenance import collect_manifest
+    from bench.quality.interrupt import raise_if_interrupted
 
     def log(msg: str) -> None:
         print(f"rehearse: {msg}", file=stream, flush=True)
@@ -130,6 +131,7 @@ def rehearse(
                 directory, inputs, qrels_path, port=opts.port, embedder_factory=_embedder, log=log
             )
             times["first stages"] = time.perf_counter() - t
+            raise_if_interrupted()  # an interrupt a library swallowed (bare except:) still ends it here
     except KeyboardInterrupt:
         study.end("interrupted")
         raise Interrupted("rehearsal", hint) from None
@@ -150,6 +152,7 @@ def rehearse(
         runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
     )  # fmt: skip
     times["rerank"] = time.perf_counter() - t
+    raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
     latency_note = _latency_note(opts.passage_cache)
     t = time.perf_counter()
     from bench.rehearse.latency import latency_step
@@ -157,12 +160,14 @@ def rehearse(
     lat = latency_step(directory, inputs.queries, texts, ran[0],
                        stream=stream, log=log)  # fmt: skip
     times["latency"] = time.perf_counter() - t
+    raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
     t = time.perf_counter()
     from bench.rehearse.int8 import run_int8_step
 
     int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
                          texts=texts, qrels=inputs.qrels, log=log, fp32_latency=lat)  # fmt: skip
     times["int8"] = time.perf_counter() - t
+    raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
     from bench.rehearse.judged import judged_step
 
     judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries, texts, log=log)

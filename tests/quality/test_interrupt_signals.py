@@ -24,3 +24,24 @@ def test_sighup_outside_the_phase_ends_with_exit_130() -> None:
         os.kill(os.getpid(), signal.SIGHUP)
     assert info.value.exit_code == EXIT_INTERRUPTED
     assert "Resume with: bench rehearse --resume D" in info.value.message
+
+
+def test_an_interrupt_a_library_swallowed_is_raised_again_at_the_next_check() -> None:
+    import os
+    import signal
+
+    import pytest
+
+    from bench.quality.interrupt import interruptible, raise_if_interrupted
+
+    with interruptible():
+        try:  # a library's bare ``except:`` around an optional import
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):  # the handler runs between bytecodes
+                pass
+        except BaseException:  # what such a library does
+            pass
+        with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+            raise_if_interrupted()
+    with interruptible():  # a new command starts without the old interrupt
+        raise_if_interrupted()
