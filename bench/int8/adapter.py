@@ -119,8 +119,8 @@ class Int8BiEncoder:
     def meta(self) -> RerankerMeta:
         return self._meta
 
-    def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int], list[int]]:
-        """(L2-normalised embeddings, input lengths after truncation, untruncated lengths)."""
+    def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+        """(L2-normalised embeddings, input lengths after truncation)."""
         enc = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
         )
@@ -129,14 +129,14 @@ class Int8BiEncoder:
         pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         lengths = [int(n) for n in enc["attention_mask"].sum(axis=1)]
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32), lengths, lengths
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32), lengths
 
     def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
         docs = list(passages)
         if not docs:
             return self.log.add(make_result([], max_input_tokens=0, truncated_pairs=0, chunk_size=0))
-        q, q_len, _ = self.encode([query])
-        d, lengths, _ = self.encode(docs)
+        q, q_len = self.encode([query])
+        d, lengths = self.encode(docs)
         scores = (d @ q[0]).astype(np.float32)
         full = [len(x) for x in self.tokenizer([*docs, query], add_special_tokens=True)["input_ids"]]
         cut = sum(n > self.max_length for n in full[:-1]) + (len(docs) if full[-1] > self.max_length else 0)
