@@ -34,6 +34,7 @@ from bench.latency.accuracy import accuracy_mark, check_accuracy
 from bench.latency.host import busy_mark, host_state
 from bench.latency.telemetry import Sampler
 from bench.progress import Progress
+from bench.quality.interrupt import raise_if_interrupted
 
 
 @dataclass(frozen=True)
@@ -196,5 +197,6 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
         manifest=env.manifest,
         candidates=spec.candidates,
     )
+    raise_if_interrupted()  # an interrupt a library swallowed mid-block: the block is discarded, not written
     write_bytes_atomic(path, block.to_json_bytes())
     return block, True

@@ -63,13 +63,16 @@ def interruptible() -> Iterator[None]:
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
-    if previous[signal.SIGINT] is not _raise_interrupt:  # the outermost block: forget an earlier command's
+    outermost = previous[signal.SIGINT] is not _raise_interrupt
+    if outermost:  # a command's signals count only inside its own block
         _pending.clear()
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if outermost:
+            _pending.clear()
 
 
 @contextmanager

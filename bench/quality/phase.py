@@ -37,6 +37,7 @@ from bench.journal import Journal
 from bench.progress import Progress
 from bench.quality.candidates import Candidates, check_queries
 from bench.quality.depths import call_depths
+from bench.quality.interrupt import raise_if_interrupted
 from bench.quality.timing import timed_score
 from bench.rerankers.protocol import ModelUnavailable, Reranker
 
@@ -209,6 +210,7 @@ def _score_model(
                 rec = score_unit(
                     reranker, (stage, model, k, qid), queries[qid], docids, [passages[d] for d in docids]
                 )
+                raise_if_interrupted()  # an interrupt swallowed inside the call: the unit is not recorded
                 rec.update(process=process, process_call=made.get(k, 0))
                 made[k] = made.get(k, 0) + 1
                 if journal.get((stage, model, k, qid)) is not None:

@@ -7,7 +7,13 @@ import signal
 
 import pytest
 
-from bench.quality.interrupt import EXIT_INTERRUPTED, Interrupted, interruptible, whole_command
+from bench.quality.interrupt import (
+    EXIT_INTERRUPTED,
+    Interrupted,
+    interruptible,
+    raise_if_interrupted,
+    whole_command,
+)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -27,13 +33,6 @@ def test_sighup_outside_the_phase_ends_with_exit_130() -> None:
 
 
 def test_an_interrupt_a_library_swallowed_is_raised_again_at_the_next_check() -> None:
-    import os
-    import signal
-
-    import pytest
-
-    from bench.quality.interrupt import interruptible, raise_if_interrupted
-
     with interruptible():
         try:  # a library's bare ``except:`` around an optional import
             os.kill(os.getpid(), signal.SIGINT)
@@ -43,5 +42,6 @@ def test_an_interrupt_a_library_swallowed_is_raised_again_at_the_next_check() ->
             pass
         with pytest.raises(KeyboardInterrupt, match="SIGINT"):
             raise_if_interrupted()
+    raise_if_interrupted()  # outside the command's block it is forgotten
     with interruptible():  # a new command starts without the old interrupt
         raise_if_interrupted()
