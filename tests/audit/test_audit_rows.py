@@ -74,3 +74,42 @@ def test_exit_codes_and_table() -> None:
     table = format_table([ok, Row(2, "bb", "FAIL", "x", tuple(f"d{i}" for i in range(25)))])
     assert " 2  bb  FAIL     x" in table and "d19" in table and "d20" not in table
     assert table.endswith("... and 5 more")
+
+
+def test_manifests_row_accepts_sessions_of_other_commits_with_the_same_code(
+    tmp_git_repo: Callable[..., Path],
+) -> None:
+    """Issue 20, break 3: a study's sessions may name different commits (the run files of a stopped session
+    committed in between); row 6 checks that each recorded code digest is its commit's, so the same code
+    is shown, and a digest that is not its commit's fails."""
+    import hashlib
+    import json
+
+    from bench.audit.committed import manifests_row
+    from bench.codeversion import code_digest
+    from tests.conftest import git
+
+    code = {"PLAN.md": PLAN, "DEVIATIONS.md": DEV, "datasets.lock": "{}\n", "bench/a.py": "1\n"}
+    root = tmp_git_repo([code,
+                         {"runs/s/m@100.trec": "q Q0 d 1 1.0 s/m@100\n"}])  # fmt: skip
+    first, second = (git(root, "rev-parse", f"HEAD~{n}").strip() for n in (1, 0))
+    sha = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in (("p", PLAN), ("d", DEV), ("l", "{}\n"))}
+
+    def manifest(commit: str, digest: str | None) -> dict[str, object]:
+        return {"plan_sha256": sha["p"], "deviations_sha256": sha["d"], "datasets_lock_sha256": sha["l"],
+                "git": {"commit": commit, "code_digest": digest}}  # fmt: skip
+
+    digest = code_digest(root, first)
+    assert digest is not None and digest == code_digest(root, second)
+    study = root / "results" / "study.json"
+    study.parent.mkdir()
+    study.write_text(json.dumps({"sessions": [{"provenance": manifest(first, digest)},
+                                              {"provenance": manifest(second, digest)}]}))  # fmt: skip
+    git(root, "add", "results")
+    git(root, "commit", "-q", "-m", "results")
+    row = manifests_row(root, None)
+    assert (row.verdict, row.number) == ("OK", 6), row
+    study.write_text(json.dumps({"sessions": [{"provenance": manifest(second, "0" * 64)}]}))
+    git(root, "commit", "-q", "-am", "tampered")
+    row = manifests_row(root, None)
+    assert row.verdict == "FAIL" and f"is not the digest of commit {second[:12]}'s code" in row.reason
