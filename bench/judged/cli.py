@@ -102,7 +102,9 @@ def run(directory: Path | None, model: str, publish: Path | None, timeout: float
     require_clean_code(root)
     pre = preflight("measurement", lock_names=["miracl"], root=root)
     session = {"preflight": pre, "provenance": collect_manifest(kind="judged-run", device="api", root=root)}
-    with whole_command("judged run", f"uv run bench judged run --dir {directory}"):
+    from bench.hints import bench_command
+
+    with whole_command("judged run", bench_command("judged", "run", "--dir", directory, root=root)):
         publish_dir = publish or root / "results" / "judged"
         counts = run_judge(directory, client=client, model=model, publish_dir=publish_dir, session=session)
     click.echo(
