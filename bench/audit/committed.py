@@ -355,10 +355,13 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     if name in ALWAYS_ALLOWED:
         return []
     suffix = Path(rel).suffix
-    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") else RESULT_SUFFIXES
+    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") or in_run_folder(rel) else RESULT_SUFFIXES
     if suffix not in allowed or name.startswith(".") or name.endswith(("~", ".tmp", ".bak")):
         kinds = ", ".join(sorted(allowed))
-        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE); remove it or move it out"]
+        where = "" if suffix not in RUN_SUFFIXES else (
+            "; run files under results/ belong in a phase's run folder: " + ", ".join(_result_run_folders()))
+        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE){where}; remove it or move it "
+                "out"]  # fmt: skip
     if suffix == ".png":
         return []
     try:
@@ -400,6 +403,18 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
             problems.append(f"{rel}: contains passage text")
             break
     return problems
+
+
+def _result_run_folders() -> list[str]:
+    from bench.paths import RUN_FOLDERS
+
+    return sorted({f for f in RUN_FOLDERS.values() if f.startswith(f"{RESULTS}/")})
+
+
+def in_run_folder(rel: str) -> bool:
+    """Whether ``rel`` lies in a folder where a phase writes run files under ``results/``
+    (``bench.paths.RUN_FOLDERS``: determinism, dtype-check sessions, pitfalls)."""
+    return any(rel.startswith(f"{folder}/") for folder in _result_run_folders())
 
 
 def _is_number(s: str) -> bool:

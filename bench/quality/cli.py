@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from bench.hints import bench_command
-from bench.paths import repo_root
+from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS, repo_root
 from bench.plan import (
     DEPTHS,
     DETERMINISM_MODELS,
@@ -78,8 +78,8 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         if stages or models:
             raise click.UsageError("--pitfalls runs the plan's variants on hybrid-71k; drop --stage/--model")
         stages, models = (PITFALL_STAGE,), PITFALL_RUN_IDS  # their own runs, never in runs/<stage>/
-    default_study, default_runs = ("studies/pitfalls", "results/pitfalls/runs") if pitfalls else (
-        "studies/quality", "runs")  # fmt: skip
+    default_study, default_runs = ("studies/pitfalls", RUN_FOLDERS["pitfalls"]) if pitfalls else (
+        "studies/quality", RUN_FOLDERS["quality"])  # fmt: skip
     setup = _setup(study, default_study, runs, default_runs, device, first_stage, checks)
     hint = bench_command("quality", *(["--pitfalls"] if pitfalls else []), "--study", setup.study_dir) + (
         " (same options)")  # fmt: skip
@@ -122,7 +122,7 @@ def determinism(study: Path | None, runs: Path | None, first_stage: Path | None,
     from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
     setup = _setup(
-        study, "studies/determinism", runs, "results/determinism/runs", device, first_stage, checks
+        study, "studies/determinism", runs, RUN_FOLDERS["determinism"], device, first_stage, checks
     )
     hint = bench_command("determinism", "--study", setup.study_dir) + " (same options)"
     with whole_command("determinism rerun", hint):
@@ -152,7 +152,7 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
     from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
     base = study or repo_root() / "studies" / "dtype-check"
-    out = runs or repo_root() / "results" / "dtype-check"
+    out = runs or repo_root() / DTYPE_CHECK_DIR  # the sessions' runs: RUN_FOLDERS["dtype-check <name>"]
     dirs = {}
     skipped: dict[str, str] = {}
     for name, device, dtype in (("cpu-fp32", "cpu", "float32"), ("gpu", gpu, None)):
