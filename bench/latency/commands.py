@@ -145,9 +145,9 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
     from bench.guard import preflight
     from bench.provenance import collect_manifest
-    from bench.quality.commands import lock_names
+    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}
