@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity import datalock, timestamps
 from bench.integrity.hashing import sha256_file
 from bench.paths import repo_root
@@ -27,13 +28,14 @@ def require_plan_stamp(root: Path) -> dict[str, str]:
     if status["verdict"] == "not stamped":
         raise BenchError(
             f"{root / timestamps.PLAN_PROOF} does not exist: the plan must be timestamped before anything is "
-            "measured. Run `bench timestamps stamp PLAN.md` on a machine with internet and commit the proof."
+            f"measured. Run `{hint('timestamps stamp PLAN.md')}` on a machine with internet and commit "
+            "the proof."
         )
     if status["verdict"] not in ("pending", "bitcoin-unchecked", "verified"):
         raise BenchError(
             f"{root / timestamps.PLAN_PROOF} does not prove PLAN.md "
             f"({status['verdict']}: {status['detail']}); "
-            "run `bench timestamps verify` for details."
+            f"run `{hint('timestamps verify')}` for details."
         )
     return status
 

@@ -54,6 +54,7 @@ def passage_tokens(
     from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
     from bench.errors import BenchError
     from bench.guard import preflight
+    from bench.hints import hint
     from bench.paths import repo_root
     from bench.progress import Progress
     from bench.provenance import collect_manifest
@@ -70,7 +71,7 @@ def passage_tokens(
     for stage in chosen:
         path = runs_dir / "first-stage" / f"{stage}.trec"
         if not path.is_file():
-            raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+            raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
         table = read_run_table(path, allow_unknown_queries=True)
         lists[stage] = {
             q: ids[:100] for q, ids in ((q, tuple(d for d, _ in rows)) for q, rows in table.as_dict().items())

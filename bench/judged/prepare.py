@@ -18,6 +18,7 @@ from typing import Any
 from analysis.metrics import mean_scores
 from analysis.trec import read_run_table
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.judged.selection import GroupSpec
 from bench.plan import (
@@ -133,13 +134,13 @@ def plan_groups(
         raise BenchError(
             f"{runs_dir / JUDGED_SAMPLE_STAGE}: {len(hybrid)} rated model(s) with a depth-{QUALITY_DEPTH} "
             f"run ({', '.join(m for m, *_ in hybrid) or 'none'}); the judged sample needs the "
-            f"{JUDGED_SAMPLE_TOP_MODELS} best rated models. Run `bench quality` first"
+            f"{JUDGED_SAMPLE_TOP_MODELS} best rated models. Run `{hint('quality')}` first"
         )
     full = best_models(runs_dir, JUDGED_SAMPLE_FULL_STAGE, keep, qrels)
     if not full:
         raise BenchError(
             f"{runs_dir / JUDGED_SAMPLE_FULL_STAGE}: no rated model has a depth-{QUALITY_DEPTH} run; the "
-            "judged sample needs the best rated model there. Run `bench quality` first"
+            f"judged sample needs the best rated model there. Run `{hint('quality')}` first"
         )
     chosen = [(JUDGED_SAMPLE_STAGE, *h) for h in hybrid[:JUDGED_SAMPLE_TOP_MODELS]]
     chosen.append((JUDGED_SAMPLE_FULL_STAGE, *full[0]))
