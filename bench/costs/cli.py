@@ -50,22 +50,28 @@ def passage_tokens(
     """Mean Voyage-tokenizer tokens of each stage's first-stage top-100 passages."""
     from analysis.atomic import write_bytes_atomic
     from analysis.trec import read_run_table
+    from bench.codeversion import require_clean_code
     from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
     from bench.errors import BenchError
     from bench.guard import preflight
+    from bench.hints import hint
+    from bench.paths import repo_root
     from bench.progress import Progress
     from bench.provenance import collect_manifest
     from bench.quality.candidates import Candidates
     from bench.quality.inputs import candidate_texts
+    from bench.reads import corpus_reads
 
     tok = load_voyage_tokenizer(model, revision=revision)  # refuses before anything else when absent
-    pre = preflight("measurement")
+    require_clean_code(repo_root())
+    chosen = list(stages or RERANKED_STAGES)
+    pre = preflight("measurement", lock_names=corpus_reads(chosen))  # passages only: no topics, no other
     lists: dict[str, dict[str, tuple[str, ...]]] = {}
     shas: dict[str, str] = {}
-    for stage in stages or RERANKED_STAGES:
+    for stage in chosen:
         path = runs_dir / "first-stage" / f"{stage}.trec"
         if not path.is_file():
-            raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+            raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
         table = read_run_table(path, allow_unknown_queries=True)
         lists[stage] = {
             q: ids[:100] for q, ids in ((q, tuple(d for d, _ in rows)) for q, rows in table.as_dict().items())

@@ -13,6 +13,7 @@ from typing import Any
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.paths import repo_root
 
 
@@ -43,14 +44,14 @@ def outcome(model_id: str, directory: Path | None = None) -> dict[str, Any]:
         return {
             "model": model_id,
             "rated": False,
-            "reason": f"no adapter-check result at {path}; run `bench check-adapters {model_id}`",
+            "reason": f"no adapter-check result at {path}; run `{hint(f'check-adapters {model_id}')}`",
             "missing": True,
         }
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise BenchError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); rerun `bench check-adapters`"
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); rerun `{hint('check-adapters')}`"
         ) from None
     if (
         not isinstance(data, dict)

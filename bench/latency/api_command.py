@@ -57,9 +57,9 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
         require_clean_code(req.root)
     from bench.guard import preflight
     from bench.provenance import collect_manifest
-    from bench.quality.commands import lock_names
+    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     inputs = study_inputs(req.first_stage_dir, req.stage, max(depths))
     base_url = req.base_url or DEFAULT_BASE_URL
     session = new_session(opt_out, base_url, req.label, req.session)

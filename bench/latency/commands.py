@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from analysis.trec import TrecFormatError, read_run
 from bench.codeversion import require_clean_code
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
@@ -76,8 +77,9 @@ def unrated_models(models: Sequence[str], checks_dir: Path, allow_unrated: bool)
     if unrated and not allow_unrated:
         first = next(iter(unrated))
         raise BenchError(
-            f"{first} has no passed adapter check ({unrated[first]}); run `bench check-adapters {first}` "
-            "first, or pass --allow-unrated (its numbers are then marked not publishable)."
+            f"{first} has no passed adapter check ({unrated[first]}); run "
+            f"`{hint(f'check-adapters {first}')}` first, or pass --allow-unrated (its numbers are then "
+            "marked not publishable)."
         )
     return unrated
 
@@ -104,7 +106,7 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
 
     path = first_stage_dir / f"{stage}.trec"
     if not path.is_file():
-        raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+        raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
     try:
         run = read_run(path, allow_unknown_queries=True)
     except TrecFormatError as exc:
@@ -145,9 +147,9 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
     from bench.guard import preflight
     from bench.provenance import collect_manifest
-    from bench.quality.commands import lock_names
+    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}

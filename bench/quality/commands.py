@@ -26,15 +26,10 @@ from bench.rerankers.protocol import Reranker
 
 
 def lock_names(stages: Sequence[str]) -> list[str]:
-    """datasets.lock datasets a quality session reads: the topics and the stages' corpora."""
-    from bench.plan import STAGES
+    """datasets.lock entries a quality session reads (``bench.reads.stage_reads``)."""
+    from bench.reads import stage_reads
 
-    corpora = {STAGES[s].corpus for s in stages}
-    return (
-        ["miracl"]
-        + (["corpus-71k"] if "71k" in corpora else [])
-        + (["corpus-full"] if "full" in corpora else [])
-    )
+    return stage_reads(stages)
 
 
 @dataclass(frozen=True)

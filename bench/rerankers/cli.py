@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.paths import models_dir
 from bench.plan import LOCAL_RERANKERS, RERANKERS
 from bench.rerankers.snapshots import fetch, resolve_snapshot
@@ -49,6 +50,6 @@ def list_cmd() -> None:
             status = f"present\t{path}"
         except BenchError:
             missing += 1
-            status = f"missing\tbench models fetch {model_id}"
+            status = f"missing\t{hint(f'models fetch {model_id}')}"
         click.echo(f"{model_id}\t{plan.model}@{plan.revision}\t{status}")
     click.echo(f"{len(LOCAL_RERANKERS) - missing} of {len(LOCAL_RERANKERS)} present", err=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.paths import model_snapshot_dir, models_dir
 
 
@@ -37,7 +38,8 @@ def present_revisions(repo: str, root: Path | None = None) -> list[str]:
 
 
 def _fix(model_id: str) -> str:
-    return f"Fetch it on a machine with internet: `bench models fetch {model_id}` (writes to {models_dir()})."
+    fetch = hint(f"models fetch {model_id}")
+    return f"Fetch it on a machine with internet: `{fetch}` (writes to {models_dir()})."
 
 
 def _check_dir(spec_id: str, repo: str, revision: str, path: Path, root: Path | None) -> Path:

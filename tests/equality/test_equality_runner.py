@@ -57,7 +57,9 @@ def data(queries_factory: Any) -> EqualitySet:
 
 def test_write_and_read_outcome(tmp_path: Path) -> None:
     assert outcome("bge-v2-m3", tmp_path)["rated"] is False  # no file: not rated, says which command
-    assert "bench check-adapters bge-v2-m3" in outcome("bge-v2-m3", tmp_path)["reason"]
+    assert (
+        "docker compose run --rm bench check-adapters bge-v2-m3" in outcome("bge-v2-m3", tmp_path)["reason"]
+    )
     write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "ok"}, tmp_path)
     assert outcome("bge-v2-m3", tmp_path) == {
         "model": "bge-v2-m3",

@@ -26,7 +26,10 @@ def _make(root: Path, repo: str, rev: str, files: tuple[str, ...] = ("config.jso
 def test_missing_snapshot_names_model_and_fetch_command(tmp_path: Path) -> None:
     with pytest.raises(BenchError) as err:
         resolve_snapshot(SPEC, root=tmp_path)
-    assert "Model m" in err.value.message and "bench models fetch m" in err.value.message
+    assert (
+        "Model m" in err.value.message
+        and "docker compose run --rm bench-cpu models fetch m" in err.value.message
+    )
 
 
 def test_wrong_revision_lists_present_ones(tmp_path: Path) -> None:
@@ -62,7 +65,7 @@ def test_gte_needs_new_impl_at_the_code_revision(tmp_path: Path) -> None:
 def test_load_reranker_refuses_missing_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCH_MODELS_DIR", str(tmp_path))
     for model_id in ("qwen3-4b", "jina-v3.5", "querit-4b", "gte-base"):
-        with pytest.raises(BenchError, match=f"bench models fetch {model_id}"):
+        with pytest.raises(BenchError, match=f"bench-cpu models fetch {model_id}"):
             load_reranker(model_id)
 
 
@@ -73,7 +76,7 @@ def test_models_list_and_fetch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     out = CliRunner().invoke(models, ["list"])
     assert out.exit_code == 0, out.output
     assert "bge-v2-m3\tBAAI/bge-reranker-v2-m3@" in out.output and "present" in out.output
-    assert "missing\tbench models fetch qwen3-4b" in out.output
+    assert "missing\tdocker compose run --rm bench-cpu models fetch qwen3-4b" in out.output
 
     calls: list[tuple[str, str]] = []
 
