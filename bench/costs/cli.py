@@ -1,4 +1,6 @@
-"""``bench costs passage-tokens``: the mean passage tokens of the context calculation (PLAN.md, "Costs").
+"""``bench costs passage-tokens``: the mean passage tokens of the context calculation (PLAN.md, "Costs");
+``bench costs ecb-rates``: the ECB's reference-rate file for the USD-to-EUR conversion
+(:mod:`bench.costs.ecb`).
 
 Thin over :mod:`bench.costs.tokens`. Order: the Voyage tokenizer must be on this machine (else a clear
 refusal, nothing else is tried), then ``bench.guard.preflight`` (datasets.lock, plan stamp), then the
@@ -86,3 +88,33 @@ def passage_tokens(
     for stage, rec in record["stages"].items():
         click.echo(f"{stage}: {rec['passages']:,} passages, mean {rec['mean_tokens']:.1f} tokens")
     click.echo(f"written: {out}")
+
+
+@costs.command("ecb-rates")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for eurofxref-hist.csv and eurofxref-hist.json. Default: <repo>/results/costs",
+)
+@click.option("--url", default=None, help="Default: the ECB's own eurofxref-hist.zip.")
+def ecb_rates(out_dir: Path | None, url: str | None) -> None:
+    """Download the ECB's historical reference rates (needs internet) into results/costs/."""
+    from bench.costs.ecb import ECB_URL, download_ecb_rates
+    from bench.paths import repo_root
+    from bench.provenance import collect_manifest
+
+    target = out_dir or repo_root() / "results" / "costs"
+    record = download_ecb_rates(target, url=url or ECB_URL, manifest=collect_manifest(kind="costs-ecb-rates"))
+    usd = record["usd"]
+    click.echo(
+        f"ECB USD fixings {usd['first_day']} to {usd['last_day']} ({usd['fixings']:,}); "
+        f"CSV SHA-256 {record['csv']['sha256']}"
+    )
+    click.echo(
+        f"written: {target / 'eurofxref-hist.csv'} and {target / 'eurofxref-hist.json'}; commit both "
+        "(`git add results/costs/eurofxref-hist.csv results/costs/eurofxref-hist.json && git commit -m "
+        "'ECB reference rates'`)",
+        err=True,
+    )

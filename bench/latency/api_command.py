@@ -41,7 +41,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
     models, refused = choose_models(preset, req.models)
     depths = preset.check_depths(req.depths) if req.depths else preset.depths
     key = read_api_key()  # a missing key is refused here, before anything is written
-    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    unrated = unrated_models(models, req.checks_dir, req.allow_unrated, device="api")
     if req.label is not None or req.session is not None:
         from analysis.latency.records import check_name
 

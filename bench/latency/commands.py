@@ -27,6 +27,7 @@ from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
+from bench.plan import RERANKERS
 
 
 @dataclass(frozen=True)
@@ -65,21 +66,28 @@ def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], 
     return [m for m in wanted if m not in refused], refused
 
 
-def unrated_models(models: Sequence[str], checks_dir: Path, allow_unrated: bool) -> dict[str, str]:
-    """model -> reason for every model without a passed adapter check; BenchError unless allowed."""
-    from bench.equality.results import outcome
+def unrated_models(
+    models: Sequence[str], checks_dir: Path, allow_unrated: bool, *, device: str | None = None
+) -> dict[str, str]:
+    """model -> reason for every model without a passed adapter check; BenchError unless allowed. With
+    ``device``, a plan model's check must have run on that device with the dtype it is timed in (the
+    adapter's choice there: every latency command loads with it), else the reason names both settings."""
+    from bench.equality.results import outcome, outcome_for
 
     unrated = {}
     for m in models:
-        out = outcome(m, checks_dir)
+        if device is not None and m in RERANKERS:
+            out = outcome_for(m, checks_dir, device)
+        else:
+            out = outcome(m, checks_dir)
         if not out["rated"]:
             unrated[m] = str(out["reason"])
     if unrated and not allow_unrated:
         first = next(iter(unrated))
         raise BenchError(
-            f"{first} has no passed adapter check ({unrated[first]}); run "
-            f"`{hint(f'check-adapters {first}')}` first, or pass --allow-unrated (its numbers are then "
-            "marked not publishable)."
+            f"{first} has no passed adapter check for this setting ({unrated[first]}); run "
+            f"`{hint(f'check-adapters {first}')}` (on that device and dtype) first, or "
+            "pass --allow-unrated (its numbers are then marked not publishable)."
         )
     return unrated
 
@@ -137,7 +145,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         print(f"latency: {why}", file=stream)
     gpu = None
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
-    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    unrated = unrated_models(models, req.checks_dir, req.allow_unrated, device=preset.device)
     if preset.device.startswith("cuda"):
         from bench.latency.gpu import GpuProbe, require_free_gpu
 

@@ -145,10 +145,12 @@ def test_cli_check_adapters(
         }
 
     monkeypatch.setattr(runner_mod, "run_reference", fake_reference)
+    monkeypatch.setattr("bench.equality.cli.require_cuda_for_checks", lambda device: None)  # CUDA stand-in
     out_dir = tmp_path / "results"
     res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(out_dir)])
     assert seen == ["measurement"]
     payload = json.loads((out_dir / "bge-v2-m3.json").read_text())
+    assert (payload["device"], payload["dtype"]) == ("cuda", "float16")  # what bench quality scores with
     assert payload["manifest"]["kind"] == "adapter-check" and len(payload["plan_sha256"]) == 64
     assert payload["preflight"] == {"kind": "measurement"}
     if agree:
