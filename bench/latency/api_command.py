@@ -74,7 +74,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
         root=req.root,
         extra={"preset": "api", "preflight": pre, "refused": refused},
     )
-    require_same_code_as_blocks(req.out_root, preset.kind, session.name, manifest["git"], req.root)
+    require_same_code_as_blocks(req.out_root, preset.kind, session.session, manifest["git"], req.root)
 
     def make(model: str) -> Any:
         return VoyageReranker(model, api_key=key, base_url=base_url)

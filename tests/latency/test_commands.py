@@ -170,3 +170,27 @@ def test_remaining_blocks_are_measured_by_the_code_of_the_finished_ones(
     why = rf"measured by other code \(these code paths differ from commit {first}: bench/a\.py\)"
     with pytest.raises(BenchError, match=why):
         require_same_code_as_blocks(root / "results/latency", "cpu", "ccx33", now, root)
+
+
+def test_api_session_resumed_with_other_code_is_refused(
+    tmp_git_repo: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench latency api --session S`` goes through the same check before measuring (its session folder)."""
+    from bench.latency.api_command import ApiRequest, run_api
+    from tests.conftest import git
+
+    root = tmp_git_repo([{"bench/a.py": "a = 1\n"}])
+    old = git(root, "rev-parse", "HEAD").strip()
+    out = root / "results" / "latency"
+    block = out / "published/api/20261201T0815Z-morning/voyage-rerank-3/k20-pass1.json"
+    block.parent.mkdir(parents=True)
+    block.write_text(json.dumps({"manifest": {"git": {"commit": old, "code_digest": "f" * 64}}}))
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: None)
+    req = ApiRequest(opt_out="yes", label=None, session="20261201T0815Z-morning", base_url="http://127.0.0.1:9",
+                     models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
+                     allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
+                     checks_dir=root)  # fmt: skip
+    with pytest.raises(BenchError, match="this finished block was measured by other code"):
+        run_api(req)
