@@ -9,7 +9,12 @@ from typing import Any, TextIO
 
 from bench.codeversion import require_clean_code
 from bench.latency.api import measure_api, new_session, require_opt_out
-from bench.latency.commands import choose_models, study_inputs, unrated_models
+from bench.latency.commands import (
+    choose_models,
+    require_same_code_as_blocks,
+    study_inputs,
+    unrated_models,
+)
 from bench.latency.presets import PRESETS
 
 
@@ -69,6 +74,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
         root=req.root,
         extra={"preset": "api", "preflight": pre, "refused": refused},
     )
+    require_same_code_as_blocks(req.out_root, preset.kind, session.session, manifest["git"], req.root)
 
     def make(model: str) -> Any:
         return VoyageReranker(model, api_key=key, base_url=base_url)

@@ -106,6 +106,32 @@ def pin_cpus(n: int) -> list[int]:
     return chosen
 
 
+def require_same_code_as_blocks(out_root: Path, kind: str, session: str, now: Mapping[str, Any],
+                                root: Path) -> None:  # fmt: skip
+    """The finished blocks of one machine (or API session) are measured by one version of the code, as the
+    sessions of a quality study are (``bench.codeversion``): a resume with other code is refused, naming
+    what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
+    import json
+
+    from bench.codeversion import different_code
+
+    for path in sorted(out_root.glob(f"*/{kind}/{session}/*/*.json")):
+        if path.name.startswith("."):
+            continue  # a temporary file of an unfinished write
+        try:
+            earlier = (json.loads(path.read_text(encoding="utf-8")).get("manifest") or {}).get("git") or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise BenchError(f"{path}: not a readable latency block ({exc}); restore it with git") from exc
+        why = different_code([earlier], now, root)
+        if why is not None:
+            raise BenchError(
+                f"{path}: this finished block was measured by other code ({why}). The blocks of "
+                f"{kind}/{session} are measured by one version of the code: check out the code of commit "
+                f"{earlier.get('commit')} to measure the remaining blocks, or measure under another "
+                "--machine (or --session)."
+            )
+
+
 def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
     """MIRACL de dev queries, the top ``k_max`` candidates of ``stage`` and their passage texts."""
     from bench.integrity.hashing import sha256_file
@@ -162,6 +188,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}
     manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
+    require_same_code_as_blocks(req.out_root, preset.kind, req.session, manifest["git"], req.root)
     settings = Settings(
         preset=preset,
         machine=req.machine,
