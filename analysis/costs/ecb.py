@@ -202,7 +202,7 @@ def check_full_history(rates: EcbRates) -> None:
             None,
             f"the first USD fixing is {rates.days[0]}, not the euro's first ({ECB_FIRST_DAY}): not the ECB's "
             "complete eurofxref-hist",
-            "download the ECB's eurofxref-hist.zip again (`bench costs ecb-rates`)",
+            "download the ECB's file again (`docker compose run --rm bench-cpu costs ecb-rates`)",
         )
 
 

@@ -180,3 +180,29 @@ def test_latency_refuses_a_model_checked_in_another_setting(tmp_path: Path) -> N
     assert "device cpu, dtype float32" in allowed["gte-base"]
     _write(tmp_path, "gte-base", "cpu", "float32")
     assert unrated_models(["gte-base"], tmp_path, False, device="cpu") == {}
+
+
+def test_only_the_dtype_checks_cpu_session_goes_without_a_check_in_its_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench dtype-check` compares CPU fp32 with the checked GPU setting (the plan's data-type check), so its
+    CPU session uses the GPU check; its GPU session, like every other session, needs its own setting's."""
+    import bench.quality.commands as commands
+    from bench.quality.cli import dtype_check
+
+    sessions: list[tuple[str, str | None, bool]] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_session(setup: Any, **kw: Any) -> Any:
+        sessions.append((setup.device, kw.get("dtype"), kw.get("check_setting", True)))
+        if len(sessions) == 2:
+            raise Stop
+        return None, None, {}
+
+    monkeypatch.setattr(commands, "run_session", fake_session)
+    monkeypatch.setattr("bench.quality.cli.repo_root", lambda: tmp_path)
+    res = CliRunner().invoke(dtype_check, ["--checks", str(tmp_path)])
+    assert isinstance(res.exception, Stop)
+    assert sessions == [("cpu", "float32", False), ("cuda", None, True)]

@@ -26,7 +26,11 @@ from click.testing import CliRunner
 
 from bench.cli import cli
 from tests.bench_costs.ecb_files import packaged_zip, serving
-from tests.integrity.test_docker import compose
+from tests.integrity.test_docker import compose, tool
+
+
+def compose_binary() -> str:
+    return tool("docker-compose")
 
 MOUNT = "/study"  # compose.yaml: `- .:/study`
 
@@ -54,6 +58,29 @@ def test_compose_runs_the_bench_services_as_uid_and_gid_from_the_environment(rep
     for name in ("bench", "bench-cpu"):
         assert services[name]["user"] == "4321:4322", name
     assert "user" not in services["typesense"]  # the server writes only its own volume
+
+
+def test_the_documented_env_line_sets_the_user(repo_root: Path, tmp_path: Path) -> None:
+    """README's instruction, run as written: the line appended to .env reaches compose (bash exports no
+    UID)."""
+    import re
+    import subprocess
+
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    (line,) = re.findall(r"`(printf 'UID=[^`]*>> \.env)`", readme)
+    shutil.copy(repo_root / "compose.yaml", tmp_path / "compose.yaml")
+    (tmp_path / ".env").write_text("VOYAGE_API_KEY=kept\n", encoding="utf-8")
+    subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("UID", "GID")}
+    result = subprocess.run(
+        [compose_binary(), "-f", str(tmp_path / "compose.yaml"), "--project-directory", str(tmp_path),
+         "config", "--format", "json"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    bench = json.loads(result.stdout)["services"]["bench"]
+    assert bench["user"] == f"{os.getuid()}:{os.getgid()}"
+    assert bench["environment"]["VOYAGE_API_KEY"] == "kept"
 
 
 def test_home_and_caches_are_in_the_mount_and_git_ignored(repo_root: Path) -> None:
