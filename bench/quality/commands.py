@@ -143,7 +143,8 @@ def run_session(
         list(models), setup.checks_dir, device=setup.device if check_setting else None, dtype=dtype
     )
     per_depth = per_depth_models(keep, outcomes)
-    params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
+    params = {"stages": list(stages), "requested_models": list(models), "models": list(keep),
+              "depths": list(depths), "device": setup.device,
               "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries,
               "devices": {m: model_device(m, setup.device) for m in keep},
               "dtypes": {m: model_dtype(m, dtype) for m in keep}}  # fmt: skip
@@ -151,6 +152,14 @@ def run_session(
     study.manifest["skipped_models"] = skipped
     study.manifest["adapter_checks"] = outcomes
     study.save()
+    if study.rated_later:  # not rated in an earlier session, rated now: runs in this one
+        import sys
+
+        study.record_rated_later(outcomes, setup.root)
+        for m in study.rated_later:
+            entry = study.manifest["study"]["rated_later"][m]
+            print(f"{m}: rated since the study began ({entry['check_file']}, SHA-256 "
+                  f"{entry['check_sha256']}); it runs in this session", file=sys.stderr)  # fmt: skip
     queries, _ = study_queries()
     only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
     spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths), per_depth=per_depth,

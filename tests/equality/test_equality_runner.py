@@ -66,6 +66,7 @@ def test_write_and_read_outcome(tmp_path: Path) -> None:
         "rated": True,
         "reason": "ok",
         "missing": False,
+        "file": str(tmp_path / "bge-v2-m3.json"),
     }
     with pytest.raises(ValueError):
         write_result("bge-v2-m3", {"rated": "yes"}, tmp_path)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bench.equality.results import write_result
+from bench.equality.results import scoring_setting, write_result
 from bench.paths import repo_root
 from bench.plan import DTYPE_CHECK_MODELS
 from tests.conftest import git
@@ -35,8 +35,10 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     _, queries, texts = make_inputs(root / "runs", n_queries=4, stages=("hybrid-71k",))
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("".join(f"{q}\t0\t{i}#0\t1\n" for i, q in enumerate(queries)), encoding="utf-8")
-    for m in DTYPE_CHECK_MODELS:
-        write_result(m, {"model": m, "rated": True, "reason": "test"}, root / "results" / "adapter-checks")
+    for m in DTYPE_CHECK_MODELS:  # checked in the GPU setting (m.json) and where this test's "GPU" runs
+        for setting in (scoring_setting(m), scoring_setting(m, "cpu")):
+            write_result(m, {"model": m, "rated": True, "reason": "test", **setting},
+                         root / "results" / "adapter-checks")  # fmt: skip
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "code, first stage, adapter checks")
     state: dict[str, Any] = {"root": root, "interrupt_gpu": True, "loads": []}

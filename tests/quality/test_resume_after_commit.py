@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bench.equality.results import write_result
+from bench.equality.results import scoring_setting, write_result
 from bench.paths import repo_root
 from tests.conftest import git
 from tests.quality.fakes import make_inputs
 from tests.quality.test_quality_api_and_local import KEY, LoopbackVoyage, voyage  # noqa: F401 (fixture)
 
 MODELS = ("bge-v2-m3", "voyage-rerank-3")
+API = {"device": "api", "dtype": "api"}  # the setting an API model's check records (issue 20, break 6)
 
 
 @pytest.fixture
@@ -45,9 +46,10 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: LoopbackVoy
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("".join(f"{q}\t0\t1#0\t1\n" for q in queries), encoding="utf-8")
     checks = root / "results" / "adapter-checks"
-    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "test"}, checks)
+    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "test",
+                               **scoring_setting("bge-v2-m3", "cpu")}, checks)  # fmt: skip
     write_result("voyage-rerank-3", {"model": "voyage-rerank-3", "rated": True, "reason": "test",
-                                     "pointwise": True}, checks)  # fmt: skip
+                                     "pointwise": True, **API}, checks)  # fmt: skip
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "code, first stage, adapter checks")
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
