@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bench.equality.data import ID_MAP_METHODS
+from bench.equality.id_map_option import id_map_option
 from bench.errors import BenchError
 from bench.plan import RERANKERS
 
@@ -21,15 +21,7 @@ from bench.plan import RERANKERS
     default=None,
     help="where <model>.json go (default: results/adapter-checks)",
 )
-@click.option(
-    "--id-map",
-    "id_map",
-    type=click.Choice(["auto", *ID_MAP_METHODS]),
-    default="auto",
-    show_default=True,
-    help="how MIRACLReranking ids become MIRACL ids: de.gz (miracl/mmteb-miracl-reranking), corpus (match "
-    "the candidate texts against the full corpus, no de.gz needed), auto (de.gz if fetched, else corpus)",
-)
+@id_map_option
 def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | None, id_map: str) -> None:
     """Check adapters against their deciding references (check 1) and Voyage's pointwise scores (check 3).
 
