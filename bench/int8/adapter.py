@@ -43,7 +43,9 @@ def _load(folder: Path, task: str) -> tuple[Any, Any, dict[str, Any]]:
     return model, tokenizer, manifest
 
 
-def _meta(model_id: str, manifest: dict[str, Any], folder: Path, implementation: str, model: Any) -> RerankerMeta:
+def _meta(
+    model_id: str, manifest: dict[str, Any], folder: Path, implementation: str, model: Any
+) -> RerankerMeta:
     return RerankerMeta(
         id=model_id,
         model=str(manifest.get("source_model")),

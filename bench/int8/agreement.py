@@ -133,34 +133,50 @@ def flags_line(machine: Mapping[str, Any] | None) -> str:
     if not isinstance(machine, Mapping) or not isinstance(machine.get("flags"), Mapping):
         return "CPU flags not recorded"
     on = [f for f, v in machine["flags"].items() if v]
-    return f"{machine.get('cpu_model')}: {' '.join(on) or 'none'} (VNNI {machine.get('vnni')}, bf16 {machine.get('bf16')})"
+    flags = " ".join(on) or "none"
+    return f"{machine.get('cpu_model')}: {flags} (VNNI {machine.get('vnni')}, bf16 {machine.get('bf16')})"
 
 
 def int8_outcome(base: Mapping[str, Any], verdict_path: Path, manifest_sha256: str | None) -> dict[str, Any]:
     """The rating of the int8 variant: its base model's adapter-check outcome ``base`` plus a passed
     agreement verdict for the quantised folder in use (``manifest_sha256``; None: folder not there)."""
     model = f"{base['model']}-int8"
+
+    def no(reason: str) -> dict[str, Any]:
+        return {"model": model, "rated": False, "reason": reason}
+
     if not base["rated"]:
-        return {"model": model, "rated": False,
-                "reason": f"rated by {base['model']}'s adapter check, which is not passed: {base['reason']}"}  # fmt: skip
-    how = f"run `{CONTAINER} bench int8 agreement --against FILE` on this machine (FILE: the desktop's scores)"
+        return no(f"rated by {base['model']}'s adapter check, which is not passed: {base['reason']}")
+    how = (
+        f"run `{CONTAINER} bench int8 agreement --against FILE` on this machine (FILE: the desktop's scores, "
+        "written there with --write FILE)"
+    )
     if not verdict_path.is_file():
-        return {"model": model, "rated": False, "reason": f"no int8 agreement verdict at {verdict_path}; {how}"}
+        return no(f"no int8 agreement verdict at {verdict_path}; {how}")
     try:
         data = json.loads(verdict_path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BenchError(f"{verdict_path}: not valid JSON ({exc}); {how}") from None
-    if not isinstance(data, dict) or data.get("format") != VERDICT_FORMAT or not isinstance(data.get("passed"), bool):
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != VERDICT_FORMAT
+        or type(data.get("passed")) is not bool
+    ):
         raise BenchError(f"{verdict_path}: not an int8 agreement verdict ({VERDICT_FORMAT!r}); {how}")
     if not data["passed"]:
-        return {"model": model, "rated": False,
-                "reason": f"int8 agreement failed ({verdict_path}: queries {', '.join(data['failed'])})"}  # fmt: skip
+        return no(
+            f"int8 agreement failed ({verdict_path}: queries {', '.join(map(str, data.get('failed', [])))})"
+        )
     if manifest_sha256 is not None and data.get("int8_manifest_sha256") != manifest_sha256:
-        return {"model": model, "rated": False,
-                "reason": f"{verdict_path} was made with another quantised folder (manifest SHA-256 "
-                          f"{data.get('int8_manifest_sha256')}, this one {manifest_sha256}); {how}"}  # fmt: skip
-    return {"model": model, "rated": True,
-            "reason": f"{base['model']} rated ({base['reason']}); int8 agreement passed ({verdict_path})"}  # fmt: skip
+        return no(
+            f"{verdict_path} was made with another quantised folder (manifest SHA-256 "
+            f"{data.get('int8_manifest_sha256')}, this one {manifest_sha256}); {how}"
+        )
+    return {
+        "model": model,
+        "rated": True,
+        "reason": f"{base['model']} rated ({base['reason']}); int8 agreement passed ({verdict_path})",
+    }
 
 
 @dataclass(frozen=True)

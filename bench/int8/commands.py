@@ -85,7 +85,9 @@ def quantize(calibration: Path, out: Path, *, root: Path, snapshot_dir: Path | N
     )
 
 
-def machine_scores(folder: Path, *, id_map_method: str = "de.gz", stream: TextIO | None = None) -> dict[str, Any]:
+def machine_scores(
+    folder: Path, *, id_map_method: str = "de.gz", stream: TextIO | None = None
+) -> dict[str, Any]:
     """This machine's int8 scores on the 20 equality queries, as a scores record."""
     from bench.equality.runner import load_equality_set
     from bench.int8.adapter import Int8CrossEncoder
@@ -130,7 +132,8 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
 
     if against is None and write is None:
         raise BenchError("give --against FILE (compare) and/or --write FILE (record this machine's scores)")
-    theirs_rec, theirs = agr.read_scores_file(against) if against is not None else ({}, None)  # before scoring
+    # a bad or differently made file is refused before anything is scored
+    theirs_rec, theirs = agr.read_scores_file(against) if against is not None else ({}, None)
     if against is not None:
         local = agr.configuration(verify_folder(folder), {"inference_precision": INFERENCE_PRECISION})
         agr.require_same_configuration(local, f"{folder} (this machine)", theirs_rec.get("configuration"),
@@ -163,7 +166,9 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
     return result
 
 
-def _write_verdict(out: Path, result: dict[str, Any], record: dict[str, Any], against: Path, root: Path) -> None:
+def _write_verdict(
+    out: Path, result: dict[str, Any], record: dict[str, Any], against: Path, root: Path
+) -> None:
     from bench.integrity.hashing import sha256_file
     from bench.provenance import collect_manifest
 

@@ -65,7 +65,8 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
             elif key.strip() == "model name" and model is None:
                 model = value.strip()
     except OSError:
-        return {"cpu_model": None, "flags": None, "vnni": None, "bf16": None, "source": f"{cpuinfo} unreadable"}
+        unread = f"{cpuinfo} unreadable"
+        return {"cpu_model": None, "flags": None, "vnni": None, "bf16": None, "source": unread}
     present = {f: f in flags for f in INT8_CPU_FLAGS}
     return {
         "cpu_model": model,
@@ -127,8 +128,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if "inference_precision" not in data:
         raise BenchError(
             f"{path}: no 'inference_precision' (made before the precision was pinned to "
-            f"{INFERENCE_PRECISION}); quantise again: `{REMAKE} --out {path.parent}` (the rehearsal remakes its "
-            "stand-in by itself)"
+            f"{INFERENCE_PRECISION}); quantise again: `{REMAKE} --out {path.parent}` (the rehearsal "
+            "remakes its stand-in by itself)"
         )
     if data["inference_precision"] != INFERENCE_PRECISION:
         raise BenchError(

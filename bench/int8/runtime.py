@@ -51,9 +51,10 @@ def compile_int8(model_class: Any, folder: Path) -> Any:
     props = runtime_properties(model.request)
     if props["inference_precision"] != INFERENCE_PRECISION:
         raise BenchError(
-            f"{folder}: OpenVINO compiled the model with inference precision {props['inference_precision']!r} "
-            f"although {INFERENCE_PRECISION!r} was set (INFERENCE_PRECISION_HINT); this OpenVINO ignores "
-            "the hint, and its int8 scores are not comparable across machines"
+            f"{folder}: OpenVINO compiled the model with inference precision "
+            f"{props['inference_precision']!r} although {INFERENCE_PRECISION!r} was set "
+            "(INFERENCE_PRECISION_HINT); this OpenVINO ignores the hint, and its int8 scores are not "
+            "comparable across machines"
         )
     return model
 

@@ -65,7 +65,7 @@ def test_cli_refuses_a_bad_against_file_before_scoring(tmp_path: Path) -> None:
     assert "not an int8 scores file" in result.output
 
 
-# --- configuration and precision of both files; the shared --id-map; the verdict (issues 20, 22) -------------
+# --- configuration and precision of both files; the shared --id-map; the verdict (issues 20, 22) ---
 
 CONF = {"quantization": {"name": "overflow-fix"}, "inference_precision": "f32",
         "runtime_inference_precision": "f32"}  # fmt: skip
@@ -82,9 +82,11 @@ def test_scores_made_with_another_precision_or_configuration_are_refused_naming_
     with pytest.raises(BenchError, match=r"inference_precision.*mine: .*'f32'.*theirs\.json: .*'bf16'"):
         require_same_configuration(CONF, "mine", {**CONF, "inference_precision": "bf16"}, "theirs.json")
     other = {**CONF, "quantization": {"name": "default"}}
-    with pytest.raises(BenchError, match=r"quantization differ.*'overflow-fix'.*theirs\.json: configuration 'default'"):
+    expect = r"quantization differ.*'overflow-fix'.*theirs\.json: configuration 'default'"
+    with pytest.raises(BenchError, match=expect):
         require_same_configuration(CONF, "mine", other, "theirs.json")
-    with pytest.raises(BenchError, match=r"theirs\.json: records no quantisation configuration.*--write FILE"):
+    expect = r"theirs\.json: records no quantisation configuration.*--write FILE"
+    with pytest.raises(BenchError, match=expect):
         require_same_configuration(CONF, "mine", None, "theirs.json")
 
 
@@ -160,14 +162,16 @@ def test_agreement_verdict_with_both_machines_flags(tmp_path: Path, monkeypatch:
                                        manifest_sha256="abc", inputs={}, config=conf))  # fmt: skip
     _fake_scoring(monkeypatch, BASE, XEON)
     verdict = tmp_path / "v" / "agreement.json"
-    args = ["int8", "agreement", "--against", str(theirs), "--int8-dir", str(folder), "--verdict", str(verdict)]
+    args = ["int8", "agreement", "--against", str(theirs), "--int8-dir", str(folder)]
+    args += ["--verdict", str(verdict)]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
     assert "verdict: PASSED" in res.output
     assert "CPU here: Xeon: avx512_vnni amx_int8 avx2 (VNNI True, bf16 True)" in res.output
     assert f"CPU of {theirs}: EPYC: avx2 (VNNI False, bf16 False)" in res.output
     got = json.loads(verdict.read_text())
-    assert got["passed"] is True and got["format"] == "int8-agreement/1" and got["machines"]["against"] == EPYC
+    assert got["passed"] is True and got["format"] == "int8-agreement/1"
+    assert got["machines"]["against"] == EPYC
     # a failing comparison writes its verdict too, and exits 1 naming the query and both CPUs
     swapped = BASE.copy()
     swapped[0], swapped[9] = swapped[9], swapped[0]

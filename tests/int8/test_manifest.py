@@ -23,7 +23,8 @@ def test_cpu_flags_from_cpuinfo(tmp_path: Path) -> None:
     got = man.cpu_flags(info)
     assert got["cpu_model"] == "Test CPU" and got["vnni"] is True
     assert got["flags"] == {"avx512_vnni": True, "avx_vnni": False, "amx_int8": False, "amx_tile": False,
-                            "avx512f": True, "avx2": True, "avx512_bf16": False, "amx_bf16": False}  # fmt: skip
+                            "avx512f": True, "avx2": True, "avx512_bf16": False,
+                            "amx_bf16": False}  # fmt: skip
     assert got["bf16"] is False
     info.write_text("flags\t: fpu avx2\n")
     assert man.cpu_flags(info)["vnni"] is False
