@@ -54,8 +54,8 @@ def calibration_set(out: Path | None) -> None:
 )
 def quantize(calibration: Path | None, out: Path | None, snapshot_dir: Path | None) -> None:
     """Static int8 quantisation of bge-reranker-v2-m3 with OpenVINO, calibrated on the calibration set."""
-    from bench.int8.commands import default_folder
     from bench.int8.commands import quantize as run
+    from bench.int8.manifest import default_folder
 
     root = repo_root()
     target = out or default_folder()
@@ -104,7 +104,7 @@ def agreement(
 
     FILE must have been made with the same quantisation configuration and inference precision."""
     from bench.int8.commands import agreement as run
-    from bench.int8.commands import default_folder
+    from bench.int8.manifest import default_folder
 
     result = run(int8_dir or default_folder(), against=against, write=write, root=repo_root(), id_map=id_map,
                  verdict=verdict)  # fmt: skip

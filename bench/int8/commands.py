@@ -16,18 +16,13 @@ from bench.int8 import agreement as agr
 from bench.int8.calibration import read_set, write_set
 from bench.int8.config import CHOSEN, INFERENCE_PRECISION, QuantSpec
 from bench.int8.manifest import MANIFEST, cpu_flags
-from bench.paths import bundled_dir, models_dir
+from bench.paths import bundled_dir
 from bench.plan import RERANKERS
 
 FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
 INT8_ID = f"{FP32_ID}-int8"
 HUB_LOCK = ["miracl", "corpus-71k", "corpus-full"]
 INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
-
-
-def default_folder() -> Path:
-    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
-    return models_dir() / INT8_ID
 
 
 def dev_query_ids() -> set[str]:

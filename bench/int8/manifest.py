@@ -35,6 +35,14 @@ MANIFEST = "int8-manifest.json"
 REMAKE = "docker compose run --rm bench-cpu bench int8 quantize"
 
 
+def default_folder() -> Path:
+    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
+    from bench.paths import models_dir
+    from bench.plan import CPU_INT8_MODEL
+
+    return models_dir() / f"{CPU_INT8_MODEL}-int8"
+
+
 def installed(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)
