@@ -87,9 +87,9 @@ def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
     runs, qrels, _ = _layout(tmp_path, int8_noise=0.5)
     rec = compare_int8(runs, qrels)
     assert rec is not None
-    assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": "desktop GPU (the quality "
-                                "phase's run)", "plan_names": "fp32", "deviation": "D-int8p-2",
-                                "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
+    device = "desktop GPU (the quality phase's run)"
+    assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": device, "plan_names": "fp32",
+                                "deviation": "D-int8p-2", "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
     text = "\n".join(markdown(rec))
     assert "| bge-v2-m3 (GPU, float16) |" in text and "relative to bge-v2-m3, GPU float16" in text
     assert "(fp32)" not in text and "against fp32" not in text and "int8 - fp32" not in text
@@ -102,4 +102,5 @@ def test_no_int8_run_no_section(tmp_path: Path) -> None:
     (runs / "hybrid-71k" / "bge-v2-m3@100.trec").unlink()
     write_run(runs / "hybrid-71k" / "bge-v2-m3-int8@100.trec", {"q0": [("d0-0", 1.0)]}, "x")
     rec = compare_int8(runs, qrels)
-    assert rec is not None and rec["status"] == "not compared" and "the reference run: bge-v2-m3, GPU float16" in rec["reason"]
+    assert rec is not None and rec["status"] == "not compared"
+    assert "the reference run: bge-v2-m3, GPU float16" in rec["reason"]
