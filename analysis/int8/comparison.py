@@ -194,8 +194,8 @@ def markdown(rec: dict[str, Any] | None) -> list[str]:
         "",
         f"Own comparison, not part of the main study's Holm families; {rec['queries']} queries, nDCG@10 in "
         "points, 95 % bootstrap intervals and a paired randomisation test (p, no Holm), the plan's settings. "
-        f"The reference is the quality phase's {FP32_MODEL} run (desktop GPU, {REFERENCE_DTYPE}), not an fp32 "
-        "run as the plan names (D-int8p-2); the data type check ties the GPU value to CPU fp32.",
+        f"The reference is the quality phase's {FP32_MODEL} run (desktop GPU, {REFERENCE_DTYPE}), not an "
+        "fp32 run as the plan names (D-int8p-2); the data type check ties the GPU value to CPU fp32.",
         "",
         "| model | nDCG@10 | 95 % interval |",
         "|---|---:|---:|",
@@ -203,7 +203,8 @@ def markdown(rec: dict[str, Any] | None) -> list[str]:
         f"| {INT8_MODEL} | {pts(m[INT8_MODEL])} | {span(INT8_MODEL)} |",
         "",
         f"int8 - {REFERENCE_DTYPE}: {100 * rec['mean_difference_int8_minus_reference']:+.2f} points (95 % "
-        f"interval {100 * rec['difference_interval'][0]:+.2f} to {100 * rec['difference_interval'][1]:+.2f}), "
+        f"interval {100 * rec['difference_interval'][0]:+.2f} to "
+        f"{100 * rec['difference_interval'][1]:+.2f}), "
         f"p = {rec['p_value']:.4f}: int8 is {rec['wording_int8_vs_reference']} relative to {LABEL}.",
         f"Agreement with {LABEL} on the same candidates: per-query Spearman mean {a['spearman_mean']:.4f}, "
         f"minimum {a['spearman_min']:.4f} ({len(a['below_0.99'])} queries below 0.99); top-10 overlap mean "

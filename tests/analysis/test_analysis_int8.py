@@ -88,8 +88,9 @@ def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
     rec = compare_int8(runs, qrels)
     assert rec is not None
     device = "desktop GPU (the quality phase's run)"
-    assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": device, "plan_names": "fp32",
-                                "deviation": "D-int8p-2", "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
+    assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": device,
+                                "plan_names": "fp32", "deviation": "D-int8p-2",
+                                "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
     text = "\n".join(markdown(rec))
     assert "| bge-v2-m3 (GPU, float16) |" in text and "relative to bge-v2-m3, GPU float16" in text
     assert "(fp32)" not in text and "against fp32" not in text and "int8 - fp32" not in text
