@@ -55,15 +55,16 @@ def _service(words: tuple[str, ...]) -> str:
     raise KeyError(f"no compose service is declared for `bench {' '.join(words[:2])}` (bench/hints.py)")
 
 
-def bench_command(*args: str | Path, root: Path | None = None) -> str:
+def bench_command(*args: str | Path, root: Path | None = None, service: str | None = None) -> str:
     """``bench ARGS`` as the author types it: ``docker compose run --rm SERVICE ARGS`` (the rehearsal:
-    ``uv run bench rehearse ARGS``). Path arguments inside the checkout are shown relative to it."""
+    ``uv run bench rehearse ARGS``). Path arguments inside the checkout are shown relative to it.
+    ``service`` overrides the phase's service where the machine decides it (a CPU adapter check)."""
     root = root or repo_root()
     shown = " ".join(_show(a, root) for a in args)
     words = tuple(str(a) for a in args if not isinstance(a, Path))
     if words and words[0] in OUTSIDE_CONTAINER:
         return f"uv run bench {shown}"
-    return f"docker compose run --rm {_service(words)} {shown}"
+    return f"docker compose run --rm {service or _service(words)} {shown}"
 
 
 def analysis_command(*args: str | Path, root: Path | None = None) -> str:
@@ -73,7 +74,7 @@ def analysis_command(*args: str | Path, root: Path | None = None) -> str:
     return f"docker compose run --rm --entrypoint analysis {CPU} " + " ".join(_show(a, root) for a in args)
 
 
-def hint(command: str) -> str:
+def hint(command: str, *, service: str | None = None) -> str:
     """``hint("data fetch corpus-full")``: the command line of ``bench data fetch corpus-full`` as the author
     types it (``bench_command`` on the words of ``command``)."""
-    return bench_command(*shlex.split(command))
+    return bench_command(*shlex.split(command), service=service)

@@ -90,3 +90,28 @@ def test_no_printed_instruction_names_a_bare_bench_command() -> None:
         found += [f"{rel}:{n}: {s!r}" for n, s in _printed_strings(path) if instruction.search(s)
                   and "`bench rehearse" not in s]  # fmt: skip
     assert found == []
+
+
+def test_no_module_spells_the_container_command_by_hand() -> None:
+    """Only ``bench.hints`` writes ``docker compose run``: a hand-written copy drifts (one wrote
+    ``bench-cpu bench int8 ...``, which runs ``bench bench`` since the image's entry point is ``bench``)."""
+    found = []
+    for root in ("bench", "analysis"):
+        for path in sorted((REPO_ROOT / root).rglob("*.py")):
+            if path.name == "hints.py" or (root == "analysis" and path.name == "ecb.py"):
+                continue  # analysis cannot import bench.hints; its one hint is checked below
+            found += [
+                f"{path.relative_to(REPO_ROOT)}:{n}: {s!r}"
+                for n, s in _printed_strings(path)
+                if "docker compose run" in s
+            ]
+    assert found == []
+
+
+def test_analysis_ecb_hint_is_the_helper_form() -> None:
+    from analysis.costs import ecb
+
+    text = (REPO_ROOT / "analysis" / "costs" / "ecb.py").read_text(encoding="utf-8")
+    expected = bench_command("costs", "ecb-rates")
+    assert expected in text and "bench-cpu bench " not in text
+    assert ecb is not None

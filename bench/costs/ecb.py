@@ -36,10 +36,11 @@ from analysis.costs.ecb import (
 )
 from analysis.costs.errors import CostInputError
 from bench.errors import BenchError
+from bench.hints import hint
 
 ECB_URL: Final = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-hist.zip"
 TIMEOUT_S: Final = 60.0
-HINT: Final = "docker compose run --rm bench-cpu costs ecb-rates"
+HINT: Final = hint("costs ecb-rates")
 
 
 def fetch_bytes(url: str, *, timeout: float = TIMEOUT_S) -> bytes:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import click
 
-from bench.equality.data import ID_MAP_METHODS
+from bench.equality.id_map_option import id_map_option
 from bench.equality.results import SCORING_DEVICE, device_kind
 from bench.equality.runner import TORCH_DTYPES
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.plan import RERANKERS
 
 
@@ -26,8 +27,8 @@ def require_cuda_for_checks(device: str, cuda: object | None = None) -> None:
     if not cuda.is_available():  # type: ignore[attr-defined]
         raise BenchError(
             f"--device {device}: torch.cuda.is_available() is False on this machine. The checks run on the "
-            "device the scores are produced on (bench quality: cuda): run `docker compose run --rm bench "
-            "check-adapters` on the GPU desktop; for CPU scoring (bench latency cpu) pass --device cpu."
+            f"device the scores are produced on (bench quality: cuda): run `{hint('check-adapters')}` on the "
+            "GPU desktop; for CPU scoring (bench latency cpu) pass --device cpu."
         )
 
 
@@ -53,15 +54,7 @@ def require_cuda_for_checks(device: str, cuda: object | None = None) -> None:
     default=None,
     help="where <model>.json go (default: results/adapter-checks)",
 )
-@click.option(
-    "--id-map",
-    "id_map",
-    type=click.Choice(["auto", *ID_MAP_METHODS]),
-    default="auto",
-    show_default=True,
-    help="how MIRACLReranking ids become MIRACL ids: de.gz (miracl/mmteb-miracl-reranking), corpus (match "
-    "the candidate texts against the full corpus, no de.gz needed), auto (de.gz if fetched, else corpus)",
-)
+@id_map_option
 def check_adapters(
     models: tuple[str, ...], device: str, dtype: str | None, results_dir: Path | None, id_map: str
 ) -> None:

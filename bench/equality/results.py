@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
-from bench.hints import hint
+from bench.hints import CPU, GPU, hint
 from bench.paths import repo_root
 from bench.plan import RERANKERS
 
@@ -51,12 +51,12 @@ def scoring_setting(model_id: str, device: str = SCORING_DEVICE, dtype: str | No
 def check_command(model_id: str, setting: dict[str, str]) -> str:
     """The command that checks ``model_id`` in ``setting``, as the author types it in the container."""
     if setting["device"] == "api":
-        return f"docker compose run --rm bench-cpu check-adapters {model_id}"
-    service = "bench" if setting["device"] == "cuda" else "bench-cpu"
+        return hint(f"check-adapters {model_id}", service=CPU)
+    service = GPU if setting["device"] == "cuda" else CPU
     args = "" if setting["device"] == SCORING_DEVICE else f" --device {setting['device']}"
     if setting["dtype"] != scoring_setting(model_id, setting["device"])["dtype"]:
         args += f" --dtype {setting['dtype']}"
-    return f"docker compose run --rm {service} check-adapters {model_id}{args}"
+    return hint(f"check-adapters {model_id}{args}", service=service)
 
 
 def results_dir(root: Path | None = None) -> Path:

@@ -22,12 +22,13 @@ from analysis.trec import TrecFormatError, read_run
 from bench.codeversion import require_clean_code
 from bench.errors import BenchError
 from bench.hints import hint
+from bench.int8.agreement import VERDICT as INT8_VERDICT
 from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
-from bench.plan import RERANKERS
+from bench.plan import CPU_INT8_MODEL, RERANKERS
 
 
 @dataclass(frozen=True)
@@ -66,24 +67,56 @@ def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], 
     return [m for m in wanted if m not in refused], refused
 
 
-def unrated_models(
-    models: Sequence[str], checks_dir: Path, allow_unrated: bool, *, device: str | None = None
-) -> dict[str, str]:
-    """model -> reason for every model without a passed adapter check; BenchError unless allowed. With
-    ``device``, a plan model's check must have run on that device with the dtype it is timed in (the
-    adapter's choice there: every latency command loads with it), else the reason names both settings."""
+def model_outcome(
+    model: str, checks_dir: Path, int8_verdict: Path | None = None, *, device: str | None = None
+) -> dict[str, Any]:
+    """A model's rating. With ``device``, a plan model's check must have run on that device with the dtype
+    it is timed in (the adapter's choice there: every latency command loads with it), else the reason names
+    both settings. The int8 variant has no adapter check of its own (``bench check-adapters`` knows only
+    plan models): it is rated by its base model's check (on ``device`` when given) plus the plan's int8
+    agreement (the verdict of ``bench int8 agreement --against``, default ``results/int8/agreement.json``
+    beside ``checks_dir``) for the quantised folder in use."""
     from bench.equality.results import outcome, outcome_for
 
+    def base(m: str) -> dict[str, Any]:
+        return outcome_for(m, checks_dir, device) if device is not None and m in RERANKERS else outcome(
+            m, checks_dir
+        )
+
+    if model != INT8_ID:
+        return base(model)
+    from bench.int8.agreement import int8_outcome
+    from bench.int8.manifest import MANIFEST, default_folder
+    from bench.integrity.hashing import sha256_file
+
+    verdict = int8_verdict if int8_verdict is not None else checks_dir.parent.parent / INT8_VERDICT
+    manifest = default_folder() / MANIFEST
+    digest = sha256_file(manifest) if manifest.is_file() else None
+    return int8_outcome(base(CPU_INT8_MODEL), verdict, digest)
+
+
+def unrated_models(
+    models: Sequence[str],
+    checks_dir: Path,
+    allow_unrated: bool,
+    *,
+    int8_verdict: Path | None = None,
+    device: str | None = None,
+) -> dict[str, str]:
+    """model -> reason for every model without a passed adapter check (see ``model_outcome``); BenchError
+    unless allowed."""
     unrated = {}
     for m in models:
-        if device is not None and m in RERANKERS:
-            out = outcome_for(m, checks_dir, device)
-        else:
-            out = outcome(m, checks_dir)
+        out = model_outcome(m, checks_dir, int8_verdict, device=device)
         if not out["rated"]:
             unrated[m] = str(out["reason"])
     if unrated and not allow_unrated:
         first = next(iter(unrated))
+        if first == INT8_ID:
+            raise BenchError(
+                f"{first} is not rated ({unrated[first]}); pass --allow-unrated to measure it anyway (its "
+                "numbers are then marked not publishable)."
+            )
         raise BenchError(
             f"{first} has no passed adapter check for this setting ({unrated[first]}); run "
             f"`{hint(f'check-adapters {first}')}` (on that device and dtype) first, or "
@@ -171,7 +204,9 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         print(f"latency: {why}", file=stream)
     gpu = None
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
-    unrated = unrated_models(models, req.checks_dir, req.allow_unrated, device=preset.device)
+    unrated = unrated_models(
+        models, req.checks_dir, req.allow_unrated, int8_verdict=req.root / INT8_VERDICT, device=preset.device
+    )
     if preset.device.startswith("cuda"):
         from bench.latency.gpu import GpuProbe, require_free_gpu
 
