@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_corpus import RULE, Generator, sample_stats
 
 from bench.data.bundled import load_sample
-from bench.firststage.collection import count_documents
+from bench.firststage.collection import collection_digest, count_documents
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.importer import import_passages
 from bench.firststage.preflight import (
@@ -166,6 +166,8 @@ def measure(n: int, gen: Generator, queries: list[str], batch_size: int, workdir
             row["query_server_ms"] = {k: t["server_search_time_ms"][k] for k in ("p50", "p95")}
             row["query_client_ms"] = {k: t["client_wall_ms"][k] for k in ("p50", "p95")}
             row["load_after_queries"] = load()
+            # (id, position) digest: the reference of the kill-and-resume check (bench_scale_faults.py)
+            row["digest"] = collection_digest(server, STAGE.collection)
         row["data_dir_bytes"] = dir_bytes(ddir)
         t0 = time.perf_counter()
         with local_typesense(data_dir=ddir, health_timeout=7200.0) as server:

@@ -179,3 +179,8 @@ def distinct_words(passages: Iterator[Passage]) -> tuple[int, int]:
         total += len(ws)
         seen.update(ws)
     return total, len(seen)
+
+
+def corpus(n: int, seed: int = 0) -> Iterator[Passage]:
+    """The generated corpus of ``n`` passages (``module:function:n`` spec of bench.firststage.resume_check)."""
+    return Generator(sample_stats(), seed=seed).passages(n)

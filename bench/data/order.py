@@ -221,3 +221,29 @@ def sorted_corpus(
     if manifest is None or manifest.get("inputs") != inputs:
         external_sort(passages, out_dir, run_size=run_size, inputs=inputs)
     return iter_sorted(out_dir, inputs)
+
+
+def full_corpus_in_import_order(
+    snapshot: Path, sort_dir: Path, lock_path: Path | None = None, *, run_size: int = DEFAULT_RUN_SIZE
+) -> tuple[Iterable[Passage], dict[str, Any]]:
+    """The full corpus as the importer needs it: the locked shards as they are when ``bench data lock``
+    found them in order, else their external sort (made once in ``sort_dir``, reused while it matches)."""
+    from bench.data.hub import iter_corpus_full
+    from bench.integrity import datalock
+    from bench.paths import repo_root
+
+    lock_path = lock_path or repo_root() / datalock.LOCK_NAME
+    note = datalock.read_notes(lock_path).get("corpus-full")
+    order = note.get("import_order") if isinstance(note, dict) else None
+    if not isinstance(order, dict):
+        return iter_corpus_full(snapshot), {
+            "source": "locked shards as they are",
+            "lock_note": None,
+            "checked": "not at lock time (the lock has no import-order note); the importer checks on the fly",
+        }
+    if order.get("ascending") is True:
+        return iter_corpus_full(snapshot), {"source": "locked shards as they are", "lock_note": order["note"]}
+    entries = datalock.read_lock(lock_path)
+    inputs = {e.source.path: e.sha256 for e in entries.values() if e.dataset == "corpus-full"}
+    stream = sorted_corpus(iter_corpus_full(snapshot), sort_dir, inputs, run_size=run_size)
+    return stream, {"source": f"external sort in {sort_dir}", "lock_note": order["note"], "run_size": run_size}

@@ -65,7 +65,7 @@ def first_stage(
             raise SystemExit(1)
         click.echo("would run: the prediction fits this machine")
         return
-    from bench.data.hub import corpus_71k_id_column, iter_corpus_full, read_corpus_71k
+    from bench.data.hub import corpus_71k_id_column, read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.embed import arctic_embedder
     from bench.firststage.features import check_server
@@ -98,13 +98,19 @@ def first_stage(
     with external_typesense() as server:
         check_server("measurement", server.version)
         queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
-        layout: dict[str, str] = {}
+        layout: dict[str, object] = {}
         if sdef.corpus == "71k":
             corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
             expected = CORPUS_71K_PASSAGES
             layout["corpus_71k_id_column"] = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
         else:
-            corpus = iter_corpus_full(snapshot_dir(CORPUS_FULL))  # type: ignore[assignment]
+            from bench.data.order import full_corpus_in_import_order
+            from bench.paths import cache_dir
+
+            corpus, order_info = full_corpus_in_import_order(  # type: ignore[assignment]
+                snapshot_dir(CORPUS_FULL), cache_dir() / "corpus-full-sorted"
+            )
+            layout["corpus_full_import_order"] = order_info
             expected = CORPUS_FULL_PASSAGES
         embedder = arctic_embedder(device=device) if sdef.vector else None
         manifest = collect_manifest(

@@ -131,11 +131,13 @@ def import_batch(
     *,
     backoff: Backoff = DEFAULT_BACKOFF,
     stalls: list[dict[str, Any]] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> None:
     """Upsert ``docs`` in order; every line of the answer must report success. Stalls (no answer, 503)
     are waited for by ``backoff`` and appended to ``stalls``."""
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
     body = import_body(docs)
     first = docs[0].get("id") if docs else None
     started = clock()

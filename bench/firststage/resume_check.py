@@ -132,9 +132,19 @@ def _import_seconds(t0: float) -> float:
 
 
 def run_check(
-    spec: str, n: int, *, seed: int = 0, batch: int = 500, workdir: Path | None = None, stall_budget_s: float = 3.0
+    spec: str,
+    n: int,
+    *,
+    seed: int = 0,
+    batch: int = 500,
+    workdir: Path | None = None,
+    stall_budget_s: float = 3.0,
+    reference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The three imports; returns their digests, the kill points and whether all three agree."""
+    """The three imports; returns their digests, the kill points and whether all three agree.
+
+    ``reference`` (a ``collection_digest`` of an uninterrupted import of the same corpus made elsewhere,
+    e.g. by ``benchmarks/bench_scale_keyword.py``) replaces the first import."""
     rng = np.random.default_rng(seed)
     kill_importer_at, kill_server_at = (int(x) for x in rng.integers(batch, max(n - 1, batch + 1), size=2))
     out: dict[str, Any] = {"passages": n, "seed": seed, "batch_size": batch, "corpus": spec,
@@ -143,10 +153,13 @@ def run_check(
         base = Path(tmp)
         # 1. uninterrupted
         t0 = time.perf_counter()
-        with local_typesense(data_dir=base / "ref") as server:
-            rec = _resume(server, base / "ref.json", spec, batch)
-            out["reference"] = {**collection_digest(server, SCHEMA["name"]), "seconds": _import_seconds(t0),
-                                "stalls": len(rec["stalls"])}  # fmt: skip
+        if reference is not None:
+            out["reference"] = {**reference, "source": "given (an uninterrupted import made elsewhere)"}
+        else:
+            with local_typesense(data_dir=base / "ref") as server:
+                rec = _resume(server, base / "ref.json", spec, batch)
+                out["reference"] = {**collection_digest(server, SCHEMA["name"]), "seconds": _import_seconds(t0),
+                                    "stalls": len(rec["stalls"])}  # fmt: skip
         # 2. importer killed
         t0 = time.perf_counter()
         ck = base / "imp.json"
