@@ -19,7 +19,17 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
-from bench.firststage.resume_check import run_check
+from bench.firststage.resume_check import agreement, run_check  # noqa: E402 (after the path set-up)
+
+
+def _reference(path: Path, n: int) -> dict[str, object] | None:
+    """The uninterrupted import's digest from bench_scale_keyword.py's row for ``n`` (corpus seed 0: the
+    corpus spec below; --seed chooses only the kill points)."""
+    if not path.exists():
+        return None
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    match = [r for r in rows if r["n"] == n and r.get("seed") == 0 and "digest" in r]
+    return {**match[-1]["digest"], "seconds": match[-1]["import_seconds"]} if match else None
 
 
 def main() -> None:
@@ -33,20 +43,23 @@ def main() -> None:
         type=Path,
         default=None,
         help="bench_scale_keyword.py's JSONL: take the uninterrupted import's digest from its row for --n "
-        "(same generator and seed) instead of importing a third time",
+        "(same generator and seed) instead of importing a third time; if the row is not there yet (that "
+        "benchmark still running), the kill cases run first and the row is waited for",
     )
+    ap.add_argument("--wait-reference-s", type=float, default=7200.0)
     a = ap.parse_args()
-    reference = None
-    if a.reference_from is not None:
-        rows = [json.loads(x) for x in a.reference_from.read_text(encoding="utf-8").splitlines() if x.strip()]
-        # the corpus spec below is generated with seed 0; --seed chooses the kill points
-        match = [r for r in rows if r["n"] == a.n and r.get("seed") == 0 and "digest" in r]
-        if not match:
-            raise SystemExit(f"{a.reference_from}: no row with n={a.n}, corpus seed 0 and a digest")
-        reference = {**match[-1]["digest"], "seconds": match[-1]["import_seconds"]}
+    reference = _reference(a.reference_from, a.n) if a.reference_from is not None else None
     load_before = [round(x, 2) for x in os.getloadavg()]
     t0 = time.perf_counter()
-    rec = run_check(f"scale_corpus:corpus:{a.n}", a.n, seed=a.seed, batch=a.batch_size, reference=reference)
+    rec = run_check(f"scale_corpus:corpus:{a.n}", a.n, seed=a.seed, batch=a.batch_size, reference=reference,
+                    skip_reference=a.reference_from is not None)  # fmt: skip
+    if "agree" not in rec:  # the reference import was still running beside us: wait for its row
+        deadline = time.monotonic() + a.wait_reference_s
+        while (reference := _reference(a.reference_from, a.n)) is None and time.monotonic() < deadline:
+            time.sleep(10)
+        if reference is None:
+            raise SystemExit(f"{a.reference_from}: no reference row for n={a.n} after {a.wait_reference_s} s")
+        rec = agreement(rec, {**reference, "source": f"row n={a.n} of {a.reference_from}"})
     rec.update(
         load_before=load_before,
         load_after=[round(x, 2) for x in os.getloadavg()],

@@ -51,9 +51,9 @@ from bench.firststage.collection import collection_digest, count_documents
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.importer import import_passages
 from bench.firststage.preflight import (
-    MODEL,
     FIGURES,
     FIT_PATH,
+    MODEL,
     fit_figure,
     predict,
     predict_models,
@@ -220,7 +220,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     gib = 2**30
     for r in rows:
         print(
-            f"| {r['n']:,} | {r['import_passages_per_s']:,.0f} | {r['rss_after_import_bytes'] / gib:.2f} GiB | "
+            f"| {r['n']:,} | {r['import_passages_per_s']:,.0f} | "
+            f"{r['rss_after_import_bytes'] / gib:.2f} GiB | "
             f"{r['rss_peak_import_bytes'] / gib:.2f} GiB | {r['rss_after_restart_bytes'] / gib:.2f} GiB | "
             f"{r['data_dir_bytes'] / gib:.2f} GiB | {r['restart_seconds']:.1f} s | "
             f"{r['query_server_ms']['p50']:.1f} / {r['query_server_ms']['p95']:.1f} ms | "
@@ -248,10 +249,18 @@ def make_figure(fit: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> 
     grid = np.geomspace(ns.min(), CORPUS_FULL_PASSAGES, 50)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     panels = (
-        (axes[0], (("rss_after_import_bytes", "RSS after import"), ("rss_after_restart_bytes",
-         "RSS after restart"), ("data_dir_bytes", "data directory")), 2**30, "GiB"),
+        (
+            axes[0],
+            (
+                ("rss_after_import_bytes", "RSS after import"),
+                ("rss_after_restart_bytes", "RSS after restart"),
+                ("data_dir_bytes", "data directory"),
+            ),
+            2**30,
+            "GiB",
+        ),
         (axes[1], (("import_seconds", "import"), ("restart_seconds", "restart")), 3600.0, "hours"),
-    )  # fmt: skip
+    )
     scale = fit["bytes_scale"]
     for ax, series, unit, label in panels:
         for key, name in series:
@@ -262,8 +271,13 @@ def make_figure(fit: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> 
             ax.plot(grid, model, "--", color=line.get_color(), alpha=0.7)
             full = predict(f, CORPUS_FULL_PASSAGES, scale) / unit
             ax.plot([CORPUS_FULL_PASSAGES], [full], "x", color=line.get_color(), markersize=10)
-            ax.annotate(f"{full:.3g}", (CORPUS_FULL_PASSAGES, full), textcoords="offset points",
-                        xytext=(-30, 6), fontsize=8)  # fmt: skip
+            ax.annotate(
+                f"{full:.3g}",
+                (CORPUS_FULL_PASSAGES, full),
+                textcoords="offset points",
+                xytext=(-30, 6),
+                fontsize=8,
+            )
         ax.axvline(CORPUS_FULL_PASSAGES, color="grey", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_yscale("log")

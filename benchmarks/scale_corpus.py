@@ -182,5 +182,5 @@ def distinct_words(passages: Iterator[Passage]) -> tuple[int, int]:
 
 
 def corpus(n: int, seed: int = 0) -> Iterator[Passage]:
-    """The generated corpus of ``n`` passages (``module:function:n`` spec of bench.firststage.resume_check)."""
+    """The generated corpus of ``n`` passages (a ``module:function:n`` spec of resume_check)."""
     return Generator(sample_stats(), seed=seed).passages(n)

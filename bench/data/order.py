@@ -47,7 +47,10 @@ class OrderReport:
 
     def note(self) -> str:
         if self.ascending:
-            return f"ascending passage ids across all shards ({self.passages:,} passages; bench.data.IMPORT_ORDER)"
+            return (
+                f"ascending passage ids across all shards ({self.passages:,} passages; "
+                "bench.data.IMPORT_ORDER)"
+            )
         return (
             f"NOT in ascending id order: {self.out_of_order:,} adjacent pairs out of order "
             f"({self.duplicates_adjacent:,} equal), first at {self.first_violation}; "
@@ -86,7 +89,9 @@ def check_order(shards: Sequence[Path]) -> OrderReport:
 
 
 def _line(p: Passage) -> bytes:
-    return (json.dumps({"docid": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n").encode()
+    return (
+        json.dumps({"docid": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n"
+    ).encode()
 
 
 def _write_run(run: list[Passage], path: Path) -> None:
@@ -192,7 +197,9 @@ def read_manifest(out_dir: Path) -> dict[str, Any] | None:
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
-        raise BenchError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); delete {out_dir} to sort again") from exc
+        raise BenchError(
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); delete {out_dir} to sort again"
+        ) from exc
     return data
 
 
@@ -246,4 +253,8 @@ def full_corpus_in_import_order(
     entries = datalock.read_lock(lock_path)
     inputs = {e.source.path: e.sha256 for e in entries.values() if e.dataset == "corpus-full"}
     stream = sorted_corpus(iter_corpus_full(snapshot), sort_dir, inputs, run_size=run_size)
-    return stream, {"source": f"external sort in {sort_dir}", "lock_note": order["note"], "run_size": run_size}
+    return stream, {
+        "source": f"external sort in {sort_dir}",
+        "lock_note": order["note"],
+        "run_size": run_size,
+    }

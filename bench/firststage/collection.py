@@ -228,4 +228,5 @@ def collection_digest(server: TypesenseServer, name: str) -> dict[str, Any]:
                 continue
             h.update(f"{orjson.loads(line)['id']}\t{n}\n".encode())
             n += 1
-    return {"documents": n, "id_position_sha256": h.hexdigest(), "count_reported": count_documents(server, name)}
+    reported = count_documents(server, name)
+    return {"documents": n, "id_position_sha256": h.hexdigest(), "count_reported": reported}

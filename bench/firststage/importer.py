@@ -21,7 +21,13 @@ from typing import Any
 from bench.data import DocidKey, Passage, docid_key, format_docid_key
 from bench.errors import BenchError
 from bench.firststage.atomic import write_json_atomic
-from bench.firststage.collection import DEFAULT_BACKOFF, Backoff, count_documents, ensure_collection, import_batch
+from bench.firststage.collection import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    count_documents,
+    ensure_collection,
+    import_batch,
+)
 from bench.firststage.server import TypesenseServer
 from bench.progress import Progress
 

@@ -5,7 +5,8 @@ The prediction comes from a fitted model, ``keyword_full_fit.json`` beside this 
 provenance: the measured rows, their load averages, the generator's rule). Every figure is fitted against N
 twice, as a power law ``y = a * N**b`` (least squares on log y against log N) and as an affine
 ``y = c + k * N`` (a fixed cost plus a cost per passage); the prediction is the larger of the two (``MODEL``),
-scaled linearly by bytes per passage: the real corpus's over the generated corpus's. The real corpus's bytes per passage come from the locked shard sizes
+scaled linearly by bytes per passage: the real corpus's over the generated corpus's. The real corpus's
+bytes per passage come from the locked shard sizes
 (``datasets.lock``, compressed) times the sample's ratio of passage bytes (``title + "\\n" + text``, UTF-8) to
 gzip bytes (the sample written in the MIRACL shard format); without a lock, from the stated assumption that
 the real passages are as long as the bundled sample's (``SAMPLE_ASSUMPTION``).
@@ -223,7 +224,8 @@ class Prediction:
             + (_gib(self.available_memory_bytes) if self.available_memory_bytes is not None else "unknown"),
             f"  predicted data directory {_gib(self.disk_bytes)} | free at {self.data_dir} "
             + (_gib(self.free_disk_bytes) if self.free_disk_bytes is not None else "unknown"),
-            f"  predicted import {self.import_seconds / 3600:.1f} h, restart {self.restart_seconds / 60:.1f} min",
+            f"  predicted import {self.import_seconds / 3600:.1f} h, "
+            f"restart {self.restart_seconds / 60:.1f} min",
             f"  how: {self.model}, fitted on N = {', '.join(f'{n:,}' for n in self.fit_sizes)} "
             f"({self.fit_file}); measured with Typesense 0.24.1 on a loaded 2-core machine, the study "
             "runs 30.2: an estimate, not a guarantee",
@@ -272,7 +274,9 @@ def keyword_full_prediction(
         free: int | None = shutil.disk_usage(ddir).free
     except OSError:
         free = None
-    memory = max(predict(f["rss_peak_import_bytes"], n, scale), predict(f["rss_after_restart_bytes"], n, scale))
+    memory = max(
+        predict(f["rss_peak_import_bytes"], n, scale), predict(f["rss_after_restart_bytes"], n, scale)
+    )
     return Prediction(
         passages=n,
         passages_source=n_source,
@@ -293,7 +297,8 @@ def keyword_full_prediction(
 
 
 def check(prediction: Prediction, *, ignore: bool) -> dict[str, Any]:
-    """The record for the result; raises (exit 1) when the prediction exceeds the machine, unless ``ignore``."""
+    """The record for the result; raises (exit 1) when the prediction exceeds the machine, unless
+    ``ignore``."""
     problems = prediction.problems
     if problems and not ignore:
         raise BenchError(

@@ -97,9 +97,21 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-def _spawn(server: TypesenseServer, checkpoint: Path, spec: str, stop_at: int, batch: int, budget: float) -> Any:
-    cmd = [sys.executable, "-m", "bench.firststage.resume_check", server.url, server.api_key, str(checkpoint),
-           spec, str(stop_at), str(batch), str(budget)]  # fmt: skip
+def _spawn(
+    server: TypesenseServer, checkpoint: Path, spec: str, stop_at: int, batch: int, budget: float
+) -> Any:
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.firststage.resume_check",
+        server.url,
+        server.api_key,
+        str(checkpoint),
+        spec,
+        str(stop_at),
+        str(batch),
+        str(budget),
+    ]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
@@ -140,26 +152,39 @@ def run_check(
     workdir: Path | None = None,
     stall_budget_s: float = 3.0,
     reference: dict[str, Any] | None = None,
+    skip_reference: bool = False,
 ) -> dict[str, Any]:
     """The three imports; returns their digests, the kill points and whether all three agree.
 
     ``reference`` (a ``collection_digest`` of an uninterrupted import of the same corpus made elsewhere,
-    e.g. by ``benchmarks/bench_scale_keyword.py``) replaces the first import."""
+    e.g. by ``benchmarks/bench_scale_keyword.py``) replaces the first import; with ``skip_reference`` the
+    caller supplies it later through ``agreement``."""
     rng = np.random.default_rng(seed)
     kill_importer_at, kill_server_at = (int(x) for x in rng.integers(batch, max(n - 1, batch + 1), size=2))
-    out: dict[str, Any] = {"passages": n, "seed": seed, "batch_size": batch, "corpus": spec,
-                           "kill_importer_at_passage": kill_importer_at, "kill_server_at_passage": kill_server_at}  # fmt: skip
+    out: dict[str, Any] = {
+        "passages": n,
+        "seed": seed,
+        "batch_size": batch,
+        "corpus": spec,
+        "kill_importer_at_passage": kill_importer_at,
+        "kill_server_at_passage": kill_server_at,
+    }
     with tempfile.TemporaryDirectory(dir=workdir, prefix="resume-check-") as tmp:
         base = Path(tmp)
         # 1. uninterrupted
         t0 = time.perf_counter()
         if reference is not None:
             out["reference"] = {**reference, "source": "given (an uninterrupted import made elsewhere)"}
+        elif skip_reference:
+            pass
         else:
             with local_typesense(data_dir=base / "ref") as server:
                 rec = _resume(server, base / "ref.json", spec, batch)
-                out["reference"] = {**collection_digest(server, SCHEMA["name"]), "seconds": _import_seconds(t0),
-                                    "stalls": len(rec["stalls"])}  # fmt: skip
+                out["reference"] = {
+                    **collection_digest(server, SCHEMA["name"]),
+                    "seconds": _import_seconds(t0),
+                    "stalls": len(rec["stalls"]),
+                }
         # 2. importer killed
         t0 = time.perf_counter()
         ck = base / "imp.json"
@@ -170,8 +195,12 @@ def run_check(
             proc.wait()
             before = json.loads(ck.read_text())["imported"] if ck.exists() else 0
             rec = _resume(server, ck, spec, batch)
-            out["importer_killed"] = {**collection_digest(server, SCHEMA["name"]), "seconds": _import_seconds(t0),
-                                      "checkpoint_at_kill": before, "resumed_from": rec["resumed_from"]}  # fmt: skip
+            out["importer_killed"] = {
+                **collection_digest(server, SCHEMA["name"]),
+                "seconds": _import_seconds(t0),
+                "checkpoint_at_kill": before,
+                "resumed_from": rec["resumed_from"],
+            }
         # 3. server killed
         t0 = time.perf_counter()
         ck = base / "srv.json"
@@ -191,15 +220,27 @@ def run_check(
             raise BenchError("the importer finished although its server had been killed")
         with local_typesense(data_dir=base / "srv") as server:
             rec = _resume(server, ck, spec, batch)
-            out["server_killed"] = {**collection_digest(server, SCHEMA["name"]), "seconds": _import_seconds(t0),
-                                    "checkpoint_at_kill": before, "resumed_from": rec["resumed_from"],
-                                    "importer_exit_status": code}  # fmt: skip
-    ref = out["reference"]
-    out["agree"] = all(
-        out[k]["documents"] == ref["documents"] == n and out[k]["id_position_sha256"] == ref["id_position_sha256"]
+            out["server_killed"] = {
+                **collection_digest(server, SCHEMA["name"]),
+                "seconds": _import_seconds(t0),
+                "checkpoint_at_kill": before,
+                "resumed_from": rec["resumed_from"],
+                "importer_exit_status": code,
+            }
+    return agreement(out, out["reference"]) if "reference" in out else out
+
+
+def agreement(out: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with its reference and ``agree``: both resumed collections equal the uninterrupted one."""
+    n = out["passages"]
+    res = {**out, "reference": out.get("reference", reference)}
+    ref = res["reference"]
+    res["agree"] = all(
+        res[k]["documents"] == ref["documents"] == n
+        and res[k]["id_position_sha256"] == ref["id_position_sha256"]
         for k in ("importer_killed", "server_killed")
     )
-    return out
+    return res
 
 
 def _alive(pid: int) -> bool:

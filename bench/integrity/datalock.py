@@ -137,7 +137,11 @@ def write_lock(path: Path, entries: Mapping[str, Entry], notes: Mapping[str, Any
     """Atomic write (temp file, fsync, rename), keys sorted, one trailing newline. ``notes`` replaces the
     lock's notes; None keeps those already in the file."""
     kept = dict(notes) if notes is not None else read_notes(path)
-    doc: dict[str, Any] = {"format": FORMAT, "about": ABOUT, "entries": {k: asdict(entries[k]) for k in sorted(entries)}}
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "about": ABOUT,
+        "entries": {k: asdict(entries[k]) for k in sorted(entries)},
+    }
     if kept:
         doc["notes"] = kept
     write_bytes_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())

@@ -39,8 +39,8 @@ def lock(
     """Add entries for ``names``; returns {"added": [...], "unchanged": [...], "notes": [...]}.
 
     For corpus-full the passage ids are checked for the import order and the result is recorded in the
-    lock's notes (``bench.data.order``). Raises BenchError (writing nothing) for an unknown name, a dataset not fetched, or an entry id that is
-    already locked with different size, hash or rows."""
+    lock's notes (``bench.data.order``). Raises BenchError (writing nothing) for an unknown name, a dataset
+    not fetched, or an entry id that is already locked with different size, hash or rows."""
     lock_path = lock_path or root / datalock.LOCK_NAME
     chosen = list(names) if names is not None else available_names()
     unknown = [n for n in chosen if n not in known_names()]
@@ -95,7 +95,11 @@ def order_note(root: Path, lock_path: Path, shards: dict[str, datalock.Entry]) -
             f"import-order check read {report.passages:,} passages, the locked rows say {total:,}: "
             "a shard changed while locking; run `docker compose run --rm bench data lock corpus-full` again"
         )
-    return {"import_order": report.record(), "shards_sha256": hashes, "checked_by": "bench.data.order.check_order"}
+    return {
+        "import_order": report.record(),
+        "shards_sha256": hashes,
+        "checked_by": "bench.data.order.check_order",
+    }
 
 
 def _shard_number(e: datalock.Entry) -> int:

@@ -26,7 +26,10 @@ from bench.errors import BenchError
 
 def _corpus(n: int) -> list[Passage]:
     """MIRACL-form ids whose numeric order differs from their string order (9#2 < 10#0 < 10#10)."""
-    return [Passage(f"{i // 12 + 1}#{i % 12}", f"Artikel {i // 12}", f"Text über Nummer {i} " * 3) for i in range(n)]
+    return [
+        Passage(f"{i // 12 + 1}#{i % 12}", f"Artikel {i // 12}", f"Text über Nummer {i} " * 3)
+        for i in range(n)
+    ]
 
 
 def _write(folder: Path, shards: list[list[Passage]]) -> list[Path]:
@@ -36,7 +39,10 @@ def _write(folder: Path, shards: list[list[Passage]]) -> list[Path]:
         path = folder / f"docs-{i}.jsonl.gz"
         with gzip.open(path, "wt", encoding="utf-8") as fh:
             for p in ps:
-                fh.write(json.dumps({"docid": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps({"docid": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False)
+                    + "\n"
+                )
         out.append(path)
     return out
 
@@ -54,7 +60,7 @@ def test_check_order_in_order_and_out_of_order(tmp_path: Path) -> None:
     # 1-based lines: the 12th passage (1#10) follows the 11th (1#11)
     assert bad.first_violation == "docs-0.jsonl.gz:12: 1#10 after 1#11"
     assert "NOT in ascending id order" in bad.note() and "docs-0.jsonl.gz:12" in bad.note()
-    dup = check_order(_write(tmp_path / "c", [c[:50] + [c[49]], c[50:60]]))
+    dup = check_order(_write(tmp_path / "c", [[*c[:50], c[49]], c[50:60]]))
     assert dup.duplicates_adjacent == 1 and not dup.ascending
 
 
@@ -83,18 +89,20 @@ def test_external_sort_gives_the_import_order(tmp_path: Path) -> None:
     # sorted_corpus sorts again when the manifest does not match, and reuses it when it does
     again = list(sorted_corpus(iter(shuffled), tmp_path / "s2", inputs, run_size=1000))
     assert again == got
-    assert list(sorted_corpus(iter([]), tmp_path / "s2", inputs)) == got  # reused: the empty stream is not read
+    assert (
+        list(sorted_corpus(iter([]), tmp_path / "s2", inputs)) == got
+    )  # reused: the empty stream is not read
 
 
 def test_duplicates_stop_the_sort_and_leave_nothing(tmp_path: Path) -> None:
     c = _corpus(100)
     with pytest.raises(BenchError, match="occurs twice"):
-        external_sort(iter(c + [c[5]]), tmp_path / "out", run_size=30)
+        external_sort(iter([*c, c[5]]), tmp_path / "out", run_size=30)
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
 
 
 def _peak(n: int, run_size: int, tmp: Path) -> int:
-    """Peak traced memory of sorting a lazily generated, out-of-order stream of ``n`` passages (~2 KB each)."""
+    """Peak traced memory of sorting a lazily made, out-of-order stream of ``n`` passages (~2 KB each)."""
     c = (Passage(f"{i // 12 + 1}#{(i * 7) % 12}", "T", f"Wort{i} " * 250) for i in range(n))
     tracemalloc.start()
     try:
@@ -130,8 +138,16 @@ def test_full_corpus_in_import_order_follows_the_lock_note(tmp_path: Path) -> No
     for i, path in enumerate(paths):
         rel = f"miracl-corpus-v1.0-de/docs-{i}.jsonl.gz"
         src = datalock.Source("miracl/miracl-corpus", "a" * 40, rel, "huggingface-dataset")
-        entries[rel] = datalock.Entry("corpus-full", "repo", path.relative_to(tmp_path).as_posix(), src,
-                                      path.stat().st_size, sha256_file(path), 20, "non-empty lines after gunzip")  # fmt: skip
+        entries[rel] = datalock.Entry(
+            "corpus-full",
+            "repo",
+            path.relative_to(tmp_path).as_posix(),
+            src,
+            path.stat().st_size,
+            sha256_file(path),
+            20,
+            "non-empty lines after gunzip",
+        )
     lock = tmp_path / "datasets.lock"
     datalock.write_lock(lock, entries)
     # before the note: the shards as they are (the importer's on-the-fly check would stop)

@@ -126,8 +126,15 @@ def test_stalls_are_waited_for_and_recorded(standin: tuple[StandIn, TypesenseSer
     fake = FakeTime()
     stalls: list[dict[str, object]] = []
     docs = [{"id": p.docid, "title": p.title, "text": p.text} for p in _passages(5)]
-    import_batch(server, "c", docs, backoff=Backoff(first_s=1, factor=2, max_wait_s=3, budget_s=100),
-                 stalls=stalls, sleep=fake.sleep, clock=fake.clock)  # fmt: skip
+    import_batch(
+        server,
+        "c",
+        docs,
+        backoff=Backoff(first_s=1, factor=2, max_wait_s=3, budget_s=100),
+        stalls=stalls,
+        sleep=fake.sleep,
+        clock=fake.clock,
+    )
     assert fake.sleeps == [1, 2, 3]  # 1, 2, then capped at max_wait_s
     assert [s["attempt"] for s in stalls] == [1, 2, 3]
     assert str(stalls[0]["reason"]).startswith("503") and "Not Ready" in str(stalls[0]["reason"])
@@ -141,9 +148,14 @@ def test_budget_exhausted_is_a_clear_failure(standin: tuple[StandIn, TypesenseSe
     state.stall_plan = ["503"] * 50
     fake = FakeTime()
     with pytest.raises(BenchError, match=r"back-off budget 10 s.*resumes from its checkpoint"):
-        import_batch(server, "c", [{"id": "1#0", "title": "", "text": "x"}],
-                     backoff=Backoff(first_s=1, factor=2, max_wait_s=4, budget_s=10),
-                     sleep=fake.sleep, clock=fake.clock)  # fmt: skip
+        import_batch(
+            server,
+            "c",
+            [{"id": "1#0", "title": "", "text": "x"}],
+            backoff=Backoff(first_s=1, factor=2, max_wait_s=4, budget_s=10),
+            sleep=fake.sleep,
+            clock=fake.clock,
+        )
     assert sum(fake.sleeps) <= 10 and fake.sleeps == [1, 2, 4]  # the next wait (4) would pass 10 s
 
 
@@ -155,8 +167,15 @@ def test_importer_records_stalls_and_keeps_the_order(
     monkeypatch.setattr("bench.firststage.collection.time.sleep", fake.sleep)
     state.stall_plan = ["ok", "ok", "503", "503", "ok"]  # the third batch stalls twice
     passages = _passages(1000)
-    rec = import_passages(server, SCHEMA, passages, checkpoint=tmp_path / "ck.json", expected=1000,
-                          batch_size=200, backoff=Backoff(first_s=0.5, budget_s=60))  # fmt: skip
+    rec = import_passages(
+        server,
+        SCHEMA,
+        passages,
+        checkpoint=tmp_path / "ck.json",
+        expected=1000,
+        batch_size=200,
+        backoff=Backoff(first_s=0.5, budget_s=60),
+    )
     assert rec.documents == 1000 and len(rec.stalls) == 2
     assert {s["batch_first_id"] for s in rec.stalls} == {passages[400].docid}
     assert rec.record()["stalls"][0]["waited_s"] == 0.5 and fake.sleeps == [0.5, 1.0]

@@ -43,8 +43,13 @@ def test_predict_takes_the_larger_model_and_scales_by_bytes() -> None:
 
 def _fit_file(path: Path, per_passage: float = 3000.0) -> Path:
     figures = {f: pf.fit_figure(NS, [1e7 + per_passage * n for n in NS]) for f in pf.FIGURES}
-    pf.write_fit(figures, sizes=[int(n) for n in NS], generated_mean_passage_bytes=600.0,
-                 provenance={"test": True}, path=path)  # fmt: skip
+    pf.write_fit(
+        figures,
+        sizes=[int(n) for n in NS],
+        generated_mean_passage_bytes=600.0,
+        provenance={"test": True},
+        path=path,
+    )
     return path
 
 
@@ -62,18 +67,23 @@ def test_prediction_without_lock_uses_the_plan_and_the_sample(tmp_path: Path) ->
 
 def test_prediction_from_the_lock(tmp_path: Path) -> None:
     lock = tmp_path / "datasets.lock"
-    src = datalock.Source("miracl/miracl-corpus", "r" * 40, "miracl-corpus-v1.0-de/docs-0.jsonl.gz",
-                          "huggingface-dataset")  # fmt: skip
+    src = datalock.Source(
+        "miracl/miracl-corpus", "r" * 40, "miracl-corpus-v1.0-de/docs-0.jsonl.gz", "huggingface-dataset"
+    )
     e = datalock.Entry("corpus-full", "hub", "x/docs-0.jsonl.gz", src, 30_000_000, "0" * 64, 100_000, "r")
     datalock.write_lock(lock, {"hub:x:docs-0": e})
-    p = pf.keyword_full_prediction(fit_path=_fit_file(tmp_path / "fit.json"), lock_path=lock, data_dir=tmp_path)
+    p = pf.keyword_full_prediction(
+        fit_path=_fit_file(tmp_path / "fit.json"), lock_path=lock, data_dir=tmp_path
+    )
     mean, gz = pf._sample_bytes()
     assert p.passages == 100_000 and "rows of the corpus-full shards" in p.passages_source
     assert p.bytes_per_passage == pytest.approx(300.0 * mean / gz) and "1 locked shards" in p.bytes_source
 
 
 def test_refusal_names_need_have_and_how(tmp_path: Path) -> None:
-    p = pf.keyword_full_prediction(fit_path=_fit_file(tmp_path / "fit.json"), lock_path=tmp_path / "n", data_dir=tmp_path)
+    p = pf.keyword_full_prediction(
+        fit_path=_fit_file(tmp_path / "fit.json"), lock_path=tmp_path / "n", data_dir=tmp_path
+    )
     small = replace(p, available_memory_bytes=2**30, free_disk_bytes=2**30)
     with pytest.raises(BenchError) as err:
         pf.check(small, ignore=False)

@@ -17,7 +17,10 @@ def test_killed_importer_and_killed_server_resume_to_the_same_collection(tmp_pat
     out = run_check("bench.firststage.resume_check:sample_corpus", 7402, seed=3, batch=500, workdir=tmp_path)
     ref = out["reference"]
     assert ref["documents"] == ref["count_reported"] == 7402
-    for case, at in (("importer_killed", "kill_importer_at_passage"), ("server_killed", "kill_server_at_passage")):
+    for case, at in (
+        ("importer_killed", "kill_importer_at_passage"),
+        ("server_killed", "kill_server_at_passage"),
+    ):
         got = out[case]
         assert 500 <= out[at] < 7402
         # the kill came after the last full batch before the kill point was acknowledged
@@ -39,7 +42,7 @@ def test_digest_sees_the_order_and_follows_seq_id(server: TypesenseServer, sampl
     ensure_collection(server, a)
     ensure_collection(server, b)
     import_all(server, "digest-a", _docs(ps), 100)
-    swapped = ps[:10] + [ps[11], ps[10]] + ps[12:]
+    swapped = [*ps[:10], ps[11], ps[10], *ps[12:]]
     import_all(server, "digest-b", _docs(swapped), 100)
     da, db = collection_digest(server, "digest-a"), collection_digest(server, "digest-b")
     assert da["documents"] == db["documents"] == 300

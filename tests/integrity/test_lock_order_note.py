@@ -20,10 +20,19 @@ def _shard(root: Path, n: int, ids: list[str]) -> datalock.Entry:
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for i in ids:
             fh.write(json.dumps({"docid": i, "title": "T", "text": "x"}) + "\n")
-    src = datalock.Source("miracl/miracl-corpus", "a" * 40, f"miracl-corpus-v1.0-de/docs-{n}.jsonl.gz",
-                          "huggingface-dataset")  # fmt: skip
-    return datalock.Entry("corpus-full", "repo", rel, src, path.stat().st_size, sha256_file(path), len(ids),
-                          "non-empty lines after gunzip")  # fmt: skip
+    src = datalock.Source(
+        "miracl/miracl-corpus", "a" * 40, f"miracl-corpus-v1.0-de/docs-{n}.jsonl.gz", "huggingface-dataset"
+    )
+    return datalock.Entry(
+        "corpus-full",
+        "repo",
+        rel,
+        src,
+        path.stat().st_size,
+        sha256_file(path),
+        len(ids),
+        "non-empty lines after gunzip",
+    )
 
 
 def test_notes_survive_every_write(tmp_path: Path) -> None:
@@ -39,8 +48,10 @@ def test_notes_survive_every_write(tmp_path: Path) -> None:
 def test_order_is_checked_across_shards_and_recorded_once(tmp_path: Path) -> None:
     lock = tmp_path / "datasets.lock"
     # docs-10 must come after docs-9 (numeric shard order), and 10#0 after 9#2 (numeric ids)
-    entries = {f"s{n}": _shard(tmp_path, n, ids) for n, ids in
-               ((0, ["1#0", "1#1"]), (9, ["9#2"]), (10, ["10#0", "10#10"]))}  # fmt: skip
+    entries = {
+        f"s{n}": _shard(tmp_path, n, ids)
+        for n, ids in ((0, ["1#0", "1#1"]), (9, ["9#2"]), (10, ["10#0", "10#10"]))
+    }
     datalock.write_lock(lock, entries)
     note = lockops.order_note(tmp_path, lock, entries)
     assert note is not None and note["import_order"]["ascending"] is True
