@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.data import Passage
 from bench.data.bundled import Sample
 from bench.firststage.collection import collection_digest, ensure_collection, import_all
@@ -12,7 +14,10 @@ from bench.firststage.resume_check import SCHEMA, run_check
 from bench.firststage.search import search
 from bench.firststage.server import TypesenseServer
 
+pytestmark = pytest.mark.typesense
 
+
+@pytest.mark.slow
 def test_killed_importer_and_killed_server_resume_to_the_same_collection(tmp_path: Path) -> None:
     out = run_check("bench.firststage.resume_check:sample_corpus", 7402, seed=3, batch=500, workdir=tmp_path)
     ref = out["reference"]
