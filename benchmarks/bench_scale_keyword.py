@@ -279,13 +279,14 @@ def make_figure(fit: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> 
                 fontsize=8,
             )
         ax.axvline(CORPUS_FULL_PASSAGES, color="grey", lw=0.8, ls=":")
+        ax.axvspan(ns.max(), CORPUS_FULL_PASSAGES * 1.5, color="grey", alpha=0.08, label="extrapolated")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("passages N")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-    axes[0].set_title("server memory and disk (x: extrapolated to 15.9M)", fontsize=9)
-    axes[1].set_title("import and restart time (x: extrapolated)", fontsize=9)
+    axes[0].set_title("server memory and disk (x: 15.9M, scaled to real bytes/passage)", fontsize=9)
+    axes[1].set_title("import and restart time (x: 15.9M, scaled to real bytes/passage)", fontsize=9)
     fig.suptitle(
         "Typesense 0.24.1, generated German corpus; loaded shared 2-core machine (load in docs table); "
         "dashed: the larger of the power-law and affine fits",
