@@ -46,6 +46,7 @@ SCHEMA: dict[str, Any] = {
     "fields": [{"name": "title", "type": "string"}, {"name": "text", "type": "string"}],
 }
 REACHED = "REACHED"
+RESTART_TIMEOUT_S = 7200.0  # a restart replays the raft log: about as long as the import (docs/performance.md)
 
 
 def sample_corpus() -> list[Passage]:
@@ -185,6 +186,7 @@ def run_check(
                     "seconds": _import_seconds(t0),
                     "stalls": len(rec["stalls"]),
                 }
+            _report(out, "reference")
         # 2. importer killed
         t0 = time.perf_counter()
         ck = base / "imp.json"
@@ -201,6 +203,7 @@ def run_check(
                 "checkpoint_at_kill": before,
                 "resumed_from": rec["resumed_from"],
             }
+        _report(out, "importer_killed")
         # 3. server killed
         t0 = time.perf_counter()
         ck = base / "srv.json"
@@ -218,7 +221,7 @@ def run_check(
             before = json.loads(ck.read_text())["imported"] if ck.exists() else 0
         if code == 0:
             raise BenchError("the importer finished although its server had been killed")
-        with local_typesense(data_dir=base / "srv") as server:
+        with local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S) as server:
             rec = _resume(server, ck, spec, batch)
             out["server_killed"] = {
                 **collection_digest(server, SCHEMA["name"]),
@@ -227,7 +230,13 @@ def run_check(
                 "resumed_from": rec["resumed_from"],
                 "importer_exit_status": code,
             }
+        _report(out, "server_killed")
     return agreement(out, out["reference"]) if "reference" in out else out
+
+
+def _report(out: dict[str, Any], case: str) -> None:
+    """Each case as soon as it is done (stderr): a later failure does not lose it."""
+    print(f"resume-check {case}: {json.dumps(out[case])}", file=sys.stderr, flush=True)
 
 
 def agreement(out: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
