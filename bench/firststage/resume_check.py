@@ -46,7 +46,8 @@ SCHEMA: dict[str, Any] = {
     "fields": [{"name": "title", "type": "string"}, {"name": "text", "type": "string"}],
 }
 REACHED = "REACHED"
-RESTART_TIMEOUT_S = 7200.0  # a restart replays the raft log: about as long as the import (docs/performance.md)
+# a restart replays the raft log: about as long as the import (docs/performance.md)
+RESTART_TIMEOUT_S = 7200.0
 
 
 def sample_corpus() -> list[Passage]:
