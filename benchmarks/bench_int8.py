@@ -34,9 +34,9 @@ GOAL_SPEARMAN = 0.99
 GOAL_SPEEDUP = 2.0
 
 
-def exact_candidates(directory: Path) -> Path:
+def exact_candidates(directory: Path, n: int = QUERIES) -> Path:
     inputs = load_bundled()
-    qids = sorted(inputs.queries)[:QUERIES]
+    qids = sorted(inputs.queries)[:n]
     emb = CachedEmbeddings(MiniLMEmbedder())
     docs = emb.embed([p.passage_text for p in inputs.corpus])
     qv = emb.embed([inputs.queries[q] for q in qids])

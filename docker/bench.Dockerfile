@@ -3,6 +3,9 @@
 # uv.lock, base image pinned by digest. Build and run through compose.yaml:
 #   docker compose build bench && docker compose run --rm bench <phase> ...
 # The checkout is mounted at /study at run time (compose.yaml), so manifests name its git commit.
+# compose runs the container as the invoking user (user: "${UID}:${GID}"), who has no entry in /etc/passwd:
+# the image is only read at run time (/opt/venv, /opt/ref-*, written here with umask 022), git's
+# safe.directory is set system-wide, and HOME and the caches point into the mount (compose.yaml).
 #
 # Base image: the official Docker Hub image python:3.14.8-slim-trixie (https://hub.docker.com/_/python), pinned
 # by the digest below. The digest has not yet been checked against the registry (no internet on the development

@@ -19,6 +19,7 @@ from typing import Any
 
 from bench.audit.rows import Row, Verdict
 from bench.errors import BenchError
+from bench.hints import analysis_command, hint
 from bench.integrity import git
 
 RUNS, RESULTS = "runs", "results"
@@ -69,7 +70,7 @@ def datasets_row(root: Path) -> Row:
     for key in sorted(entries):
         entry = entries[key]
         if entry.base == "hub" and not entry.file(root).exists():
-            not_fetched.append(f"{key}: not fetched (`bench data fetch`)")
+            not_fetched.append(f"{key}: not fetched (`{hint('data fetch')}`)")
             continue
         problem = check_entry(key, entry, root)
         if problem is None:
@@ -130,8 +131,9 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
         others = f"; {len(results)} other result files are checked by rows 6 and 7" if results else ""
         return Row(5, check, "NOT YET", f"no study run committed yet (no runs/, no results/quality/){others}")
     if not (root / RESULTS / STUDY_JSON).is_file():
-        return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `analysis report --runs "
-                   "runs --qrels QRELS --out results` and commit its output")  # fmt: skip
+        report = analysis_command("report", "--runs", "runs", "--qrels", "QRELS", "--out", "results")
+        return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `{report}` and commit "
+                   "its output")  # fmt: skip
     problems = []
     for result, run, sha in _referenced_runs(root, results):
         path = root / run
@@ -150,8 +152,8 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
         qrels = find_qrels(root, name, sha)
         if qrels is None:
             verdict: Verdict = "FAIL" if problems else "NOT YET"
-            return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run `bench "
-                       "data fetch`, or pass --qrels FILE", tuple(problems))  # fmt: skip
+            return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run "
+                       f"`{hint('data fetch')}`, or pass --qrels FILE", tuple(problems))  # fmt: skip
     details, failed = recompute(root, qrels, results)
     details = problems + details
     failed += len(problems)
@@ -245,8 +247,21 @@ def _commit_exists(root: Path, commit: str) -> bool:
     return bool(git.run_git(root, "cat-file", "-t", commit, check=False).strip() == b"commit")
 
 
+def _digest_problem(root: Path, commit: str, recorded: str, cache: dict[str, str | None]) -> str | None:
+    """A manifest's code digest must be the digest of its commit's code (``bench.codeversion``). Sessions of
+    one study may name different commits; only their code must agree, which the recorded digests show."""
+    from bench.codeversion import code_digest
+
+    if commit not in cache:
+        cache[commit] = code_digest(root, commit)
+    if cache[commit] == recorded:
+        return None
+    return (f"code digest {recorded[:12]}... is not the digest of commit {commit[:12]}'s code "
+            f"({str(cache[commit])[:12]}...; see bench/codeversion.py for the recomputation)")  # fmt: skip
+
+
 def manifests_row(root: Path, blocked: str | None) -> Row:
-    check = "manifests name hashes and a commit of this history"
+    check = "manifests name hashes and a commit of this history (and its code digest)"
     if blocked:
         return Row(6, check, "FAIL", blocked)
     from bench.integrity.datalock import LOCK_NAME
@@ -259,6 +274,7 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
         "datasets_lock_sha256": _history_hashes(root, LOCK_NAME),
     }
     problems, found = [], 0
+    digests: dict[str, str | None] = {}
     for rel in files:
         try:
             doc = json.loads((root / rel).read_text(encoding="utf-8"))
@@ -272,9 +288,13 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
                 if value not in hashes:
                     problems.append(f"{label}: {key} {str(value)[:16]}... is not the hash of any committed "
                                     f"version of {_FILE_OF[key]}")  # fmt: skip
-            commit = str((manifest.get("git") or {}).get("commit"))
+            record = manifest.get("git") or {}
+            commit = str(record.get("commit"))
             if not _commit_exists(root, commit):
                 problems.append(f"{label}: git commit {commit[:12]} does not exist in this history")
+            elif isinstance(record.get("code_digest"), str):
+                problem = _digest_problem(root, commit, record["code_digest"], digests)
+                problems += [f"{label}: {problem}"] if problem else []
     if not files or not found:
         if problems:
             return Row(6, check, "FAIL", problems[0], tuple(problems))
@@ -337,10 +357,13 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     if name in ALWAYS_ALLOWED:
         return []
     suffix = Path(rel).suffix
-    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") else RESULT_SUFFIXES
+    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") or in_run_folder(rel) else RESULT_SUFFIXES
     if suffix not in allowed or name.startswith(".") or name.endswith(("~", ".tmp", ".bak")):
         kinds = ", ".join(sorted(allowed))
-        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE); remove it or move it out"]
+        where = "" if suffix not in RUN_SUFFIXES else (
+            "; run files under results/ belong in a phase's run folder: " + ", ".join(_result_run_folders()))
+        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE){where}; remove it or move it "
+                "out"]  # fmt: skip
     if suffix == ".png":
         return []
     try:
@@ -382,6 +405,18 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
             problems.append(f"{rel}: contains passage text")
             break
     return problems
+
+
+def _result_run_folders() -> list[str]:
+    from bench.paths import RUN_FOLDERS
+
+    return sorted({f for f in RUN_FOLDERS.values() if f.startswith(f"{RESULTS}/")})
+
+
+def in_run_folder(rel: str) -> bool:
+    """Whether ``rel`` lies in a folder where a phase writes run files under ``results/``
+    (``bench.paths.RUN_FOLDERS``: determinism, dtype-check sessions, pitfalls)."""
+    return any(rel.startswith(f"{folder}/") for folder in _result_run_folders())
 
 
 def _is_number(s: str) -> bool:

@@ -1,9 +1,10 @@
 """``bench first-stage STAGE``: one measured first stage (plan section "First stages").
 
 Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the plan stamp
-(``bench.guard.preflight("measurement")``), refuses a dirty tree, connects to the study's Typesense
-(``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version 30.2), loads the pinned hub
-files and writes ``runs/first-stage/<stage>.trec`` and ``results/first-stage/<stage>.json``.
+(``bench.guard.preflight("measurement")``), refuses uncommitted code (``bench.codeversion``), connects
+to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version
+30.2), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec`` and
+``results/first-stage/<stage>.json``.
 keyword-full first predicts server memory, disk and import time from the fitted scale model
 (``bench.firststage.preflight``) and refuses when they exceed this machine, unless ``--ignore-preflight``;
 ``--dry-run`` prints the prediction only (offline).
@@ -18,7 +19,25 @@ import click
 
 from bench.firststage.definitions import STAGE_DEFS
 
-IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose to the image reference it started (recorded)
+IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose from the image its typesense service starts (recorded)
+
+
+def reported_image() -> str | None:
+    """The Typesense image compose says it started (``BENCH_TYPESENSE_IMAGE``), or None outside compose.
+
+    compose.yaml writes the image once (``x-typesense-image``) and hands it to both the typesense service
+    and the bench services, so a value other than the plan's means an edited compose file: refused."""
+    from bench.errors import BenchError
+    from bench.plan import TYPESENSE_IMAGE
+
+    value = os.environ.get(IMAGE_ENV) or None
+    if value is not None and value != TYPESENSE_IMAGE:
+        raise BenchError(
+            f"{IMAGE_ENV} is {value}, but PLAN.md pins {TYPESENSE_IMAGE}: compose.yaml's x-typesense-image "
+            "was changed. Restore the plan's image (or record a deviation) and restart "
+            "`docker compose up -d typesense`."
+        )
+    return value
 
 
 @click.command("first-stage")
@@ -65,6 +84,7 @@ def first_stage(
             raise SystemExit(1)
         click.echo("would run: the prediction fits this machine")
         return
+    from bench.codeversion import require_clean_code
     from bench.data.hub import corpus_71k_id_column, read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.embed import arctic_embedder
@@ -75,12 +95,12 @@ def first_stage(
     from bench.integrity.hub import snapshot_dir
     from bench.paths import repo_root
     from bench.plan import CORPUS_71K, CORPUS_71K_PASSAGES, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL
-    from bench.provenance import collect_manifest, require_clean_tree
+    from bench.provenance import collect_manifest
 
     sdef = STAGE_DEFS[stage]
+    image = reported_image()
     corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
     guard = preflight("measurement", lock_names=["miracl", corpus_name])
-    require_clean_tree()
     scale_check: dict[str, object] | None = None
     if stage == "keyword-full":  # before anything is sent to the server
         try:
@@ -93,6 +113,7 @@ def first_stage(
             scale_check = check(prediction, ignore=ignore_preflight)
         click.echo(f"preflight: {'ignored' if ignore_preflight else 'passed'}", err=True)
     root = repo_root()
+    require_clean_code(root)
     runs = runs_dir or root / "runs"
     results = results_dir or root / "results"
     with external_typesense() as server:
@@ -133,7 +154,7 @@ def first_stage(
             batch_size=batch_size,
             extra={
                 "manifest": manifest,
-                "image_reported": os.environ.get(IMAGE_ENV),
+                "image_reported": image,
                 "corpus_layout": layout,
                 "scale_preflight": scale_check,
             },

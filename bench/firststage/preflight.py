@@ -299,6 +299,8 @@ def keyword_full_prediction(
 def check(prediction: Prediction, *, ignore: bool) -> dict[str, Any]:
     """The record for the result; raises (exit 1) when the prediction exceeds the machine, unless
     ``ignore``."""
+    from bench.hints import bench_command
+
     problems = prediction.problems
     if problems and not ignore:
         raise BenchError(
@@ -307,7 +309,7 @@ def check(prediction: Prediction, *, ignore: bool) -> dict[str, Any]:
             + "\n"
             + prediction.text()
             + "\nFree memory or disk (or use a bigger machine); to run anyway, add --ignore-preflight "
-            "(recorded in the result): docker compose run --rm bench first-stage keyword-full "
-            "--ignore-preflight"
+            "(recorded in the result): "
+            + bench_command("first-stage", "keyword-full", "--ignore-preflight")
         )
     return {**prediction.record(), "ignored": bool(ignore), "refused": False}

@@ -7,7 +7,11 @@ pairs in one pass) and scored the same way (one logit, sigmoid in fp32), so int8
 comparable. ``Int8BiEncoder`` is the rehearsal's int8 stand-in: the quantised all-MiniLM-L6-v2 as a
 feature-extraction model, mean pooling and L2 normalisation as the model's sentence-transformers config
 does, score = cosine of query and passage, like ``minilm-standin``. Both refuse a folder whose files do not
-match its manifest (``bench.int8.manifest.verify_folder``).
+match its manifest (``bench.int8.manifest.verify_folder``), and both are compiled by
+``bench.int8.runtime.compile_int8`` (inference precision f32, D-int8p-1); what OpenVINO reports after
+compiling (precision, execution mode, threads, streams, the kernels' instruction set) and the CPU's int8
+and bf16 flags go into ``meta.extra["openvino_runtime"]``, so every result that records the adapter's meta
+records them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.int8.manifest import installed, verify_folder
+from bench.int8.runtime import compile_int8, runtime_properties
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
 OV_PACKAGES = ("openvino", "nncf", "optimum-intel", "transformers", "tokenizers", "numpy")
@@ -33,12 +38,14 @@ def _load(folder: Path, task: str) -> tuple[Any, Any, dict[str, Any]]:
     from transformers import AutoTokenizer
 
     cls = OVModelForSequenceClassification if task == "text-classification" else OVModelForFeatureExtraction
-    model = cls.from_pretrained(str(folder), local_files_only=True)
+    model = compile_int8(cls, folder)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     return model, tokenizer, manifest
 
 
-def _meta(model_id: str, manifest: dict[str, Any], folder: Path, implementation: str) -> RerankerMeta:
+def _meta(
+    model_id: str, manifest: dict[str, Any], folder: Path, implementation: str, model: Any
+) -> RerankerMeta:
     return RerankerMeta(
         id=model_id,
         model=str(manifest.get("source_model")),
@@ -54,7 +61,9 @@ def _meta(model_id: str, manifest: dict[str, Any], folder: Path, implementation:
             "folder": str(folder),
             "quantization": manifest["quantization"],
             "calibration_sha256": manifest.get("calibration_sha256"),
-            "cpu": manifest.get("cpu"),
+            "cpu": manifest.get("cpu"),  # the quantising machine's; this machine's are in openvino_runtime
+            "inference_precision": manifest["inference_precision"],
+            "openvino_runtime": runtime_properties(model.request),
         },
     )
 
@@ -70,6 +79,7 @@ class Int8CrossEncoder:
             manifest,
             folder,
             "OpenVINO int8 OVModelForSequenceClassification, CrossEncoder pair tokenisation, sigmoid",
+            self.model,
         )
         self.log = RecordLog()
 
@@ -112,6 +122,7 @@ class Int8BiEncoder:
             manifest,
             folder,
             "OpenVINO int8 OVModelForFeatureExtraction, mean pooling, cosine (stand-in, not a plan model)",
+            self.model,
         )
         self.log = RecordLog()
 

@@ -6,6 +6,13 @@ MIRACLReranking queries, 100 fixed candidates each: the same input on every mach
 needed), ids and numbers only, plus the machine's CPU flags and the quantised folder's manifest digest.
 ``compare`` computes Spearman per query on the candidates both files share; a query passes at >= 0.99, a
 missing query, a different candidate list or a NaN coefficient fails.
+
+Two scores files are compared only if both were made with the same quantisation configuration and the same
+inference precision (recorded from the quantised folder's manifest and from what OpenVINO reported after
+compiling); otherwise the comparison is refused, naming both (issue 22: across instruction sets the plan's
+0.99 held only with the overflow fix and f32). The verdict of a comparison goes to ``VERDICT``
+(``results/int8/agreement.json``), pass or fail, with both machines' CPU flags; the published CPU latency
+rates ``bge-v2-m3-int8`` by its base model's adapter check plus that verdict (``int8_outcome``).
 """
 
 from __future__ import annotations
@@ -20,22 +27,38 @@ from typing import Any
 from analysis.atomic import write_bytes_atomic
 from bench.equality.spearman import spearman
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.plan import INT8_MIN_SPEARMAN, INT8_SPEARMAN_QUERIES
 
 FORMAT = "int8-scores/1"
+VERDICT_FORMAT = "int8-agreement/1"
+VERDICT = Path("results") / "int8" / "agreement.json"  # relative to the checkout
 MIN_SPEARMAN = INT8_MIN_SPEARMAN  # plan: Latency, "Spearman >= 0.99 on 20 queries"
 QUERIES = INT8_SPEARMAN_QUERIES
 
 
+def configuration(manifest: Mapping[str, Any], runtime: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What must be equal on both machines: the quantisation configuration and the inference precision
+    (the manifest's and the one OpenVINO reported after compiling)."""
+    return {
+        "quantization": manifest.get("quantization"),
+        "inference_precision": manifest.get("inference_precision"),
+        "runtime_inference_precision": (runtime or {}).get("inference_precision"),
+    }
+
+
 def scores_record(
     scores: Mapping[str, tuple[Sequence[str], Sequence[float]]], *, model: str, machine: Mapping[str, Any],
-    manifest_sha256: str | None, inputs: Mapping[str, Any],
+    manifest_sha256: str | None, inputs: Mapping[str, Any], config: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     return {
         "format": FORMAT,
         "model": model,
         "machine": dict(machine),
         "int8_manifest_sha256": manifest_sha256,
+        "configuration": dict(config) if config is not None else None,
+        "openvino_runtime": dict(runtime) if runtime is not None else None,
         "inputs": dict(inputs),
         "queries": {q: {"docids": list(d), "scores": [float(x) for x in s]} for q, (d, s) in scores.items()},
     }
@@ -46,8 +69,15 @@ def write_scores(path: Path, record: Mapping[str, Any]) -> None:
 
 
 def read_scores(path: Path) -> dict[str, tuple[list[str], list[float]]]:
+    return read_scores_file(path)[1]
+
+
+def read_scores_file(path: Path) -> tuple[dict[str, Any], dict[str, tuple[list[str], list[float]]]]:
+    """(the whole record, query -> (docids, scores))."""
     if not path.is_file():
-        raise BenchError(f"{path}: scores file missing (write one with `bench int8 agreement --write FILE`)")
+        raise BenchError(
+            f"{path}: scores file missing (write one with `{hint('int8 agreement --write FILE')}`)"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -71,7 +101,84 @@ def read_scores(path: Path) -> dict[str, tuple[list[str], list[float]]]:
         except (TypeError, ValueError) as exc:
             raise BenchError(f"{path}: query {qid}: a score is not a number") from exc
         out[str(qid)] = ([str(d) for d in docids], values)
-    return out
+    return data, out
+
+
+def require_same_configuration(
+    mine: Mapping[str, Any], mine_label: str, theirs: Mapping[str, Any] | None, theirs_label: str
+) -> None:
+    """Refuse to compare scores made with different configurations or precisions, naming both."""
+    rewrite = f"write it again on that machine: `{hint('int8 agreement --write FILE')}`"
+    if not isinstance(theirs, Mapping) or any(theirs.get(k) is None for k in mine):
+        raise BenchError(
+            f"{theirs_label}: records no quantisation configuration and inference precision (written before "
+            f"they were recorded); it cannot be shown to match {mine_label}; {rewrite}"
+        )
+    differ = [k for k in mine if mine[k] != theirs.get(k)]
+    if differ:
+
+        def show(c: Mapping[str, Any]) -> str:
+            q = c.get("quantization")
+            name = q.get("name") if isinstance(q, Mapping) else q
+            return (f"configuration {name!r}, precision {c.get('inference_precision')!r} (OpenVINO reported "
+                    f"{c.get('runtime_inference_precision')!r})")  # fmt: skip
+
+        raise BenchError(
+            f"int8 scores made differently, not compared ({', '.join(differ)} differ): {mine_label}: "
+            f"{show(mine)}; {theirs_label}: {show(theirs)}. Both machines must use the same quantised "
+            f"configuration and precision; {rewrite}"
+        )
+
+
+def flags_line(machine: Mapping[str, Any] | None) -> str:
+    """One machine's CPU and its int8 / bf16 flags, for printing next to the verdict."""
+    if not isinstance(machine, Mapping) or not isinstance(machine.get("flags"), Mapping):
+        return "CPU flags not recorded"
+    on = [f for f, v in machine["flags"].items() if v]
+    flags = " ".join(on) or "none"
+    return f"{machine.get('cpu_model')}: {flags} (VNNI {machine.get('vnni')}, bf16 {machine.get('bf16')})"
+
+
+def int8_outcome(base: Mapping[str, Any], verdict_path: Path, manifest_sha256: str | None) -> dict[str, Any]:
+    """The rating of the int8 variant: its base model's adapter-check outcome ``base`` plus a passed
+    agreement verdict for the quantised folder in use (``manifest_sha256``; None: folder not there)."""
+    model = f"{base['model']}-int8"
+
+    def no(reason: str) -> dict[str, Any]:
+        return {"model": model, "rated": False, "reason": reason}
+
+    if not base["rated"]:
+        return no(f"rated by {base['model']}'s adapter check, which is not passed: {base['reason']}")
+    how = (
+        f"run `{hint('int8 agreement --against FILE')}` on this machine (FILE: the desktop's scores, "
+        "written there with --write FILE)"
+    )
+    if not verdict_path.is_file():
+        return no(f"no int8 agreement verdict at {verdict_path}; {how}")
+    try:
+        data = json.loads(verdict_path.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BenchError(f"{verdict_path}: not valid JSON ({exc}); {how}") from None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != VERDICT_FORMAT
+        or type(data.get("passed")) is not bool
+    ):
+        raise BenchError(f"{verdict_path}: not an int8 agreement verdict ({VERDICT_FORMAT!r}); {how}")
+    if not data["passed"]:
+        return no(
+            f"int8 agreement failed ({verdict_path}: queries {', '.join(map(str, data.get('failed', [])))})"
+        )
+    if manifest_sha256 is not None and data.get("int8_manifest_sha256") != manifest_sha256:
+        return no(
+            f"{verdict_path} was made with another quantised folder (manifest SHA-256 "
+            f"{data.get('int8_manifest_sha256')}, this one {manifest_sha256}); {how}"
+        )
+    return {
+        "model": model,
+        "rated": True,
+        "reason": f"{base['model']} rated ({base['reason']}); int8 agreement passed ({verdict_path})",
+    }
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from bench.equality.id_map_option import id_map_option
 from bench.paths import repo_root
 
 
@@ -53,8 +54,8 @@ def calibration_set(out: Path | None) -> None:
 )
 def quantize(calibration: Path | None, out: Path | None, snapshot_dir: Path | None) -> None:
     """Static int8 quantisation of bge-reranker-v2-m3 with OpenVINO, calibrated on the calibration set."""
-    from bench.int8.commands import default_folder
     from bench.int8.commands import quantize as run
+    from bench.int8.manifest import default_folder
 
     root = repo_root()
     target = out or default_folder()
@@ -89,13 +90,31 @@ def quantize(calibration: Path | None, out: Path | None, snapshot_dir: Path | No
     default=None,
     help="Quantised folder (default data/models/bge-v2-m3-int8).",
 )
-def agreement(against: Path | None, write: Path | None, int8_dir: Path | None) -> None:
-    """Spearman per query (20 queries) of this machine's int8 scores against FILE; < 0.99 anywhere exits 1."""
-    from bench.int8.commands import agreement as run
-    from bench.int8.commands import default_folder
+@id_map_option
+@click.option(
+    "--verdict",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Where the comparison's verdict goes (default results/int8/agreement.json; with --against).",
+)
+def agreement(
+    against: Path | None, write: Path | None, int8_dir: Path | None, id_map: str, verdict: Path | None
+) -> None:
+    """Spearman per query (20 queries) of this machine's int8 scores against FILE; < 0.99 anywhere exits 1.
 
-    result = run(int8_dir or default_folder(), against=against, write=write, root=repo_root())
-    click.echo(json.dumps({k: v for k, v in result.items() if k != "per_query"}, indent=1))
+    FILE must have been made with the same quantisation configuration and inference precision."""
+    from bench.int8.commands import agreement as run
+    from bench.int8.manifest import default_folder
+
+    result = run(int8_dir or default_folder(), against=against, write=write, root=repo_root(), id_map=id_map,
+                 verdict=verdict)  # fmt: skip
+    shown = {k: v for k, v in result.items() if k not in ("per_query", "machines", "cpu_flags")}
+    click.echo(json.dumps(shown, indent=1))
+    if "cpu_flags" in result:
+        click.echo(f"verdict: {'PASSED' if not result['failed'] else 'FAILED'} (min Spearman "
+                   f"{result['min_spearman']}, threshold {result['threshold']})")  # fmt: skip
+        click.echo(f"CPU here: {result['cpu_flags']['this']}")
+        click.echo(f"CPU of {against}: {result['cpu_flags']['against']}")
 
 
 @int8.command("quality")
@@ -126,7 +145,9 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
 
     root = repo_root()
     study_dir = study or root / "studies" / "int8-quality"
-    with whole_command("int8 quality run", f"uv run bench int8 quality --study {study_dir}"):
+    from bench.hints import bench_command
+
+    with whole_command("int8 quality run", bench_command("int8", "quality", "--study", study_dir)):
         session = run(root, study_dir=study_dir, runs_dir=runs or root / "runs",
                       first_stage_dir=first_stage or root / "runs" / "first-stage",
                       checks_dir=checks or root / "results" / "adapter-checks")  # fmt: skip

@@ -14,20 +14,15 @@ from analysis.plan import INT8_FP32_MODEL, INT8_QUALITY_STAGE
 from bench.errors import BenchError
 from bench.int8 import agreement as agr
 from bench.int8.calibration import read_set, write_set
-from bench.int8.config import CHOSEN, QuantSpec
+from bench.int8.config import CHOSEN, INFERENCE_PRECISION, QuantSpec
 from bench.int8.manifest import MANIFEST, cpu_flags
-from bench.paths import bundled_dir, models_dir
+from bench.paths import bundled_dir
 from bench.plan import RERANKERS
 
 FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
 INT8_ID = f"{FP32_ID}-int8"
 HUB_LOCK = ["miracl", "corpus-71k", "corpus-full"]
 INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
-
-
-def default_folder() -> Path:
-    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
-    return models_dir() / INT8_ID
 
 
 def dev_query_ids() -> set[str]:
@@ -85,15 +80,19 @@ def quantize(calibration: Path, out: Path, *, root: Path, snapshot_dir: Path | N
     )
 
 
-def machine_scores(folder: Path, *, stream: TextIO | None = None) -> dict[str, Any]:
+def machine_scores(
+    folder: Path, *, id_map_method: str = "de.gz", stream: TextIO | None = None
+) -> dict[str, Any]:
     """This machine's int8 scores on the 20 equality queries, as a scores record."""
     from bench.equality.runner import load_equality_set
     from bench.int8.adapter import Int8CrossEncoder
+    from bench.int8.manifest import read_manifest
     from bench.integrity.hashing import sha256_file
     from bench.progress import Progress
 
-    data = load_equality_set()
+    data = load_equality_set(id_map_method=id_map_method)
     model = Int8CrossEncoder(folder)
+    runtime = model.meta.extra["openvino_runtime"]
     scores: dict[str, tuple[list[str], list[float]]] = {}
     queries = data.queries[: agr.QUERIES]
     with Progress("int8 agreement", len(queries), "queries", stream=stream or sys.stderr) as progress:
@@ -106,34 +105,83 @@ def machine_scores(folder: Path, *, stream: TextIO | None = None) -> dict[str, A
         model=INT8_ID,
         machine=cpu_flags(),
         manifest_sha256=sha256_file(folder / MANIFEST),
-        inputs={"equality_set": data.provenance.get("files_sha256")},
+        inputs={"equality_set": data.provenance.get("files_sha256"), "id_map_method": id_map_method},
+        config=agr.configuration(read_manifest(folder), runtime),
+        runtime=runtime,
     )
 
 
-def agreement(folder: Path, *, against: Path | None, write: Path | None, root: Path,
-              stream: TextIO | None = None) -> dict[str, Any]:  # fmt: skip
+def agreement(folder: Path, *, against: Path | None, write: Path | None, root: Path, id_map: str = "auto",
+              verdict: Path | None = None, stream: TextIO | None = None) -> dict[str, Any]:  # fmt: skip
     """Score here, optionally write the scores file, optionally compare with ``against``; BenchError if any
-    query fails (exit 1, naming the queries)."""
+    query fails (exit 1, naming the queries).
+
+    ``id_map``: how MIRACLReranking ids become MIRACL ids, shared with ``bench check-adapters`` (auto: de.gz
+    if fetched, else one pass over the full corpus, D-019). Before scoring, ``against`` must have been made
+    with this folder's configuration and precision. A comparison's verdict (pass or fail, both machines' CPU
+    flags) is written to ``verdict`` (default ``results/int8/agreement.json``) before a failure is raised.
+    """
+    from bench.equality.runner import id_map_lock_names, resolve_id_map_method
     from bench.guard import preflight
+    from bench.int8.manifest import verify_folder
 
     if against is None and write is None:
         raise BenchError("give --against FILE (compare) and/or --write FILE (record this machine's scores)")
-    theirs = agr.read_scores(against) if against is not None else None  # refuse a bad file before scoring
-    preflight("measurement", lock_names=["reranking", "reranking-id-map"], root=root)
-    record = machine_scores(folder, stream=stream)
+    # a bad or differently made file is refused before anything is scored
+    theirs_rec, theirs = agr.read_scores_file(against) if against is not None else ({}, None)
+    if against is not None:
+        local = agr.configuration(verify_folder(folder), {"inference_precision": INFERENCE_PRECISION})
+        agr.require_same_configuration(local, f"{folder} (this machine)", theirs_rec.get("configuration"),
+                                       str(against))  # fmt: skip
+    method = resolve_id_map_method(id_map)
+    preflight("measurement", lock_names=id_map_lock_names(method), root=root)
+    record = machine_scores(folder, id_map_method=method, stream=stream)
     if write is not None:
         agr.write_scores(write, record)
-    if theirs is None:
+    if theirs is None or against is None:
         return {"written": str(write)}
+    agr.require_same_configuration(record["configuration"], "this machine", theirs_rec.get("configuration"),
+                                   str(against))  # fmt: skip
     mine = {q: (r["docids"], r["scores"]) for q, r in record["queries"].items()}
     result = agr.summary(agr.compare(mine, theirs))
+    result["machines"] = {"this": record["machine"], "against": theirs_rec.get("machine")}
+    result["cpu_flags"] = {"this": agr.flags_line(record["machine"]),
+                           "against": agr.flags_line(theirs_rec.get("machine"))}  # fmt: skip
+    out = verdict if verdict is not None else root / agr.VERDICT
+    _write_verdict(out, result, record, against, root)
+    result["verdict_file"] = str(out)
     if result["failed"]:
         raise BenchError(
             f"int8 agreement with {against}: {len(result['failed'])} of {result['queries']} queries below "
             f"Spearman {agr.MIN_SPEARMAN} or not comparable: "
             + ", ".join(f"{q} ({result['per_query'][q]['reason']})" for q in result["failed"])
+            + f". CPU here: {result['cpu_flags']['this']}; CPU of {against}: {result['cpu_flags']['against']}"
+            + f". Verdict written to {out}"
         )
     return result
+
+
+def _write_verdict(
+    out: Path, result: dict[str, Any], record: dict[str, Any], against: Path, root: Path
+) -> None:
+    from bench.integrity.hashing import sha256_file
+    from bench.provenance import collect_manifest
+
+    body = {
+        "format": agr.VERDICT_FORMAT,
+        "model": INT8_ID,
+        **result,
+        "queries_passed": result["passed"],
+        "passed": not result["failed"],  # the verdict (``result["passed"]`` counts queries)
+        "against": {"file": against.name, "sha256": sha256_file(against)},
+        "int8_manifest_sha256": record["int8_manifest_sha256"],
+        "configuration": record["configuration"],
+        "openvino_runtime": record["openvino_runtime"],
+        "inputs": record["inputs"],
+        "provenance": collect_manifest(kind="int8-agreement", device="cpu", dtype="int8", root=root),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(out, json.dumps(body, indent=1, sort_keys=True, default=str).encode() + b"\n")
 
 
 def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Path, checks_dir: Path) -> Any:
@@ -161,7 +209,9 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
               "fp32_adapter_check": outcomes[FP32_ID]}  # fmt: skip
     study = open_measurement(setup, params, lock_names=lock_names([stage]))
     queries, _ = study_queries()
-    hint = f"uv run bench int8 quality --study {study_dir}"
+    from bench.hints import bench_command
+
+    hint = bench_command("int8", "quality", "--study", study_dir, root=root)
     return execute(
         study, sources={stage: first_stage_dir / f"{stage}.trec"}, queries=queries, texts=candidate_texts,
         load=lambda m: load_reranker(m, device="cpu"), spec=PhaseSpec(stages=(stage,), models=(INT8_ID,),

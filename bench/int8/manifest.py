@@ -2,8 +2,10 @@
 
 Recorded: source model and revision, calibration-set SHA-256, the quantisation configuration (with the
 overflow fix used), openvino / nncf / optimum-intel / transformers versions, the SHA-256 of every produced
-file, and the CPU flags that decide int8 speed and accuracy. ``verify_folder`` refuses a folder whose files
-do not match the manifest and an installed OpenVINO stack other than the locked one.
+file, the CPU flags that decide int8 speed and accuracy, and the inference precision the folder is compiled
+with (``inference_precision``, D-int8p-1). ``verify_folder`` refuses a folder whose files do not match the
+manifest, a manifest without that precision (made before it was pinned) or with another one, and an installed
+OpenVINO stack other than the locked one.
 """
 
 from __future__ import annotations
@@ -16,10 +18,30 @@ from typing import Any
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
-from bench.int8.config import INT8_CPU_FLAGS, PINNED_PACKAGES, RECORDED_PACKAGES, VNNI_FLAGS, QuantSpec, Task
+from bench.hints import hint
+from bench.int8.config import (
+    BF16_FLAGS,
+    INFERENCE_PRECISION,
+    INT8_CPU_FLAGS,
+    PINNED_PACKAGES,
+    RECORDED_PACKAGES,
+    VNNI_FLAGS,
+    QuantSpec,
+    Task,
+)
 from bench.integrity.hashing import sha256_file
 
 MANIFEST = "int8-manifest.json"
+# how the author remakes the study's quantised folder, in the container (README's phase table: bench-cpu)
+REMAKE = hint("int8 quantize")
+
+
+def default_folder() -> Path:
+    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
+    from bench.paths import models_dir
+    from bench.plan import CPU_INT8_MODEL
+
+    return models_dir() / f"{CPU_INT8_MODEL}-int8"
 
 
 def installed(name: str) -> str | None:
@@ -52,12 +74,14 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
             elif key.strip() == "model name" and model is None:
                 model = value.strip()
     except OSError:
-        return {"cpu_model": None, "flags": None, "vnni": None, "source": f"{cpuinfo} unreadable"}
+        unread = f"{cpuinfo} unreadable"
+        return {"cpu_model": None, "flags": None, "vnni": None, "bf16": None, "source": unread}
     present = {f: f in flags for f in INT8_CPU_FLAGS}
     return {
         "cpu_model": model,
         "flags": present,
         "vnni": any(present[f] for f in VNNI_FLAGS),
+        "bf16": any(present[f] for f in BF16_FLAGS),
         "source": str(cpuinfo),
     }
 
@@ -87,6 +111,7 @@ def write_manifest(
         "max_length": max_length,
         "quantization": spec.to_dict(),
         "overflow_fix": spec.overflow_fix,
+        "inference_precision": INFERENCE_PRECISION,
         "calibration_samples": calibration_samples,
         "calibration_samples_used": calibration_samples_used,
         "packages": {n: installed(n) for n in RECORDED_PACKAGES},
@@ -109,6 +134,17 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise BenchError(f"{path}: not valid JSON ({exc}); quantise again") from exc
     if not isinstance(data, dict) or not isinstance(data.get("files"), dict) or "quantization" not in data:
         raise BenchError(f"{path}: lacks 'files' or 'quantization'; quantise again")
+    if "inference_precision" not in data:
+        raise BenchError(
+            f"{path}: no 'inference_precision' (made before the precision was pinned to "
+            f"{INFERENCE_PRECISION}); quantise again: `{REMAKE} --out {path.parent}` (the rehearsal "
+            "remakes its stand-in by itself)"
+        )
+    if data["inference_precision"] != INFERENCE_PRECISION:
+        raise BenchError(
+            f"{path}: inference precision {data['inference_precision']!r}, this code compiles int8 models "
+            f"with {INFERENCE_PRECISION!r}; quantise again: `{REMAKE} --out {path.parent}`"
+        )
     return data
 
 

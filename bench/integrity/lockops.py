@@ -91,9 +91,11 @@ def order_note(root: Path, lock_path: Path, shards: dict[str, datalock.Entry]) -
     report = check_order(paths)
     total = sum(e.rows for e in shards.values())
     if report.passages != total:
+        from bench.hints import bench_command
+
         raise BenchError(
             f"import-order check read {report.passages:,} passages, the locked rows say {total:,}: "
-            "a shard changed while locking; run `docker compose run --rm bench data lock corpus-full` again"
+            f"a shard changed while locking; run `{bench_command('data', 'lock', 'corpus-full')}` again"
         )
     return {
         "import_order": report.record(),

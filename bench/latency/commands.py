@@ -2,7 +2,8 @@
 
 Every refusal comes before anything is written: unknown model ids, k outside the plan, CUDA absent, another
 process on the GPU, a model without a passed adapter check (unless ``--allow-unrated``, which puts every
-number of that model under ``not-published/`` with a mark), a dirty tree, a failed datasets.lock check.
+number of that model under ``not-published/`` with a mark), uncommitted code (``bench.codeversion``:
+outputs do not count), a failed datasets.lock check.
 A model the registry does not provide (the int8 variant until it exists) is refused by name and the
 others are measured.
 """
@@ -18,12 +19,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.trec import TrecFormatError, read_run
+from bench.codeversion import require_clean_code
 from bench.errors import BenchError
+from bench.hints import hint
+from bench.int8.agreement import VERDICT as INT8_VERDICT
 from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
+from bench.plan import CPU_INT8_MODEL, RERANKERS
 
 
 @dataclass(frozen=True)
@@ -62,20 +67,60 @@ def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], 
     return [m for m in wanted if m not in refused], refused
 
 
-def unrated_models(models: Sequence[str], checks_dir: Path, allow_unrated: bool) -> dict[str, str]:
-    """model -> reason for every model without a passed adapter check; BenchError unless allowed."""
-    from bench.equality.results import outcome
+def model_outcome(
+    model: str, checks_dir: Path, int8_verdict: Path | None = None, *, device: str | None = None
+) -> dict[str, Any]:
+    """A model's rating. With ``device``, a plan model's check must have run on that device with the dtype
+    it is timed in (the adapter's choice there: every latency command loads with it), else the reason names
+    both settings. The int8 variant has no adapter check of its own (``bench check-adapters`` knows only
+    plan models): it is rated by its base model's check (on ``device`` when given) plus the plan's int8
+    agreement (the verdict of ``bench int8 agreement --against``, default ``results/int8/agreement.json``
+    beside ``checks_dir``) for the quantised folder in use."""
+    from bench.equality.results import outcome, outcome_for
 
+    def base(m: str) -> dict[str, Any]:
+        return outcome_for(m, checks_dir, device) if device is not None and m in RERANKERS else outcome(
+            m, checks_dir
+        )
+
+    if model != INT8_ID:
+        return base(model)
+    from bench.int8.agreement import int8_outcome
+    from bench.int8.manifest import MANIFEST, default_folder
+    from bench.integrity.hashing import sha256_file
+
+    verdict = int8_verdict if int8_verdict is not None else checks_dir.parent.parent / INT8_VERDICT
+    manifest = default_folder() / MANIFEST
+    digest = sha256_file(manifest) if manifest.is_file() else None
+    return int8_outcome(base(CPU_INT8_MODEL), verdict, digest)
+
+
+def unrated_models(
+    models: Sequence[str],
+    checks_dir: Path,
+    allow_unrated: bool,
+    *,
+    int8_verdict: Path | None = None,
+    device: str | None = None,
+) -> dict[str, str]:
+    """model -> reason for every model without a passed adapter check (see ``model_outcome``); BenchError
+    unless allowed."""
     unrated = {}
     for m in models:
-        out = outcome(m, checks_dir)
+        out = model_outcome(m, checks_dir, int8_verdict, device=device)
         if not out["rated"]:
             unrated[m] = str(out["reason"])
     if unrated and not allow_unrated:
         first = next(iter(unrated))
+        if first == INT8_ID:
+            raise BenchError(
+                f"{first} is not rated ({unrated[first]}); pass --allow-unrated to measure it anyway (its "
+                "numbers are then marked not publishable)."
+            )
         raise BenchError(
-            f"{first} has no passed adapter check ({unrated[first]}); run `bench check-adapters {first}` "
-            "first, or pass --allow-unrated (its numbers are then marked not publishable)."
+            f"{first} has no passed adapter check for this setting ({unrated[first]}); run "
+            f"`{hint(f'check-adapters {first}')}` (on that device and dtype) first, or "
+            "pass --allow-unrated (its numbers are then marked not publishable)."
         )
     return unrated
 
@@ -94,24 +139,30 @@ def pin_cpus(n: int) -> list[int]:
     return chosen
 
 
-def require_clean_tree_except(root: Path, out_root: Path) -> None:
-    """A measurement names its code: no uncommitted change except finished blocks of this phase."""
-    from bench.integrity import git
+def require_same_code_as_blocks(out_root: Path, kind: str, session: str, now: Mapping[str, Any],
+                                root: Path) -> None:  # fmt: skip
+    """The finished blocks of one machine (or API session) are measured by one version of the code, as the
+    sessions of a quality study are (``bench.codeversion``): a resume with other code is refused, naming
+    what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
+    import json
 
-    if git.head_commit(root) is None:
-        raise BenchError(f"{root} is not a git checkout with a commit; measurements must name their code.")
-    try:
-        mine = out_root.resolve().relative_to(root.resolve()).as_posix().rstrip("/") + "/"
-    except ValueError:
-        mine = None
-    # every untracked file listed (-uall): "results/" alone would hide whether only finished blocks are new
-    out = git.run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-    entries = [e[3:] for e in out.decode(errors="replace").split("\0") if len(e) > 3]
-    dirty = [p for p in entries if mine is None or not p.startswith(mine)]
-    if dirty:
-        raise BenchError(
-            f"{root}: uncommitted changes ({', '.join(dirty[:5])}); commit them before measuring."
-        )
+    from bench.codeversion import different_code
+
+    for path in sorted(out_root.glob(f"*/{kind}/{session}/*/*.json")):
+        if path.name.startswith("."):
+            continue  # a temporary file of an unfinished write
+        try:
+            earlier = (json.loads(path.read_text(encoding="utf-8")).get("manifest") or {}).get("git") or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise BenchError(f"{path}: not a readable latency block ({exc}); restore it with git") from exc
+        why = different_code([earlier], now, root)
+        if why is not None:
+            raise BenchError(
+                f"{path}: this finished block was measured by other code ({why}). The blocks of "
+                f"{kind}/{session} are measured by one version of the code: check out the code of commit "
+                f"{earlier.get('commit')} to measure the remaining blocks, or measure under another "
+                "--machine (or --session)."
+            )
 
 
 def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
@@ -122,7 +173,7 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
 
     path = first_stage_dir / f"{stage}.trec"
     if not path.is_file():
-        raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+        raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
     try:
         run = read_run(path, allow_unknown_queries=True)
     except TrecFormatError as exc:
@@ -153,23 +204,26 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         print(f"latency: {why}", file=stream)
     gpu = None
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
-    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    unrated = unrated_models(
+        models, req.checks_dir, req.allow_unrated, int8_verdict=req.root / INT8_VERDICT, device=preset.device
+    )
     if preset.device.startswith("cuda"):
         from bench.latency.gpu import GpuProbe, require_free_gpu
 
         gpu = GpuProbe()
         require_free_gpu(gpu)
     pinned = pin_cpus(req.cpus) if req.cpus is not None else None
-    require_clean_tree_except(req.root, req.out_root)
+    require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
     from bench.guard import preflight
     from bench.provenance import collect_manifest
-    from bench.quality.commands import lock_names
+    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}
     manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
+    require_same_code_as_blocks(req.out_root, preset.kind, req.session, manifest["git"], req.root)
     settings = Settings(
         preset=preset,
         machine=req.machine,

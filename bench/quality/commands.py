@@ -8,7 +8,7 @@
 - ``dtype_check``: the plan's four models on the first 20 queries (sorted ids) of hybrid-71k at depth
   100, once on the CPU in float32 and once on the GPU in the vendor dtype, each its own study;
   ``analysis.checks.dtype_rule`` is applied per model to nDCG@10 over those 20 queries.
-Measurements refuse a dirty tree (``bench.provenance.require_clean_tree``) and run ``preflight``.
+Measurements refuse uncommitted code (``bench.codeversion.require_clean_code``) and run ``preflight``.
 """
 
 from __future__ import annotations
@@ -26,15 +26,10 @@ from bench.rerankers.protocol import Reranker
 
 
 def lock_names(stages: Sequence[str]) -> list[str]:
-    """datasets.lock datasets a quality session reads: the topics and the stages' corpora."""
-    from bench.plan import STAGES
+    """datasets.lock entries a quality session reads (``bench.reads.stage_reads``)."""
+    from bench.reads import stage_reads
 
-    corpora = {STAGES[s].corpus for s in stages}
-    return (
-        ["miracl"]
-        + (["corpus-71k"] if "71k" in corpora else [])
-        + (["corpus-full"] if "full" in corpora else [])
-    )
+    return stage_reads(stages)
 
 
 @dataclass(frozen=True)
@@ -60,13 +55,32 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
     return frozenset(out)
 
 
-def rated(models: Sequence[str], checks_dir: Path) -> tuple[list[str], dict[str, str], dict[str, Any]]:
-    """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files."""
-    from bench.equality.results import outcome
+def rated(
+    models: Sequence[str], checks_dir: Path, *, device: str | None = None, dtype: str | None = None
+) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files.
+
+    With ``device`` (and the requested ``dtype``), a plan model counts as rated only by a check that ran in
+    the setting its scores will be produced with (issue 20): a model checked only on another device or
+    dtype is refused, before anything is written, naming both settings and the check to run."""
+    from bench.equality.results import outcome, outcome_for
     from bench.rerankers.registry import base_model
 
-    # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed the checks
-    outcomes = {m: outcome(base_model(m), checks_dir) for m in models}
+    def check(model: str) -> dict[str, Any]:
+        base = base_model(model)  # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed
+        if device is None or base not in RERANKERS:
+            return outcome(base, checks_dir)
+        return outcome_for(base, checks_dir, device, dtype)
+
+    outcomes = {m: check(m) for m in models}
+    elsewhere = {m: o for m, o in outcomes.items() if "checked_setting" in o}
+    if elsewhere:
+        from bench.errors import BenchError
+
+        raise BenchError(
+            "refused: " + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
+            + ". Nothing was written; check them in this setting first, or leave them out (--model)."
+        )
     keep = [m for m in models if outcomes[m]["rated"]]
     skipped = {m: str(outcomes[m]["reason"]) for m in models if not outcomes[m]["rated"]}
     return keep, skipped, outcomes
@@ -96,15 +110,16 @@ def _loader(device: str, dtype: str | None = None) -> Any:
 
 
 def open_measurement(setup: Setup, params: Mapping[str, Any], *, lock_names: Sequence[str]) -> Study:
-    """Clean tree, preflight, provenance, then create or resume the study (refusals named there)."""
+    """Clean code, preflight, provenance, then create or resume the study (refusals named there)."""
+    from bench.codeversion import require_clean_code
     from bench.guard import preflight
-    from bench.provenance import collect_manifest, require_clean_tree
+    from bench.provenance import collect_manifest
 
-    require_clean_tree(setup.root)
+    require_clean_code(setup.root)
     pre = preflight("measurement", lock_names=lock_names, root=setup.root)
     prov = collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
     return Study.start(setup.study_dir, kind="measurement", plan_path=setup.root / "PLAN.md", params=params,
-                       provenance=prov, preflight=pre)  # fmt: skip
+                       provenance=prov, preflight=pre, root=setup.root)  # fmt: skip
 
 
 def run_session(
@@ -117,12 +132,19 @@ def run_session(
     what: str,
     max_queries: int | None = None,
     dtype: str | None = None,
+    check_setting: bool = True,
 ) -> tuple[Study, SessionResult, dict[str, str]]:
+    """One quality-phase session. ``check_setting``: a model needs a passed adapter check on this
+    session's device and dtype; only the data-type check's CPU session, which is itself the plan's
+    comparison of CPU fp32 against the checked GPU setting, passes False."""
     from bench.quality.inputs import candidate_texts, study_queries
 
-    keep, skipped, outcomes = rated(list(models), setup.checks_dir)
+    keep, skipped, outcomes = rated(
+        list(models), setup.checks_dir, device=setup.device if check_setting else None, dtype=dtype
+    )
     per_depth = per_depth_models(keep, outcomes)
-    params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
+    params = {"stages": list(stages), "requested_models": list(models), "models": list(keep),
+              "depths": list(depths), "device": setup.device,
               "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries,
               "devices": {m: model_device(m, setup.device) for m in keep},
               "dtypes": {m: model_dtype(m, dtype) for m in keep}}  # fmt: skip
@@ -130,6 +152,14 @@ def run_session(
     study.manifest["skipped_models"] = skipped
     study.manifest["adapter_checks"] = outcomes
     study.save()
+    if study.rated_later:  # not rated in an earlier session, rated now: runs in this one
+        import sys
+
+        study.record_rated_later(outcomes, setup.root)
+        for m in study.rated_later:
+            entry = study.manifest["study"]["rated_later"][m]
+            print(f"{m}: rated since the study began ({entry['check_file']}, SHA-256 "
+                  f"{entry['check_sha256']}); it runs in this session", file=sys.stderr)  # fmt: skip
     queries, _ = study_queries()
     only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
     spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths), per_depth=per_depth,

@@ -9,8 +9,12 @@ Layout of a study directory (``studies/<name>/`` for the study, ``rehearsal/<utc
 
 Run files go to a separate runs directory (``runs/`` of the repository for the study, ``<dir>/runs/`` for a
 rehearsal). A resume must be the same study: the PLAN.md SHA-256 and the parameters (stages, models,
-depths, per-depth models, kind) recorded at creation must match, and a measurement must run from the same
-git commit as the sessions before it; otherwise the resume is refused with the reason and the fix.
+depths, per-depth models, kind) recorded at creation must match (one change is not a new study: a model
+asked for but not rated then, rated since by ``bench check-adapters``, joins the study; the manifest's
+``study.rated_later`` names the session and the check file with its SHA-256), and a measurement must run
+the same code as the sessions before it (the code digest of ``bench.codeversion``: another commit with the
+same code, for example one that only adds the finished run files, resumes); otherwise the resume is
+refused with the reason (the code paths that differ) and the fix.
 Every session appends its provenance (``bench.provenance.collect_manifest``), its preflight result and how
 it ended (``complete``, ``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL,
 power loss) is marked ``ended without a record (killed)`` by the next start of the study.
@@ -71,6 +75,20 @@ class Study:
     def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
         self.dir = directory
         self.manifest = manifest
+        self.rated_later: list[str] = []  # models this session adds: rated since the study began
+
+    def record_rated_later(self, checks: Mapping[str, Mapping[str, Any]], root: Path) -> None:
+        """Record in the manifest, for every model this session adds (``rated_later``), that its adapter
+        check passed after the study began: the session, the check file and its SHA-256."""
+        index = len(self.manifest["sessions"]) - 1
+        entries = self.manifest["study"].setdefault("rated_later", {})
+        for m in self.rated_later:
+            path = Path(str(checks[m]["file"]))
+            rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+            entries[m] = {"session": index, "started_utc": self.session["started_utc"], "check_file": rel,
+                          "check_sha256": sha256_file(path), "reason": checks[m]["reason"]}  # fmt: skip
+        self.session["rated_later"] = list(self.rated_later)
+        self.save()
 
     @property
     def journal_path(self) -> Path:
@@ -92,15 +110,21 @@ class Study:
         provenance: Mapping[str, Any],
         preflight: Mapping[str, Any] | None,
         resume_only: bool = False,
+        root: Path | None = None,
     ) -> Study:
-        """Create ``directory`` as a new study, or resume the study in it (checks above)."""
+        """Create ``directory`` as a new study, or resume the study in it (checks above). ``root`` is the
+        checkout whose history names earlier sessions' code (default: the folder of ``plan_path``)."""
         plan_sha = sha256_file(plan_path)
         params = json.loads(json.dumps(dict(params)))  # normalise tuples -> lists for comparison
+        rated_later: list[str] = []
         if (directory / MANIFEST).exists():
             manifest = read_manifest(directory)
-            _check_same_study(
-                directory, manifest, kind=kind, plan_sha=plan_sha, params=params, provenance=provenance
+            rated_later = _check_same_study(
+                directory, manifest, kind=kind, plan_sha=plan_sha, params=params, provenance=provenance,
+                directory_root=root if root is not None else plan_path.parent,
             )
+            if rated_later:  # the study now covers them too; who was rated when is in "rated_later"
+                manifest["study"]["params"] = params
         elif resume_only:
             raise BenchError(f"{directory / MANIFEST} not found: nothing to resume in {directory}")
         else:
@@ -136,6 +160,7 @@ class Study:
             }
         )
         study = cls(directory, manifest)
+        study.rated_later = rated_later
         study.save()
         return study
 
@@ -183,7 +208,10 @@ def _check_same_study(
     plan_sha: str,
     params: Mapping[str, Any],
     provenance: Mapping[str, Any],
-) -> None:
+    directory_root: Path | None,
+) -> list[str]:
+    """Refuse a resume that is not the same study (reasons above); returns the models rated since the
+    study's parameters were recorded (``_rated_since``), empty when none."""
     study = manifest["study"]
     path = directory / MANIFEST
     if study["plan_sha256"] != plan_sha:
@@ -195,7 +223,8 @@ def _check_same_study(
         )
     if study["kind"] != kind:
         raise BenchError(f"{path}: a {study['kind']} directory cannot be resumed as a {kind}")
-    if study["params"] != params:
+    grown = _rated_since(study["params"], params)
+    if grown is None and study["params"] != params:
         diff = sorted(
             k for k in set(study["params"]) | set(params) if study["params"].get(k) != params.get(k)
         )
@@ -205,11 +234,43 @@ def _check_same_study(
             "Resume with the recorded parameters, or start a new study directory."
         )
     if kind == "measurement":
-        before = {s["provenance"].get("git", {}).get("commit") for s in manifest["sessions"]}
-        now = provenance.get("git", {}).get("commit")
-        if before and now not in before:
+        from bench.codeversion import different_code
+
+        earlier = [s["provenance"].get("git") or {} for s in manifest["sessions"]]
+        now = provenance.get("git") or {}
+        why = different_code(earlier, now, directory_root)
+        if why is not None:
+            commits = sorted({str(g.get("commit")) for g in earlier})
             raise BenchError(
-                f"{path}: earlier sessions ran code {sorted(c for c in before if c)}, this checkout is "
-                f"{now}. A study is measured by one version of the code; check out that commit to resume, "
-                "or start a new study directory."
+                f"{path}: earlier sessions ran other code ({why}). A study is measured by one version of "
+                f"the code; check out the code of {', '.join(commits)} to resume, or start a new study "
+                "directory."
             )
+    return grown or []
+
+
+RATED_KEYS = ("models", "per_depth", "devices", "dtypes")
+"""Parameters that follow from the adapter checks (the rated models and what each one's check implies),
+not from the command line. ``requested_models`` is what the command asked for."""
+
+
+def _rated_since(recorded: Mapping[str, Any], params: Mapping[str, Any]) -> list[str] | None:
+    """The models rated since ``recorded`` was written, when that is the only difference: the same
+    command-line parameters (``requested_models`` included) and every model rated before still rated with
+    the same per-depth calling, device and dtype. None when anything else differs (the caller refuses),
+    or when ``recorded`` predates ``requested_models`` (compared strictly)."""
+    if "requested_models" not in recorded:
+        return None
+    fixed = {k for k in set(recorded) | set(params) if k not in RATED_KEYS}
+    if any(recorded.get(k) != params.get(k) for k in fixed):
+        return None
+    before, now = list(recorded.get("models") or []), list(params.get("models") or [])
+    if not set(before) <= set(now) or not set(now) <= set(params["requested_models"]):
+        return None
+    for m in before:
+        if (m in recorded.get("per_depth", [])) != (m in params.get("per_depth", [])):
+            return None
+        for key in ("devices", "dtypes"):
+            if (recorded.get(key) or {}).get(m) != (params.get(key) or {}).get(m):
+                return None
+    return [m for m in now if m not in before]

@@ -248,13 +248,14 @@ def run_int8_step(
     from bench.memory import release_memory
 
     release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
+    int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
     run = read_run(first_stage_run, allow_unknown_queries=True)
     qids = [q for q in sorted(queries) if q in run]
     candidates = {q: [d for d, _ in run[q][:SPEARMAN_DEPTH]] for q in qids}
     if fp32_latency is not None:
         fp32_path = directory / "runs" / first_stage_run.stem / f"minilm-standin@{SPEARMAN_DEPTH}.trec"
         log(f"int8: timing the int8 stand-in on the latency step's {len(fp32_latency['query_ids'])} queries")
-        result = compare_with_latency_step(Int8BiEncoder(folder), fp32_latency,
+        result = compare_with_latency_step(int8_model, fp32_latency,
                                            read_run(fp32_path, allow_unknown_queries=True),
                                            queries, candidates, texts, qrels)  # fmt: skip
     else:
@@ -262,7 +263,7 @@ def run_int8_step(
         if len(qids) < 2:
             raise BenchError(f"{first_stage_run}: the int8 step needs at least 2 queries, found {len(qids)}")
         log(f"int8: timing fp32 and int8 stand-in on {len(qids)} queries at k = 20 and 100")
-        result = compare(load_reranker("minilm-standin", device="cpu"), Int8BiEncoder(folder),
+        result = compare(load_reranker("minilm-standin", device="cpu"), int8_model,
                          {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
     manifest = read_manifest(folder)
     kept = ("quantization", "overflow_fix", "cpu", "packages", "calibration_sha256", "files",
@@ -274,9 +275,31 @@ def run_int8_step(
         "int8_manifest": {k: manifest.get(k) for k in kept},
         **made,
         **result,
+        **precision_and_isa(int8_model.meta.extra["openvino_runtime"]),
     }  # fmt: skip
     write_bytes_atomic(directory / "int8.json", json.dumps(record, indent=1, default=str).encode() + b"\n")
     return record
+
+
+def precision_and_isa(runtime: Mapping[str, Any]) -> dict[str, Any]:
+    """What the speed-up depends on (issue 22): the precision OpenVINO compiled with, the instruction set
+    its int8 kernels ran on, the CPU's VNNI / bf16 flags, and everything it reported."""
+    cpu = runtime.get("cpu") or {}
+    return {
+        "inference_precision": runtime.get("inference_precision"),
+        "int8_isa": runtime.get("int8_isa"),
+        "cpu_vnni": cpu.get("vnni"),
+        "cpu_bf16": cpu.get("bf16"),
+        "openvino_runtime": dict(runtime),
+    }
+
+
+def precision_line(record: Mapping[str, Any]) -> str:
+    return (
+        f"  int8 precision {record.get('inference_precision', 'not recorded')}, int8 kernels on "
+        f"{record.get('int8_isa', 'not recorded')} (CPU VNNI {record.get('cpu_vnni')}, bf16 "
+        f"{record.get('cpu_bf16')})"
+    )
 
 
 def summary_lines(record: Mapping[str, Any]) -> list[str]:
@@ -294,6 +317,7 @@ def summary_lines(record: Mapping[str, Any]) -> list[str]:
             f"{lat['int8'][k]['p50_ms']:.0f}/{lat['int8'][k]['p95_ms']:.0f} ms, p50 speed-up "
             f"{record['speedup_p50'][k]:.2f}x"
         )
+    lines.append(precision_line(record))
     load = record["loadavg"]
     lines.append(
         f"  load average before {load['before'][0]:.1f}, after {load['after'][0]:.1f} (shared CPU: noisy)"

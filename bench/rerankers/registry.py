@@ -249,7 +249,7 @@ def _standin(model_id: str, opts: LoadOptions) -> Reranker:
 def _int8(model_id: str, opts: LoadOptions) -> Reranker:
     """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
     from bench.int8.adapter import Int8CrossEncoder
-    from bench.int8.commands import default_folder
+    from bench.int8.manifest import default_folder
 
     _only_correct(model_id, opts)
     if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:

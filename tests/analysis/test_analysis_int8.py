@@ -39,9 +39,9 @@ def test_identical_scores_are_on_par_with_p_one(tmp_path: Path) -> None:
     runs, qrels, _ = _layout(tmp_path, int8_noise=0.0)
     rec = compare_int8(runs, qrels)
     assert rec is not None and rec["status"] == "compared"
-    assert rec["p_value"] == 1.0 and rec["wording_int8_vs_fp32"] == "on par"
-    assert rec["agreement_with_fp32"]["spearman_min"] == pytest.approx(1.0)
-    assert rec["agreement_with_fp32"]["top10_overlap_mean"] == 10.0
+    assert rec["p_value"] == 1.0 and rec["wording_int8_vs_reference"] == "on par"
+    assert rec["agreement_with_reference"]["spearman_min"] == pytest.approx(1.0)
+    assert rec["agreement_with_reference"]["top10_overlap_mean"] == 10.0
 
 
 def test_noisy_int8_against_references(tmp_path: Path) -> None:
@@ -52,17 +52,17 @@ def test_noisy_int8_against_references(tmp_path: Path) -> None:
     qids = sorted(data["qrels"])
     a, b = (np.array([per[m][q] for q in qids]) for m in ("int8", "fp32"))
     assert rec["mean"]["bge-v2-m3-int8"] == pytest.approx(a.mean(), abs=1e-12)
-    assert rec["mean_difference_int8_minus_fp32"] == pytest.approx(a.mean() - b.mean(), abs=1e-12)
+    assert rec["mean_difference_int8_minus_reference"] == pytest.approx(a.mean() - b.mean(), abs=1e-12)
     exact = randomisation_p_exact(paired_differences(a, b))
     assert rec["p_value"] == pytest.approx(exact, abs=0.02)  # 10,000 sign flips vs all 2**12
     lo, hi = rec["difference_interval"]
-    assert lo <= rec["mean_difference_int8_minus_fp32"] <= hi
+    assert lo <= rec["mean_difference_int8_minus_reference"] <= hi
     q0 = qids[0]
     f, i = dict(data["fp32"][q0]), dict(data["int8"][q0])
     docs = sorted(f)
     ref = spearmanr([f[d] for d in docs], [i[d] for d in docs]).statistic
-    assert rec["agreement_with_fp32"]["per_query"][q0]["spearman"] == pytest.approx(ref, abs=1e-12)
-    assert rec["agreement_with_fp32"]["spearman_min"] < 0.99  # noise of 0.5 sd must show
+    assert rec["agreement_with_reference"]["per_query"][q0]["spearman"] == pytest.approx(ref, abs=1e-12)
+    assert rec["agreement_with_reference"]["spearman_min"] < 0.99  # noise of 0.5 sd must show
 
 
 def test_report_keeps_int8_out_of_the_holm_families(tmp_path: Path) -> None:
@@ -72,8 +72,28 @@ def test_report_keeps_int8_out_of_the_holm_families(tmp_path: Path) -> None:
     stage = json.loads((out / "quality" / "hybrid-71k.json").read_text())
     assert "bge-v2-m3-int8" not in json.dumps(stage)
     assert "bge-v2-m3" in json.dumps(stage)
-    assert json.loads((out / "int8-quality.json").read_text())["family"].startswith("int8/vs-fp32")
-    assert "## OpenVINO int8 against fp32 (hybrid-71k, k = 100)" in report
+    rec = json.loads((out / "int8-quality.json").read_text())
+    assert rec["family"].startswith("int8/vs-bge-v2-m3 (GPU float16 run")
+    assert "## OpenVINO int8 against bge-v2-m3, GPU float16 (hybrid-71k, k = 100)" in report
+
+
+def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
+    """Issue 20, break 7: the reference run is the quality phase's GPU run in the vendor's dtype, so the
+    section must not call it fp32 (D-int8p-2); the label follows bench's vendor dtype for bge-v2-m3."""
+    from analysis.int8.comparison import REFERENCE_DTYPE, markdown
+    from bench.rerankers.base import VENDOR_DTYPE, choose_dtype
+
+    assert REFERENCE_DTYPE == VENDOR_DTYPE["bge-v2-m3"] == choose_dtype("bge-v2-m3", "cuda", None)
+    runs, qrels, _ = _layout(tmp_path, int8_noise=0.5)
+    rec = compare_int8(runs, qrels)
+    assert rec is not None
+    device = "desktop GPU (the quality phase's run)"
+    assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": device,
+                                "plan_names": "fp32", "deviation": "D-int8p-2",
+                                "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
+    text = "\n".join(markdown(rec))
+    assert "| bge-v2-m3 (GPU, float16) |" in text and "relative to bge-v2-m3, GPU float16" in text
+    assert "(fp32)" not in text and "against fp32" not in text and "int8 - fp32" not in text
 
 
 def test_no_int8_run_no_section(tmp_path: Path) -> None:
@@ -83,4 +103,5 @@ def test_no_int8_run_no_section(tmp_path: Path) -> None:
     (runs / "hybrid-71k" / "bge-v2-m3@100.trec").unlink()
     write_run(runs / "hybrid-71k" / "bge-v2-m3-int8@100.trec", {"q0": [("d0-0", 1.0)]}, "x")
     rec = compare_int8(runs, qrels)
-    assert rec is not None and rec["status"] == "not compared" and "fp32 run" in rec["reason"]
+    assert rec is not None and rec["status"] == "not compared"
+    assert "the reference run: bge-v2-m3, GPU float16" in rec["reason"]

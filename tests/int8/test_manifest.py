@@ -23,9 +23,13 @@ def test_cpu_flags_from_cpuinfo(tmp_path: Path) -> None:
     got = man.cpu_flags(info)
     assert got["cpu_model"] == "Test CPU" and got["vnni"] is True
     assert got["flags"] == {"avx512_vnni": True, "avx_vnni": False, "amx_int8": False, "amx_tile": False,
-                            "avx512f": True, "avx2": True}  # fmt: skip
+                            "avx512f": True, "avx2": True, "avx512_bf16": False,
+                            "amx_bf16": False}  # fmt: skip
+    assert got["bf16"] is False
     info.write_text("flags\t: fpu avx2\n")
     assert man.cpu_flags(info)["vnni"] is False
+    info.write_text("flags\t: fpu avx2 avx512f amx_bf16 amx_tile\n")
+    assert man.cpu_flags(info)["bf16"] is True and man.cpu_flags(info)["vnni"] is False
     assert man.cpu_flags(tmp_path / "absent")["vnni"] is None
 
 
@@ -45,6 +49,36 @@ def test_verify_accepts_the_folder_and_records_what_the_plan_asks(tmp_path: Path
     assert got["overflow_fix"] == CHOSEN.overflow_fix and got["quantization"]["name"] == CHOSEN.name
     assert {"openvino", "nncf", "optimum-intel", "transformers"} <= set(got["packages"])
     assert "vnni" in got["cpu"] and got["source_revision"] == "r"
+
+
+def test_manifest_records_the_pinned_precision(tmp_path: Path) -> None:
+    from bench.int8.config import COMPILE_CONFIG, INFERENCE_PRECISION
+
+    assert INFERENCE_PRECISION == "f32" and COMPILE_CONFIG == {"INFERENCE_PRECISION_HINT": "f32"}
+    assert man.verify_folder(_folder(tmp_path))["inference_precision"] == "f32"
+
+
+@pytest.mark.parametrize("old", ["absent", "bf16"])
+def test_a_folder_without_the_pinned_precision_is_refused_with_the_remake_command(
+    tmp_path: Path, old: str
+) -> None:
+    """A folder quantised before the precision was pinned (no field) or with another one is refused, naming
+    the manifest and the container command that remakes it."""
+    import json
+
+    folder = _folder(tmp_path)
+    path = folder / man.MANIFEST
+    data = json.loads(path.read_text())
+    if old == "absent":
+        del data["inference_precision"]
+    else:
+        data["inference_precision"] = "bf16"
+    path.write_text(json.dumps(data))
+    expect = "no 'inference_precision'" if old == "absent" else "inference precision 'bf16'"
+    with pytest.raises(BenchError, match=expect) as err:
+        man.verify_folder(folder)
+    assert str(path) in err.value.message
+    assert f"docker compose run --rm bench-cpu int8 quantize --out {folder}" in err.value.message
 
 
 @pytest.mark.parametrize("damage", ["flip", "missing", "extra", "versions"])

@@ -90,3 +90,36 @@ def test_feature_extraction_path(tiny: Path, tmp_path: Path) -> None:
     assert np.max(np.abs(res.scores - ref)) < 0.05
     with pytest.raises(Exception, match="a feature-extraction model, expected text-classification"):
         Int8CrossEncoder(out)
+    rt = model.meta.extra["openvino_runtime"]
+    assert rt["inference_precision"] == "f32" and rt["requested"] == {"INFERENCE_PRECISION_HINT": "f32"}
+    assert isinstance(rt["threads"], int) and rt["threads"] >= 1 and isinstance(rt["streams"], int)
+    assert rt["execution_mode"] in ("PERFORMANCE", "ACCURACY")
+    # the int8 products ran on a named instruction set of this CPU (avx2 here, vnni/amx on a Xeon)
+    assert rt["int8_kernels"] and rt["int8_isa"] is not None
+    assert rt["cpu"]["flags"] is not None and "bf16" in rt["cpu"]
+
+
+def test_compile_refuses_an_openvino_that_ignores_the_precision(tmp_path: Path) -> None:
+    from bench.errors import BenchError
+    from bench.int8.runtime import compile_int8
+
+    class Compiled:
+        def get_property(self, name: str) -> object:
+            return {"INFERENCE_PRECISION_HINT": "bf16"}.get(name, 1)
+
+        def get_runtime_model(self) -> object:
+            return type("M", (), {"get_ops": lambda self: []})()
+
+    seen: dict[str, object] = {}
+
+    class Model:
+        request = Compiled()
+
+        @classmethod
+        def from_pretrained(cls, path: str, **kwargs: object) -> Model:
+            seen.update(kwargs)
+            return cls()
+
+    with pytest.raises(BenchError, match="inference precision 'bf16' although 'f32' was set"):
+        compile_int8(Model, tmp_path)
+    assert seen["ov_config"] == {"INFERENCE_PRECISION_HINT": "f32"}

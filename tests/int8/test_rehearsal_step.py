@@ -76,3 +76,19 @@ def test_with_the_latency_step_fp32_is_not_timed_again() -> None:
     assert int8.calls == [20] * (10 + 3) + [100] * (10 + 3)  # the latency step's 10 warm-up calls, then 3
     assert rec["spearman_min"] == pytest.approx(1.0)  # same ordering as the quality run's scores
     assert rec["ndcg@10"]["fp32"]["mean"] == pytest.approx(rec["ndcg@10"]["int8"]["mean"])
+
+
+def test_precision_and_isa_stand_next_to_the_speed_up() -> None:
+    """Issue 22: int8.json and the step's lines say which precision and instruction set the speed-up is of."""
+    queries = {f"q{i:02d}": "x" * i for i in range(4)}
+    candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
+    texts = {d: d for ds in candidates.values() for d in ds}
+    rec = step.compare(Fake("fp32", 0.0), Fake("int8", 0.0), queries, candidates, texts, {})
+    runtime = {"inference_precision": "f32", "int8_isa": "avx2", "threads": 2,
+               "cpu": {"vnni": False, "bf16": False}}  # fmt: skip
+    rec.update(step.precision_and_isa(runtime))
+    assert (rec["inference_precision"], rec["int8_isa"], rec["cpu_vnni"]) == ("f32", "avx2", False)
+    assert rec["openvino_runtime"]["threads"] == 2
+    lines = step.summary_lines(rec)
+    at = next(i for i, line in enumerate(lines) if line.startswith("  k=100:"))
+    assert lines[at + 1] == "  int8 precision f32, int8 kernels on avx2 (CPU VNNI False, bf16 False)"

@@ -66,6 +66,8 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     assert int8["queries"] == summary["latency_step"]["query_ids"] and int8["calibration"]["n"] == 300
     assert int8["latency"]["int8"]["100"]["n"] == len(int8["queries"]) and -1 <= int8["spearman_min"] <= 1
     assert "int8 (stand-in," in result.output
+    assert int8["inference_precision"] == "f32" and int8["int8_isa"] is not None  # issue 22
+    assert "  int8 precision f32, int8 kernels on " in result.output
     assert "| minilm-standin | 20 |" in result.output
     assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/
     assert (out / "judged" / "packet.json").is_file() and not (out / "judged" / "labels.json").exists()

@@ -1,0 +1,195 @@
+"""The plan's int8 agreement across instruction sets on one machine (plan section "Latency": "int8 scores on
+the server must match the desktop (Spearman >= 0.99 on 20 queries)"; issue 22).
+
+The desktop has AVX2 only; the server may have AVX-512 with VNNI and bf16. This script runs the rehearsal's
+int8 stand-in (all-MiniLM-L6-v2 quantised by the study's code and configuration, compiled with the pinned
+precision f32) twice in child processes on the same inputs: natively, and with oneDNN capped by
+``ONEDNN_MAX_CPU_ISA`` (``AVX512_CORE`` where the CPU has VNNI, bf16 or AMX above it; ``AVX2`` on a CPU with
+AVX-VNNI and no AVX-512). It prints the per-query Spearman of the two runs and whether the plan's 0.99
+holds on every query.
+
+No verdict, said so, when there is nothing to compare:
+- a CPU with nothing above the cap (AVX2 only, like the development EPYC; or AVX-512 without VNNI/bf16/AMX):
+  exit 0;
+- a cap that is not honoured: the capped run's int8 kernels (``primitiveType`` of the execution graph, read
+  by ``bench.int8.runtime``) still name an instruction set above the cap, or its native int8 kernels are
+  not above the cap (the cap would change nothing), or OpenVINO fails to compile under the cap (on a Xeon a
+  cap at AVX2 failed on a Softmax node): exit 2.
+A verdict: exit 0 if the minimum per-query Spearman is >= 0.99, else 1.
+
+Candidates: the exact cosine top 100 of the bundled corpus under the fp32 stand-in embedder for the first
+``--queries`` dev query ids of the bundled sample (what ``benchmarks/bench_int8.py`` uses).
+
+    uv run python benchmarks/bench_int8_isa.py [--queries 20] [--cap ISA] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.int8.manifest import cpu_flags
+from bench.int8.runtime import ISA_ENV, ISA_RANK, above_cap
+
+MIN_SPEARMAN = 0.99  # bench.plan.INT8_MIN_SPEARMAN (checked by the test)
+DEPTH = 100
+
+
+def choose_cap(cpu: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(the oneDNN cap that removes this CPU's int8/bf16 extensions, why); None when there is none."""
+    flags = cpu.get("flags") or {}
+    extras = [f for f in ("avx512_vnni", "avx512_bf16", "amx_int8", "amx_bf16") if flags.get(f)]
+    if flags.get("avx512f") and extras:
+        return "AVX512_CORE", f"the CPU has {', '.join(extras)} above AVX512_CORE"
+    if flags.get("avx_vnni") and not flags.get("avx512f"):
+        return "AVX2", "the CPU has avx_vnni above AVX2"
+    top = "AVX512_CORE" if flags.get("avx512f") else "AVX2" if flags.get("avx2") else "below AVX2"
+    return None, (f"the CPU has nothing above {top} (no VNNI, no bf16, no AMX): native and capped runs "
+                  "would be the same")  # fmt: skip
+
+
+def honoured(native: Mapping[str, Any], capped: Mapping[str, Any], cap: str) -> tuple[bool, str]:
+    """Whether the cap changed the int8 kernels and kept them at or below it (from both runs' reports)."""
+    if capped.get("onednn_max_cpu_isa") != cap:
+        return False, f"the capped child saw {ISA_ENV}={capped.get('onednn_max_cpu_isa')!r}, not {cap!r}"
+    over = above_cap(capped["int8_kernels"], cap)
+    if over:
+        return False, f"under {ISA_ENV}={cap} OpenVINO still ran int8 kernels above it: {', '.join(over)}"
+    if not above_cap(native["int8_kernels"], cap):
+        return False, (f"the native int8 kernels ({', '.join(native['int8_kernels'])}) are not above {cap}: "
+                       "the cap changes nothing")  # fmt: skip
+    others = above_cap(capped["kernels"], cap)
+    note = ""
+    if others:
+        note = f"; OpenVINO's own kernels above the cap (not oneDNN's, not int8): {', '.join(others)}"
+    return True, f"int8 kernels native {native['int8_isa']}, capped {capped['int8_isa']}{note}"
+
+
+def per_query_spearman(
+    a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]]
+) -> dict[str, float]:
+    from bench.equality.spearman import spearman
+
+    return {q: float(spearman(a[q], b[q])) for q in sorted(a)}
+
+
+def score_in_child(
+    folder: Path, inputs: Path, out: Path, cap: str | None, *, timeout_s: float = 1800
+) -> dict[str, Any]:
+    """Run this script's ``--child`` on ``inputs`` with the cap (None: native); its record, or BenchError."""
+    from bench.errors import BenchError
+
+    env = {k: v for k, v in os.environ.items() if k != ISA_ENV}
+    if cap is not None:
+        env[ISA_ENV] = cap
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--folder", str(folder),
+           "--inputs", str(inputs), "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        where = f"under {ISA_ENV}={cap}" if cap else "natively"
+        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
+        raise BenchError(f"the int8 stand-in could not run {where} (exit {proc.returncode}):\n{tail}")
+    return json.loads(out.read_text())
+
+
+def child(folder: Path, inputs: Path, out: Path) -> int:
+    from bench.int8.adapter import Int8BiEncoder
+
+    data = json.loads(inputs.read_text())
+    model = Int8BiEncoder(folder)
+    scores = {q: [float(x) for x in model.score(row["query"], row["passages"]).scores]
+              for q, row in data["queries"].items()}  # fmt: skip
+    out.write_text(json.dumps({"scores": scores, "runtime": model.meta.extra["openvino_runtime"]}))
+    return 0
+
+
+def build_inputs(directory: Path, n: int) -> tuple[Path, Path]:
+    """(the int8 stand-in folder, the inputs file: n queries x their top 100 passage texts)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_int8 import exact_candidates
+
+    from analysis.trec import read_run
+    from bench.rehearse.inputs import load_bundled
+    from bench.rehearse.int8 import quantized_standin
+
+    folder, _ = quantized_standin(lambda m: print(m, file=sys.stderr, flush=True))
+    bundled = load_bundled()
+    texts = {p.docid: p.passage_text for p in bundled.corpus}
+    run = read_run(exact_candidates(directory, n), allow_unknown_queries=True)
+    rows = {}
+    for q in sorted(run):
+        rows[q] = {"query": bundled.queries[q], "passages": [texts[d] for d, _ in run[q][:DEPTH]]}
+    path = directory / "inputs.json"
+    path.write_text(json.dumps({"queries": rows}))
+    return folder, path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=20, help="first N dev query ids of the bundled sample")
+    ap.add_argument("--cap", default=None, help="oneDNN ISA to cap at (default: chosen from the CPU's flags)")
+    ap.add_argument("--out", type=Path, default=None, help="write both runs' records and the verdict here")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--folder", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--inputs", type=Path, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args.folder, args.inputs, args.out)
+    from bench.errors import BenchError
+
+    cpu = cpu_flags()
+    on = [f for f, v in (cpu["flags"] or {}).items() if v]
+    print(f"CPU: {cpu['cpu_model']}; flags {' '.join(on) or 'none'}; VNNI {cpu['vnni']}, bf16 {cpu['bf16']}; "
+          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    cap, why = (args.cap, "--cap given") if args.cap else choose_cap(cpu)
+    if cap is None:
+        print(f"no verdict: {why}")
+        return 0
+    if cap.lower() not in ISA_RANK:
+        print(f"--cap {cap}: not a oneDNN ISA this script knows ({', '.join(k.upper() for k in ISA_RANK)})")
+        return 2
+    print(f"cap: {ISA_ENV}={cap} ({why})")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            folder, inputs = build_inputs(Path(tmp), args.queries)
+            native = score_in_child(folder, inputs, Path(tmp) / "native.json", None)
+            capped = score_in_child(folder, inputs, Path(tmp) / "capped.json", cap)
+        except BenchError as exc:
+            print(f"no verdict: {exc.message}")
+            return 2
+    for name, rec in (("native", native), ("capped", capped)):
+        rt = rec["runtime"]
+        print(f"{name}: precision {rt['inference_precision']}, int8 kernels on {rt['int8_isa']}, threads "
+              f"{rt['threads']}, streams {rt['streams']}, execution mode {rt['execution_mode']}")  # fmt: skip
+    ok, how = honoured(native["runtime"], capped["runtime"], cap)
+    record: dict[str, Any] = {"cpu": cpu, "cap": cap, "cap_honoured": ok, "cap_detail": how,
+                              "native": native, "capped": capped}  # fmt: skip
+    if not ok:
+        print(f"no verdict: cap not honoured: {how}")
+        code = 2
+    else:
+        print(f"cap honoured: {how}")
+        rho = per_query_spearman(native["scores"], capped["scores"])
+        for q, r in rho.items():
+            print(f"  {q}: Spearman {r:.4f}{'' if r >= MIN_SPEARMAN else '  < 0.99'}")
+        low, mean = min(rho.values()), sum(rho.values()) / len(rho)
+        holds = all(r >= MIN_SPEARMAN for r in rho.values())
+        print(f"per-query Spearman native vs {cap}: min {low:.4f}, mean {mean:.4f} over {len(rho)} queries; "
+              f"the plan's >= {MIN_SPEARMAN} on every query: "
+              f"{'HOLDS' if holds else 'DOES NOT HOLD'}")  # fmt: skip
+        record.update(spearman=rho, spearman_min=low, spearman_mean=mean, holds=holds)
+        code = 0 if holds else 1
+    if args.out:
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
