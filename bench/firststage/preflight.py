@@ -132,8 +132,8 @@ def read_fit(path: Path = FIT_PATH) -> dict[str, Any]:
     if not path.is_file():
         raise BenchError(
             f"{path}: the keyword-full scale fit is missing; write it with "
-            "benchmarks/bench_scale_keyword.py --fit-only --write-fit (after measuring; docs/performance.md), "
-            "or pass --ignore-preflight"
+            "benchmarks/bench_scale_keyword.py --fit-only --write-fit (after measuring; docs/performance.md),"
+            " or pass --ignore-preflight"
         )
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8-sig"))
