@@ -5,6 +5,9 @@ Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the 
 to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version
 30.2), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec`` and
 ``results/first-stage/<stage>.json``.
+keyword-full first predicts server memory, disk and import time from the fitted scale model
+(``bench.firststage.preflight``) and refuses when they exceed this machine, unless ``--ignore-preflight``;
+``--dry-run`` prints the prediction only (offline).
 """
 
 from __future__ import annotations
@@ -47,12 +50,42 @@ def reported_image() -> str | None:
 @click.option(
     "--results", "results_dir", type=click.Path(path_type=Path), default=None, help="Default: <repo>/results"
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="keyword-full only: print the predicted server memory, disk and import time against this machine "
+    "(offline; exit 1 if the run would be refused) and stop.",
+)
+@click.option(
+    "--ignore-preflight",
+    is_flag=True,
+    help="keyword-full only: run even when the prediction exceeds this machine (recorded in the result).",
+)
 def first_stage(
-    stage: str, device: str, batch_size: int, runs_dir: Path | None, results_dir: Path | None
+    stage: str,
+    device: str,
+    batch_size: int,
+    runs_dir: Path | None,
+    results_dir: Path | None,
+    dry_run: bool,
+    ignore_preflight: bool,
 ) -> None:
     """Run one first stage against the pinned Typesense 30.2 and write its run and record."""
+    from bench.errors import BenchError
+    from bench.firststage.preflight import check, keyword_full_prediction
+
+    if (dry_run or ignore_preflight) and stage != "keyword-full":
+        raise BenchError("--dry-run and --ignore-preflight apply to keyword-full only (the full corpus)")
+    if dry_run:
+        prediction = keyword_full_prediction()
+        click.echo(prediction.text())
+        if prediction.problems:
+            click.echo("would refuse: " + "; ".join(prediction.problems), err=True)
+            raise SystemExit(1)
+        click.echo("would run: the prediction fits this machine")
+        return
     from bench.codeversion import require_clean_code
-    from bench.data.hub import corpus_71k_id_column, iter_corpus_full, read_corpus_71k
+    from bench.data.hub import corpus_71k_id_column, read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.embed import arctic_embedder
     from bench.firststage.features import check_server
@@ -68,6 +101,17 @@ def first_stage(
     image = reported_image()
     corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
     guard = preflight("measurement", lock_names=["miracl", corpus_name])
+    scale_check: dict[str, object] | None = None
+    if stage == "keyword-full":  # before anything is sent to the server
+        try:
+            prediction = keyword_full_prediction()
+        except BenchError:
+            if not ignore_preflight:
+                raise
+            scale_check = {"ignored": True, "prediction": None, "reason": "no prediction (fit missing)"}
+        else:
+            scale_check = check(prediction, ignore=ignore_preflight)
+        click.echo(f"preflight: {'ignored' if ignore_preflight else 'passed'}", err=True)
     root = repo_root()
     require_clean_code(root)
     runs = runs_dir or root / "runs"
@@ -75,13 +119,19 @@ def first_stage(
     with external_typesense() as server:
         check_server("measurement", server.version)
         queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
-        layout: dict[str, str] = {}
+        layout: dict[str, object] = {}
         if sdef.corpus == "71k":
             corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
             expected = CORPUS_71K_PASSAGES
             layout["corpus_71k_id_column"] = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
         else:
-            corpus = iter_corpus_full(snapshot_dir(CORPUS_FULL))  # type: ignore[assignment]
+            from bench.data.order import full_corpus_in_import_order
+            from bench.paths import cache_dir
+
+            corpus, order_info = full_corpus_in_import_order(  # type: ignore[assignment]
+                snapshot_dir(CORPUS_FULL), cache_dir() / "corpus-full-sorted"
+            )
+            layout["corpus_full_import_order"] = order_info
             expected = CORPUS_FULL_PASSAGES
         embedder = arctic_embedder(device=device) if sdef.vector else None
         manifest = collect_manifest(
@@ -106,6 +156,7 @@ def first_stage(
                 "manifest": manifest,
                 "image_reported": image,
                 "corpus_layout": layout,
+                "scale_preflight": scale_check,
             },
         )
     m = result.record.get("metrics", {})

@@ -1,5 +1,11 @@
 """Typesense collections: create or verify a schema, import documents in batches (upsert).
 
+A server that stops answering for a while after a large batch (reported upstream for imports of tens of
+millions of documents: 503 "Not Ready or Lagging", or no answer at all) is waited for with a bounded
+exponential back-off (``Backoff``): every wait is recorded and the batch is re-sent as the same upsert
+(which keeps the documents' sequence ids); only when the server has not answered within the budget is it
+a failure, and the import then resumes from its checkpoint.
+
 An existing collection is reused only if every field property the stage sets is present with the same
 value (so a server that dropped a property it does not know, or a collection built with other settings,
 is an error, not a silent reuse).
@@ -7,9 +13,14 @@ is an error, not a silent reuse).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import orjson
 
 from bench.errors import BenchError
@@ -90,15 +101,86 @@ def import_body(docs: Sequence[Mapping[str, Any]]) -> bytes:
         ) from exc
 
 
-def import_batch(server: TypesenseServer, name: str, docs: Sequence[Mapping[str, Any]]) -> None:
-    """Upsert ``docs`` in order; every line of the answer must report success."""
-    resp = server.raw(
-        "POST",
-        f"/collections/{name}/documents/import",
-        params={"action": "upsert"},
-        content=import_body(docs),
-        headers={"Content-Type": "text/plain"},
-    )
+@dataclass(frozen=True)
+class Backoff:
+    """Waits after a stall: ``first_s * factor**i`` seconds, at most ``max_wait_s`` each; a failure once
+    ``budget_s`` have passed since the batch was first sent without an answer."""
+
+    first_s: float = 1.0
+    factor: float = 2.0
+    max_wait_s: float = 60.0
+    budget_s: float = 1800.0
+
+    def record(self) -> dict[str, float]:
+        return dict(self.__dict__)
+
+
+DEFAULT_BACKOFF = Backoff()
+STALL_STATUSES = (503,)  # Typesense: "Not Ready or Lagging"
+
+
+def _stall_reason(exc: BenchError) -> str | None:
+    cause = exc.__cause__
+    return f"{type(cause).__name__}: {cause}"[:200] if isinstance(cause, httpx.TransportError) else None
+
+
+def import_batch(
+    server: TypesenseServer,
+    name: str,
+    docs: Sequence[Mapping[str, Any]],
+    *,
+    backoff: Backoff = DEFAULT_BACKOFF,
+    stalls: list[dict[str, Any]] | None = None,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
+) -> None:
+    """Upsert ``docs`` in order; every line of the answer must report success. Stalls (no answer, 503)
+    are waited for by ``backoff`` and appended to ``stalls``."""
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
+    body = import_body(docs)
+    first = docs[0].get("id") if docs else None
+    started = clock()
+    attempt = 0
+    while True:
+        try:
+            resp = server.raw(
+                "POST",
+                f"/collections/{name}/documents/import",
+                params={"action": "upsert"},
+                content=body,
+                headers={"Content-Type": "text/plain"},
+            )
+        except BenchError as exc:
+            reason = _stall_reason(exc)
+            if reason is None:
+                raise
+        else:
+            if resp.status_code not in STALL_STATUSES:
+                break
+            reason = f"{resp.status_code} {resp.text.strip()[:150]}"
+        wait = min(backoff.first_s * backoff.factor**attempt, backoff.max_wait_s)
+        elapsed = clock() - started
+        if elapsed + wait > backoff.budget_s:
+            raise BenchError(
+                f"import into {name}: the server has not taken the batch starting at {first!r} for "
+                f"{elapsed:.0f} s ({attempt + 1} attempts, last: {reason}; back-off budget "
+                f"{backoff.budget_s:.0f} s). Nothing is lost: start the server again and rerun the same "
+                "command, the import resumes from its checkpoint."
+            )
+        print(
+            f"typesense: the server did not take the batch starting at {first!r} ({reason}); "
+            f"waiting {wait:.0f} s (attempt {attempt + 1}, {elapsed:.0f} s of {backoff.budget_s:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        if stalls is not None:
+            stalls.append(
+                {"batch_first_id": first, "attempt": attempt + 1, "reason": reason, "waited_s": wait,
+                 "since_first_send_s": elapsed}
+            )  # fmt: skip
+        sleep(wait)
+        attempt += 1
     if resp.status_code != 200:
         raise BenchError(f"import into {name} failed: {resp.status_code} {resp.text[:300]}")
     lines = resp.text.splitlines()
@@ -125,3 +207,26 @@ def import_all(server: TypesenseServer, name: str, docs: Iterable[Mapping[str, A
         import_batch(server, name, batch)
         n += len(batch)
     return n
+
+
+def collection_digest(server: TypesenseServer, name: str) -> dict[str, Any]:
+    """Document count and SHA-256 over ``id<TAB>position<LF>`` of every document in export order.
+
+    ``/documents/export`` walks the store by sequence id (Typesense keys documents by their big-endian
+    seq id), so the position is the insertion order on which the plan's tie rule rests; two collections
+    with the same digest hold the same ids in the same order (checked against ``sort_by=_seq_id:asc`` in the
+    tests)."""
+    h = hashlib.sha256()
+    n = 0
+    with server.client.stream(
+        "GET", f"/collections/{name}/documents/export", params={"include_fields": "id"}
+    ) as resp:
+        if resp.status_code != 200:
+            raise BenchError(f"export of {name} failed: {resp.status_code}")
+        for line in resp.iter_lines():
+            if not line.strip():
+                continue
+            h.update(f"{orjson.loads(line)['id']}\t{n}\n".encode())
+            n += 1
+    reported = count_documents(server, name)
+    return {"documents": n, "id_position_sha256": h.hexdigest(), "count_reported": reported}

@@ -21,7 +21,13 @@ from typing import Any
 from bench.data import DocidKey, Passage, docid_key, format_docid_key
 from bench.errors import BenchError
 from bench.firststage.atomic import write_json_atomic
-from bench.firststage.collection import count_documents, ensure_collection, import_batch
+from bench.firststage.collection import (
+    DEFAULT_BACKOFF,
+    Backoff,
+    count_documents,
+    ensure_collection,
+    import_batch,
+)
 from bench.firststage.server import TypesenseServer
 from bench.progress import Progress
 
@@ -44,9 +50,10 @@ class ImportRecord:
     resumed_from: int
     batch_size: int
     seconds: float
+    stalls: tuple[dict[str, Any], ...] = ()  # server stalls waited for (bench.firststage.collection.Backoff)
 
     def record(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "stalls": list(self.stalls)}
 
 
 def schema_sha256(schema: Mapping[str, Any]) -> str:
@@ -77,6 +84,7 @@ def import_passages(
     batch_size: int = 500,
     build: DocBuilder = text_docs,
     label: str = "import",
+    backoff: Backoff = DEFAULT_BACKOFF,
 ) -> ImportRecord:
     import time
 
@@ -98,10 +106,11 @@ def import_passages(
     prev: DocidKey | None = None
     batch: list[Passage] = []
     batch_start = skip
+    stalls: list[dict[str, Any]] = []
 
     def flush() -> None:
         nonlocal batch, batch_start
-        import_batch(server, name, build(batch, batch_start))
+        import_batch(server, name, build(batch, batch_start), backoff=backoff, stalls=stalls)
         batch_start += len(batch)
         write_json_atomic(
             checkpoint,
@@ -158,7 +167,7 @@ def import_passages(
             "complete": True,
         },
     )
-    return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0)
+    return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0, tuple(stalls))
 
 
 def passages_prev_id(key: DocidKey) -> str:

@@ -162,6 +162,7 @@ def run_stage(
     dims = cached.embedder.dims if cached is not None else None
     schema = stage.schema(dims, exact_filter=exact_sub is not None)
     record["schema"] = schema
+    builder: dict[str, Any] = {"build": build} if build is not None else {}
     imp = import_passages(
         server,
         schema,
@@ -170,7 +171,7 @@ def run_stage(
         expected=expected_passages,
         batch_size=batch_size,
         label=f"import {stage.id}",
-        **({"build": build} if build is not None else {}),
+        **builder,
     )
     record["import"] = imp.record()
     qvecs: dict[str, np.ndarray] | None = None

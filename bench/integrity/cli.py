@@ -147,6 +147,8 @@ def lock_cmd(names: tuple[str, ...]) -> None:
     result = lockops.lock(repo_root(), names or None)
     for key in result["added"]:
         click.echo(f"added      {key}")
+    for note in result.get("notes", []):
+        click.echo(f"note       {note}")
     click.echo(f"{len(result['added'])} added, {len(result['unchanged'])} already locked and unchanged")
 
 

@@ -13,7 +13,8 @@ File format (JSON, UTF-8, keys sorted, written only by ``bench data lock``)::
          "path": "<relative path>",
          "source": {"repo": "owner/name", "revision": "<commit>", "path": "<path in that repo>",
                     "host": "github" | "huggingface-dataset"},
-         "size": <bytes>, "sha256": "<64 hex>", "rows": <data rows>, "rows_rule": "<how rows were counted>"}}}
+         "size": <bytes>, "sha256": "<64 hex>", "rows": <data rows>, "rows_rule": "<how rows were counted>"}},
+     "notes": {"<dataset>": {...}}}     # optional: facts found while locking (corpus-full: import order)
 
 Entry ids: bundled files by their repository-relative path (``data/bundled/...``); hub files
 ``hub:<repo>@<revision>:<path>``. Entries are only ever added: an existing entry is never overwritten.
@@ -124,10 +125,36 @@ def read_lock(path: Path) -> dict[str, Entry]:
     return {key: _entry(path, key, raw) for key, raw in doc["entries"].items()}
 
 
-def write_lock(path: Path, entries: Mapping[str, Entry]) -> None:
-    """Atomic write (temp file, fsync, rename), keys sorted, one trailing newline."""
-    doc = {"format": FORMAT, "about": ABOUT, "entries": {k: asdict(entries[k]) for k in sorted(entries)}}
+def read_notes(path: Path) -> dict[str, Any]:
+    """The lock's ``notes`` object (facts found while locking, e.g. the corpus's import order); {} if none."""
+    if not path.exists():
+        return {}
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    notes = doc.get("notes", {})
+    if not isinstance(notes, dict):
+        raise _fail(path, "'notes' must be an object")
+    return notes
+
+
+def write_lock(path: Path, entries: Mapping[str, Entry], notes: Mapping[str, Any] | None = None) -> None:
+    """Atomic write (temp file, fsync, rename), keys sorted, one trailing newline. ``notes`` replaces the
+    lock's notes; None keeps those already in the file."""
+    kept = dict(notes) if notes is not None else read_notes(path)
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "about": ABOUT,
+        "entries": {k: asdict(entries[k]) for k in sorted(entries)},
+    }
+    if kept:
+        doc["notes"] = kept
     write_bytes_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
+
+
+def set_note(path: Path, key: str, value: Any) -> None:
+    """Add or replace one note (the entries are left exactly as they are)."""
+    notes = read_notes(path)
+    notes[key] = value
+    write_lock(path, read_lock(path), notes)
 
 
 def add_entries(path: Path, new: Mapping[str, Entry]) -> list[str]:

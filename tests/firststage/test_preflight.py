@@ -1,0 +1,125 @@
+"""The keyword-full preflight: the fits, the prediction against the machine, the refusal and the dry run."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bench.errors import BenchError
+from bench.firststage import preflight as pf
+from bench.integrity import datalock
+from bench.plan import CORPUS_FULL_PASSAGES
+
+NS = [100_000.0, 300_000.0, 1_000_000.0]
+
+
+def test_power_law_and_affine_fits_recover_their_parameters() -> None:
+    p = pf.fit_power_law(NS, [3.0 * n**0.8 for n in NS])
+    assert p["a"] == pytest.approx(3.0, rel=1e-9) and p["b"] == pytest.approx(0.8, rel=1e-9)
+    assert p["max_rel_residual"] < 1e-9
+    a = pf.fit_affine(NS, [5e7 + 2000.0 * n for n in NS])
+    assert a["c"] == pytest.approx(5e7, rel=1e-9) and a["k"] == pytest.approx(2000.0, rel=1e-9)
+    # a curved series: the power law misses it, and says so in its residual
+    curved = pf.fit_power_law(NS, [1e7 + 100.0 * n for n in NS])
+    assert curved["max_rel_residual"] > 0.01
+    with pytest.raises(BenchError, match="at least two"):
+        pf.fit_power_law([1.0], [2.0])
+    with pytest.raises(BenchError, match="positive"):
+        pf.fit_power_law([1.0, 2.0], [0.0, 1.0])
+
+
+def test_predict_takes_the_larger_model_and_scales_by_bytes() -> None:
+    fig = pf.fit_figure(NS, [1e8 + 2000.0 * n for n in NS])
+    models = pf.predict_models(fig, CORPUS_FULL_PASSAGES)
+    assert models["affine"] == pytest.approx(1e8 + 2000.0 * CORPUS_FULL_PASSAGES, rel=1e-9)
+    assert models["power_law"] < models["affine"]  # the power law bends below a line with an intercept
+    assert pf.predict(fig, CORPUS_FULL_PASSAGES, 1.5) == pytest.approx(1.5 * models["affine"], rel=1e-12)
+
+
+def _fit_file(path: Path, per_passage: float = 3000.0) -> Path:
+    figures = {f: pf.fit_figure(NS, [1e7 + per_passage * n for n in NS]) for f in pf.FIGURES}
+    pf.write_fit(
+        figures,
+        sizes=[int(n) for n in NS],
+        generated_mean_passage_bytes=600.0,
+        provenance={"test": True},
+        path=path,
+    )
+    return path
+
+
+def test_prediction_without_lock_uses_the_plan_and_the_sample(tmp_path: Path) -> None:
+    fit = _fit_file(tmp_path / "fit.json")
+    p = pf.keyword_full_prediction(fit_path=fit, lock_path=tmp_path / "no.lock", data_dir=tmp_path)
+    assert p.passages == CORPUS_FULL_PASSAGES and "plan's row count" in p.passages_source
+    mean, _ = pf._sample_bytes()
+    assert p.bytes_per_passage == pytest.approx(mean) and "assumed" in p.bytes_source
+    assert p.bytes_scale == pytest.approx(mean / 600.0)
+    assert p.memory_bytes == pytest.approx((1e7 + 3000.0 * CORPUS_FULL_PASSAGES) * mean / 600.0, rel=1e-9)
+    assert p.available_memory_bytes is not None and p.free_disk_bytes is not None
+    assert "15,866,222" in p.text() and "fitted on N = 100,000, 300,000, 1,000,000" in p.text()
+
+
+def test_prediction_from_the_lock(tmp_path: Path) -> None:
+    lock = tmp_path / "datasets.lock"
+    src = datalock.Source(
+        "miracl/miracl-corpus", "r" * 40, "miracl-corpus-v1.0-de/docs-0.jsonl.gz", "huggingface-dataset"
+    )
+    e = datalock.Entry("corpus-full", "hub", "x/docs-0.jsonl.gz", src, 30_000_000, "0" * 64, 100_000, "r")
+    datalock.write_lock(lock, {"hub:x:docs-0": e})
+    p = pf.keyword_full_prediction(
+        fit_path=_fit_file(tmp_path / "fit.json"), lock_path=lock, data_dir=tmp_path
+    )
+    mean, gz = pf._sample_bytes()
+    assert p.passages == 100_000 and "rows of the corpus-full shards" in p.passages_source
+    assert p.bytes_per_passage == pytest.approx(300.0 * mean / gz) and "1 locked shards" in p.bytes_source
+
+
+def test_refusal_names_need_have_and_how(tmp_path: Path) -> None:
+    p = pf.keyword_full_prediction(
+        fit_path=_fit_file(tmp_path / "fit.json"), lock_path=tmp_path / "n", data_dir=tmp_path
+    )
+    small = replace(p, available_memory_bytes=2**30, free_disk_bytes=2**30)
+    with pytest.raises(BenchError) as err:
+        pf.check(small, ignore=False)
+    msg = err.value.message
+    assert "refused before sending anything" in msg and "this machine has 1.0 GiB available" in msg
+    assert f"needs {small.memory_bytes / 2**30:.1f} GiB" in msg and "disk: needs" in msg
+    assert "how:" in msg and "--ignore-preflight" in msg
+    rec = pf.check(small, ignore=True)
+    assert rec["ignored"] is True and len(rec["problems"]) == 2
+    big = replace(p, available_memory_bytes=10**15, free_disk_bytes=10**15)
+    assert pf.check(big, ignore=False)["problems"] == []
+
+
+def test_fit_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(BenchError, match="fit is missing"):
+        pf.read_fit(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": pf.FIT_FORMAT, "figures": {}}))
+    with pytest.raises(BenchError, match="missing"):
+        pf.read_fit(bad)
+
+
+def test_committed_fit_and_dry_run_offline() -> None:
+    from bench.firststage.cli import first_stage
+
+    fit = pf.read_fit()  # the committed fit, measured by benchmarks/bench_scale_keyword.py
+    assert fit["provenance"]["script"] == "benchmarks/bench_scale_keyword.py"
+    rows = fit["provenance"]["rows"]
+    assert [r["n"] for r in rows] == fit["sizes"] and len(rows) >= 2
+    for r in rows:  # every figure carries its load average (a loaded machine)
+        assert len(r["load_before"]) == 3 and len(r["load_after_import"]) == 3
+    for name, f in fit["figures"].items():
+        assert math.isfinite(f["power_law"]["b"]) and math.isfinite(f["affine"]["k"]), name
+    result = CliRunner().invoke(first_stage, ["keyword-full", "--dry-run"])
+    assert result.exit_code in (0, 1), result.output
+    assert "preflight keyword-full: 15,866,222 passages" in result.output
+    assert "predicted server memory" in result.output and "how:" in result.output
+    other = CliRunner().invoke(first_stage, ["keyword-71k", "--dry-run"])
+    assert other.exit_code != 0 and "keyword-full only" in other.output

@@ -1,0 +1,61 @@
+"""Kill-and-resume, proven by comparison (issue 23, item 4), at the size of the bundled sample (7,402 real
+passages); ``benchmarks/bench_scale_faults.py`` runs the same check at 1,000,000 generated passages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.data import Passage
+from bench.data.bundled import Sample
+from bench.firststage.collection import collection_digest, ensure_collection, import_all
+from bench.firststage.resume_check import SCHEMA, run_check
+from bench.firststage.search import search
+from bench.firststage.server import TypesenseServer
+
+pytestmark = pytest.mark.typesense
+
+
+@pytest.mark.slow
+def test_killed_importer_and_killed_server_resume_to_the_same_collection(tmp_path: Path) -> None:
+    out = run_check("bench.firststage.resume_check:sample_corpus", 7402, seed=3, batch=500, workdir=tmp_path)
+    ref = out["reference"]
+    assert ref["documents"] == ref["count_reported"] == 7402
+    for case, at in (
+        ("importer_killed", "kill_importer_at_passage"),
+        ("server_killed", "kill_server_at_passage"),
+    ):
+        got = out[case]
+        assert 500 <= out[at] < 7402
+        # the kill came after the last full batch before the kill point was acknowledged
+        assert got["checkpoint_at_kill"] == (out[at] // 500) * 500
+        assert got["resumed_from"] == got["checkpoint_at_kill"]
+        assert got["documents"] == 7402 and got["id_position_sha256"] == ref["id_position_sha256"]
+    assert out["server_killed"]["importer_exit_status"] != 0  # it gave up after its back-off budget
+    assert out["agree"] is True
+
+
+def _docs(ps: list[Passage]) -> list[dict[str, str]]:
+    return [{"id": p.docid, "title": p.title, "text": p.text} for p in ps]
+
+
+def test_digest_sees_the_order_and_follows_seq_id(server: TypesenseServer, sample: Sample) -> None:
+    ps = sample.corpus[:300]
+    a = {**SCHEMA, "name": "digest-a"}
+    b = {**SCHEMA, "name": "digest-b"}
+    ensure_collection(server, a)
+    ensure_collection(server, b)
+    import_all(server, "digest-a", _docs(ps), 100)
+    swapped = [*ps[:10], ps[11], ps[10], *ps[12:]]
+    import_all(server, "digest-b", _docs(swapped), 100)
+    da, db = collection_digest(server, "digest-a"), collection_digest(server, "digest-b")
+    assert da["documents"] == db["documents"] == 300
+    assert da["id_position_sha256"] != db["id_position_sha256"]  # same ids, two swapped: caught
+    # export order (what the digest hashes) is the insertion order: the server's own _seq_id order
+    ids = []
+    for page in (1, 2):
+        res = search(server, "digest-b", {"q": "*", "sort_by": "_seq_id:asc", "per_page": 150, "page": page,
+                                          "include_fields": "id"})  # fmt: skip
+        ids += [h["document"]["id"] for h in res.hits]
+    assert ids == [p.docid for p in swapped]
