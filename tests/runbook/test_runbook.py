@@ -1,0 +1,260 @@
+"""docs/runbook.md run end to end, as written there, on a miniature study (issue 20, item 2).
+
+The steps and their commands are parsed from docs/runbook.md (``bench.runbook``) and run in order in a fresh
+git repository made from the project: its tracked files copied, PLAN.md committed alone first (the project's
+history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
+``docker compose run --rm bench[-cpu] X`` runs ``bench X`` in that repository with what the container gives:
+``BENCH_ROOT`` (the mounted checkout), ``HF_HOME``, ``BENCH_TYPESENSE_URL`` / ``_API_KEY`` (a loopback server),
+``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs). After every step, ``bench status`` must
+call that step done.
+
+What stands in for what, and why (each is named where it happens below):
+- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 20 passages in 32
+  shards, ...) on bench.plan before the CLI is imported; the command line, defaults and paths are the real
+  ones.
+- Commands that need internet (``timestamps stamp``, ``data fetch``, ``models fetch``, ``hf download``, the
+  ECB download) are replaced by what they leave behind: offline-built pending proofs, hub snapshots in the
+  pinned layouts (32 shards included, then locked by the real ``bench data lock`` and checked by ``bench data
+  verify``), tiny models in the hub snapshot layout at the pinned revisions, loaded by the real loading code.
+- ``docker compose up -d typesense``: the PyPI Typesense 0.24.1 (D-001) on loopback. Measurements refuse any
+  server but 30.2, so no ``bench first-stage`` can run here: the first-stage files are made the way ``bench
+  reproduce`` consumes committed ones (the TREC run of each stage's top 100 and its record), by the test.
+- CUDA: the GPU commands run on the CPU (``--device cpu``; the latency GPU preset on the CPU timer); the
+  device logic itself is tested in tests/latency and tests/quality.
+
+A step that refuses, fails or writes where the next step does not look fails the test, naming the step, the
+command and its stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bench.runbook import Step, read_runbook
+from tests.conftest import GIT_ENV, REPO_ROOT
+from tests.support import ministudy
+
+PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
+
+
+@dataclass
+class Study:
+    root: Path
+    env: dict[str, str]
+    qrels: Path
+    log: list[str] = field(default_factory=list)
+
+
+def make_repo(base: Path) -> Path:
+    """The project's tracked files in a fresh repository: PLAN.md alone first, then the rest."""
+    root = base / "study"
+    root.mkdir()
+    tracked = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True)
+    for rel in tracked.stdout.decode().split("\0"):
+        if not rel or not (REPO_ROOT / rel).is_file():
+            continue
+        dst = root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / rel, dst)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "PLAN.md")
+    git(root, "commit", "-q", "-m", PLAN_TITLE)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "The project at the start of the study")
+    return root
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, **GIT_ENV})  # fmt: skip
+
+
+class StepFailed(AssertionError):
+    pass
+
+
+def fail(step: Step, command: str, proc: subprocess.CompletedProcess[str] | None, why: str) -> None:
+    tail = "" if proc is None else f"\n--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+    raise StepFailed(f"runbook step {step.id!r} (docs/runbook.md line {step.line}), command {command!r}: {why}{tail}")
+
+
+# --- translation of one runbook line --------------------------------------------------------------------
+
+GPU_DEVICE_OPTIONS = {"first-stage": "--device", "check-adapters": "--device", "quality": "--device",
+                      "determinism": "--device", "reproduce": "--device", "dtype-check": "--gpu"}  # fmt: skip
+
+
+def container_args(words: list[str]) -> tuple[str, str, list[str]]:
+    """``docker compose run --rm [--entrypoint E] SERVICE ARGS`` -> (entrypoint, service, args)."""
+    if words[:4] != ["docker", "compose", "run", "--rm"]:
+        raise ValueError(words)
+    rest = words[4:]
+    entry = "bench"
+    if rest[0] == "--entrypoint":
+        entry, rest = rest[1], rest[2:]
+    return entry, rest[0], rest[1:]
+
+
+def cpu_for_cuda(args: list[str]) -> list[str]:
+    """The GPU service's commands on the CPU: an explicit ``--device cuda`` becomes ``--device cpu``; a
+    command whose default is CUDA gets ``--device cpu`` (``--gpu cpu`` for the data-type check)."""
+    out = ["cpu" if (a == "cuda" and i and args[i - 1] in ("--device", "--gpu")) else a for i, a in enumerate(args)]
+    option = GPU_DEVICE_OPTIONS.get(args[0]) if args else None
+    if option is not None and option not in out:
+        out.append(option)
+        out.append("cpu")
+    return out
+
+
+def run_bench(study: Study, step: Step, command: str, args: list[str], *, ok: tuple[int, ...] = (0,)) -> str:
+    cmd = [sys.executable, "-m", "tests.support.minibench", *args]
+    proc = subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=600)
+    study.log.append(f"$ {command}\n{proc.stderr[-400:]}")
+    if proc.returncode not in ok:
+        fail(step, command, proc, f"exit {proc.returncode}")
+    return proc.stdout
+
+
+def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
+    words = shlex.split(command)
+    if words[0] == "git":
+        proc = subprocess.run(words, cwd=study.root, env={**study.env, **GIT_ENV}, capture_output=True, text=True)
+        if proc.returncode != 0:
+            fail(step, command, proc, "git refused (a path the runbook commits was not written?)")
+        return
+    if words[:4] == ["docker", "compose", "up", "-d"] and words[4:] == ["typesense"]:
+        start_typesense(study, stack)
+        return
+    entry, service, args = container_args(words)
+    stand_in = STAND_INS.get((entry, *args[:2])) or STAND_INS.get((entry, *args[:1]))
+    if stand_in is not None:
+        stand_in(study, args)
+        return
+    if service == "bench":
+        args = cpu_for_cuda(args)
+    if entry == "analysis":
+        args = ["analysis", *args]
+    elif entry != "bench":
+        fail(step, command, None, f"no translation for --entrypoint {entry}")
+    run_bench(study, step, command, args)
+
+
+# --- stand-ins for what needs internet, Docker or a GPU -------------------------------------------------
+
+
+def stamp(study: Study, args: list[str]) -> None:
+    """`timestamps stamp FILE` needs the calendars: a pending proof of FILE's bytes, where the command writes
+    it (PLAN.md.ots; timestamps/DEVIATIONS.md/<sha256>.ots for the committed version)."""
+    import hashlib
+
+    target = args[2]
+    data = (study.root / target).read_bytes()
+    if target == "PLAN.md":
+        ministudy.write_proof(data, study.root / "PLAN.md.ots")
+    else:
+        sha = hashlib.sha256(data).hexdigest()
+        ministudy.write_proof(data, study.root / "timestamps" / "DEVIATIONS.md" / f"{sha}.ots")
+
+
+def upgrade(study: Study, args: list[str]) -> None:
+    """`timestamps upgrade` asks the calendars: offline there is nothing to upgrade (the proofs stay pending)."""
+
+
+def data_fetch(study: Study, args: list[str]) -> None:
+    """`data fetch` downloads the pinned snapshots: write them in the pinned layouts instead (not --dry-run,
+    which runs as written)."""
+    if "--dry-run" in args:
+        run_bench(study, STEP_NOW[0], "data fetch --dry-run", args)
+        return
+    ministudy.write_hub(study.root / "data" / "hub")
+
+
+def models_fetch(study: Study, args: list[str]) -> None:
+    """`models fetch --all` downloads the pinned snapshots: tiny models at the pinned revisions instead."""
+    from tests.support.tiny_models import write_models
+
+    write_models(study.root / "data" / "models")
+
+
+def hf_download(study: Study, args: list[str]) -> None:
+    """`hf download voyageai/rerank-3 tokenizer.json --cache-dir ...`: a word-level tokenizer.json in the hub
+    cache layout (the revision folder name is what the hub would give; here a fixed stand-in)."""
+    from tests.support.tiny_models import write_voyage_tokenizer
+
+    write_voyage_tokenizer(study.root / "data" / "models")
+
+
+STAND_INS = {
+    ("bench", "timestamps", "stamp"): stamp,
+    ("bench", "timestamps", "upgrade"): upgrade,
+    ("bench", "data", "fetch"): data_fetch,
+    ("bench", "models", "fetch"): models_fetch,
+    ("hf", "download"): hf_download,
+}
+STEP_NOW: list[Step] = []
+
+
+def start_typesense(study: Study, stack: ExitStack) -> None:
+    if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
+        return
+    from bench.firststage.server import local_typesense
+
+    server = stack.enter_context(local_typesense())
+    study.env.update({"BENCH_TYPESENSE_URL": server.url, "BENCH_TYPESENSE_API_KEY": server.api_key,
+                      "_TYPESENSE_STARTED": "1"})  # fmt: skip
+
+
+# --- the test -------------------------------------------------------------------------------------------
+
+
+def status(study: Study) -> dict[str, dict]:
+    proc = subprocess.run([sys.executable, "-m", "tests.support.minibench", "status", "--json"], cwd=study.root,
+                          env=study.env, capture_output=True, text=True)  # fmt: skip
+    if proc.returncode != 0:
+        raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
+    return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
+    base = tmp_path_factory.mktemp("runbook")
+    root = make_repo(base)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_"))},
+        "BENCH_ROOT": str(root),
+        "HF_HOME": str(root / ".cache" / "huggingface"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(root),
+        "VOYAGE_API_KEY": "test-key",
+        "ANTHROPIC_API_KEY": "test-key",
+    }
+    yield Study(root, env, root / "data" / "hub")
+
+
+def test_runbook_end_to_end(study: Study) -> None:
+    steps = read_runbook(REPO_ROOT)
+    with ExitStack() as stack:
+        from tests.latency.loopback import voyage_server
+
+        voyage = stack.enter_context(voyage_server())
+        study.env["VOYAGE_BASE_URL"] = voyage.url
+        for step in steps:
+            STEP_NOW[:] = [step]
+            for command in step.commands:
+                run_line(study, step, command, stack)
+            state = status(study)[step.id]
+            want = "to check" if step.id == "audit" else "done"
+            assert state["state"] == want, (
+                f"after runbook step {step.id!r}, bench status says {state['state']}: missing {state['missing']}"
+            )

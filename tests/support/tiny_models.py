@@ -1,0 +1,70 @@
+"""Tiny random models in the hub snapshot layout at the plan's pinned revisions, as ``bench models fetch``
+leaves them (``data/models/models--ORG--NAME/snapshots/<revision>/``), loaded by the real loading code.
+
+Families: the BERT cross-encoder (bge-v2-m3, and the int8 source it is), Qwen3 causal LMs (qwen3-0.6b,
+qwen3-4b), the Qwen-based mxbai, gte's remote code (fake ``new-impl``, tests/rerankers), jina's remote code
+(a fake ``rerank``, tests/equality). Querit-4B has no tiny snapshot yet: its check is "not rated".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from bench.plan import RERANKERS
+from bench.rerankers.snapshots import snapshot_path
+from bench.rerankers.testing import build_bert, build_qwen3, build_word_tokenizer
+
+VOYAGE_TOKENIZER_REVISION = "0" * 40  # a stand-in folder name; the hub would give the commit
+
+
+def _snap(model_id: str, root: Path) -> Path:
+    plan = RERANKERS[model_id]
+    assert plan.revision is not None
+    return snapshot_path(plan.model, plan.revision, root)
+
+
+def write_jina(path: Path) -> Path:
+    import torch
+    from transformers import BertTokenizer
+
+    from tests.equality.test_jina_reference import MODELING
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "modeling.py").write_text(MODELING)
+    spec = importlib.util.spec_from_file_location("fake_jina_modeling_for_runbook", path / "modeling.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    torch.manual_seed(4)
+    module.FakeJina(module.FakeJinaConfig()).save_pretrained(path)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": "modeling.FakeJinaConfig", "AutoModel": "modeling.FakeJina"}
+    (path / "config.json").write_text(json.dumps(cfg))
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "fluss", "stadt", "berlin"]
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(path)
+    return path
+
+
+def write_models(root: Path) -> Path:
+    build_bert(_snap("bge-v2-m3", root))
+    for m in ("qwen3-0.6b", "qwen3-4b", "mxbai-large-v2"):
+        build_qwen3(_snap(m, root))
+    gte = RERANKERS["gte-base"]
+    assert gte.code_repo is not None and gte.code_revision is not None
+    from tests.rerankers.rerankers_fake_gte import build_fake_gte
+
+    build_fake_gte(_snap("gte-base", root), snapshot_path(gte.code_repo, gte.code_revision, root))
+    write_jina(_snap("jina-v3.5", root))
+    return root
+
+
+def write_voyage_tokenizer(root: Path) -> Path:
+    tok = build_word_tokenizer()
+    path = snapshot_path("voyageai/rerank-3", VOYAGE_TOKENIZER_REVISION, root)
+    path.mkdir(parents=True, exist_ok=True)
+    tok.backend_tokenizer.save(str(path / "tokenizer.json"))
+    return path
