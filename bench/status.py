@@ -133,18 +133,21 @@ def _snapshot_present(models: Path, repo: str, revision: str) -> bool:
 
 def _models(root: Path) -> Found:
     models = Path(os.environ.get("BENCH_MODELS_DIR", root / "data" / "models"))
-    missing = [
-        (f"{m} snapshot ({plan.RERANKERS[m].model}@{plan.RERANKERS[m].revision[:12]})", "models fetch")
-        for m in plan.LOCAL_RERANKERS
-        if not _snapshot_present(models, plan.RERANKERS[m].model, plan.RERANKERS[m].revision)
-    ]
+    missing = []
+    total = 2  # the embedder and the Voyage tokenizer, plus every snapshot below
+    for m in plan.LOCAL_RERANKERS:
+        r = plan.RERANKERS[m]
+        for repo, rev in ((r.model, r.revision), (r.code_repo, r.code_revision)):
+            total += bool(repo and rev)
+            if repo and rev and not _snapshot_present(models, repo, rev):
+                missing.append((f"{m} snapshot ({repo}@{rev[:12]})", "models fetch"))
     emb = plan.EMBEDDING_MODEL
     if not _snapshot_present(models, emb.repo, emb.revision):
         missing.append((f"Arctic embedder snapshot ({emb.repo}@{emb.revision[:12]})", "models fetch"))
     tok = models / "models--voyageai--rerank-3" / "snapshots"
     if not any(tok.glob("*/tokenizer.json")):
         missing.append(("the Voyage tokenizer (voyageai/rerank-3 tokenizer.json)", "hf bench-cpu download"))
-    return _items(missing, len(plan.LOCAL_RERANKERS) + 2, ("snapshots are per machine (data/models/)",))
+    return _items(missing, total, ("snapshots are per machine (data/models/)",))
 
 
 def _first_stages(root: Path) -> Found:

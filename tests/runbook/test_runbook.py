@@ -4,9 +4,9 @@ The steps and their commands are parsed from docs/runbook.md (``bench.runbook``)
 git repository made from the project: its tracked files copied, PLAN.md committed alone first (the project's
 history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
 ``docker compose run --rm bench[-cpu] X`` runs ``bench X`` in that repository with what the container gives:
-``BENCH_ROOT`` (the mounted checkout), ``HF_HOME``, ``BENCH_TYPESENSE_URL`` / ``_API_KEY`` (a loopback server),
-``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs). After every step, ``bench status`` must
-call that step done.
+``BENCH_ROOT`` (the mounted checkout), ``HF_HOME``, ``BENCH_TYPESENSE_URL`` / ``_API_KEY`` (a loopback
+server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs). After every step, ``bench
+status`` must call that step done.
 
 What stands in for what, and why (each is named where it happens below):
 - Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 20 passages in 32
@@ -43,6 +43,7 @@ import pytest
 
 from bench.runbook import Step, read_runbook
 from tests.conftest import GIT_ENV, REPO_ROOT
+from tests.equality.reference_sync import sync_reference_env
 from tests.support import ministudy
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
@@ -76,8 +77,13 @@ def make_repo(base: Path) -> Path:
 
 
 def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
-                          env={**os.environ, **GIT_ENV})  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
 
 
 class StepFailed(AssertionError):
@@ -85,14 +91,26 @@ class StepFailed(AssertionError):
 
 
 def fail(step: Step, command: str, proc: subprocess.CompletedProcess[str] | None, why: str) -> None:
-    tail = "" if proc is None else f"\n--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
-    raise StepFailed(f"runbook step {step.id!r} (docs/runbook.md line {step.line}), command {command!r}: {why}{tail}")
+    tail = (
+        ""
+        if proc is None
+        else f"\n--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+    )
+    raise StepFailed(
+        f"runbook step {step.id!r} (docs/runbook.md line {step.line}), command {command!r}: {why}{tail}"
+    )
 
 
 # --- translation of one runbook line --------------------------------------------------------------------
 
-GPU_DEVICE_OPTIONS = {"first-stage": "--device", "check-adapters": "--device", "quality": "--device",
-                      "determinism": "--device", "reproduce": "--device", "dtype-check": "--gpu"}  # fmt: skip
+GPU_DEVICE_OPTIONS = {
+    "first-stage": "--device",
+    "check-adapters": "--device",
+    "quality": "--device",
+    "determinism": "--device",
+    "reproduce": "--device",
+    "dtype-check": "--gpu",
+}
 
 
 def container_args(words: list[str]) -> tuple[str, str, list[str]]:
@@ -109,7 +127,10 @@ def container_args(words: list[str]) -> tuple[str, str, list[str]]:
 def cpu_for_cuda(args: list[str]) -> list[str]:
     """The GPU service's commands on the CPU: an explicit ``--device cuda`` becomes ``--device cpu``; a
     command whose default is CUDA gets ``--device cpu`` (``--gpu cpu`` for the data-type check)."""
-    out = ["cpu" if (a == "cuda" and i and args[i - 1] in ("--device", "--gpu")) else a for i, a in enumerate(args)]
+    out = [
+        "cpu" if (a == "cuda" and i and args[i - 1] in ("--device", "--gpu")) else a
+        for i, a in enumerate(args)
+    ]
     option = GPU_DEVICE_OPTIONS.get(args[0]) if args else None
     if option is not None and option not in out:
         out.append(option)
@@ -129,7 +150,9 @@ def run_bench(study: Study, step: Step, command: str, args: list[str], *, ok: tu
 def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
     words = shlex.split(command)
     if words[0] == "git":
-        proc = subprocess.run(words, cwd=study.root, env={**study.env, **GIT_ENV}, capture_output=True, text=True)
+        proc = subprocess.run(
+            words, cwd=study.root, env={**study.env, **GIT_ENV}, capture_output=True, text=True
+        )
         if proc.returncode != 0:
             fail(step, command, proc, "git refused (a path the runbook commits was not written?)")
         return
@@ -168,7 +191,7 @@ def stamp(study: Study, args: list[str]) -> None:
 
 
 def upgrade(study: Study, args: list[str]) -> None:
-    """`timestamps upgrade` asks the calendars: offline there is nothing to upgrade (the proofs stay pending)."""
+    """`timestamps upgrade` asks the calendars: offline nothing is upgraded (the proofs stay pending)."""
 
 
 def data_fetch(study: Study, args: list[str]) -> None:
@@ -195,7 +218,53 @@ def hf_download(study: Study, args: list[str]) -> None:
     write_voyage_tokenizer(study.root / "data" / "models")
 
 
+def first_stage(study: Study, args: list[str]) -> None:
+    """`first-stage STAGE` needs Typesense 30.2 (a measurement refuses 0.24.1): the stage's files are made the
+    way `bench reproduce` consumes committed ones. The TREC run holds each query's top 100 of the stage's
+    corpus by word overlap with the query (ties by passage id), run tag the stage; the record names what made
+    it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository. It has no latency
+    section: no Typesense measured it, and nothing is invented."""
+    import hashlib
+
+    from bench.provenance import collect_manifest
+
+    stage = args[1]
+    corpus = ministudy.passages()
+    if stage != "keyword-full":
+        corpus = corpus[: ministudy.N_71K]
+    queries = ministudy.dev_queries()
+    lines = []
+    for qid, text in sorted(queries.items()):
+        words = set(text.rstrip("?").split())
+        scored = sorted(
+            corpus,
+            key=lambda p: (-len(words & set((p["title"] + " " + p["text"]).lower().split())), p["docid"]),
+        )[:100]
+        lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {stage}" for r, p in enumerate(scored, 1)]
+    run = study.root / "runs" / "first-stage" / f"{stage}.trec"
+    run.parent.mkdir(parents=True, exist_ok=True)
+    run.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    qrels = study.root / "data" / "hub" / "miracl" / "miracl@5be20db9509754dadad47689368639fcec739c00"
+    record = {
+        "stage": stage,
+        "mode": "rehearsal",
+        "made_by": "tests/runbook stand-in: word-overlap top 100 of the miniature corpus (no Typesense 30.2)",
+        "queries": len(queries),
+        "depth": 100,
+        "run_file": {
+            "path": f"runs/first-stage/{stage}.trec",
+            "sha256": hashlib.sha256(run.read_bytes()).hexdigest(),
+        },
+        "qrels_dir": str(qrels.relative_to(study.root)),
+        "manifest": collect_manifest(kind="first-stage", root=study.root),
+    }
+    out = study.root / "results" / "first-stage" / f"{stage}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
 STAND_INS = {
+    ("bench", "first-stage"): first_stage,
     ("bench", "timestamps", "stamp"): stamp,
     ("bench", "timestamps", "upgrade"): upgrade,
     ("bench", "data", "fetch"): data_fetch,
@@ -211,16 +280,26 @@ def start_typesense(study: Study, stack: ExitStack) -> None:
     from bench.firststage.server import local_typesense
 
     server = stack.enter_context(local_typesense())
-    study.env.update({"BENCH_TYPESENSE_URL": server.url, "BENCH_TYPESENSE_API_KEY": server.api_key,
-                      "_TYPESENSE_STARTED": "1"})  # fmt: skip
+    study.env.update(
+        {
+            "BENCH_TYPESENSE_URL": server.url,
+            "BENCH_TYPESENSE_API_KEY": server.api_key,
+            "_TYPESENSE_STARTED": "1",
+        }
+    )
 
 
 # --- the test -------------------------------------------------------------------------------------------
 
 
 def status(study: Study) -> dict[str, dict]:
-    proc = subprocess.run([sys.executable, "-m", "tests.support.minibench", "status", "--json"], cwd=study.root,
-                          env=study.env, capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.support.minibench", "status", "--json"],
+        cwd=study.root,
+        env=study.env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
     return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
@@ -238,6 +317,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         "PYTHONPATH": str(root),
         "VOYAGE_API_KEY": "test-key",
         "ANTHROPIC_API_KEY": "test-key",
+        # the container sets these to its reference environments (docker/bench.Dockerfile)
+        "BENCH_REFERENCE_PYTHON_TF457": str(sync_reference_env("tf457")),
+        "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),
     }
     yield Study(root, env, root / "data" / "hub")
 
@@ -256,5 +338,6 @@ def test_runbook_end_to_end(study: Study) -> None:
             state = status(study)[step.id]
             want = "to check" if step.id == "audit" else "done"
             assert state["state"] == want, (
-                f"after runbook step {step.id!r}, bench status says {state['state']}: missing {state['missing']}"
+                f"after runbook step {step.id!r}, bench status says {state['state']}: "
+                f"missing {state['missing']}"
             )

@@ -36,8 +36,10 @@ def docid(i: int) -> str:
 def passages() -> list[dict[str, str]]:
     """The full corpus (N_FULL passages); the first N_71K are the 71k corpus."""
     rng = random.Random(20261201)
-    return [{"docid": docid(i), "title": rng.choice(WORDS).capitalize(), "text": sentence(rng, 4, 12)}
-            for i in range(N_FULL)]  # fmt: skip
+    return [
+        {"docid": docid(i), "title": rng.choice(WORDS).capitalize(), "text": sentence(rng, 4, 12)}
+        for i in range(N_FULL)
+    ]
 
 
 def dev_queries() -> dict[str, str]:
@@ -86,15 +88,22 @@ def write_hub(hub: Path) -> dict[str, Path]:
     qrels_path.write_text("".join(f"{q}\tQ0\t{d}\t{r}\n" for q, d, r in qrels), encoding="utf-8")
     rng = random.Random(3)
     test_b = m / miracl.topics_relpath("de", miracl.TEST_B_SPLIT)
-    test_b.write_text("".join(f"{9000 + i}\t{sentence(rng, 3, 5)}?\n" for i in range(TEST_B_QUERIES)),
-                      encoding="utf-8")  # fmt: skip
+    test_b.write_text(
+        "".join(f"{9000 + i}\t{sentence(rng, 3, 5)}?\n" for i in range(TEST_B_QUERIES)), encoding="utf-8"
+    )
     # corpus-71k (MTEB layout, `_id`), plus the queries / qrels files it ships (locked, not read)
     c = hub / f"{plan.CORPUS_71K.repo}@{plan.CORPUS_71K.revision}"
-    _parquet(c / layout.CORPUS_71K_FILE, [{"_id": p["docid"], "title": p["title"], "text": p["text"]}
-                                          for p in corpus[:N_71K]])  # fmt: skip
-    _parquet(c / "de-queries" / "dev-00000-of-00001.parquet", [{"_id": q, "text": t} for q, t in queries.items()])
-    _parquet(c / "de-qrels" / "dev-00000-of-00001.parquet",
-             [{"query-id": q, "corpus-id": d, "score": r} for q, d, r in qrels])  # fmt: skip
+    _parquet(
+        c / layout.CORPUS_71K_FILE,
+        [{"_id": p["docid"], "title": p["title"], "text": p["text"]} for p in corpus[:N_71K]],
+    )
+    _parquet(
+        c / "de-queries" / "dev-00000-of-00001.parquet", [{"_id": q, "text": t} for q, t in queries.items()]
+    )
+    _parquet(
+        c / "de-qrels" / "dev-00000-of-00001.parquet",
+        [{"query-id": q, "corpus-id": d, "score": r} for q, d, r in qrels],
+    )
     # corpus-full: 32 gzip JSON-lines shards, 5 passages each
     f = hub / f"{plan.CORPUS_FULL.repo}@{plan.CORPUS_FULL.revision}" / layout.CORPUS_FULL_DIR
     f.mkdir(parents=True, exist_ok=True)
@@ -114,7 +123,9 @@ def write_reranking(hub: Path, n_q: int = 4, n_c: int = 100) -> None:
     from bench import plan
 
     snap = hub / f"{plan.RERANKING.repo}@{plan.RERANKING.revision}"
-    id_map = hub / f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}" / plan.RERANKING_ID_MAP_PATH
+    id_map = (
+        hub / f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}" / plan.RERANKING_ID_MAP_PATH
+    )
     id_map.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(5)
     queries, corpus, top, lines, qrels = [], [], [], [], []

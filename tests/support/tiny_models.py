@@ -3,7 +3,8 @@ leaves them (``data/models/models--ORG--NAME/snapshots/<revision>/``), loaded by
 
 Families: the BERT cross-encoder (bge-v2-m3, and the int8 source it is), Qwen3 causal LMs (qwen3-0.6b,
 qwen3-4b), the Qwen-based mxbai, gte's remote code (fake ``new-impl``, tests/rerankers), jina's remote code
-(a fake ``rerank``, tests/equality). Querit-4B has no tiny snapshot yet: its check is "not rated".
+(a fake ``rerank``, tests/equality), Querit's remote code (a fake with its interface), and the Arctic
+embedder as a sentence-transformers folder with 1024 dimensions.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def write_models(root: Path) -> Path:
 
     build_fake_gte(_snap("gte-base", root), snapshot_path(gte.code_repo, gte.code_revision, root))
     write_jina(_snap("jina-v3.5", root))
+    write_querit(_snap("querit-4b", root))
+    write_arctic(root)
     return root
 
 
@@ -67,4 +70,92 @@ def write_voyage_tokenizer(root: Path) -> Path:
     path = snapshot_path("voyageai/rerank-3", VOYAGE_TOKENIZER_REVISION, root)
     path.mkdir(parents=True, exist_ok=True)
     tok.backend_tokenizer.save(str(path / "tokenizer.json"))
+    return path
+
+
+QUERIT_MODELING = """
+import torch
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+
+
+class FakeQueritConfig(PretrainedConfig):
+    model_type = "fake_querit"
+
+    def __init__(self, vocab_size=256, hidden_size=8, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+
+
+class FakeQuerit(PreTrainedModel):
+    config_class = FakeQueritConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.emb = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.head = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def _init_weights(self, module):
+        pass
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        seen = attention_mask[:, 0, -1, :].float()  # what the final [CLS] attends to
+        h = (self.emb(input_ids) * seen.unsqueeze(-1)).sum(1) / seen.sum(1, keepdim=True)
+        return {"score": self.head(h)}
+"""
+
+
+def write_querit(path: Path) -> Path:
+    """A remote-code model with the Querit interface (auto_map.AutoModel, a 4-D attention mask, a ``score``
+    output) and a word-level tokenizer with [CLS], short maximum length so that inputs stay small."""
+    import torch
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "modeling_querit.py").write_text(QUERIT_MODELING)
+    spec = importlib.util.spec_from_file_location(
+        "fake_querit_modeling_for_runbook", path / "modeling_querit.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    tok = build_word_tokenizer(model_max_length=64)
+    torch.manual_seed(5)
+    module.FakeQuerit(module.FakeQueritConfig(vocab_size=len(tok))).save_pretrained(path)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["auto_map"] = {
+        "AutoConfig": "modeling_querit.FakeQueritConfig",
+        "AutoModel": "modeling_querit.FakeQuerit",
+    }
+    (path / "config.json").write_text(json.dumps(cfg))
+    tok.save_pretrained(path)
+    return path
+
+
+def write_arctic(root: Path) -> Path:
+    """A sentence-transformers folder (tiny BERT, CLS pooling, a dense layer to the plan's 1024 dimensions,
+    normalisation) at the Arctic embedder's pinned revision."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+
+    from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
+
+    path = snapshot_path(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision, root)
+    bert = build_bert(path.parent / ".arctic-bert")
+    torch.manual_seed(6)
+    word = models.Transformer(str(bert))
+    st = SentenceTransformer(
+        modules=[
+            word,
+            models.Pooling(word.get_word_embedding_dimension(), "cls"),
+            models.Dense(word.get_word_embedding_dimension(), EMBEDDING_DIMS),
+            models.Normalize(),
+        ]
+    )
+    st.save(str(path))
+    import shutil
+
+    shutil.rmtree(bert)
     return path
