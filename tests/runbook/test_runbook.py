@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -170,7 +171,24 @@ def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
         args = ["analysis", *args]
     elif entry != "bench":
         fail(step, command, None, f"no translation for --entrypoint {entry}")
+    if args[:1] == ["audit"]:
+        check_audit(step, command, run_bench(study, step, command, args, ok=(3,)))
+        return
     run_bench(study, step, command, args)
+
+
+AUDIT_ROW = re.compile(r"^\s*(\d+)  (.+?)\s+(OK|NOT YET|FAIL)\s+(.*)$")
+
+
+def check_audit(step: Step, command: str, out: str) -> None:
+    """The end of the runbook: every audit row OK except the timestamps (NOT YET: nothing is stamped
+    offline, the proofs stay pending)."""
+    rows = {int(m[1]): (m[2].strip(), m[3], m[4]) for m in map(AUDIT_ROW.match, out.splitlines()) if m}
+    if sorted(rows) != list(range(1, 9)):
+        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-8:\n{out}")
+    wrong = {n: r for n, r in rows.items() if r[1] != ("NOT YET" if n == 2 else "OK")}
+    if wrong:
+        fail(step, command, None, f"audit rows not as expected (row 2 NOT YET, the rest OK): {wrong}\n{out}")
 
 
 # --- stand-ins for what needs internet, Docker or a GPU -------------------------------------------------
