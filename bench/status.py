@@ -401,6 +401,39 @@ def _costs_inputs(root: Path) -> Found:
     return _items(missing, 2)
 
 
+PRICE_GROUPS = ("api.voyage-rerank-3", "api.voyage-rerank-3-lite", "server.ccx33-ipv4")
+
+
+def _prices(root: Path) -> Found:
+    """prices.toml holds every price the plan does not fix (format: analysis/costs/prices.py); whether each
+    is valid is `analysis report`'s check."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((root / "prices.toml").read_text(encoding="utf-8-sig"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return Found(1, 1, [(f"prices.toml cannot be read ({exc})", "prices.toml")])
+    missing = []
+    for group in PRICE_GROUPS:
+        kind, _, name = group.partition(".")
+        if not isinstance(data.get(kind, {}).get(name), dict):
+            missing.append((f"[{group}]", "prices.toml"))
+    llms = data.get("llm", {})
+    n = len(llms) if isinstance(llms, dict) else 0
+    if n < plan.CONTEXT_REFERENCE_LLMS:
+        missing.append(
+            (
+                f'{plan.CONTEXT_REFERENCE_LLMS - n} of {plan.CONTEXT_REFERENCE_LLMS} [llm."<name>"]',
+                "prices.toml",
+            )
+        )
+    return Found(
+        len(PRICE_GROUPS) + plan.CONTEXT_REFERENCE_LLMS,
+        len(missing) + max(plan.CONTEXT_REFERENCE_LLMS - n - 1, 0),
+        missing,
+    )
+
+
 def _judged(root: Path) -> Found:
     if (root / "results" / "judged" / "labels.json").is_file():
         return Found(2, 0, [])
@@ -477,6 +510,7 @@ CHECKERS: dict[str, Callable[[Path], Found]] = {
     "latency-cpu": _latency_cpu,
     "latency-api": _latency_api,
     "costs-inputs": _costs_inputs,
+    "prices": _prices,
     "judged": _judged,
     "report": _report,
     "audit": _audit,

@@ -157,6 +157,9 @@ def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
         if proc.returncode != 0:
             fail(step, command, proc, "git refused (a path the runbook commits was not written?)")
         return
+    if words[0].startswith("${EDITOR"):
+        write_test_prices(study.root / words[1])
+        return
     if words[:4] == ["docker", "compose", "up", "-d"] and words[4:] == ["typesense"]:
         start_typesense(study, stack)
         return
@@ -279,6 +282,50 @@ def first_stage(study: Study, args: list[str]) -> None:
     out = study.root / "results" / "first-stage" / f"{stage}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+TEST_PRICES = """
+# TEST VALUES written by tests/runbook for the miniature study: not prices, never published.
+[api.voyage-rerank-3]
+value = 0.05
+currency = "USD"
+unit = "per million tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[api.voyage-rerank-3-lite]
+value = 0.02
+currency = "USD"
+unit = "per million tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[server.ccx33-ipv4]
+value = 0.5
+currency = "EUR"
+unit = "per month"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[llm."test-llm-a"]
+value = 3.0
+currency = "USD"
+unit = "per million input tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[llm."test-llm-b"]
+value = 1.0
+currency = "USD"
+unit = "per million input tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+"""
+
+
+def write_test_prices(path: Path) -> None:
+    """The author's editor: the test appends test values (labelled as such) below the file's header."""
+    path.write_text(path.read_text(encoding="utf-8") + TEST_PRICES, encoding="utf-8")
 
 
 STAND_INS = {

@@ -52,7 +52,7 @@ def test_runbook_steps_are_the_status_phases() -> None:
     assert [s.id for s in steps] == list(CHECKERS)  # same phases, same order
     for s in steps:
         for c in s.commands:
-            assert c.startswith(("docker compose ", "git ")), (
+            assert c.startswith(("docker compose ", "git ", "${EDITOR:-vi} ")), (
                 f"step {s.id}: {c!r} is not a container or git command"
             )
 
