@@ -36,3 +36,18 @@ def model_snapshot_dir(repo: str, revision: str, root: Path | None = None) -> Pa
 def cache_dir() -> Path:
     """Caches that are safe to delete (embeddings, ...), git-ignored."""
     return Path(os.environ.get("BENCH_CACHE_DIR", repo_root() / ".cache" / "bench"))
+
+
+# Where each phase writes its run files by default, repository-relative (its default ``--runs``). The main
+# study's runs go to ``runs/``; the checks' reruns and the pitfalls experiment keep theirs under
+# ``results/``, beside their verdicts, so they never mix with the main runs. ``bench audit`` (row 7) allows
+# ``.trec`` files under ``results/`` only in these folders.
+RUN_FOLDERS: dict[str, str] = {
+    "quality": "runs",
+    "int8 quality": "runs",
+    "pitfalls": "results/pitfalls/runs",
+    "determinism": "results/determinism/runs",
+    "dtype-check cpu-fp32": "results/dtype-check/cpu-fp32/runs",
+    "dtype-check gpu": "results/dtype-check/gpu/runs",
+}
+DTYPE_CHECK_DIR = "results/dtype-check"  # dtype-check's default --runs: <dir>/<session>/runs

@@ -2,8 +2,9 @@
 
 Plan sections: Reproducibility and licences; Latency (`lscpu`, torch threads, `nvidia-smi` clocks recorded).
 STYLE: record what others leave out (package versions, git commit plus a dirty flag, device, dtype, server
-version, dataset hashes). Every field is always present (null when unknown), so manifests compare
-field by field.
+version, dataset hashes). The ``git`` record also holds the code digest (``bench.codeversion``): the
+measurement rule compares code, and the whole tree's dirty flag and paths are kept for information.
+Every field is always present (null when unknown), so manifests compare field by field.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bench.integrity.datalock import LOCK_NAME
 from bench.integrity.hashing import sha256_file
 from bench.paths import repo_root
 
-__all__ = ["collect_manifest", "require_clean_tree", "sha256_file"]
+__all__ = ["collect_manifest", "sha256_file"]
 
 PACKAGES = ("numpy", "torch", "transformers", "sentence-transformers", "huggingface-hub", "opentimestamps")
 NVIDIA_SMI_QUERY = (
@@ -80,11 +81,13 @@ def _sha(path: Path) -> str | None:
 
 
 def _git(root: Path) -> dict[str, Any]:
+    from bench.codeversion import code_record
+
     commit = git.head_commit(root)
     if commit is None:
-        return {"commit": None, "dirty": None, "dirty_paths": None}
+        return {"commit": None, "dirty": None, "dirty_paths": None, **code_record(root)}
     dirty = git.dirty_paths(root)
-    return {"commit": commit, "dirty": bool(dirty), "dirty_paths": dirty[:50]}
+    return {"commit": commit, "dirty": bool(dirty), "dirty_paths": dirty[:50], **code_record(root)}
 
 
 def host_info() -> dict[str, Any]:
@@ -135,17 +138,3 @@ def collect_manifest(
         "extra": dict(extra) if extra is not None else {},
     }
     return manifest
-
-
-def require_clean_tree(root: Path | None = None) -> None:
-    """Measurements refuse a tree with uncommitted changes: a result must name the code that made it."""
-    root = root or repo_root()
-    if git.head_commit(root) is None:
-        raise BenchError(f"{root} is not a git checkout with a commit; measurements must name their code.")
-    dirty = git.dirty_paths(root)
-    if dirty:
-        shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
-        raise BenchError(
-            f"{root}: the working tree has uncommitted changes ({shown}); "
-            "commit or remove them before measuring."
-        )

@@ -88,7 +88,10 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     from bench.liblog import library_log
 
     log = out_dir / "libraries.log"
-    with whole_command("reproduction", f"uv run bench reproduce --out {out_dir}"), library_log(log):
+    from bench.hints import bench_command
+
+    hint = bench_command("reproduce", "--out", out_dir, root=root)
+    with whole_command("reproduction", hint), library_log(log):
         result = run_reproduce(root, models=chosen_models, stages=list(stages) or None, qrels=qrels,
                                queries=queries, texts=texts, load=load, out_dir=out_dir, provenance=prov,
                                preflight=pre, kind=kind)  # fmt: skip

@@ -245,8 +245,21 @@ def _commit_exists(root: Path, commit: str) -> bool:
     return bool(git.run_git(root, "cat-file", "-t", commit, check=False).strip() == b"commit")
 
 
+def _digest_problem(root: Path, commit: str, recorded: str, cache: dict[str, str | None]) -> str | None:
+    """A manifest's code digest must be the digest of its commit's code (``bench.codeversion``). Sessions of
+    one study may name different commits; only their code must agree, which the recorded digests show."""
+    from bench.codeversion import code_digest
+
+    if commit not in cache:
+        cache[commit] = code_digest(root, commit)
+    if cache[commit] == recorded:
+        return None
+    return (f"code digest {recorded[:12]}... is not the digest of commit {commit[:12]}'s code "
+            f"({str(cache[commit])[:12]}...; see bench/codeversion.py for the recomputation)")  # fmt: skip
+
+
 def manifests_row(root: Path, blocked: str | None) -> Row:
-    check = "manifests name hashes and a commit of this history"
+    check = "manifests name hashes and a commit of this history (and its code digest)"
     if blocked:
         return Row(6, check, "FAIL", blocked)
     from bench.integrity.datalock import LOCK_NAME
@@ -259,6 +272,7 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
         "datasets_lock_sha256": _history_hashes(root, LOCK_NAME),
     }
     problems, found = [], 0
+    digests: dict[str, str | None] = {}
     for rel in files:
         try:
             doc = json.loads((root / rel).read_text(encoding="utf-8"))
@@ -272,9 +286,13 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
                 if value not in hashes:
                     problems.append(f"{label}: {key} {str(value)[:16]}... is not the hash of any committed "
                                     f"version of {_FILE_OF[key]}")  # fmt: skip
-            commit = str((manifest.get("git") or {}).get("commit"))
+            record = manifest.get("git") or {}
+            commit = str(record.get("commit"))
             if not _commit_exists(root, commit):
                 problems.append(f"{label}: git commit {commit[:12]} does not exist in this history")
+            elif isinstance(record.get("code_digest"), str):
+                problem = _digest_problem(root, commit, record["code_digest"], digests)
+                problems += [f"{label}: {problem}"] if problem else []
     if not files or not found:
         if problems:
             return Row(6, check, "FAIL", problems[0], tuple(problems))
@@ -337,10 +355,13 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     if name in ALWAYS_ALLOWED:
         return []
     suffix = Path(rel).suffix
-    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") else RESULT_SUFFIXES
+    allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") or in_run_folder(rel) else RESULT_SUFFIXES
     if suffix not in allowed or name.startswith(".") or name.endswith(("~", ".tmp", ".bak")):
         kinds = ", ".join(sorted(allowed))
-        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE); remove it or move it out"]
+        where = "" if suffix not in RUN_SUFFIXES else (
+            "; run files under results/ belong in a phase's run folder: " + ", ".join(_result_run_folders()))
+        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE){where}; remove it or move it "
+                "out"]  # fmt: skip
     if suffix == ".png":
         return []
     try:
@@ -382,6 +403,18 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
             problems.append(f"{rel}: contains passage text")
             break
     return problems
+
+
+def _result_run_folders() -> list[str]:
+    from bench.paths import RUN_FOLDERS
+
+    return sorted({f for f in RUN_FOLDERS.values() if f.startswith(f"{RESULTS}/")})
+
+
+def in_run_folder(rel: str) -> bool:
+    """Whether ``rel`` lies in a folder where a phase writes run files under ``results/``
+    (``bench.paths.RUN_FOLDERS``: determinism, dtype-check sessions, pitfalls)."""
+    return any(rel.startswith(f"{folder}/") for folder in _result_run_folders())
 
 
 def _is_number(s: str) -> bool:

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
 from bench.errors import BenchError
+from bench.hints import bench_command
 from bench.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
 
 # The two rerankers the README names for the reproduction: pointwise, small, and both in the plan's
@@ -218,7 +219,7 @@ def reproduce(
         load=load,
         spec=spec,
         runs_dir=out_dir / "runs",
-        resume_hint=f"uv run bench reproduce --out {out_dir}",
+        resume_hint=bench_command("reproduce", "--out", out_dir, root=root),
         what="reproduction",
         stream=stream,
     )

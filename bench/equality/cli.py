@@ -36,6 +36,7 @@ def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | Non
     Without MODEL, every model of the plan. Writes results/adapter-checks/<model>.json; a model whose
     reference cannot run or that fails is "not rated" with the reason.
     """
+    from bench.codeversion import require_clean_code
     from bench.equality.runner import (
         check_models,
         id_map_lock_names,
@@ -43,11 +44,11 @@ def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | Non
         resolve_id_map_method,
     )
     from bench.guard import preflight
-    from bench.provenance import require_clean_tree
+    from bench.paths import repo_root
 
     method = resolve_id_map_method(id_map)
     record = preflight("measurement", lock_names=id_map_lock_names(method))
-    require_clean_tree()
+    require_clean_code(repo_root())
     data = load_equality_set(id_map_method=method)
     results = check_models(
         list(models) or list(RERANKERS), data, device=device, directory=results_dir, preflight_record=record

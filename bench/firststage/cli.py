@@ -1,9 +1,10 @@
 """``bench first-stage STAGE``: one measured first stage (plan section "First stages").
 
 Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the plan stamp
-(``bench.guard.preflight("measurement")``), refuses a dirty tree, connects to the study's Typesense
-(``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version 30.2), loads the pinned hub
-files and writes ``runs/first-stage/<stage>.trec`` and ``results/first-stage/<stage>.json``.
+(``bench.guard.preflight("measurement")``), refuses uncommitted code (``bench.codeversion``), connects
+to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version
+30.2), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec`` and
+``results/first-stage/<stage>.json``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def first_stage(
     stage: str, device: str, batch_size: int, runs_dir: Path | None, results_dir: Path | None
 ) -> None:
     """Run one first stage against the pinned Typesense 30.2 and write its run and record."""
+    from bench.codeversion import require_clean_code
     from bench.data.hub import corpus_71k_id_column, iter_corpus_full, read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.embed import arctic_embedder
@@ -42,13 +44,13 @@ def first_stage(
     from bench.integrity.hub import snapshot_dir
     from bench.paths import repo_root
     from bench.plan import CORPUS_71K, CORPUS_71K_PASSAGES, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL
-    from bench.provenance import collect_manifest, require_clean_tree
+    from bench.provenance import collect_manifest
 
     sdef = STAGE_DEFS[stage]
     corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
     guard = preflight("measurement", lock_names=["miracl", corpus_name])
-    require_clean_tree()
     root = repo_root()
+    require_clean_code(root)
     runs = runs_dir or root / "runs"
     results = results_dir or root / "results"
     with external_typesense() as server:

@@ -126,7 +126,9 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
 
     root = repo_root()
     study_dir = study or root / "studies" / "int8-quality"
-    with whole_command("int8 quality run", f"uv run bench int8 quality --study {study_dir}"):
+    from bench.hints import bench_command
+
+    with whole_command("int8 quality run", bench_command("int8", "quality", "--study", study_dir)):
         session = run(root, study_dir=study_dir, runs_dir=runs or root / "runs",
                       first_stage_dir=first_stage or root / "runs" / "first-stage",
                       checks_dir=checks or root / "results" / "adapter-checks")  # fmt: skip

@@ -161,7 +161,9 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
               "fp32_adapter_check": outcomes[FP32_ID]}  # fmt: skip
     study = open_measurement(setup, params, lock_names=lock_names([stage]))
     queries, _ = study_queries()
-    hint = f"uv run bench int8 quality --study {study_dir}"
+    from bench.hints import bench_command
+
+    hint = bench_command("int8", "quality", "--study", study_dir, root=root)
     return execute(
         study, sources={stage: first_stage_dir / f"{stage}.trec"}, queries=queries, texts=candidate_texts,
         load=lambda m: load_reranker(m, device="cpu"), spec=PhaseSpec(stages=(stage,), models=(INT8_ID,),

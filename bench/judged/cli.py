@@ -23,14 +23,15 @@ def judged() -> None:
 def prepare_study(root: Path, runs: Path, study: Path, checks: Path, out: Path) -> dict[str, Any]:
     """Preflight, the plan's groups, the selection, packet and sealed key in ``out``."""
     from analysis.trec import read_qrels
+    from bench.codeversion import require_clean_code
     from bench.guard import preflight
     from bench.judged.packet import write_prepared
     from bench.judged.prepare import passage_texts, plan_groups
     from bench.judged.selection import select
-    from bench.provenance import collect_manifest, require_clean_tree
+    from bench.provenance import collect_manifest
     from bench.quality.inputs import study_queries
 
-    require_clean_tree(root)  # the packet and key must name the code that drew them
+    require_clean_code(root)  # the packet and key must name the code that drew them
     pre = preflight("measurement", lock_names=["miracl", "corpus-71k", "corpus-full"], root=root)
     queries, qrels_path = study_queries()
     qrels = read_qrels(qrels_path)
@@ -87,20 +88,23 @@ def prepare(runs: Path | None, study: Path | None, checks: Path | None, out: Pat
 @click.option("--timeout", default=None, type=float, help="Seconds per HTTP attempt (default 120).")
 def run(directory: Path | None, model: str, publish: Path | None, timeout: float | None) -> None:
     """Ask the judge about every pair not yet in the journal; publish ids and labels when complete."""
+    from bench.codeversion import require_clean_code
     from bench.guard import preflight
     from bench.judged.judge import TIMEOUT_S
     from bench.judged.run import check_model, make_client, run_judge
-    from bench.provenance import collect_manifest, require_clean_tree
+    from bench.provenance import collect_manifest
     from bench.quality.interrupt import whole_command
 
     root = repo_root()
     directory = directory or root / "studies" / "judged"
     check_model(model)
     client = make_client(timeout=timeout or TIMEOUT_S)  # refuses a missing key before anything is written
-    require_clean_tree(root)
+    require_clean_code(root)
     pre = preflight("measurement", lock_names=["miracl"], root=root)
     session = {"preflight": pre, "provenance": collect_manifest(kind="judged-run", device="api", root=root)}
-    with whole_command("judged run", f"uv run bench judged run --dir {directory}"):
+    from bench.hints import bench_command
+
+    with whole_command("judged run", bench_command("judged", "run", "--dir", directory, root=root)):
         publish_dir = publish or root / "results" / "judged"
         counts = run_judge(directory, client=client, model=model, publish_dir=publish_dir, session=session)
     click.echo(

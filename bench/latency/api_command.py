@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from bench.codeversion import require_clean_code
 from bench.latency.api import measure_api, new_session, require_opt_out
-from bench.latency.commands import choose_models, require_clean_tree_except, study_inputs, unrated_models
+from bench.latency.commands import choose_models, study_inputs, unrated_models
 from bench.latency.presets import PRESETS
 
 
@@ -53,7 +54,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
 
                     raise BenchError(str(exc)) from None
     if req.clean_tree:
-        require_clean_tree_except(req.root, req.out_root)
+        require_clean_code(req.root)
     from bench.guard import preflight
     from bench.provenance import collect_manifest
     from bench.quality.commands import lock_names

@@ -2,7 +2,8 @@
 
 Every refusal comes before anything is written: unknown model ids, k outside the plan, CUDA absent, another
 process on the GPU, a model without a passed adapter check (unless ``--allow-unrated``, which puts every
-number of that model under ``not-published/`` with a mark), a dirty tree, a failed datasets.lock check.
+number of that model under ``not-published/`` with a mark), uncommitted code (``bench.codeversion``:
+outputs do not count), a failed datasets.lock check.
 A model the registry does not provide (the int8 variant until it exists) is refused by name and the
 others are measured.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.trec import TrecFormatError, read_run
+from bench.codeversion import require_clean_code
 from bench.errors import BenchError
 from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
@@ -94,26 +96,6 @@ def pin_cpus(n: int) -> list[int]:
     return chosen
 
 
-def require_clean_tree_except(root: Path, out_root: Path) -> None:
-    """A measurement names its code: no uncommitted change except finished blocks of this phase."""
-    from bench.integrity import git
-
-    if git.head_commit(root) is None:
-        raise BenchError(f"{root} is not a git checkout with a commit; measurements must name their code.")
-    try:
-        mine = out_root.resolve().relative_to(root.resolve()).as_posix().rstrip("/") + "/"
-    except ValueError:
-        mine = None
-    # every untracked file listed (-uall): "results/" alone would hide whether only finished blocks are new
-    out = git.run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-    entries = [e[3:] for e in out.decode(errors="replace").split("\0") if len(e) > 3]
-    dirty = [p for p in entries if mine is None or not p.startswith(mine)]
-    if dirty:
-        raise BenchError(
-            f"{root}: uncommitted changes ({', '.join(dirty[:5])}); commit them before measuring."
-        )
-
-
 def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
     """MIRACL de dev queries, the top ``k_max`` candidates of ``stage`` and their passage texts."""
     from bench.integrity.hashing import sha256_file
@@ -160,7 +142,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         gpu = GpuProbe()
         require_free_gpu(gpu)
     pinned = pin_cpus(req.cpus) if req.cpus is not None else None
-    require_clean_tree_except(req.root, req.out_root)
+    require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
     from bench.guard import preflight
     from bench.provenance import collect_manifest
     from bench.quality.commands import lock_names

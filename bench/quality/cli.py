@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from bench.paths import repo_root
+from bench.hints import bench_command
+from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS, repo_root
 from bench.plan import (
     DEPTHS,
     DETERMINISM_MODELS,
@@ -77,10 +78,11 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         if stages or models:
             raise click.UsageError("--pitfalls runs the plan's variants on hybrid-71k; drop --stage/--model")
         stages, models = (PITFALL_STAGE,), PITFALL_RUN_IDS  # their own runs, never in runs/<stage>/
-    default_study, default_runs = ("studies/pitfalls", "results/pitfalls/runs") if pitfalls else (
-        "studies/quality", "runs")  # fmt: skip
+    default_study, default_runs = ("studies/pitfalls", RUN_FOLDERS["pitfalls"]) if pitfalls else (
+        "studies/quality", RUN_FOLDERS["quality"])  # fmt: skip
     setup = _setup(study, default_study, runs, default_runs, device, first_stage, checks)
-    hint = f"uv run bench quality --study {setup.study_dir} (same options)"
+    hint = bench_command("quality", *(["--pitfalls"] if pitfalls else []), "--study", setup.study_dir) + (
+        " (same options)")  # fmt: skip
     with whole_command("quality phase", hint):
         study_obj, session, skipped = run_session(
             setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
@@ -120,12 +122,13 @@ def determinism(study: Path | None, runs: Path | None, first_stage: Path | None,
     from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
     setup = _setup(
-        study, "studies/determinism", runs, "results/determinism/runs", device, first_stage, checks
+        study, "studies/determinism", runs, RUN_FOLDERS["determinism"], device, first_stage, checks
     )
-    with whole_command("determinism rerun", f"uv run bench determinism --study {setup.study_dir}"):
+    hint = bench_command("determinism", "--study", setup.study_dir) + " (same options)"
+    with whole_command("determinism rerun", hint):
         _, _, skipped = run_session(
             setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
-            resume_hint=f"uv run bench determinism --study {setup.study_dir}", what="determinism rerun",
+            resume_hint=hint, what="determinism rerun",
         )  # fmt: skip
     _, qrels = study_queries()
     verdicts = compare_runs("determinism", setup.root / "runs", setup.runs_dir, stage=DETERMINISM_STAGE,
@@ -149,15 +152,16 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
     from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
     base = study or repo_root() / "studies" / "dtype-check"
-    out = runs or repo_root() / "results" / "dtype-check"
+    out = runs or repo_root() / DTYPE_CHECK_DIR  # the sessions' runs: RUN_FOLDERS["dtype-check <name>"]
     dirs = {}
     skipped: dict[str, str] = {}
     for name, device, dtype in (("cpu-fp32", "cpu", "float32"), ("gpu", gpu, None)):
         setup = _setup(base / name, "", out / name / "runs", "", device, first_stage, checks)
-        with whole_command(f"dtype check ({name})", f"uv run bench dtype-check --study {base}"):
+        hint = bench_command("dtype-check", "--study", base) + " (same options)"
+        with whole_command(f"dtype check ({name})", hint):
             _, _, not_rated = run_session(
                 setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
-                resume_hint=f"uv run bench dtype-check --study {base}", what=f"dtype check ({name})",
+                resume_hint=hint, what=f"dtype check ({name})",
                 max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
             )  # fmt: skip
         dirs[name] = setup.runs_dir

@@ -8,7 +8,7 @@
 - ``dtype_check``: the plan's four models on the first 20 queries (sorted ids) of hybrid-71k at depth
   100, once on the CPU in float32 and once on the GPU in the vendor dtype, each its own study;
   ``analysis.checks.dtype_rule`` is applied per model to nDCG@10 over those 20 queries.
-Measurements refuse a dirty tree (``bench.provenance.require_clean_tree``) and run ``preflight``.
+Measurements refuse uncommitted code (``bench.codeversion.require_clean_code``) and run ``preflight``.
 """
 
 from __future__ import annotations
@@ -96,15 +96,16 @@ def _loader(device: str, dtype: str | None = None) -> Any:
 
 
 def open_measurement(setup: Setup, params: Mapping[str, Any], *, lock_names: Sequence[str]) -> Study:
-    """Clean tree, preflight, provenance, then create or resume the study (refusals named there)."""
+    """Clean code, preflight, provenance, then create or resume the study (refusals named there)."""
+    from bench.codeversion import require_clean_code
     from bench.guard import preflight
-    from bench.provenance import collect_manifest, require_clean_tree
+    from bench.provenance import collect_manifest
 
-    require_clean_tree(setup.root)
+    require_clean_code(setup.root)
     pre = preflight("measurement", lock_names=lock_names, root=setup.root)
     prov = collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
     return Study.start(setup.study_dir, kind="measurement", plan_path=setup.root / "PLAN.md", params=params,
-                       provenance=prov, preflight=pre)  # fmt: skip
+                       provenance=prov, preflight=pre, root=setup.root)  # fmt: skip
 
 
 def run_session(

@@ -9,8 +9,10 @@ Layout of a study directory (``studies/<name>/`` for the study, ``rehearsal/<utc
 
 Run files go to a separate runs directory (``runs/`` of the repository for the study, ``<dir>/runs/`` for a
 rehearsal). A resume must be the same study: the PLAN.md SHA-256 and the parameters (stages, models,
-depths, per-depth models, kind) recorded at creation must match, and a measurement must run from the same
-git commit as the sessions before it; otherwise the resume is refused with the reason and the fix.
+depths, per-depth models, kind) recorded at creation must match, and a measurement must run the same code
+as the sessions before it (the code digest of ``bench.codeversion``: another commit with the same code, for
+example one that only adds the finished run files, resumes); otherwise the resume is refused with the
+reason (the code paths that differ) and the fix.
 Every session appends its provenance (``bench.provenance.collect_manifest``), its preflight result and how
 it ended (``complete``, ``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL,
 power loss) is marked ``ended without a record (killed)`` by the next start of the study.
@@ -92,14 +94,17 @@ class Study:
         provenance: Mapping[str, Any],
         preflight: Mapping[str, Any] | None,
         resume_only: bool = False,
+        root: Path | None = None,
     ) -> Study:
-        """Create ``directory`` as a new study, or resume the study in it (checks above)."""
+        """Create ``directory`` as a new study, or resume the study in it (checks above). ``root`` is the
+        checkout whose history names earlier sessions' code (default: the folder of ``plan_path``)."""
         plan_sha = sha256_file(plan_path)
         params = json.loads(json.dumps(dict(params)))  # normalise tuples -> lists for comparison
         if (directory / MANIFEST).exists():
             manifest = read_manifest(directory)
             _check_same_study(
-                directory, manifest, kind=kind, plan_sha=plan_sha, params=params, provenance=provenance
+                directory, manifest, kind=kind, plan_sha=plan_sha, params=params, provenance=provenance,
+                directory_root=root if root is not None else plan_path.parent,
             )
         elif resume_only:
             raise BenchError(f"{directory / MANIFEST} not found: nothing to resume in {directory}")
@@ -183,6 +188,7 @@ def _check_same_study(
     plan_sha: str,
     params: Mapping[str, Any],
     provenance: Mapping[str, Any],
+    directory_root: Path | None,
 ) -> None:
     study = manifest["study"]
     path = directory / MANIFEST
@@ -205,11 +211,15 @@ def _check_same_study(
             "Resume with the recorded parameters, or start a new study directory."
         )
     if kind == "measurement":
-        before = {s["provenance"].get("git", {}).get("commit") for s in manifest["sessions"]}
-        now = provenance.get("git", {}).get("commit")
-        if before and now not in before:
+        from bench.codeversion import different_code
+
+        earlier = [s["provenance"].get("git") or {} for s in manifest["sessions"]]
+        now = provenance.get("git") or {}
+        why = different_code(earlier, now, directory_root)
+        if why is not None:
+            commits = sorted({str(g.get("commit")) for g in earlier})
             raise BenchError(
-                f"{path}: earlier sessions ran code {sorted(c for c in before if c)}, this checkout is "
-                f"{now}. A study is measured by one version of the code; check out that commit to resume, "
-                "or start a new study directory."
+                f"{path}: earlier sessions ran other code ({why}). A study is measured by one version of "
+                f"the code; check out the code of {', '.join(commits)} to resume, or start a new study "
+                "directory."
             )

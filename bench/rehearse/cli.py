@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from bench.hints import bench_command
 from bench.liblog import library_log
 from bench.paths import repo_root
 from bench.quality.interrupt import whole_command
@@ -66,9 +67,8 @@ def rehearse(dataset: Path | None, max_queries: int | None, out_dir: Path | None
         )
     opts = Options(dataset=dataset, max_queries=max_queries, models=DEFAULT_MODELS,
                    passage_cache=not no_passage_cache, port=port)  # fmt: skip
-    hint = (
-        f"uv run bench rehearse --resume {resume_dir}" if resume_dir else "the same command (or --resume DIR)"
-    )
+    same = "the same command (or --resume DIR)"
+    hint = bench_command("rehearse", "--resume", resume_dir) if resume_dir else same
     directory = resume_dir or out_dir or new_dir(repo_root())
     with whole_command("rehearsal", hint), library_log(directory / LIBRARY_LOG, verbose=verbose):
         run_rehearsal(directory, opts, root=repo_root(), resume=resume_dir is not None)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bench.errors import BenchError
+from bench.hints import bench_command
 from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.interrupt import Interrupted, interruptible
@@ -112,7 +113,7 @@ def rehearse(
     if opts.port is not None:
         check_port(opts.port)  # refuse before anything is written
     directory = out_dir if out_dir is not None else new_dir(root)
-    hint = f"uv run bench rehearse --resume {directory}"
+    hint = bench_command("rehearse", "--resume", directory, root=root)
     t = time.perf_counter()
     pre = preflight("rehearsal", lock_names=["bundled"], root=root)
     times["lock check"] = time.perf_counter() - t

@@ -74,3 +74,71 @@ def test_exit_codes_and_table() -> None:
     table = format_table([ok, Row(2, "bb", "FAIL", "x", tuple(f"d{i}" for i in range(25)))])
     assert " 2  bb  FAIL     x" in table and "d19" in table and "d20" not in table
     assert table.endswith("... and 5 more")
+
+
+def test_manifests_row_accepts_sessions_of_other_commits_with_the_same_code(
+    tmp_git_repo: Callable[..., Path],
+) -> None:
+    """Issue 20, break 3: a study's sessions may name different commits (the run files of a stopped session
+    committed in between); row 6 checks that each recorded code digest is its commit's, so the same code
+    is shown, and a digest that is not its commit's fails."""
+    import hashlib
+    import json
+
+    from bench.audit.committed import manifests_row
+    from bench.codeversion import code_digest
+    from tests.conftest import git
+
+    code = {"PLAN.md": PLAN, "DEVIATIONS.md": DEV, "datasets.lock": "{}\n", "bench/a.py": "1\n"}
+    root = tmp_git_repo([code,
+                         {"runs/s/m@100.trec": "q Q0 d 1 1.0 s/m@100\n"}])  # fmt: skip
+    first, second = (git(root, "rev-parse", f"HEAD~{n}").strip() for n in (1, 0))
+    sha = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in (("p", PLAN), ("d", DEV), ("l", "{}\n"))}
+
+    def manifest(commit: str, digest: str | None) -> dict[str, object]:
+        return {"plan_sha256": sha["p"], "deviations_sha256": sha["d"], "datasets_lock_sha256": sha["l"],
+                "git": {"commit": commit, "code_digest": digest}}  # fmt: skip
+
+    digest = code_digest(root, first)
+    assert digest is not None and digest == code_digest(root, second)
+    study = root / "results" / "study.json"
+    study.parent.mkdir()
+    study.write_text(json.dumps({"sessions": [{"provenance": manifest(first, digest)},
+                                              {"provenance": manifest(second, digest)}]}))  # fmt: skip
+    git(root, "add", "results")
+    git(root, "commit", "-q", "-m", "results")
+    row = manifests_row(root, None)
+    assert (row.verdict, row.number) == ("OK", 6), row
+    study.write_text(json.dumps({"sessions": [{"provenance": manifest(second, "0" * 64)}]}))
+    git(root, "commit", "-q", "-am", "tampered")
+    row = manifests_row(root, None)
+    assert row.verdict == "FAIL" and f"is not the digest of commit {second[:12]}'s code" in row.reason
+
+
+def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo: Callable[..., Path]) -> None:
+    """Issue 20, break 4: the determinism, dtype-check and pitfalls runs are committed under results/ (the
+    report and row 5 read the pitfalls runs there); row 7 allows .trec files in exactly those folders, checks
+    their lines, and still calls a .trec elsewhere under results/ stray."""
+    from bench.audit.committed import ids_only_row
+    from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS
+    from tests.conftest import git
+
+    assert RUN_FOLDERS["dtype-check gpu"] == f"{DTYPE_CHECK_DIR}/gpu/runs"
+    line = "q1 Q0 d1 1 0.5 hybrid-71k/m@100\n"
+    files = {f"{RUN_FOLDERS[p]}/hybrid-71k/bge-v2-m3@100.trec": line
+             for p in ("pitfalls", "determinism", "dtype-check cpu-fp32", "dtype-check gpu")}  # fmt: skip
+    root = tmp_git_repo([{"runs/hybrid-71k/bge-v2-m3@100.trec": line, **files}])
+    row = ids_only_row(root)
+    assert row.verdict == "OK", row
+    assert row.reason.startswith("5 study files")
+    (root / "results/quality").mkdir(parents=True)
+    (root / "results/quality/x.trec").write_text(line)
+    (root / RUN_FOLDERS["determinism"] / "hybrid-71k/bad.trec").write_text("not a run line\n")
+    git(root, "add", "results")
+    git(root, "commit", "-q", "-m", "two bad files")
+    row = ids_only_row(root)
+    assert row.verdict == "FAIL"
+    assert any(d.startswith("results/quality/x.trec: stray file") and "results/pitfalls/runs" in d
+               for d in row.details)  # fmt: skip
+    assert any(d.startswith(f"{RUN_FOLDERS['determinism']}/hybrid-71k/bad.trec line 1: not a TREC run line")
+               for d in row.details)  # fmt: skip

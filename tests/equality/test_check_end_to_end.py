@@ -30,7 +30,7 @@ def test_check_adapters_bge_end_to_end(
     monkeypatch.setenv("BENCH_HUB_DIR", str(reranking_hub))
     monkeypatch.setenv("BENCH_MODELS_DIR", str(tiny_models["root"]))
     monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: {"kind": kind, "stub": True})
-    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root=None: None)
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
     results = tmp_path / "results"
     res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(results)])
     assert res.exit_code == 0, res.output

@@ -128,7 +128,7 @@ def test_cli_check_adapters(
 
     seen: list[str] = []
     monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: seen.append(kind) or {"kind": kind})
-    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root=None: None)
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
     monkeypatch.setattr(runner_mod, "load_equality_set", lambda **kw: data)
     monkeypatch.setattr(runner_mod, "_default_loader", lambda model_id, **kw: FakeReranker(model_id))
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)

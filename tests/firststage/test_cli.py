@@ -29,7 +29,7 @@ def _no_guard(monkeypatch: pytest.MonkeyPatch) -> None:
     import bench.provenance
 
     monkeypatch.setattr(bench.guard, "preflight", lambda *a, **k: {"kind": "measurement"})
-    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda *a, **k: None)
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda *a, **k: {})
 
 
 @pytest.mark.typesense

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bench.codeversion import CODE_PATHS, require_clean_code
 from bench.errors import BenchError
 from bench.guard import preflight
 from bench.integrity import lockops
-from bench.provenance import collect_manifest, require_clean_tree, sha256_file
+from bench.provenance import collect_manifest, sha256_file
 
 from .conftest import PLAN_TEXT
 
@@ -105,20 +106,26 @@ def test_manifest_fields(guarded: Path) -> None:
 
 def test_manifest_outside_git(tmp_path: Path) -> None:
     m = collect_manifest(kind="test", root=tmp_path)
-    assert m["git"] == {"commit": None, "dirty": None, "dirty_paths": None}
+    assert m["git"] == {"commit": None, "dirty": None, "dirty_paths": None, "code_digest": None,
+                        "code_paths": list(CODE_PATHS), "code_dirty_paths": None}  # fmt: skip
     assert m["plan_sha256"] is None and m["timestamp"] == {}
 
 
-def test_require_clean_tree(study_repo: Path, tmp_path: Path) -> None:
-    require_clean_tree(study_repo)
-    (study_repo / "new.txt").write_text("x")
-    with pytest.raises(BenchError, match=r"uncommitted changes \(new\.txt\)"):
-        require_clean_tree(study_repo)
-    (study_repo / "new.txt").unlink()
-    (study_repo / "PLAN.md").write_text("edited")
-    with pytest.raises(BenchError, match=r"PLAN\.md"):
-        require_clean_tree(study_repo)
+def test_require_clean_code(study_repo: Path, tmp_path: Path) -> None:
+    """Only uncommitted changes under the code paths refuse; outputs, DEVIATIONS.md and PLAN.md edits do not
+    count here (PLAN.md has its own checks: the stamp and the study's plan hash)."""
+    record = require_clean_code(study_repo)
+    assert record["code_dirty_paths"] == [] and len(record["code_digest"]) == 64
+    for rel in ("new.txt", "results/x.json", "runs/a/b.trec", "timestamps/x.ots"):
+        (study_repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (study_repo / rel).write_text("x")
+    (study_repo / "DEVIATIONS.md").write_text("edited")
+    assert require_clean_code(study_repo)["code_digest"] == record["code_digest"]
+    (study_repo / "bench").mkdir()
+    (study_repo / "bench" / "new.py").write_text("x = 1\n")
+    with pytest.raises(BenchError, match=r"the code has uncommitted changes \(bench/new\.py\)"):
+        require_clean_code(study_repo)
     empty = tmp_path / "nogit"
     empty.mkdir()
     with pytest.raises(BenchError, match="not a git checkout"):
-        require_clean_tree(empty)
+        require_clean_code(empty)

@@ -120,7 +120,7 @@ def test_prepare_command_writes_packet_key_and_record(
     qrels_path = tmp_path / "qrels.tsv"
     qrels_path.write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))
     calls: list[str] = []
-    monkeypatch.setattr(bench.provenance, "require_clean_tree", lambda root: calls.append("clean"))
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: calls.append("clean"))
     monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: calls.append(kind) or {"kind": kind})
     monkeypatch.setattr(bench.provenance, "collect_manifest", lambda **kw: {"kind": kw["kind"]})
     monkeypatch.setattr(

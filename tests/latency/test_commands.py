@@ -113,10 +113,12 @@ def test_report_section_keeps_published_and_not_published_apart(tmp_path: Path) 
     assert again[0] == "## Latency" and first["rows"][0]["n"] == 6
 
 
-def test_clean_tree_rule_ignores_only_finished_blocks(tmp_path: Path) -> None:
+def test_clean_code_rule_ignores_outputs_of_every_phase(tmp_path: Path) -> None:
+    """Finished blocks and any other phase's outputs under results/ and runs/ (committed or not) never refuse
+    a latency session (issue 20, break 3); an uncommitted change under bench/ does, naming the file."""
     import subprocess
 
-    from bench.latency.commands import require_clean_tree_except
+    from bench.latency import commands
     from tests.conftest import GIT_ENV
 
     def git(*args: str) -> None:
@@ -125,13 +127,17 @@ def test_clean_tree_rule_ignores_only_finished_blocks(tmp_path: Path) -> None:
         )
 
     git("init", "-q")
-    (tmp_path / "a.txt").write_text("a")
-    git("add", "a.txt")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "a.py").write_text("a = 1\n")
+    git("add", "bench/a.py")
     git("commit", "-qm", "x")
     block = tmp_path / "results/latency/published/cpu/m/bge-v2-m3/k20-pass1.json"
     block.parent.mkdir(parents=True)
     block.write_text("{}")
-    require_clean_tree_except(tmp_path, tmp_path / "results" / "latency")  # a finished block: fine
     (tmp_path / "results/other.json").write_text("{}")
-    with pytest.raises(BenchError, match=r"uncommitted changes \(results/other.json\)"):
-        require_clean_tree_except(tmp_path, tmp_path / "results" / "latency")
+    (tmp_path / "runs/hybrid-71k").mkdir(parents=True)
+    (tmp_path / "runs/hybrid-71k/bge-v2-m3@100.trec").write_text("")
+    commands.require_clean_code(tmp_path)  # outputs: fine
+    (tmp_path / "bench" / "a.py").write_text("a = 2\n")
+    with pytest.raises(BenchError, match=r"the code has uncommitted changes \(bench/a\.py\)"):
+        commands.require_clean_code(tmp_path)

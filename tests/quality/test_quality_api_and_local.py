@@ -100,7 +100,7 @@ def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: LoopbackV
                                      "pointwise": True}, checks)  # fmt: skip
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
     monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
-    monkeypatch.setattr("bench.provenance.require_clean_tree", lambda root=None: None)
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
     monkeypatch.setattr("bench.provenance.collect_manifest",
                         lambda **kw: {"git": {"commit": "c" * 40}, "device": kw.get("device")})  # fmt: skip
     monkeypatch.setattr("bench.quality.inputs.study_queries", lambda: (queries, qrels))

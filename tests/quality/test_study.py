@@ -78,7 +78,7 @@ def test_damaged_manifest_is_named(tmp_path: Path) -> None:
         read_manifest(d)
 
 
-def test_quality_refuses_a_dirty_tree(tmp_path: Path) -> None:
+def test_quality_refuses_uncommitted_code(tmp_path: Path) -> None:
     from bench.cli import cli
 
     root = tmp_path / "repo"
@@ -88,11 +88,12 @@ def test_quality_refuses_a_dirty_tree(tmp_path: Path) -> None:
     (root / "PLAN.md").write_text("# plan\n")
     subprocess.run([*git, "add", "PLAN.md"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "plan"], check=True)
-    (root / "scratch.py").write_text("x = 1\n")
+    (root / "bench").mkdir()
+    (root / "bench" / "scratch.py").write_text("x = 1\n")
     result = CliRunner().invoke(cli, ["quality", "--model", "bge-v2-m3", "--stage", "hybrid-71k"],
                                 env={"BENCH_ROOT": str(root)})  # fmt: skip
     assert result.exit_code == 1
-    assert "uncommitted changes" in result.output and "scratch.py" in result.output
+    assert "the code has uncommitted changes" in result.output and "bench/scratch.py" in result.output
     assert not (root / "studies").exists()
     assert json.dumps({})  # nothing else was written
 

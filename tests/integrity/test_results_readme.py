@@ -1,0 +1,40 @@
+"""results/README.md names the paths the code writes (issue 20, break 15: its latency layout had drifted
+from the code's): the latency block path, the phases' run folders under results/ and the verdict files."""
+
+from __future__ import annotations
+
+import re
+
+from analysis.latency.records import block_relpath
+from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS
+from tests.conftest import REPO_ROOT
+
+README = (REPO_ROOT / "results" / "README.md").read_text(encoding="utf-8")
+PATHS = {p.replace("\\|", "|") for p in re.findall(r"^\| `([^`]+)`", README, flags=re.M)} | {
+    p.replace("\\|", "|") for p in re.findall(r", `([^`]+)` \|", README)
+}
+
+
+def _template(path: str) -> str:
+    return (path.replace("/gpu/", "/<kind>/").replace("/S/", "/<session>/").replace("/T/", "/<target>/")
+            .replace("k20-pass1", "k<k>-pass<p>"))  # fmt: skip
+
+
+def test_latency_layout_is_the_codes() -> None:
+    written = {_template("latency/" + block_relpath(published=p, kind="gpu", session="S", target="T", k=20,
+                                                    pass_=1).as_posix()) for p in (True, False)}  # fmt: skip
+    assert written == {"latency/published/<kind>/<session>/<target>/k<k>-pass<p>.json",
+                       "latency/not-published/<kind>/<session>/<target>/k<k>-pass<p>.json"}  # fmt: skip
+    assert "latency/<published|not-published>/<kind>/<session>/<target>/k<k>-pass<p>.json" in PATHS
+
+
+def test_run_folders_under_results_are_documented() -> None:
+    for name, folder in RUN_FOLDERS.items():
+        if not folder.startswith("results/"):
+            continue
+        rel = folder.removeprefix("results/")
+        if name.startswith("dtype-check"):
+            assert rel.startswith(DTYPE_CHECK_DIR.removeprefix("results/") + "/")
+            rel = rel.replace("/cpu-fp32/", "/<cpu-fp32|gpu>/").replace("/gpu/", "/<cpu-fp32|gpu>/")
+        assert any(p.startswith(rel + "/") for p in PATHS), (name, rel, sorted(PATHS))
+    assert {"determinism/verdicts.json", "dtype-check/verdicts.json"} <= PATHS

@@ -1,0 +1,80 @@
+"""Hints the commands print are written as the author types them in the container (issue 20, break 15):
+one helper (``bench.hints``) formats them, and no string the commands print says ``uv run bench``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.hints import SERVICES, analysis_command, bench_command
+from tests.conftest import REPO_ROOT
+
+
+def test_bench_command_uses_the_readme_service_of_each_phase(tmp_path: Path) -> None:
+    study = tmp_path / "studies" / "quality"
+    assert bench_command("quality", "--study", study, root=tmp_path) == (
+        "docker compose run --rm bench quality --study studies/quality"
+    )
+    assert bench_command("latency", "cpu", "--published", root=tmp_path) == (
+        "docker compose run --rm bench-cpu latency cpu --published"
+    )
+    assert bench_command("latency", "gpu", root=tmp_path).startswith("docker compose run --rm bench latency")
+    assert bench_command("judged", "run", "--dir", Path("/elsewhere/j"), root=tmp_path).endswith(
+        "judged run --dir /elsewhere/j"
+    )
+    assert (
+        bench_command("rehearse", "--resume", tmp_path / "r", root=tmp_path)
+        == "uv run bench rehearse --resume r"
+    )
+    assert analysis_command("report", "--out", tmp_path / "results", root=tmp_path) == (
+        "docker compose run --rm --entrypoint analysis bench-cpu report --out results"
+    )
+    assert bench_command("quality", "--study", "a b", root=tmp_path).endswith("--study 'a b'")
+    with pytest.raises(KeyError, match="no compose service"):
+        bench_command("no-such-phase", root=tmp_path)
+
+
+def test_services_match_the_readme_phase_table() -> None:
+    """Every command of README's phase table that names a service has that service in ``SERVICES``."""
+    table = [
+        ln for ln in (REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines() if ln.startswith("| ")
+    ]
+    checked = 0
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 4 or not cells[2].startswith("`bench"):
+            continue
+        service = cells[2].split("`")[1].split()[0]
+        for command in re.findall(r"`bench ([a-z0-9-]+(?: [a-z0-9-]+)?)", cells[1]):
+            words = command.split()
+            key = " ".join(words) if " ".join(words) in SERVICES else words[0]
+            assert SERVICES[key] == service, (command, service)
+            checked += 1
+    assert checked >= 15
+
+
+def _printed_strings(path: Path) -> list[tuple[int, str]]:
+    """String constants and f-string parts of a module, docstrings left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    strings = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return [(n.lineno, n.value) for n in strings if id(n) not in docstrings]
+
+
+def test_no_printed_hint_says_uv_run_bench() -> None:
+    found = []
+    for path in sorted((REPO_ROOT / "bench").rglob("*.py")):
+        if path.name == "hints.py":  # the rehearsal's own form, outside the container, is made there
+            continue
+        found += [
+            f"{path.relative_to(REPO_ROOT)}:{n}: {s!r}" for n, s in _printed_strings(path) if "uv run" in s
+        ]
+    assert found == []
