@@ -396,6 +396,11 @@ def test_runbook_end_to_end(study: Study) -> None:
 
         voyage = stack.enter_context(voyage_server())
         study.env["VOYAGE_BASE_URL"] = voyage.url
+        from tests.judged.messages_server import MessagesServer
+
+        judge = MessagesServer()  # real Messages API shapes; every pair answered "1"
+        stack.callback(judge.close)
+        study.env["ANTHROPIC_BASE_URL"] = judge.url
         for step in steps:
             STEP_NOW[:] = [step]
             for command in step.commands:
