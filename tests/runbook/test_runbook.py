@@ -141,7 +141,7 @@ def cpu_for_cuda(args: list[str]) -> list[str]:
 
 def run_bench(study: Study, step: Step, command: str, args: list[str], *, ok: tuple[int, ...] = (0,)) -> str:
     cmd = [sys.executable, "-m", "tests.support.minibench", *args]
-    proc = subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=1800)
     study.log.append(f"$ {command}\n{proc.stderr[-400:]}")
     if proc.returncode not in ok:
         fail(step, command, proc, f"exit {proc.returncode}")
