@@ -389,6 +389,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
     yield Study(root, env, root / "data" / "hub")
 
 
+@pytest.mark.timeout(3600)  # a chain of ~45 commands; the 900 s default is per test
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
     with ExitStack() as stack:
