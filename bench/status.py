@@ -21,6 +21,7 @@ import click
 
 from bench import plan
 from bench.errors import BenchError
+from bench.paths import RUN_FOLDERS
 from bench.runbook import MACHINES, Step, read_runbook
 
 DONE, PARTIAL, NOT_STARTED, TO_CHECK = "done", "partial", "not started", "to check"
@@ -198,7 +199,7 @@ def _runs_missing(
 def _quality(root: Path) -> Found:
     checks = adapter_checks(root)
     rated = [m for m, r in checks.items() if r is not False]
-    gaps = _runs_missing(root / "runs", plan.RERANKED_STAGES, rated, plan.DEPTHS)
+    gaps = _runs_missing(root / RUN_FOLDERS["quality"], plan.RERANKED_STAGES, rated, plan.DEPTHS)
     notes = [f"{m}: not rated, not run" for m, r in checks.items() if r is False]
     unchecked = [m for m, r in checks.items() if r is None]
     if unchecked:
@@ -218,7 +219,7 @@ def _rerun(root: Path, folder: str, models: tuple[str, ...], depths: tuple[int, 
 
 
 def _determinism(root: Path) -> Found:
-    return _rerun(root, "results/determinism/runs", plan.DETERMINISM_MODELS, plan.DEPTHS, "bench determinism")
+    return _rerun(root, RUN_FOLDERS["determinism"], plan.DETERMINISM_MODELS, plan.DEPTHS, "bench determinism")
 
 
 def _dtype_check(root: Path) -> Found:
@@ -226,7 +227,7 @@ def _dtype_check(root: Path) -> Found:
     total = 0
     for name in ("cpu-fp32", "gpu"):
         gaps = _runs_missing(
-            root / "results" / "dtype-check" / name / "runs",
+            root / RUN_FOLDERS[f"dtype-check {name}"],
             (plan.DETERMINISM_STAGE,),
             plan.DTYPE_CHECK_MODELS,
             (plan.QUALITY_DEPTH,),
@@ -241,7 +242,7 @@ def _dtype_check(root: Path) -> Found:
 
 def _pitfalls(root: Path) -> Found:
     gaps = _runs_missing(
-        root / "results" / "pitfalls" / "runs", (plan.PITFALL_STAGE,), plan.PITFALL_RUN_IDS, plan.DEPTHS
+        root / RUN_FOLDERS["pitfalls"], (plan.PITFALL_STAGE,), plan.PITFALL_RUN_IDS, plan.DEPTHS
     )
     expected = len(plan.PITFALL_RUN_IDS) * len(plan.DEPTHS)
     missing = [(line, "--pitfalls") for line, _ in _group(gaps)]
@@ -263,7 +264,7 @@ def _int8(root: Path) -> Found:
         ),
         (
             f"runs/{plan.PITFALL_STAGE}/{INT8_ID}@{plan.QUALITY_DEPTH}.trec",
-            root / "runs" / plan.PITFALL_STAGE / f"{INT8_ID}@{plan.QUALITY_DEPTH}.trec",
+            root / RUN_FOLDERS["int8 quality"] / plan.PITFALL_STAGE / f"{INT8_ID}@{plan.QUALITY_DEPTH}.trec",
             "int8 quality",
         ),
         (
@@ -466,7 +467,7 @@ def _report(root: Path) -> Found:
     sections = {
         "results/costs.json": root / "results/costs/passage-tokens.json",
         "results/judged.json": root / "results/judged/labels.json",
-        "results/pitfalls.json": root / "results/pitfalls/runs",
+        "results/pitfalls.json": root / RUN_FOLDERS["pitfalls"],
     }
     if missing:
         return _items(missing, len(items))
