@@ -50,10 +50,21 @@ def write_jina(path: Path) -> Path:
     return path
 
 
+def portable_tokenizer_class(path: Path) -> Path:
+    """transformers 5 writes ``"tokenizer_class": "TokenizersBackend"``, which the references' transformers
+    4.57 cannot load; hub snapshots name a real class, so the tiny snapshot names the generic fast tokenizer
+    that both versions know (as tests/equality does)."""
+    cfg_path = path / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+    return path
+
+
 def write_models(root: Path) -> Path:
     build_bert(_snap("bge-v2-m3", root))
     for m in ("qwen3-0.6b", "qwen3-4b", "mxbai-large-v2"):
-        build_qwen3(_snap(m, root))
+        portable_tokenizer_class(build_qwen3(_snap(m, root)))
     gte = RERANKERS["gte-base"]
     assert gte.code_repo is not None and gte.code_revision is not None
     from tests.rerankers.rerankers_fake_gte import build_fake_gte
@@ -131,7 +142,7 @@ def write_querit(path: Path) -> Path:
     }
     (path / "config.json").write_text(json.dumps(cfg))
     tok.save_pretrained(path)
-    return path
+    return portable_tokenizer_class(path)
 
 
 def write_arctic(root: Path) -> Path:
