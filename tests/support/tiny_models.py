@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.plan import RERANKERS
 from bench.rerankers.snapshots import snapshot_path
-from bench.rerankers.testing import build_bert, build_qwen3, build_word_tokenizer
+from bench.rerankers.testing import WORDS, build_bert, build_qwen3, build_word_tokenizer
 
 VOYAGE_TOKENIZER_REVISION = "0" * 40  # a stand-in folder name; the hub would give the commit
 
@@ -61,10 +63,63 @@ def portable_tokenizer_class(path: Path) -> Path:
     return path
 
 
+def word_level_tokenizer(words: list[str], model_max_length: int = 4096) -> Any:
+    """A word-level fast tokenizer built from a tokenizer object, which transformers 4.57 (the references'
+    environments) loads from tokenizer.json alone (as tests/equality's tiny models)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="<unk>",
+        pad_token="<|endoftext|>",
+        model_max_length=model_max_length,
+    )
+
+
+def _words(text: str) -> list[str]:
+    return sorted(set(re.findall(r"\w+|[^\w\s]+", text.lower() + " " + text)) | set(WORDS) | {"?", "1", "0"})
+
+
+def write_mxbai(path: Path) -> Path:
+    """A Qwen2 causal LM (mxbai-rerank-v2 is Qwen2-based) whose tokenizer knows the vendor's prompt words
+    (as tests/equality's tiny mxbai, which the vendor package loads under its own transformers)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from bench.rerankers.decoder import MXBAI_PREFIX, MXBAI_SUFFIX, MXBAI_TASK
+
+    torch.manual_seed(1)
+    tok = word_level_tokenizer(
+        ["<unk>", "<|endoftext|>", *_words(MXBAI_PREFIX + MXBAI_SUFFIX + MXBAI_TASK + " query: document:")]
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    tok.save_pretrained(path)
+    portable_tokenizer_class(path)
+    cfg: dict[str, Any] = {
+        "vocab_size": len(tok),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        "initializer_range": 0.5,
+        "tie_word_embeddings": False,
+        "pad_token_id": tok.pad_token_id,
+    }
+    Qwen2ForCausalLM(Qwen2Config(**cfg)).eval().save_pretrained(path)
+    return path
+
+
 def write_models(root: Path) -> Path:
     build_bert(_snap("bge-v2-m3", root))
-    for m in ("qwen3-0.6b", "qwen3-4b", "mxbai-large-v2"):
-        portable_tokenizer_class(build_qwen3(_snap(m, root)))
+    for m in ("qwen3-0.6b", "qwen3-4b"):
+        build_qwen3(_snap(m, root))
+    write_mxbai(_snap("mxbai-large-v2", root))
     gte = RERANKERS["gte-base"]
     assert gte.code_repo is not None and gte.code_revision is not None
     from tests.rerankers.rerankers_fake_gte import build_fake_gte
@@ -132,7 +187,9 @@ def write_querit(path: Path) -> Path:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    tok = build_word_tokenizer(model_max_length=64)
+    from bench.rerankers.querit import TEMPLATE
+
+    tok = word_level_tokenizer(["<unk>", "<|endoftext|>", "[CLS]", *_words(TEMPLATE)], model_max_length=64)
     torch.manual_seed(5)
     module.FakeQuerit(module.FakeQueritConfig(vocab_size=len(tok))).save_pretrained(path)
     cfg = json.loads((path / "config.json").read_text())
