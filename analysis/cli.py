@@ -104,8 +104,9 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
         if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
+    costs = cost_inputs(latency_dir=latency_dir, out_dir=out_dir, **cost_options)
     path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
-                        latency_dir=latency_dir, costs=cost_inputs(latency_dir=latency_dir, **cost_options))
+                        latency_dir=latency_dir, costs=costs)
     click.echo(str(path))
     check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
     if check["passed"] is not True:

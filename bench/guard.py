@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity import datalock, timestamps
 from bench.integrity.hashing import sha256_file
 from bench.paths import repo_root
@@ -27,22 +28,24 @@ def require_plan_stamp(root: Path) -> dict[str, str]:
     if status["verdict"] == "not stamped":
         raise BenchError(
             f"{root / timestamps.PLAN_PROOF} does not exist: the plan must be timestamped before anything is "
-            "measured. Run `bench timestamps stamp PLAN.md` on a machine with internet and commit the proof."
+            f"measured. Run `{hint('timestamps stamp PLAN.md')}` on a machine with internet and commit "
+            "the proof."
         )
     if status["verdict"] not in ("pending", "bitcoin-unchecked", "verified"):
         raise BenchError(
             f"{root / timestamps.PLAN_PROOF} does not prove PLAN.md "
             f"({status['verdict']}: {status['detail']}); "
-            "run `bench timestamps verify` for details."
+            f"run `{hint('timestamps verify')}` for details."
         )
     return status
 
 
 def preflight(
-    kind: Kind, *, lock_names: Iterable[str] | None = None, root: Path | None = None
+    kind: Kind, *, lock_names: Iterable[str], root: Path | None = None
 ) -> dict[str, Any]:
-    """Verify datasets.lock (entries ``lock_names``: ids or dataset names; all entries when None) and, for a
-    measurement, the plan's timestamp. Returns a dict for the manifest; raises BenchError on any failure."""
+    """Verify datasets.lock (entries ``lock_names``: ids or dataset names, the ones the command reads, see
+    ``bench.reads``) and, for a measurement, the plan's timestamp. Returns a dict for the manifest; raises
+    BenchError on any failure."""
     if kind not in ("measurement", "rehearsal"):
         raise ValueError(f"kind must be 'measurement' or 'rehearsal', got {kind!r}")
     root = root or repo_root()
@@ -56,9 +59,7 @@ def preflight(
         )
         stamp = {**timestamps.plan_stamp_status(root), "exempt": "rehearsal"}
     lock_path = root / datalock.LOCK_NAME
-    verified = datalock.verify(
-        root, list(lock_names) if lock_names is not None else None, lock_path=lock_path
-    )
+    verified = datalock.verify(root, list(lock_names), lock_path=lock_path)
     from bench.integrity.coverage import activate
 
     activate(root, lock_path, verified)  # data files opened later are checked against this lock

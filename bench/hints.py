@@ -72,3 +72,9 @@ def analysis_command(*args: str | Path, root: Path | None = None) -> str:
     (compose options come before the service; what follows the service is the command)."""
     root = root or repo_root()
     return f"docker compose run --rm --entrypoint analysis {CPU} " + " ".join(_show(a, root) for a in args)
+
+
+def hint(command: str) -> str:
+    """``hint("data fetch corpus-full")``: the command line of ``bench data fetch corpus-full`` as the author
+    types it (``bench_command`` on the words of ``command``)."""
+    return bench_command(*shlex.split(command))

@@ -138,3 +138,11 @@ def collect_manifest(
         "extra": dict(extra) if extra is not None else {},
     }
     return manifest
+
+
+def require_clean_tree(root: Path | None = None) -> dict[str, Any]:
+    """The former name of the measurement rule, kept for callers written before it changed: the same as
+    ``bench.codeversion.require_clean_code`` (only the code paths must be clean; outputs never count)."""
+    from bench.codeversion import require_clean_code
+
+    return require_clean_code(root or repo_root())

@@ -16,7 +16,7 @@ command -v docker >/dev/null || { echo "docker not found: run this on a machine 
 
 pinned_refs() {
   sed -n 's/^ARG PYTHON_IMAGE=\(.*\)$/\1/p' docker/bench.Dockerfile
-  sed -n 's/^ *image: \(.*@sha256:[0-9a-f]\{64\}\)$/\1/p' compose.yaml
+  sed -n 's/^x-typesense-image: &typesense-image \(.*@sha256:[0-9a-f]\{64\}\)$/\1/p' compose.yaml
 }
 
 status=0

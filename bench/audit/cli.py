@@ -71,11 +71,16 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
         out_dir.mkdir(parents=True, exist_ok=True)
         qrels = qrels or inputs.write_qrels(out_dir / "qrels.tsv")
     else:
-        from bench.quality.commands import lock_names
+        from bench.audit.reproduce import committed_stages
+        from bench.codeversion import require_clean_code
         from bench.quality.inputs import candidate_texts, study_queries
+        from bench.reads import stage_reads
 
         kind = "measurement"
-        pre = preflight("measurement", lock_names=lock_names(list(stages) or ["keyword-full"]), root=root)
+        require_clean_code(root)  # the rerun names its code, as every measurement does
+        # the data of every stage that will be rerun (not only keyword-full's)
+        pre = preflight("measurement", lock_names=stage_reads(list(stages) or committed_stages(root)),
+                        root=root)
         queries, study_qrels = study_queries()
         texts, qrels = candidate_texts, qrels or study_qrels
     prov = collect_manifest(kind="reproduction", device=device, root=root)

@@ -19,6 +19,7 @@ from typing import Any
 
 from bench.audit.rows import Row, Verdict
 from bench.errors import BenchError
+from bench.hints import analysis_command, hint
 from bench.integrity import git
 
 RUNS, RESULTS = "runs", "results"
@@ -69,7 +70,7 @@ def datasets_row(root: Path) -> Row:
     for key in sorted(entries):
         entry = entries[key]
         if entry.base == "hub" and not entry.file(root).exists():
-            not_fetched.append(f"{key}: not fetched (`bench data fetch`)")
+            not_fetched.append(f"{key}: not fetched (`{hint('data fetch')}`)")
             continue
         problem = check_entry(key, entry, root)
         if problem is None:
@@ -130,8 +131,9 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
         others = f"; {len(results)} other result files are checked by rows 6 and 7" if results else ""
         return Row(5, check, "NOT YET", f"no study run committed yet (no runs/, no results/quality/){others}")
     if not (root / RESULTS / STUDY_JSON).is_file():
-        return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `analysis report --runs "
-                   "runs --qrels QRELS --out results` and commit its output")  # fmt: skip
+        report = analysis_command("report", "--runs", "runs", "--qrels", "QRELS", "--out", "results")
+        return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `{report}` and commit "
+                   "its output")  # fmt: skip
     problems = []
     for result, run, sha in _referenced_runs(root, results):
         path = root / run
@@ -150,8 +152,8 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
         qrels = find_qrels(root, name, sha)
         if qrels is None:
             verdict: Verdict = "FAIL" if problems else "NOT YET"
-            return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run `bench "
-                       "data fetch`, or pass --qrels FILE", tuple(problems))  # fmt: skip
+            return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run "
+                       f"`{hint('data fetch')}`, or pass --qrels FILE", tuple(problems))  # fmt: skip
     details, failed = recompute(root, qrels, results)
     details = problems + details
     failed += len(problems)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bench.audit.rows import Row
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity import git
 
 PLAN = "PLAN.md"
@@ -77,10 +78,10 @@ def timestamps_row(root: Path, blocked: str | None) -> Row:
     summary = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
     code = result.exit_code
     if code == 1:
-        return Row(2, check, "FAIL", f"{summary}; see `bench timestamps verify`", details)
+        return Row(2, check, "FAIL", f"{summary}; see `{hint('timestamps verify')}`", details)
     if code == 3:
         return Row(2, check, "NOT YET", f"{summary}: stamp on a machine with internet "
-                   "(`bench timestamps stamp PLAN.md`, `... DEVIATIONS.md`)", details)  # fmt: skip
+                   f"(`{hint('timestamps stamp PLAN.md')}`, `... DEVIATIONS.md`)", details)  # fmt: skip
     return Row(2, check, "OK", summary, details)
 
 

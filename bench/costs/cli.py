@@ -1,4 +1,6 @@
-"""``bench costs passage-tokens``: the mean passage tokens of the context calculation (PLAN.md, "Costs").
+"""``bench costs passage-tokens``: the mean passage tokens of the context calculation (PLAN.md, "Costs");
+``bench costs ecb-rates``: the ECB's reference-rate file for the USD-to-EUR conversion
+(:mod:`bench.costs.ecb`).
 
 Thin over :mod:`bench.costs.tokens`. Order: the Voyage tokenizer must be on this machine (else a clear
 refusal, nothing else is tried), then ``bench.guard.preflight`` (datasets.lock, plan stamp), then the
@@ -50,22 +52,28 @@ def passage_tokens(
     """Mean Voyage-tokenizer tokens of each stage's first-stage top-100 passages."""
     from analysis.atomic import write_bytes_atomic
     from analysis.trec import read_run_table
+    from bench.codeversion import require_clean_code
     from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
     from bench.errors import BenchError
     from bench.guard import preflight
+    from bench.hints import hint
+    from bench.paths import repo_root
     from bench.progress import Progress
     from bench.provenance import collect_manifest
     from bench.quality.candidates import Candidates
     from bench.quality.inputs import candidate_texts
+    from bench.reads import corpus_reads
 
     tok = load_voyage_tokenizer(model, revision=revision)  # refuses before anything else when absent
-    pre = preflight("measurement")
+    require_clean_code(repo_root())
+    chosen = list(stages or RERANKED_STAGES)
+    pre = preflight("measurement", lock_names=corpus_reads(chosen))  # passages only: no topics, no other
     lists: dict[str, dict[str, tuple[str, ...]]] = {}
     shas: dict[str, str] = {}
-    for stage in stages or RERANKED_STAGES:
+    for stage in chosen:
         path = runs_dir / "first-stage" / f"{stage}.trec"
         if not path.is_file():
-            raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+            raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
         table = read_run_table(path, allow_unknown_queries=True)
         lists[stage] = {
             q: ids[:100] for q, ids in ((q, tuple(d for d, _ in rows)) for q, rows in table.as_dict().items())
@@ -80,3 +88,33 @@ def passage_tokens(
     for stage, rec in record["stages"].items():
         click.echo(f"{stage}: {rec['passages']:,} passages, mean {rec['mean_tokens']:.1f} tokens")
     click.echo(f"written: {out}")
+
+
+@costs.command("ecb-rates")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for eurofxref-hist.csv and eurofxref-hist.json. Default: <repo>/results/costs",
+)
+@click.option("--url", default=None, help="Default: the ECB's own eurofxref-hist.zip.")
+def ecb_rates(out_dir: Path | None, url: str | None) -> None:
+    """Download the ECB's historical reference rates (needs internet) into results/costs/."""
+    from bench.costs.ecb import ECB_URL, download_ecb_rates
+    from bench.paths import repo_root
+    from bench.provenance import collect_manifest
+
+    target = out_dir or repo_root() / "results" / "costs"
+    record = download_ecb_rates(target, url=url or ECB_URL, manifest=collect_manifest(kind="costs-ecb-rates"))
+    usd = record["usd"]
+    click.echo(
+        f"ECB USD fixings {usd['first_day']} to {usd['last_day']} ({usd['fixings']:,}); "
+        f"CSV SHA-256 {record['csv']['sha256']}"
+    )
+    click.echo(
+        f"written: {target / 'eurofxref-hist.csv'} and {target / 'eurofxref-hist.json'}; commit both "
+        "(`git add results/costs/eurofxref-hist.csv results/costs/eurofxref-hist.json && git commit -m "
+        "'ECB reference rates'`)",
+        err=True,
+    )

@@ -23,6 +23,7 @@ from typing import Any, Final
 from bench.errors import BenchError
 from bench.paths import models_dir
 from bench.quality.inputs import StageTexts
+from bench.rerankers.snapshots import VOYAGE_TOKENIZER_ID, VOYAGE_TOKENIZER_REPO, fetch_hint
 
 __all__ = ["FORMAT", "VoyageTokenizer", "count_tokens", "load_voyage_tokenizer", "passage_tokens_record"]
 
@@ -56,12 +57,13 @@ def load_voyage_tokenizer(
     if revision is not None:
         found = [r for r in found if r == revision]
     if not found:
+        hf = f"`hf download {repo} tokenizer.json --cache-dir {root or models_dir()}`"
+        fetch = f"`{fetch_hint(VOYAGE_TOKENIZER_ID)}` (or {hf})" if repo == VOYAGE_TOKENIZER_REPO else hf
         raise BenchError(
             f"the Voyage tokenizer {repo} is not on this machine (no {snapshots}/<revision>/tokenizer.json"
             f"{' for revision ' + revision if revision else ''}). It comes from the Hugging Face hub: on a "
-            f"machine with internet run `huggingface-cli download {repo} tokenizer.json --cache-dir "
-            f"{root or models_dir()}` and copy the folder here. The context calculation needs exactly this "
-            "tokenizer and will not use another one in its place."
+            f"machine with internet run {fetch} and copy the folder here. The context calculation needs "
+            "exactly this tokenizer and will not use another one in its place."
         )
     if len(found) > 1:
         raise BenchError(f"{snapshots}: several snapshots of {repo} ({', '.join(found)}); pass --revision")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bench.data import Passage, sort_passages
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.coverage import require_locked
 
 CORPUS_71K_FILE = "de-corpus/dev-00000-of-00001.parquet"
@@ -40,7 +41,7 @@ def corpus_71k_id_column(snapshot: Path) -> str:
     """The id column the 71k corpus file has (``_id`` or ``id``); raises naming the columns found."""
     path = snapshot / CORPUS_71K_FILE
     if not path.is_file():
-        raise BenchError(f"{path}: 71k corpus file missing; run `bench data fetch` (expected hub layout)")
+        raise BenchError(f"{path}: 71k corpus file missing; run `{hint('data fetch')}` (expected hub layout)")
     require_locked(path)
     try:
         import pyarrow.parquet as pq
@@ -83,7 +84,7 @@ def corpus_full_shards(snapshot: Path) -> list[Path]:
     folder = snapshot / CORPUS_FULL_DIR
     if not folder.is_dir():
         raise BenchError(
-            f"{folder}: full-corpus folder missing; run `bench data fetch` (expected hub layout)"
+            f"{folder}: full-corpus folder missing; run `{hint('data fetch')}` (expected hub layout)"
         )
     shards = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _SHARD.match(p.name))]
     if not shards:
@@ -96,7 +97,7 @@ def corpus_full_shards(snapshot: Path) -> list[Path]:
             f"{folder}: {len(numbers)} shards; the German corpus has exactly {CORPUS_FULL_SHARDS} "
             f"(docs-0 ... docs-{CORPUS_FULL_SHARDS - 1}.jsonl.gz); missing: "
             f"{', '.join(f'docs-{n}' for n in absent) or 'none'}; unexpected: "
-            f"{', '.join(f'docs-{n}' for n in extra) or 'none'}. Run `bench data fetch corpus-full`."
+            f"{', '.join(f'docs-{n}' for n in extra) or 'none'}. Run `{hint('data fetch corpus-full')}`."
         )
     return [p for _, p in sorted(shards)]
 

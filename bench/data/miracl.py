@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.data.textfile import open_text
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.coverage import require_locked
 
 #: Query count of MIRACL de test-B as the public evidence (MIRACL's own statistics, ir_datasets) gives it.
@@ -71,7 +72,7 @@ def hub_test_b_topics(snapshot: Path, dev_qids: Iterable[str], lang: str = "de")
     path = snapshot / topics_relpath(lang, TEST_B_SPLIT)
     if not path.is_file():
         raise BenchError(
-            f"{path}: test-B topics missing in the miracl/miracl snapshot; run `bench data fetch miracl`"
+            f"{path}: test-B topics missing in the miracl/miracl snapshot; run `{hint('data fetch miracl')}`"
         )
     topics = read_topics(path)
     if len(topics) != TEST_B_QUERIES:

@@ -8,13 +8,45 @@ from pathlib import Path
 import click
 
 from bench.equality.data import ID_MAP_METHODS
+from bench.equality.results import SCORING_DEVICE, device_kind
+from bench.equality.runner import TORCH_DTYPES
 from bench.errors import BenchError
 from bench.plan import RERANKERS
 
 
+def require_cuda_for_checks(device: str, cuda: object | None = None) -> None:
+    """Refuse a CUDA check where CUDA is not usable, before anything is read or written."""
+    if cuda is None:
+        try:
+            import torch
+        except ModuleNotFoundError:
+            message = "CUDA requested but torch is not installed; run `uv sync` on the GPU machine."
+            raise BenchError(message) from None
+        cuda = torch.cuda
+    if not cuda.is_available():  # type: ignore[attr-defined]
+        raise BenchError(
+            f"--device {device}: torch.cuda.is_available() is False on this machine. The checks run on the "
+            "device the scores are produced on (bench quality: cuda): run `docker compose run --rm bench "
+            "check-adapters` on the GPU desktop; for CPU scoring (bench latency cpu) pass --device cpu."
+        )
+
+
 @click.command("check-adapters")
 @click.argument("models", nargs=-1, type=click.Choice(list(RERANKERS)))
-@click.option("--device", default="cpu", show_default=True, help="torch device for adapters and references")
+@click.option(
+    "--device",
+    default=SCORING_DEVICE,
+    show_default=True,
+    help="torch device for adapters and references: the one the scores will be produced on (bench quality: "
+    "cuda; --device cpu for bench latency cpu)",
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(TORCH_DTYPES),
+    default=None,
+    help="default: the adapter's choice on the device, as bench quality makes it (vendor dtype on CUDA, "
+    "float32 on the CPU)",
+)
 @click.option(
     "--results-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -30,11 +62,14 @@ from bench.plan import RERANKERS
     help="how MIRACLReranking ids become MIRACL ids: de.gz (miracl/mmteb-miracl-reranking), corpus (match "
     "the candidate texts against the full corpus, no de.gz needed), auto (de.gz if fetched, else corpus)",
 )
-def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | None, id_map: str) -> None:
+def check_adapters(
+    models: tuple[str, ...], device: str, dtype: str | None, results_dir: Path | None, id_map: str
+) -> None:
     """Check adapters against their deciding references (check 1) and Voyage's pointwise scores (check 3).
 
-    Without MODEL, every model of the plan. Writes results/adapter-checks/<model>.json; a model whose
-    reference cannot run or that fails is "not rated" with the reason.
+    Without MODEL, every model of the plan. Writes results/adapter-checks/<model>.json (another device or
+    dtype than bench quality's default: <model>@<device>-<dtype>.json), each recording the device and
+    dtype it ran with; a model whose reference cannot run or that fails is "not rated" with the reason.
     """
     from bench.codeversion import require_clean_code
     from bench.equality.runner import (
@@ -46,12 +81,19 @@ def check_adapters(models: tuple[str, ...], device: str, results_dir: Path | Non
     from bench.guard import preflight
     from bench.paths import repo_root
 
+    if device_kind(device) == "cuda":
+        require_cuda_for_checks(device)
     method = resolve_id_map_method(id_map)
     record = preflight("measurement", lock_names=id_map_lock_names(method))
     require_clean_code(repo_root())
     data = load_equality_set(id_map_method=method)
     results = check_models(
-        list(models) or list(RERANKERS), data, device=device, directory=results_dir, preflight_record=record
+        list(models) or list(RERANKERS),
+        data,
+        device=device,
+        dtype=dtype,
+        directory=results_dir,
+        preflight_record=record,
     )
     for r in results:
         click.echo(f"{r['model']}: {'rated' if r['rated'] else 'NOT RATED'} - {r['reason']}")

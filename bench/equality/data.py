@@ -35,6 +35,7 @@ from typing import Any
 
 from bench.data import Passage
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.coverage import require_locked
 from bench.plan import EQUALITY_CANDIDATES, EQUALITY_QUERIES, LANGUAGE, passage_text
 from bench.progress import Progress
@@ -65,7 +66,9 @@ class EqualitySet:
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
-        raise BenchError(f"{path}: file missing; run `bench data fetch reranking` (pinned MIRACLReranking).")
+        raise BenchError(
+            f"{path}: file missing; run `{hint('data fetch reranking')}` (pinned MIRACLReranking)."
+        )
     require_locked(path)
     import pyarrow.parquet as pq
 
@@ -150,7 +153,7 @@ class IdMapEntry:
 
 def _open_text(path: Path) -> list[str]:
     if not path.is_file():
-        raise BenchError(f"{path}: file missing; run `bench data fetch reranking-id-map`.")
+        raise BenchError(f"{path}: file missing; run `{hint('data fetch reranking-id-map')}`.")
     require_locked(path)
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return [line for line in fh.read().splitlines() if line.strip()]

@@ -3,32 +3,85 @@
 Every file names ``rated`` (bool) and ``reason`` (str); the quality phase reads them through ``outcome`` and
 skips a model that is not rated. For the Voyage models the file also carries check 3's ``pointwise`` flag,
 which decides whether every depth is requested separately. Ids and numbers only, no texts.
+
+A check holds for the device and dtype it ran with (issue 20: fp32 on the CPU says little about fp16 on the
+GPU). Every file records ``device`` (its kind: ``cuda``, ``cpu``; ``api`` for Voyage) and ``dtype`` (the
+dtype chosen for the adapter: the vendor's on CUDA, ``float32`` on the CPU, or the one asked for;
+``dtype_loaded`` is what the weights came in). ``<model>.json`` is the check in the setting ``bench quality``
+scores with by default (:data:`SCORING_DEVICE`, the vendor dtype); a check in another setting goes to
+``<model>@<device>-<dtype>.json`` beside it (``bench check-adapters --device cpu`` for ``bench latency
+cpu``). ``outcome_for`` returns the check of the setting a command will score in, and a model checked only in
+another setting is not rated, with both settings named.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.paths import repo_root
+from bench.plan import RERANKERS
+
+#: The device ``bench quality`` (and ``bench determinism``, ``bench latency gpu``) scores on by default.
+SCORING_DEVICE: Final = "cuda"
+
+
+def device_kind(device: str) -> str:
+    """``cuda:1`` -> ``cuda``: a check on one CUDA device holds for the GPU the manifest names."""
+    return device.split(":", 1)[0]
+
+
+def scoring_setting(model_id: str, device: str = SCORING_DEVICE, dtype: str | None = None) -> dict[str, str]:
+    """The device kind and dtype the scores of plan model ``model_id`` are produced with on ``device`` with
+    the requested ``dtype`` (None: the adapter's own choice, as every loading command makes it)."""
+    from bench.rerankers.base import choose_dtype
+
+    plan = RERANKERS.get(model_id)
+    if plan is None:
+        raise BenchError(f"unknown model {model_id!r}; the plan's models: {', '.join(RERANKERS)}")
+    if not plan.local:
+        return {"device": "api", "dtype": "api"}
+    return {"device": device_kind(device), "dtype": choose_dtype(model_id, device, dtype)}
+
+
+def check_command(model_id: str, setting: dict[str, str]) -> str:
+    """The command that checks ``model_id`` in ``setting``, as the author types it in the container."""
+    if setting["device"] == "api":
+        return f"docker compose run --rm bench-cpu check-adapters {model_id}"
+    service = "bench" if setting["device"] == "cuda" else "bench-cpu"
+    args = "" if setting["device"] == SCORING_DEVICE else f" --device {setting['device']}"
+    if setting["dtype"] != scoring_setting(model_id, setting["device"])["dtype"]:
+        args += f" --dtype {setting['dtype']}"
+    return f"docker compose run --rm {service} check-adapters {model_id}{args}"
 
 
 def results_dir(root: Path | None = None) -> Path:
     return (root or repo_root()) / "results" / "adapter-checks"
 
 
-def result_path(model_id: str, directory: Path) -> Path:
-    return directory / f"{model_id}.json"
+def result_path(model_id: str, directory: Path, setting: dict[str, str] | None = None) -> Path:
+    """``<model>.json`` for the default scoring setting (or none given), else
+    ``<model>@<device>-<dtype>.json``."""
+    if setting is None or model_id not in RERANKERS or setting == scoring_setting(model_id):
+        return directory / f"{model_id}.json"
+    return directory / f"{model_id}@{setting['device']}-{setting['dtype']}.json"
+
+
+def _setting_of(payload: dict[str, Any]) -> dict[str, str] | None:
+    device, dtype = payload.get("device"), payload.get("dtype")
+    return {"device": device, "dtype": dtype} if isinstance(device, str) and isinstance(dtype, str) else None
 
 
 def write_result(model_id: str, payload: dict[str, Any], directory: Path) -> Path:
-    """Atomic write (temp file, fsync, rename); ``payload`` must carry ``rated`` and ``reason``."""
+    """Atomic write (temp file, fsync, rename); ``payload`` must carry ``rated`` and ``reason``; its
+    ``device`` and ``dtype`` choose the file (:func:`result_path`)."""
     if not isinstance(payload.get("rated"), bool) or not isinstance(payload.get("reason"), str):
         raise ValueError("an adapter-check result needs `rated` (bool) and `reason` (str)")
-    path = result_path(model_id, directory)
+    path = result_path(model_id, directory, _setting_of(payload))
     text = json.dumps(payload, indent=2, sort_keys=False, allow_nan=False) + "\n"
     write_bytes_atomic(path, text.encode("utf-8"))
     return path
@@ -43,14 +96,60 @@ def outcome(model_id: str, directory: Path | None = None) -> dict[str, Any]:
         return {
             "model": model_id,
             "rated": False,
-            "reason": f"no adapter-check result at {path}; run `bench check-adapters {model_id}`",
+            "reason": f"no adapter-check result at {path}; run `{hint(f'check-adapters {model_id}')}`",
             "missing": True,
         }
+    return _outcome(model_id, path, _read(model_id, path))
+
+
+def outcome_for(
+    model_id: str, directory: Path | None, device: str, dtype: str | None = None
+) -> dict[str, Any]:
+    """The check outcome of plan model ``model_id`` in the setting its scores will be produced with
+    (``device``, requested ``dtype``). A check found only for another setting, or one that records none, is
+    "not rated" with both settings named and the command that checks the right one."""
+    directory = directory if directory is not None else results_dir()
+    want = scoring_setting(model_id, device, dtype)
+    others = sorted(directory.glob(f"{model_id}@*.json")) if directory.is_dir() else []
+    paths = dict.fromkeys([result_path(model_id, directory, want), result_path(model_id, directory), *others])
+    other: tuple[Path, dict[str, Any]] | None = None
+    for path in paths:
+        if path.is_file():
+            data = _read(model_id, path)
+            if _setting_of(data) == want:
+                return {**_outcome(model_id, path, data), "setting": want}
+            other = other or (path, data)
+    fix = check_command(model_id, want)
+    if other is None:
+        return {
+            "model": model_id,
+            "rated": False,
+            "reason": f"no adapter-check result for device {want['device']}, dtype {want['dtype']} in "
+            f"{directory}; run `{fix}`",
+            "missing": True,
+            "setting": want,
+        }
+    path, data = other
+    got = _setting_of(data) or {"device": "not recorded", "dtype": "not recorded"}
+    verdict = "passed" if data["rated"] else "did not pass"
+    return {
+        "model": model_id,
+        "rated": False,
+        "reason": f"its adapter check ({path.name}) {verdict} on device {got['device']}, dtype "
+        f"{got['dtype']}, but these scores are produced on device {want['device']}, dtype "
+        f"{want['dtype']}: check it there with `{fix}`",
+        "missing": False,
+        "setting": want,
+        "checked_setting": got,
+    }
+
+
+def _read(model_id: str, path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise BenchError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); rerun `bench check-adapters`"
+            f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); rerun `{hint('check-adapters')}`"
         ) from None
     if (
         not isinstance(data, dict)
@@ -60,6 +159,10 @@ def outcome(model_id: str, directory: Path | None = None) -> dict[str, Any]:
         raise BenchError(f"{path}: expected an object with `rated` (bool) and `reason` (str)")
     if data.get("model", model_id) != model_id:
         raise BenchError(f"{path}: the file is for model {data.get('model')!r}, not {model_id!r}")
+    return data
+
+
+def _outcome(model_id: str, path: Path, data: dict[str, Any]) -> dict[str, Any]:
     out = {"model": model_id, "rated": data["rated"], "reason": data["reason"], "missing": False}
     if "pointwise" in data:
         out["pointwise"] = data["pointwise"]

@@ -26,7 +26,7 @@ from bench.equality.data import (
 )
 from bench.equality.pointwise import run_pointwise
 from bench.equality.references import DECIDING, FURTHER, ReferenceSpec, run_reference
-from bench.equality.results import results_dir, write_result
+from bench.equality.results import SCORING_DEVICE, results_dir, scoring_setting, write_result
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.integrity.hub import snapshot_dir
@@ -129,11 +129,15 @@ def check_one(
     data: EqualitySet,
     *,
     device: str = "cpu",
+    dtype: str | None = None,
     loader: Loader | None = None,
     model_dir: Path | None = None,
     runner: ReferenceRunner | None = None,
 ) -> dict[str, Any]:
-    """Check 1 (local model) or check 3 (Voyage) for one model; the result payload (not yet written)."""
+    """Check 1 (local model) or check 3 (Voyage) for one model; the result payload (not yet written).
+
+    ``dtype`` None: the adapter's own choice on ``device`` (the vendor's on CUDA, float32 on the CPU), as
+    ``bench quality`` makes it."""
     loader = loader or _default_loader
     if model_id not in plan.RERANKERS:
         raise BenchError(f"unknown model {model_id!r}; the plan's models: {', '.join(plan.RERANKERS)}")
@@ -145,7 +149,8 @@ def check_one(
             return _not_rated(model_id, f"API check failed: {_text(exc)}")
     try:
         mdir = model_dir or _model_dir(model_id)
-        reranker = loader(model_id, device=device, snapshot_dir=mdir)
+        kw: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
+        reranker = loader(model_id, device=device, snapshot_dir=mdir, **kw)
     except Exception as exc:  # OSError, RuntimeError, ... from a model load: not rated, the others go on
         return _not_rated(model_id, f"adapter did not load: {_text(exc)}")
     dtype = reranker.meta.dtype if reranker.meta.dtype in TORCH_DTYPES else None
@@ -197,13 +202,16 @@ def check_models(
     model_ids: Sequence[str],
     data: EqualitySet,
     *,
-    device: str = "cpu",
+    device: str = SCORING_DEVICE,
+    dtype: str | None = None,
     directory: Path | None = None,
     loader: Loader | None = None,
     manifest: Callable[..., dict[str, Any]] | None = None,
     preflight_record: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the checks and write ``results/adapter-checks/<model>.json`` per model; returns the payloads."""
+    """Run the checks and write one result file per model (``results/adapter-checks/<model>.json``, or
+    ``<model>@<device>-<dtype>.json`` for a setting other than the quality phase's default); every payload
+    records the device and dtype the check ran with. Returns the payloads."""
     from bench.provenance import collect_manifest
 
     make_manifest = manifest or collect_manifest
@@ -212,11 +220,13 @@ def check_models(
     with Progress("adapter checks", len(model_ids), "models") as progress:
         for model_id in model_ids:
             try:
-                payload = check_one(model_id, data, device=device, loader=loader)
+                payload = check_one(model_id, data, device=device, dtype=dtype, loader=loader)
             except Exception as exc:  # a failure of one model's check never stops the others
                 payload = _not_rated(model_id, f"check failed: {_text(exc)}")
                 _release_memory()
             adapter = payload.get("adapter") or {}
+            payload.update(scoring_setting(model_id, device, dtype))  # what quality and latency compare
+            payload["dtype_loaded"] = adapter.get("dtype")
             payload["data"] = dict(data.provenance)
             payload["preflight"] = preflight_record
             payload["manifest"] = make_manifest(

@@ -16,7 +16,25 @@ import click
 
 from bench.firststage.definitions import STAGE_DEFS
 
-IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose to the image reference it started (recorded)
+IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose from the image its typesense service starts (recorded)
+
+
+def reported_image() -> str | None:
+    """The Typesense image compose says it started (``BENCH_TYPESENSE_IMAGE``), or None outside compose.
+
+    compose.yaml writes the image once (``x-typesense-image``) and hands it to both the typesense service
+    and the bench services, so a value other than the plan's means an edited compose file: refused."""
+    from bench.errors import BenchError
+    from bench.plan import TYPESENSE_IMAGE
+
+    value = os.environ.get(IMAGE_ENV) or None
+    if value is not None and value != TYPESENSE_IMAGE:
+        raise BenchError(
+            f"{IMAGE_ENV} is {value}, but PLAN.md pins {TYPESENSE_IMAGE}: compose.yaml's x-typesense-image "
+            "was changed. Restore the plan's image (or record a deviation) and restart "
+            "`docker compose up -d typesense`."
+        )
+    return value
 
 
 @click.command("first-stage")
@@ -47,6 +65,7 @@ def first_stage(
     from bench.provenance import collect_manifest
 
     sdef = STAGE_DEFS[stage]
+    image = reported_image()
     corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
     guard = preflight("measurement", lock_names=["miracl", corpus_name])
     root = repo_root()
@@ -85,7 +104,7 @@ def first_stage(
             batch_size=batch_size,
             extra={
                 "manifest": manifest,
-                "image_reported": os.environ.get(IMAGE_ENV),
+                "image_reported": image,
                 "corpus_layout": layout,
             },
         )

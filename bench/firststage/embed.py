@@ -21,6 +21,7 @@ from bench.errors import BenchError
 from bench.firststage.embed_cache import EmbeddingCache
 from bench.paths import model_snapshot_dir, models_dir
 from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
+from bench.rerankers.snapshots import EMBEDDER_SPEC, fetch_hint
 
 #: Texts per ``encode`` call of ``CachedEmbeddings.embed`` (a cache write and a progress step each).
 ENCODE_CHUNK = 512
@@ -95,8 +96,8 @@ def arctic_embedder(
     if not path.is_dir():
         raise BenchError(
             f"{path}: the Arctic snapshot {EMBEDDING_MODEL.repo}@{EMBEDDING_MODEL.revision} is missing. "
-            "Download it on a machine with hub access (huggingface_hub.snapshot_download with "
-            f"cache_dir={models_dir()})."
+            f"Fetch it on a machine with internet: `{fetch_hint(EMBEDDER_SPEC.model_id)}` (writes to "
+            f"{models_dir()}), then copy that folder here."
         )
     return SentenceTransformerEmbedder(
         path,

@@ -20,6 +20,7 @@ from typing import Any
 from analysis.atomic import write_bytes_atomic
 from bench.equality.spearman import spearman
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.plan import INT8_MIN_SPEARMAN, INT8_SPEARMAN_QUERIES
 
 FORMAT = "int8-scores/1"
@@ -47,7 +48,9 @@ def write_scores(path: Path, record: Mapping[str, Any]) -> None:
 
 def read_scores(path: Path) -> dict[str, tuple[list[str], list[float]]]:
     if not path.is_file():
-        raise BenchError(f"{path}: scores file missing (write one with `bench int8 agreement --write FILE`)")
+        raise BenchError(
+            f"{path}: scores file missing (write one with `{hint('int8 agreement --write FILE')}`)"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

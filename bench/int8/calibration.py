@@ -24,6 +24,7 @@ import numpy as np
 from analysis.atomic import write_bytes_atomic
 from bench.data import Passage
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.plan import INT8_CALIBRATION_PAIRS
 
 CALIBRATION_PAIRS = INT8_CALIBRATION_PAIRS  # plan: 300
@@ -133,12 +134,12 @@ def write_set(path: Path, cal: CalibrationSet) -> None:
 def read_set(path: Path, *, dev_queries: Iterable[str] = ()) -> CalibrationSet:
     """A calibration set file; refuses a missing file, another format and any query that is a dev query."""
     if not path.is_file():
-        raise BenchError(f"{path}: no calibration set; run `bench int8 calibration-set` first")
+        raise BenchError(f"{path}: no calibration set; run `{hint('int8 calibration-set')}` first")
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BenchError(
-            f"{path}: not valid JSON ({exc}); build it again with `bench int8 calibration-set`"
+            f"{path}: not valid JSON ({exc}); build it again with `{hint('int8 calibration-set')}`"
         ) from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("pairs"), list):
         raise BenchError(f"{path}: not a calibration set (format {FORMAT!r} with 'pairs' expected)")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.int8.config import QuantSpec, Task
 from bench.int8.manifest import check_pins, write_manifest
 
@@ -69,7 +70,7 @@ def quantize_model(
     check_pins()
     if not pairs:
         raise BenchError(
-            "no calibration pairs: build the calibration set first (`bench int8 calibration-set`)"
+            f"no calibration pairs: build the calibration set first (`{hint('int8 calibration-set')}`)"
         )
     if not (source / "config.json").is_file():
         raise BenchError(f"{source}: no config.json; expected a transformers model folder")

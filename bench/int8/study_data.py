@@ -19,6 +19,7 @@ from bench.data import Passage
 from bench.data.hub import iter_corpus_full, read_corpus_71k
 from bench.data.miracl import read_topics, topics_relpath
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.int8.calibration import CALIBRATION_PAIRS, CalibrationSet, draw_pairs
 from bench.integrity.hub import snapshot_dir
 from bench.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, LANGUAGE, MIRACL, SEED
@@ -40,7 +41,7 @@ def load_testb_topics(snapshot: Path | None = None) -> tuple[dict[str, str], Pat
     names = ", ".join(topics_relpath(LANGUAGE, n).rsplit("/", 1)[1] for n in TESTB_NAMES)
     raise BenchError(
         f"{folder}: no German test-B topics ({names}); found {found or 'no such folder'}. Fetch "
-        f"{MIRACL.repo}@{MIRACL.revision} with `bench data fetch`; if the hub layout differs, adapt "
+        f"{MIRACL.repo}@{MIRACL.revision} with `{hint('data fetch')}`; if the hub layout differs, adapt "
         "bench/int8/study_data.py"
     )
 

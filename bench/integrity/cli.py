@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity import datalock, hub, lockops
 from bench.integrity import timestamps as ts
 from bench.paths import repo_root
@@ -35,7 +36,8 @@ def stamp_cmd(file: str, timeout: float) -> None:
     if not written:
         click.echo(f"{file}: every version already has a proof; nothing to do.")
     for path in written:
-        click.echo(f"wrote {path.relative_to(root)} (pending; run `bench timestamps upgrade` in a few hours)")
+        upgrade = hint("timestamps upgrade")
+        click.echo(f"wrote {path.relative_to(root)} (pending; run `{upgrade}` in a few hours)")
 
 
 @timestamps_group.command("upgrade")
@@ -82,7 +84,7 @@ def verify_cmd() -> None:
     code = result.exit_code
     if code == ts.NOT_STAMPED_EXIT:
         click.echo(
-            "not stamped: run `bench timestamps stamp PLAN.md` / `... DEVIATIONS.md` online.", err=True
+            f"not stamped: run `{hint('timestamps stamp PLAN.md')}` / `... DEVIATIONS.md` online.", err=True
         )
     elif code:
         click.echo("FAILED: at least one proof does not prove its file (see the table).", err=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity import datalock
 
 REHASH_BELOW = 64 * 2**20  # bytes; smaller files are hashed again at every open
@@ -56,7 +57,7 @@ def check_coverage(root: Path, names: Iterable[str] | None, lock_path: Path) -> 
     if not entries:
         raise BenchError(
             f"{lock_path}: the lock lists no files. Every data file the study reads must be listed; "
-            "restore the lock with git (it is written only by `bench data lock`)."
+            f"restore the lock with git (it is written only by `{hint('data lock')}`)."
         )
     listed = {e.file(root).resolve() for e in entries.values()} | set(entries)
     missing = [
@@ -69,7 +70,7 @@ def check_coverage(root: Path, names: Iterable[str] | None, lock_path: Path) -> 
         raise BenchError(
             f"{lock_path} does not list {len(missing)} file(s) the study reads:\n  {lines}\n"
             "The lock was shortened or a file was added; restore the lock with git, or lock new files with "
-            "`bench data lock` (a changed input is a deviation, never a silent re-lock)."
+            f"`{hint('data lock')}` (a changed input is a deviation, never a silent re-lock)."
         )
 
 
@@ -118,7 +119,7 @@ def require_locked(path: Path) -> Path:
     if hit is None:
         raise BenchError(
             f"{path} is read by this command but not listed in {active.lock_path}. Every data file the study "
-            "reads must be locked: restore the lock with git, or lock the file with `bench data lock`."
+            f"reads must be locked: restore the lock with git, or lock the file with `{hint('data lock')}`."
         )
     key, entry = hit
     st = os.stat(file)

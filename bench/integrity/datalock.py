@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.paths import hub_dir
 
@@ -67,7 +68,9 @@ class Entry:
 
 
 def _fail(path: Path, what: str) -> BenchError:
-    return BenchError(f"{path}: {what}. The lock is written only by `bench data lock`; restore it with git.")
+    return BenchError(
+        f"{path}: {what}. The lock is written only by `{hint('data lock')}`; restore it with git."
+    )
 
 
 def _entry(path: Path, key: str, raw: Any) -> Entry:
@@ -103,7 +106,7 @@ def _entry(path: Path, key: str, raw: Any) -> Entry:
 def read_lock(path: Path) -> dict[str, Entry]:
     """The entries of a lock file, validated; BenchError naming the file and the problem otherwise."""
     if not path.exists():
-        raise BenchError(f"{path}: lock file not found; write it with `bench data lock`.")
+        raise BenchError(f"{path}: lock file not found; write it with `{hint('data lock')}`.")
     raw = path.read_bytes()
     if raw.startswith(b"\xef\xbb\xbf"):
         raise _fail(path, "starts with a UTF-8 byte-order mark, which `bench data lock` never writes "
@@ -221,6 +224,7 @@ def verify(
         lines = "\n  ".join(str(p) for p in problems)
         raise BenchError(
             f"{len(problems)} of {len(chosen)} files do not match {lock_path}:\n  {lines}\n"
-            "Fetch missing files with `bench data fetch`; a changed file must be restored, never re-locked."
+            f"Fetch missing files with `{hint('data fetch')}`; a changed file must be restored, never "
+            "re-locked."
         )
     return chosen

@@ -37,6 +37,7 @@ from bench.data import hub as corpus_layout
 from bench.data import miracl as miracl_layout
 from bench.equality import data as reranking_layout
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.datalock import Entry, Source
 from bench.integrity.hashing import sha256_file
 from bench.integrity.rows import count_rows
@@ -318,8 +319,9 @@ def fetch(ds: HubDataset) -> Path:
     if problems:
         raise BenchError(
             f"{target}: after the download the snapshot does not fit what the loaders read: "
-            f"{'; '.join(problems)}. The hub layout differs from bench/integrity/hub.py (`bench data fetch "
-            "--dry-run` lists what is required); fix the loader there (and record a deviation)."
+            f"{'; '.join(problems)}. The hub layout differs from bench/integrity/hub.py "
+            f"(`{hint('data fetch --dry-run')}` lists what is required); fix the loader there (and record a "
+            "deviation)."
         )
     return target
 
@@ -343,7 +345,7 @@ def hub_entries(ds: HubDataset) -> dict[str, Entry]:
     if not files or missing:
         raise BenchError(
             f"{snapshot_dir(ds.source)}: snapshot of {ds.name!r} not fetched or incomplete "
-            f"(missing: {', '.join(missing) or 'all files'}); run `bench data fetch {ds.name}` first."
+            f"(missing: {', '.join(missing) or 'all files'}); run `{hint(f'data fetch {ds.name}')}` first."
         )
     base = hub_dir()
     out: dict[str, Entry] = {}

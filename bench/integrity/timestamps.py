@@ -27,6 +27,7 @@ from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity import git
 from bench.integrity.ots import FAILURES, ProofReport, check_proof, load_merkle_roots, parse_proof, walk
 
@@ -144,8 +145,8 @@ def stamp_digest(
     if len(answered) < min_ok:
         raise BenchError(
             f"only {len(answered)} of {len(calendars)} OpenTimestamps calendars answered (need {min_ok}); "
-            "is this machine offline? Nothing was written. Run `bench timestamps stamp` on a machine with "
-            "internet.\n  " + "\n  ".join(errors),
+            f"is this machine offline? Nothing was written. Run `{hint('timestamps stamp')}` on a "
+            "machine with internet.\n  " + "\n  ".join(errors),
             exit_code=OFFLINE_EXIT,
         )
     return dtf, answered

@@ -20,7 +20,7 @@ def judged() -> None:
     """The judged sample of unjudged passages (LLM judge)."""
 
 
-def prepare_study(root: Path, runs: Path, study: Path, checks: Path, out: Path) -> dict[str, Any]:
+def prepare_study(root: Path, runs: Path, study: Path | None, checks: Path, out: Path) -> dict[str, Any]:
     """Preflight, the plan's groups, the selection, packet and sealed key in ``out``."""
     from analysis.trec import read_qrels
     from bench.codeversion import require_clean_code
@@ -55,7 +55,8 @@ def sha256(path: Path) -> str:
 
 @judged.command("prepare")
 @click.option("--runs", type=_dir, default=None, help="Runs folder of the quality study (default runs).")
-@click.option("--study", type=_dir, default=None, help="The study that wrote them (default studies/quality).")
+@click.option("--study", type=_dir, default=None,
+              help="The study directory that wrote them; default: the runs must be committed, unchanged.")
 @click.option(
     "--checks", type=_dir, default=None, help="Adapter-check results (default results/adapter-checks)."
 )
@@ -69,7 +70,7 @@ def prepare(runs: Path | None, study: Path | None, checks: Path | None, out: Pat
     rec = prepare_study(
         root,
         runs or root / "runs",
-        study or root / "studies" / "quality",
+        study,
         checks or root / "results" / "adapter-checks",
         out,
     )

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.errors import BenchError
+from bench.hints import hint as command_hint
 
 # anthropic 2.10.0's Messages.create has no sampling parameters (temperature, top_p, top_k): the model's
 # fixed default sampling is used and recorded as such. Extended thinking is switched off explicitly.
@@ -221,7 +222,7 @@ class Judge:
                 raise JudgeStopped(
                     f"pair {pair}: {HTTP_ATTEMPTS} attempts failed (last: {attempt['outcome']} "
                     f"{attempt['http_status'] or ''} {attempt['error']}); the journal is intact, rerun "
-                    "`bench judged run` later to resume"
+                    f"`{command_hint('judged run')}` later to resume"
                 )
             hint = attempt["retry_after_s"]
             wait = backoff_s(transient, hint if isinstance(hint, float) else None)

@@ -26,6 +26,7 @@ from typing import Any
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.judged.selection import DRAW_PROCEDURE, Selection
 from bench.plan import SEED
@@ -131,7 +132,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
-        raise BenchError(f"{path} not found: run `bench judged prepare` first") from None
+        raise BenchError(f"{path} not found: run `{hint('judged prepare')}` first") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BenchError(
             f"{path}: not valid JSON ({exc}); prepare the packet again into a new folder"

@@ -2,9 +2,11 @@
 
 Groups (plan section "Judged sample of unjudged passages"): on hybrid-71k the three best rated models by
 mean nDCG@10 at depth 100 (ties: smaller model id), on keyword-full the best rated model there. "Rated" is
-the adapter checks' verdict (``bench.quality.commands.rated``). Every run used must be one that the given
-study wrote (its manifest lists the run paths of its sessions); runs from another study directory are
-refused. Fewer than three rated models with a hybrid-71k run, or none on keyword-full, is an error.
+the adapter checks' verdict (``bench.quality.commands.rated``). Every run used must be the study's: by
+default a run committed under the runs folder, unchanged (what a fresh clone has, on any machine with the
+data); with a study directory, a run its manifest lists (by stage, model and depth, so the manifest's
+absolute paths of another machine or of the container do not matter). Runs from another study are refused.
+Fewer than three rated models with a hybrid-71k run, or none on keyword-full, is an error.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from analysis.metrics import mean_scores
 from analysis.trec import read_run_table
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.judged.selection import GroupSpec
 from bench.plan import (
@@ -37,14 +40,69 @@ def ranked(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, list
     return {q: [d for d, _ in docs] for q, docs in table.items()}
 
 
-def study_run_paths(study_dir: Path) -> set[Path]:
-    """Every run path the study's sessions recorded (resolved)."""
+def study_runs(study_dir: Path) -> dict[str, dict[str, Any]]:
+    """``<stage>/<model>@<depth>`` -> the latest record of that run in the study's sessions."""
     from bench.quality.study import read_manifest
 
     manifest = read_manifest(study_dir)
     return {
-        Path(r["path"]).resolve() for s in manifest["sessions"] for r in s.get("runs") or [] if r.get("path")
+        group_id(str(r["stage"]), str(r["model"]), int(r["depth"])): r
+        for s in manifest["sessions"]
+        for r in s.get("runs") or []
+        if r.get("stage") and r.get("model") and r.get("depth")
     }
+
+
+def _not_recorded(key: str, path: Path, recorded: dict[str, dict[str, Any]]) -> str | None:
+    """Why ``path`` is not the run ``key`` that the study recorded: by SHA-256 where the session recorded it;
+    else by path where the recorded path exists on this machine; else (another machine's or the container's
+    absolute path) by stage, model and depth."""
+    rec = recorded.get(key)
+    if rec is None:
+        return f"its manifest does not list {key}"
+    if isinstance(rec.get("sha256"), str):
+        return None if rec["sha256"] == sha256_file(path) else f"{key} differs from the run it recorded"
+    there = Path(str(rec.get("path") or ""))
+    if there.is_file() and there.resolve() != path.resolve():
+        return f"it recorded {key} at {there}"
+    return None
+
+
+def uncommitted_run(path: Path) -> str | None:
+    """Why ``path`` is not a committed, unchanged file of its git checkout, or None when it is."""
+    from bench.integrity import git
+
+    folder = path.resolve().parent
+    if not git.is_repo(folder):
+        return "not in a git checkout"
+    name = path.name
+    if not git.run_git(folder, "ls-files", "-z", "--", name).strip(b"\0"):
+        return "not committed"
+    if git.run_git(folder, "status", "--porcelain=v1", "-z", "--", name).strip(b"\0"):
+        return "changed since its commit"
+    return None
+
+
+def check_study_runs(paths: Sequence[tuple[str, Path]], study_dir: Path | None) -> dict[str, Any]:
+    """Refuse a run that is not the study's (see the module docstring); returns how they were checked."""
+    if study_dir is not None:
+        recorded = study_runs(study_dir)
+        for key, path in paths:
+            why = _not_recorded(key, path, recorded)
+            if why is not None:
+                raise BenchError(
+                    f"{path}: not a run written by the study in {study_dir} ({why}); pass the runs folder "
+                    "and the study directory that belong together"
+                )
+        return {"checked_by": "study manifest", "study": str(study_dir)}
+    for _, path in paths:
+        why = uncommitted_run(path)
+        if why is not None:
+            raise BenchError(
+                f"{path}: {why}; the judged sample is drawn from the study's committed runs. Commit the "
+                "quality phase's run files first, or pass --study DIR (the study directory that wrote them)"
+            )
+    return {"checked_by": "committed runs (git, unchanged)", "study": None}
 
 
 def best_models(
@@ -65,7 +123,7 @@ def plan_groups(
     qrels: Mapping[str, Mapping[str, int]],
     *,
     checks_dir: Path,
-    study_dir: Path,
+    study_dir: Path | None,
 ) -> tuple[list[GroupSpec], dict[str, Any]]:
     """The plan's four groups and a record of how they were chosen (models, nDCG@10, run SHA-256)."""
     from bench.quality.commands import rated
@@ -76,23 +134,17 @@ def plan_groups(
         raise BenchError(
             f"{runs_dir / JUDGED_SAMPLE_STAGE}: {len(hybrid)} rated model(s) with a depth-{QUALITY_DEPTH} "
             f"run ({', '.join(m for m, *_ in hybrid) or 'none'}); the judged sample needs the "
-            f"{JUDGED_SAMPLE_TOP_MODELS} best rated models. Run `bench quality` first"
+            f"{JUDGED_SAMPLE_TOP_MODELS} best rated models. Run `{hint('quality')}` first"
         )
     full = best_models(runs_dir, JUDGED_SAMPLE_FULL_STAGE, keep, qrels)
     if not full:
         raise BenchError(
             f"{runs_dir / JUDGED_SAMPLE_FULL_STAGE}: no rated model has a depth-{QUALITY_DEPTH} run; the "
-            "judged sample needs the best rated model there. Run `bench quality` first"
+            f"judged sample needs the best rated model there. Run `{hint('quality')}` first"
         )
     chosen = [(JUDGED_SAMPLE_STAGE, *h) for h in hybrid[:JUDGED_SAMPLE_TOP_MODELS]]
     chosen.append((JUDGED_SAMPLE_FULL_STAGE, *full[0]))
-    recorded = study_run_paths(study_dir)
-    for _, _, _, path in chosen:
-        if path.resolve() not in recorded:
-            raise BenchError(
-                f"{path}: not a run written by the study in {study_dir} (its manifest does not list it); "
-                "pass the runs folder and the study directory that belong together"
-            )
+    checked = check_study_runs([(group_id(stage, m), path) for stage, m, _, path in chosen], study_dir)
     groups = [GroupSpec(group_id(stage, m), ranked(path, qrels)) for stage, m, _, path in chosen]
     record = {
         "groups_from": [
@@ -111,6 +163,7 @@ def plan_groups(
             for stage, ranking in ((JUDGED_SAMPLE_STAGE, hybrid), (JUDGED_SAMPLE_FULL_STAGE, full))
         },
         "not_rated": skipped,
+        "runs_checked": checked,
     }
     return groups, record
 

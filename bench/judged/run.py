@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.journal import Journal, encode
 from bench.judged.judge import TIMEOUT_S, Judge, check_template
@@ -186,7 +187,7 @@ def published_labels(
     missing = sorted(set(prepared.key) - set(by_pair))
     if missing:
         raise BenchError(
-            f"{prepared.directory}: pairs {missing[:5]} have no judgment yet; run `bench judged run`"
+            f"{prepared.directory}: pairs {missing[:5]} have no judgment yet; run `{hint('judged run')}`"
         )
     pairs = []
     for number in sorted(prepared.key):

@@ -9,7 +9,12 @@ from typing import Any, TextIO
 
 from bench.codeversion import require_clean_code
 from bench.latency.api import measure_api, new_session, require_opt_out
-from bench.latency.commands import choose_models, study_inputs, unrated_models
+from bench.latency.commands import (
+    choose_models,
+    require_same_code_as_blocks,
+    study_inputs,
+    unrated_models,
+)
 from bench.latency.presets import PRESETS
 
 
@@ -41,7 +46,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
     models, refused = choose_models(preset, req.models)
     depths = preset.check_depths(req.depths) if req.depths else preset.depths
     key = read_api_key()  # a missing key is refused here, before anything is written
-    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    unrated = unrated_models(models, req.checks_dir, req.allow_unrated, device="api")
     if req.label is not None or req.session is not None:
         from analysis.latency.records import check_name
 
@@ -57,9 +62,9 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
         require_clean_code(req.root)
     from bench.guard import preflight
     from bench.provenance import collect_manifest
-    from bench.quality.commands import lock_names
+    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     inputs = study_inputs(req.first_stage_dir, req.stage, max(depths))
     base_url = req.base_url or DEFAULT_BASE_URL
     session = new_session(opt_out, base_url, req.label, req.session)
@@ -69,6 +74,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
         root=req.root,
         extra={"preset": "api", "preflight": pre, "refused": refused},
     )
+    require_same_code_as_blocks(req.out_root, preset.kind, session.session, manifest["git"], req.root)
 
     def make(model: str) -> Any:
         return VoyageReranker(model, api_key=key, base_url=base_url)

@@ -21,11 +21,13 @@ from typing import Any, TextIO
 from analysis.trec import TrecFormatError, read_run
 from bench.codeversion import require_clean_code
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.latency.host import host_state
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
+from bench.plan import RERANKERS
 
 
 @dataclass(frozen=True)
@@ -64,20 +66,28 @@ def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], 
     return [m for m in wanted if m not in refused], refused
 
 
-def unrated_models(models: Sequence[str], checks_dir: Path, allow_unrated: bool) -> dict[str, str]:
-    """model -> reason for every model without a passed adapter check; BenchError unless allowed."""
-    from bench.equality.results import outcome
+def unrated_models(
+    models: Sequence[str], checks_dir: Path, allow_unrated: bool, *, device: str | None = None
+) -> dict[str, str]:
+    """model -> reason for every model without a passed adapter check; BenchError unless allowed. With
+    ``device``, a plan model's check must have run on that device with the dtype it is timed in (the
+    adapter's choice there: every latency command loads with it), else the reason names both settings."""
+    from bench.equality.results import outcome, outcome_for
 
     unrated = {}
     for m in models:
-        out = outcome(m, checks_dir)
+        if device is not None and m in RERANKERS:
+            out = outcome_for(m, checks_dir, device)
+        else:
+            out = outcome(m, checks_dir)
         if not out["rated"]:
             unrated[m] = str(out["reason"])
     if unrated and not allow_unrated:
         first = next(iter(unrated))
         raise BenchError(
-            f"{first} has no passed adapter check ({unrated[first]}); run `bench check-adapters {first}` "
-            "first, or pass --allow-unrated (its numbers are then marked not publishable)."
+            f"{first} has no passed adapter check for this setting ({unrated[first]}); run "
+            f"`{hint(f'check-adapters {first}')}` (on that device and dtype) first, or "
+            "pass --allow-unrated (its numbers are then marked not publishable)."
         )
     return unrated
 
@@ -96,6 +106,32 @@ def pin_cpus(n: int) -> list[int]:
     return chosen
 
 
+def require_same_code_as_blocks(out_root: Path, kind: str, session: str, now: Mapping[str, Any],
+                                root: Path) -> None:  # fmt: skip
+    """The finished blocks of one machine (or API session) are measured by one version of the code, as the
+    sessions of a quality study are (``bench.codeversion``): a resume with other code is refused, naming
+    what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
+    import json
+
+    from bench.codeversion import different_code
+
+    for path in sorted(out_root.glob(f"*/{kind}/{session}/*/*.json")):
+        if path.name.startswith("."):
+            continue  # a temporary file of an unfinished write
+        try:
+            earlier = (json.loads(path.read_text(encoding="utf-8")).get("manifest") or {}).get("git") or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise BenchError(f"{path}: not a readable latency block ({exc}); restore it with git") from exc
+        why = different_code([earlier], now, root)
+        if why is not None:
+            raise BenchError(
+                f"{path}: this finished block was measured by other code ({why}). The blocks of "
+                f"{kind}/{session} are measured by one version of the code: check out the code of commit "
+                f"{earlier.get('commit')} to measure the remaining blocks, or measure under another "
+                "--machine (or --session)."
+            )
+
+
 def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
     """MIRACL de dev queries, the top ``k_max`` candidates of ``stage`` and their passage texts."""
     from bench.integrity.hashing import sha256_file
@@ -104,7 +140,7 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
 
     path = first_stage_dir / f"{stage}.trec"
     if not path.is_file():
-        raise BenchError(f"{path}: first-stage run missing; run `bench first-stage {stage}` first")
+        raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
     try:
         run = read_run(path, allow_unknown_queries=True)
     except TrecFormatError as exc:
@@ -135,7 +171,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         print(f"latency: {why}", file=stream)
     gpu = None
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
-    unrated = unrated_models(models, req.checks_dir, req.allow_unrated)
+    unrated = unrated_models(models, req.checks_dir, req.allow_unrated, device=preset.device)
     if preset.device.startswith("cuda"):
         from bench.latency.gpu import GpuProbe, require_free_gpu
 
@@ -145,13 +181,14 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
     from bench.guard import preflight
     from bench.provenance import collect_manifest
-    from bench.quality.commands import lock_names
+    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=lock_names([req.stage]), root=req.root)
+    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}
     manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
+    require_same_code_as_blocks(req.out_root, preset.kind, req.session, manifest["git"], req.root)
     settings = Settings(
         preset=preset,
         machine=req.machine,

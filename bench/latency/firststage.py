@@ -21,6 +21,7 @@ from typing import Any
 from analysis.atomic import write_bytes_atomic
 from analysis.latency import Accuracy, Block, Sample, read_block
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.plan import FIRST_STAGE_DEPTH, STAGES
 
@@ -52,7 +53,7 @@ def block_from_record(
     if not ids:
         raise BenchError(
             f"{path}: the record has no per_query_ids (written by an older bench first-stage); rerun "
-            f"`bench first-stage {stage}` to record them"
+            f"`{hint(f'first-stage {stage}')}` to record them"
         )
     if not (isinstance(client, list) and isinstance(server, list) and len(ids) == len(client) == len(server)):
         raise BenchError(f"{path}: per-query ids, client and server times differ in length")
@@ -117,13 +118,13 @@ def convert(
     wanted = stages or tuple(s for s in STAGES if (records_dir / f"{s}.json").is_file())
     if not wanted:
         raise BenchError(
-            f"{records_dir}: no first-stage records (<stage>.json); run `bench first-stage` first"
+            f"{records_dir}: no first-stage records (<stage>.json); run `{hint('first-stage')}` first"
         )
     out = []
     for stage in wanted:
         path = records_dir / f"{stage}.json"
         if not path.is_file():
-            raise BenchError(f"{path}: missing; run `bench first-stage {stage}` first")
+            raise BenchError(f"{path}: missing; run `{hint(f'first-stage {stage}')}` first")
         try:
             record = json.loads(path.read_text(encoding="utf-8-sig"))
         except json.JSONDecodeError as exc:

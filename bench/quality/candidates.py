@@ -20,6 +20,7 @@ from typing import Any
 from analysis.atomic import write_bytes_atomic
 from analysis.trec import TrecFormatError, read_run
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.integrity.hashing import sha256_file
 from bench.plan import QUALITY_DEPTH
 
@@ -61,7 +62,7 @@ def freeze(study_dir: Path, sources: Mapping[str, Path], *, depth: int = QUALITY
     for stage, src in sources.items():
         if not Path(src).is_file():
             raise BenchError(
-                f"first-stage run for {stage} missing: {src}. Run `bench first-stage {stage}` first "
+                f"first-stage run for {stage} missing: {src}. Run `{hint(f'first-stage {stage}')}` first "
                 "(or pass the file)."
             )
     if record_path.exists():

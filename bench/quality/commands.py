@@ -26,15 +26,10 @@ from bench.rerankers.protocol import Reranker
 
 
 def lock_names(stages: Sequence[str]) -> list[str]:
-    """datasets.lock datasets a quality session reads: the topics and the stages' corpora."""
-    from bench.plan import STAGES
+    """datasets.lock entries a quality session reads (``bench.reads.stage_reads``)."""
+    from bench.reads import stage_reads
 
-    corpora = {STAGES[s].corpus for s in stages}
-    return (
-        ["miracl"]
-        + (["corpus-71k"] if "71k" in corpora else [])
-        + (["corpus-full"] if "full" in corpora else [])
-    )
+    return stage_reads(stages)
 
 
 @dataclass(frozen=True)
@@ -60,13 +55,32 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
     return frozenset(out)
 
 
-def rated(models: Sequence[str], checks_dir: Path) -> tuple[list[str], dict[str, str], dict[str, Any]]:
-    """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files."""
-    from bench.equality.results import outcome
+def rated(
+    models: Sequence[str], checks_dir: Path, *, device: str | None = None, dtype: str | None = None
+) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+    """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files.
+
+    With ``device`` (and the requested ``dtype``), a plan model counts as rated only by a check that ran in
+    the setting its scores will be produced with (issue 20): a model checked only on another device or
+    dtype is refused, before anything is written, naming both settings and the check to run."""
+    from bench.equality.results import outcome, outcome_for
     from bench.rerankers.registry import base_model
 
-    # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed the checks
-    outcomes = {m: outcome(base_model(m), checks_dir) for m in models}
+    def check(model: str) -> dict[str, Any]:
+        base = base_model(model)  # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed
+        if device is None or base not in RERANKERS:
+            return outcome(base, checks_dir)
+        return outcome_for(base, checks_dir, device, dtype)
+
+    outcomes = {m: check(m) for m in models}
+    elsewhere = {m: o for m, o in outcomes.items() if "checked_setting" in o}
+    if elsewhere:
+        from bench.errors import BenchError
+
+        raise BenchError(
+            "refused: " + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
+            + ". Nothing was written; check them in this setting first, or leave them out (--model)."
+        )
     keep = [m for m in models if outcomes[m]["rated"]]
     skipped = {m: str(outcomes[m]["reason"]) for m in models if not outcomes[m]["rated"]}
     return keep, skipped, outcomes
@@ -118,10 +132,16 @@ def run_session(
     what: str,
     max_queries: int | None = None,
     dtype: str | None = None,
+    check_setting: bool = True,
 ) -> tuple[Study, SessionResult, dict[str, str]]:
+    """One quality-phase session. ``check_setting``: a model needs a passed adapter check on this
+    session's device and dtype; only the data-type check's CPU session, which is itself the plan's
+    comparison of CPU fp32 against the checked GPU setting, passes False."""
     from bench.quality.inputs import candidate_texts, study_queries
 
-    keep, skipped, outcomes = rated(list(models), setup.checks_dir)
+    keep, skipped, outcomes = rated(
+        list(models), setup.checks_dir, device=setup.device if check_setting else None, dtype=dtype
+    )
     per_depth = per_depth_models(keep, outcomes)
     params = {"stages": list(stages), "models": list(keep), "depths": list(depths), "device": setup.device,
               "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries,

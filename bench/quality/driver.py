@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from bench.integrity.hashing import sha256_file
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
 from bench.quality.candidates import Candidates, freeze
@@ -110,6 +111,7 @@ def execute(
                 "model": r.model,
                 "depth": r.depth,
                 "path": str(r.path) if r.path else None,
+                "sha256": sha256_file(r.path) if r.path else None,
                 "queries": r.queries,
                 "errors": r.errors,
             }

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.hints import hint
 from bench.paths import model_snapshot_dir, models_dir
+from bench.plan import EMBEDDING_MODEL
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,21 @@ class SnapshotSpec:
     code_revision: str | None = None
 
 
+#: The first stages' embedder (vector-71k, hybrid-71k) at the plan's pinned revision (`bench models fetch`).
+EMBEDDER_SPEC = SnapshotSpec("arctic-embed-l-v2.0", EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision)
+
+#: The Voyage tokenizer of the context calculation (``bench costs passage-tokens``). The plan pins no
+#: revision: ``bench models fetch voyage-tokenizer`` takes the hub's current one, and the snapshot folder
+#: (the hub cache layout) and every passage-token record name the revision it got.
+VOYAGE_TOKENIZER_ID = "voyage-tokenizer"
+VOYAGE_TOKENIZER_REPO = "voyageai/rerank-3"
+
+
+def fetch_hint(model_id: str) -> str:
+    """The command that fetches ``model_id``, as the author types it in the container."""
+    return hint(f"models fetch {model_id}")
+
+
 def snapshot_path(repo: str, revision: str, root: Path | None = None) -> Path:
     return model_snapshot_dir(repo, revision, root)
 
@@ -37,7 +54,7 @@ def present_revisions(repo: str, root: Path | None = None) -> list[str]:
 
 
 def _fix(model_id: str) -> str:
-    return f"Fetch it on a machine with internet: `bench models fetch {model_id}` (writes to {models_dir()})."
+    return f"Fetch it on a machine with internet: `{fetch_hint(model_id)}` (writes to {models_dir()})."
 
 
 def _check_dir(spec_id: str, repo: str, revision: str, path: Path, root: Path | None) -> Path:
@@ -102,3 +119,13 @@ def fetch(spec: SnapshotSpec, root: Path | None = None) -> list[Path]:
         if got.name != rev:
             raise BenchError(f"Model {spec.model_id}: the hub returned revision {got.name}, expected {rev}")
     return out
+
+
+def fetch_voyage_tokenizer(root: Path | None = None) -> Path:
+    """Download ``tokenizer.json`` of the Voyage tokenizer at the hub's current revision (needs internet);
+    returns its path, ``.../snapshots/<revision>/tokenizer.json`` (the folder records the revision)."""
+    from huggingface_hub import hf_hub_download
+
+    cache = root or models_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    return Path(hf_hub_download(VOYAGE_TOKENIZER_REPO, "tokenizer.json", cache_dir=cache))

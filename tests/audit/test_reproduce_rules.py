@@ -25,3 +25,28 @@ def test_gpu_names_from_host_records() -> None:
     assert gpu_note(["A"], ["A"]) == "same GPU as the committed results (A)"
     assert gpu_note(["B"], ["A"]) == "different GPU: here B, committed results A"
     assert gpu_note([], ["A"]) == "no GPU here; the committed results were measured on A"
+
+
+def test_reproduce_verifies_the_data_of_every_committed_stage(tmp_git_repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 20, break 15: without --stage, reproduce reruns every committed stage, so its lock check names
+    those stages' corpora (it verified keyword-full's data only, whatever it reran)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bench.cli import cli
+
+    quality = {"runs": [{"model": "bge-v2-m3", "depth": 100, "means": {"ndcg@10": 0.5}}]}
+    root = tmp_git_repo([{"runs/first-stage/hybrid-71k.trec": "q Q0 d 1 1.0 fs\n",
+                          "results/quality/hybrid-71k.json": json.dumps(quality)}])  # fmt: skip
+    seen: list[list[str]] = []
+
+    def preflight(kind: str, *, lock_names: list[str], root: object = None) -> dict[str, str]:
+        seen.append(list(lock_names))
+        raise SystemExit(7)  # stop here: the rest needs the hub data
+
+    monkeypatch.setenv("BENCH_ROOT", str(root))
+    monkeypatch.setattr("bench.guard.preflight", preflight)
+    result = CliRunner().invoke(cli, ["reproduce", "--out", str(root / "reproduce" / "x")])
+    assert result.exit_code == 7, result.output
+    assert seen == [["miracl", "corpus-71k"]]

@@ -66,3 +66,37 @@ def test_two_snapshots_need_a_revision(tmp_path: Path) -> None:
     with pytest.raises(BenchError, match="several snapshots"):
         load_voyage_tokenizer("rerank-3", root=tmp_path)
     assert load_voyage_tokenizer("rerank-3", root=tmp_path, revision="b2").revision == "b2"
+
+
+def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, break 12: passage-tokens reads the first-stage runs and their passages, so the lock check
+    covers the stages' corpora only (not the topics, not the 32 full-corpus shards for 71k stages); the
+    verification itself is the real ``datalock.verify``, of the entries named."""
+    import inspect
+
+    import bench.guard
+    from analysis.trec import write_run
+    from bench.reads import corpus_reads
+
+    assert (
+        inspect.signature(bench.guard.preflight).parameters["lock_names"].default is inspect.Parameter.empty
+    )
+    word_tokenizer(tmp_path / "models" / "models--voyageai--rerank-3" / "snapshots" / "abc123")
+    monkeypatch.setenv("BENCH_MODELS_DIR", str(tmp_path / "models"))
+    runs = tmp_path / "runs"
+    write_run(runs / "first-stage" / "hybrid-71k.trec", {"q1": [("d1", 2.0), ("d2", 1.0)]}, tag="fs")
+    verified: list[list[str] | None] = []
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: {})
+    monkeypatch.setattr("bench.guard.require_plan_stamp", lambda root: {"verdict": "pending"})
+    monkeypatch.setattr("bench.integrity.datalock.verify",
+                        lambda root, names, lock_path: verified.append(names) or {})  # fmt: skip
+    monkeypatch.setattr("bench.integrity.coverage.activate", lambda *a: None)
+    monkeypatch.setattr("bench.guard.sha256_file", lambda p: "0" * 64)
+    monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda c: {"d1": "Berlin ist", "d2": "die"})
+    out = tmp_path / "tokens.json"
+    args = ["costs", "passage-tokens", "--runs", str(runs), "--stage", "hybrid-71k", "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert verified == [["corpus-71k"]]
+    assert json.loads(out.read_text())["manifest"]["extra"]["preflight"]["verified_entries"] == {}
+    assert corpus_reads(["keyword-full", "hybrid-71k"]) == ["corpus-71k", "corpus-full"]

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from bench.cli import cli
 from bench.equality import outcome
+from bench.equality.results import outcome_for
 from bench.plan import REFERENCE_TRANSFORMERS_VERSION
 
 pytestmark = pytest.mark.model
@@ -32,9 +33,12 @@ def test_check_adapters_bge_end_to_end(
     monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: {"kind": kind, "stub": True})
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
     results = tmp_path / "results"
-    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(results)])
+    res = CliRunner().invoke(
+        cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(results), "--device", "cpu"]
+    )  # CPU in place of the default CUDA: the file of that setting, not the quality default's
     assert res.exit_code == 0, res.output
-    payload = json.loads((results / "bge-v2-m3.json").read_text())
+    payload = json.loads((results / "bge-v2-m3@cpu-float32.json").read_text())
+    assert (payload["device"], payload["dtype"], payload["dtype_loaded"]) == ("cpu", "float32", "float32")
     assert payload["verdict"] == "rated" and payload["min_spearman"] > 0.9999
     assert len(payload["queries"]) == 20 and payload["queries"][0]["qid"] == "7000"
     assert payload["queries"][0]["source_qid"] == "dev_query0"
@@ -49,4 +53,5 @@ def test_check_adapters_bge_end_to_end(
     assert len(payload["data"]["files_sha256"]) == 4
     text = json.dumps(payload)
     assert "Titel" not in text and "hauptstadt" not in text  # ids and numbers only, never texts
-    assert outcome("bge-v2-m3", results)["rated"] is True
+    assert outcome_for("bge-v2-m3", results, "cpu")["rated"] is True
+    assert not (results / "bge-v2-m3.json").exists() and outcome("bge-v2-m3", results)["missing"] is True

@@ -131,7 +131,7 @@ def test_trec_id_map_with_topics(tmp_path: Path) -> None:
 
 
 def test_errors_name_file_and_fix(tmp_path: Path) -> None:
-    with pytest.raises(BenchError, match="bench data fetch reranking"):
+    with pytest.raises(BenchError, match="bench-cpu data fetch reranking"):
         load_reranking(tmp_path / "missing")
     snap = tmp_path / "rr"
     write_reranking(snap, n_q=3, n_c=5)

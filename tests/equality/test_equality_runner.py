@@ -57,7 +57,9 @@ def data(queries_factory: Any) -> EqualitySet:
 
 def test_write_and_read_outcome(tmp_path: Path) -> None:
     assert outcome("bge-v2-m3", tmp_path)["rated"] is False  # no file: not rated, says which command
-    assert "bench check-adapters bge-v2-m3" in outcome("bge-v2-m3", tmp_path)["reason"]
+    assert (
+        "docker compose run --rm bench check-adapters bge-v2-m3" in outcome("bge-v2-m3", tmp_path)["reason"]
+    )
     write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "ok"}, tmp_path)
     assert outcome("bge-v2-m3", tmp_path) == {
         "model": "bge-v2-m3",
@@ -143,10 +145,12 @@ def test_cli_check_adapters(
         }
 
     monkeypatch.setattr(runner_mod, "run_reference", fake_reference)
+    monkeypatch.setattr("bench.equality.cli.require_cuda_for_checks", lambda device: None)  # CUDA stand-in
     out_dir = tmp_path / "results"
     res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(out_dir)])
     assert seen == ["measurement"]
     payload = json.loads((out_dir / "bge-v2-m3.json").read_text())
+    assert (payload["device"], payload["dtype"]) == ("cuda", "float16")  # what bench quality scores with
     assert payload["manifest"]["kind"] == "adapter-check" and len(payload["plan_sha256"]) == 64
     assert payload["preflight"] == {"kind": "measurement"}
     if agree:

@@ -89,6 +89,7 @@ def test_cli_end_to_end_with_version_pin_lowered(
     monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BENCH_TYPESENSE_URL", server.url)
     monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
+    monkeypatch.setenv("BENCH_TYPESENSE_IMAGE", bench.plan.TYPESENSE_IMAGE)  # what compose.yaml sets
     server.request("DELETE", "/collections/miracl-de-71k-plain", ok=(200, 404))
     miracl = tmp_path / "hub" / f"{MIRACL.repo}@{MIRACL.revision}"
     (miracl / topics_relpath()).parent.mkdir(parents=True)
@@ -124,5 +125,6 @@ def test_cli_end_to_end_with_version_pin_lowered(
     assert "20#1" in {d for d, _ in run["1#0"]}
     rec = json.loads((tmp_path / "results" / "first-stage" / "keyword-plain-71k.json").read_text())
     assert rec["mode"] == "measurement" and rec["image"].startswith("typesense/typesense:30.2@sha256:")
+    assert rec["image_reported"] == rec["image"]  # issue 20, break 14: null before compose set it
     assert rec["manifest"]["kind"] == "first-stage" and rec["import"]["documents"] == 3
     assert rec["corpus_layout"] == {"corpus_71k_id_column": "id"}

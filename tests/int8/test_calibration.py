@@ -61,7 +61,9 @@ def test_file_round_trip_and_refusals(tmp_path: Path) -> None:
     assert read_set(bom).pairs == back.pairs
     with pytest.raises(BenchError, match="dev queries"):
         read_set(path, dev_queries=[back.pairs[0][0]])
-    with pytest.raises(BenchError, match="no calibration set; run `bench int8 calibration-set`"):
+    with pytest.raises(
+        BenchError, match="no calibration set; run `docker compose run --rm bench-cpu int8 calibration-set`"
+    ):
         read_set(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"format": "other"}))

@@ -246,7 +246,10 @@ def test_lock_and_verify_hub_snapshots(checkout: Path) -> None:
 
 def test_lock_of_a_dataset_not_fetched(checkout: Path) -> None:
     result = run("lock", "corpus-full")
-    assert result.exit_code == 1 and "run `bench data fetch corpus-full` first" in result.output
+    assert (
+        result.exit_code == 1
+        and "run `docker compose run --rm bench-cpu data fetch corpus-full` first" in result.output
+    )
 
 
 def test_fetch_downloads_the_pinned_revision_with_german_patterns(

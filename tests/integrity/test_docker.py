@@ -101,7 +101,8 @@ def test_pin_digests_script(repo_root: Path) -> None:
             "bash",
             "-c",
             "sed -n 's/^ARG PYTHON_IMAGE=\\(.*\\)$/\\1/p' docker/bench.Dockerfile; "
-            "sed -n 's/^ *image: \\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' compose.yaml",
+            "sed -n 's/^x-typesense-image: &typesense-image "
+            "\\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' compose.yaml",
         ],
         cwd=repo_root,
         capture_output=True,

@@ -34,21 +34,21 @@ def guarded(study_repo: Path, repo_root: Path) -> Path:
 
 def test_measurement_refuses_without_plan_stamp(guarded: Path) -> None:
     with pytest.raises(BenchError, match=r"PLAN\.md\.ots does not exist"):
-        preflight("measurement", root=guarded)
+        preflight("measurement", lock_names=["bundled"], root=guarded)
 
 
 def test_measurement_refuses_a_proof_of_another_file(guarded: Path, proof_factory: Factory) -> None:
     (guarded / "PLAN.md.ots").write_bytes(proof_factory(b"not the plan")[0])
     with pytest.raises(BenchError, match=r"does not prove PLAN\.md \(wrong digest"):
-        preflight("measurement", root=guarded)
+        preflight("measurement", lock_names=["bundled"], root=guarded)
     (guarded / "PLAN.md.ots").write_bytes(b"garbage")
     with pytest.raises(BenchError, match="corrupt"):
-        preflight("measurement", root=guarded)
+        preflight("measurement", lock_names=["bundled"], root=guarded)
 
 
 def test_measurement_passes_with_stamp_and_lock(guarded: Path, proof_factory: Factory) -> None:
     (guarded / "PLAN.md.ots").write_bytes(proof_factory(PLAN_TEXT.encode())[0])
-    record = preflight("measurement", root=guarded)
+    record = preflight("measurement", lock_names=["bundled"], root=guarded)
     assert record["kind"] == "measurement"
     assert record["plan_stamp"]["verdict"] == "pending"
     assert record["plan_stamp"]["plan_sha256"] == hashlib.sha256(PLAN_TEXT.encode()).hexdigest()
@@ -59,7 +59,7 @@ def test_measurement_passes_with_stamp_and_lock(guarded: Path, proof_factory: Fa
 
 
 def test_rehearsal_is_exempt_and_says_so(guarded: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    record = preflight("rehearsal", root=guarded)
+    record = preflight("rehearsal", lock_names=["bundled"], root=guarded)
     err = capsys.readouterr().err
     assert "rehearsal: exempt from the plan-stamp requirement" in err
     assert record["plan_stamp"]["exempt"] == "rehearsal" and record["plan_stamp"]["verdict"] == "not stamped"
@@ -70,11 +70,11 @@ def test_lock_failures_stop_every_kind(guarded: Path, proof_factory: Factory) ->
     (guarded / STOP).write_bytes(b"changed")
     for kind in ("measurement", "rehearsal"):
         with pytest.raises(BenchError, match="wrong size"):
-            preflight(kind, root=guarded)  # type: ignore[arg-type]
+            preflight(kind, lock_names=["bundled"], root=guarded)  # type: ignore[arg-type]
     with pytest.raises(BenchError, match="unknown dataset or entry name"):
         preflight("rehearsal", lock_names=["nope"], root=guarded)
     with pytest.raises(ValueError, match="kind must be"):
-        preflight("measure", root=guarded)  # type: ignore[arg-type]
+        preflight("measure", lock_names=["bundled"], root=guarded)  # type: ignore[arg-type]
 
 
 def test_repository_rehearsal_preflight(repo_root: Path) -> None:

@@ -38,3 +38,15 @@ def test_run_folders_under_results_are_documented() -> None:
             rel = rel.replace("/cpu-fp32/", "/<cpu-fp32|gpu>/").replace("/gpu/", "/<cpu-fp32|gpu>/")
         assert any(p.startswith(rel + "/") for p in PATHS), (name, rel, sorted(PATHS))
     assert {"determinism/verdicts.json", "dtype-check/verdicts.json"} <= PATHS
+
+
+def test_every_file_of_the_report_is_documented() -> None:
+    """What ``analysis report`` owns under results/ is listed by its name (D-025 named ``int8/quality.json``
+    while the report writes ``int8-quality.json``; D-tree-1 corrects the entry)."""
+    from analysis.report import REPORT_ENTRIES, SECTIONS
+
+    owned = {*REPORT_ENTRIES, *(e for s in SECTIONS for e in s.entries)} - {"quality", "figures"}
+    assert owned == {"report.md", "latency-summary", "costs.json", "pitfalls.json", "judged.json",
+                     "int8-quality.json"}  # fmt: skip
+    for entry in owned:
+        assert any(p == entry or p.startswith(entry + "/") for p in PATHS), entry

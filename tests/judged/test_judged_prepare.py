@@ -144,3 +144,66 @@ def test_prepare_command_writes_packet_key_and_record(
     assert "only" in " ".join(rec["notes"])  # 8 queries: every group is short, and says so
     again = CliRunner().invoke(cli, args)  # the same preparation again: a no-op, not an error
     assert again.exit_code == 0 and json.loads((out / "prepare.json").read_text()) == rec
+
+
+def test_prepare_from_committed_runs_without_the_study_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20, break 11: on a machine with the committed runs/ and results/ and no git-ignored
+    studies/quality, ``bench judged prepare`` (defaults) draws from the committed, unchanged runs; a changed
+    run is refused naming it. A study manifest written elsewhere (container paths) is matched by stage,
+    model, depth and SHA-256, not by its absolute paths."""
+    import shutil
+
+    import bench.judged.prepare
+    import bench.quality.inputs
+    from bench.integrity.hashing import sha256_file
+    from tests.conftest import git
+
+    hybrid = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
+    root = tmp_path / "clone"
+    runs, checks, _ = study(root, hybrid, {"bge-v2-m3": 1}, dict.fromkeys(hybrid, True))
+    shutil.move(str(checks), str(root / "results" / "adapter-checks"))
+    shutil.rmtree(root / "studies")  # git-ignored: not in a clone
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "quality runs, adapter checks")
+    qrels_path = tmp_path / "qrels.tsv"
+    qrels_path.write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))
+    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: {})
+    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.provenance.collect_manifest", lambda **kw: {"kind": kw["kind"]})
+    monkeypatch.setattr(
+        bench.quality.inputs, "study_queries", lambda: ({q: f"Frage {q}" for q in QUERIES}, qrels_path)
+    )
+    monkeypatch.setattr(bench.judged.prepare, "passage_texts", lambda ids: {d: f"Text {d}" for d in ids})
+    monkeypatch.setattr("bench.judged.cli.repo_root", lambda: root)
+    res = CliRunner().invoke(cli, ["judged", "prepare"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads((root / "studies" / "judged" / "prepare.json").read_text())
+    assert rec["runs_checked"] == {"checked_by": "committed runs (git, unchanged)", "study": None}
+    assert rec["groups_from"][0]["group"] == "hybrid-71k/gte-base@100"
+
+    changed = runs / "hybrid-71k" / "gte-base@100.trec"
+    write_run(changed, _run(4), tag="hybrid-71k/gte-base@100")
+    res = CliRunner().invoke(cli, ["judged", "prepare", "--out", str(tmp_path / "j2")])
+    assert res.exit_code == 1 and "gte-base@100.trec: changed since its commit" in res.output
+    git(root, "checkout", "--", ".")
+
+    listed = [{"stage": "hybrid-71k", "model": m, "depth": 100, "sha256": sha256_file(runs / "hybrid-71k" /
+               f"{m}@100.trec"), "path": f"/work/runs/hybrid-71k/{m}@100.trec"} for m in hybrid]  # fmt: skip
+    listed.append({"stage": "keyword-full", "model": "bge-v2-m3", "depth": 100, "path": "/work/x",
+                   "sha256": sha256_file(runs / "keyword-full" / "bge-v2-m3@100.trec")})  # fmt: skip
+    container = tmp_path / "container-study"
+    container.mkdir()
+    (container / "manifest.json").write_text(json.dumps({"study": {}, "sessions": [{"runs": listed}]}))
+    res = CliRunner().invoke(
+        cli, ["judged", "prepare", "--study", str(container), "--out", str(tmp_path / "j3")]
+    )
+    assert res.exit_code == 0, res.output
+    listed[0]["sha256"] = "0" * 64
+    (container / "manifest.json").write_text(json.dumps({"study": {}, "sessions": [{"runs": listed}]}))
+    res = CliRunner().invoke(
+        cli, ["judged", "prepare", "--study", str(container), "--out", str(tmp_path / "j4")]
+    )
+    assert res.exit_code == 1 and "differs from the run it recorded" in res.output

@@ -72,7 +72,7 @@ def spec(measured: int = 6, warmup: int = 2, k: int = 5, **kw: Any) -> BlockSpec
 
 
 def quiet_host() -> dict[str, Any]:
-    return {"load1": 0.0, "cpu_count": 8}
+    return {"load1": 0.0, "cpu_count": 8, "foreign": {"cores": 0.0, "window_s": 1.0}}
 
 
 def env(root: Path, **kw: Any) -> Environment:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,55 @@ def test_clean_code_rule_ignores_outputs_of_every_phase(tmp_path: Path) -> None:
     (tmp_path / "bench" / "a.py").write_text("a = 2\n")
     with pytest.raises(BenchError, match=r"the code has uncommitted changes \(bench/a\.py\)"):
         commands.require_clean_code(tmp_path)
+
+
+def test_remaining_blocks_are_measured_by_the_code_of_the_finished_ones(
+    tmp_git_repo: Callable[..., Path],
+) -> None:
+    """The rule of bench.codeversion for latency (issue 20): finished blocks of one machine were measured by
+    one version of the code; a resume after a commit of the finished blocks (same code) continues, a resume
+    after a code change is refused naming the path."""
+    from bench.codeversion import code_digest
+    from bench.latency.commands import require_same_code_as_blocks
+    from tests.conftest import git
+
+    root = tmp_git_repo([{"bench/a.py": "a = 1\n"}])
+    first = git(root, "rev-parse", "HEAD").strip()
+    block = root / "results/latency/published/cpu/ccx33/bge-v2-m3/k20-pass1.json"
+    block.parent.mkdir(parents=True)
+    block.write_text(json.dumps({"manifest": {"git": {"commit": first, "code_digest": code_digest(root)}}}))
+    git(root, "add", "results")
+    git(root, "commit", "-q", "-m", "finished blocks")
+    now = {"commit": git(root, "rev-parse", "HEAD").strip(), "code_digest": code_digest(root)}
+    require_same_code_as_blocks(root / "results/latency", "cpu", "ccx33", now, root)
+    require_same_code_as_blocks(root / "results/latency", "cpu", "other-machine", {"commit": "x"}, root)
+    (root / "bench/a.py").write_text("a = 2\n")
+    git(root, "commit", "-q", "-am", "code change")
+    now = {"commit": git(root, "rev-parse", "HEAD").strip(), "code_digest": code_digest(root)}
+    why = rf"measured by other code \(these code paths differ from commit {first}: bench/a\.py\)"
+    with pytest.raises(BenchError, match=why):
+        require_same_code_as_blocks(root / "results/latency", "cpu", "ccx33", now, root)
+
+
+def test_api_session_resumed_with_other_code_is_refused(
+    tmp_git_repo: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench latency api --session S`` goes through the same check before measuring (its session folder)."""
+    from bench.latency.api_command import ApiRequest, run_api
+    from tests.conftest import git
+
+    root = tmp_git_repo([{"bench/a.py": "a = 1\n"}])
+    old = git(root, "rev-parse", "HEAD").strip()
+    out = root / "results" / "latency"
+    block = out / "published/api/20261201T0815Z-morning/voyage-rerank-3/k20-pass1.json"
+    block.parent.mkdir(parents=True)
+    block.write_text(json.dumps({"manifest": {"git": {"commit": old, "code_digest": "f" * 64}}}))
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: None)
+    req = ApiRequest(opt_out="yes", label=None, session="20261201T0815Z-morning", base_url="http://127.0.0.1:9",
+                     models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
+                     allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
+                     checks_dir=root)  # fmt: skip
+    with pytest.raises(BenchError, match="this finished block was measured by other code"):
+        run_api(req)

@@ -50,10 +50,10 @@ def test_interrupt_discards_the_block_and_rerun_starts_from_warmup(tmp_path: Pat
 
 
 def test_busy_host_is_refused_or_marked(tmp_path: Path) -> None:
-    def busy() -> dict[str, float]:
-        return {"load1": 5.0, "cpu_count": 8}
+    def busy() -> dict[str, object]:
+        return {"load1": 5.0, "cpu_count": 8, "foreign": {"cores": 4.5, "window_s": 1.0}}
 
-    with pytest.raises(BenchError, match=r"load average 5.00 > 4 .*--allow-busy"):
+    with pytest.raises(BenchError, match=r"other processes used 4.50 cores over 1.0 s > 4 .*--allow-busy"):
         run_block(spec(), RerankerCaller(FakeReranker(), WallTimer()), env(tmp_path, host=busy))
     assert not list(tmp_path.rglob("*.json"))
     block, _ = run_block(

@@ -21,7 +21,7 @@ def test_unrated_models_are_skipped_with_reason(tmp_path: Path) -> None:
     keep, skipped, outcomes = rated(["bge-v2-m3", "gte-base", "jina-v3.5"], tmp_path)
     assert keep == ["bge-v2-m3"]
     assert skipped["gte-base"] == "reference failed"
-    assert "bench check-adapters jina-v3.5" in skipped["jina-v3.5"]
+    assert "docker compose run --rm bench check-adapters jina-v3.5" in skipped["jina-v3.5"]
     assert outcomes["bge-v2-m3"]["rated"] is True
 
 

