@@ -167,7 +167,7 @@ class FakeQuerit(PreTrainedModel):
         pass
 
     def forward(self, input_ids=None, attention_mask=None, **kwargs):
-        seen = attention_mask[:, 0, -1, :].float()  # what the final [CLS] attends to
+        seen = attention_mask[:, 0, -1, :].to(self.emb.weight.dtype)  # what the final [CLS] attends to
         h = (self.emb(input_ids) * seen.unsqueeze(-1)).sum(1) / seen.sum(1, keepdim=True)
         return {"score": self.head(h)}
 """
