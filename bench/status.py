@@ -168,7 +168,10 @@ def adapter_checks(root: Path) -> dict[str, bool | None]:
     """model -> rated (True/False), None when its check file is absent or unreadable."""
     out: dict[str, bool | None] = {}
     for m in plan.RERANKERS:
-        data = _json(root / "results" / "adapter-checks" / f"{m}.json")
+        folder = root / "results" / "adapter-checks"
+        # <model>.json: the check in the default setting; <model>@<device>-<dtype>.json: in another one
+        files = [folder / f"{m}.json", *sorted(folder.glob(f"{m}@*.json"))]
+        data = next((d for d in map(_json, files) if isinstance(d, dict)), None)
         out[m] = data["rated"] if isinstance(data, dict) and isinstance(data.get("rated"), bool) else None
     return out
 

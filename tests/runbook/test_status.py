@@ -145,6 +145,15 @@ def test_next_command_for_this_machine(root: Path) -> None:
     assert phase(rep, "stamp")["state"] == "done"
 
 
+def test_check_in_another_setting_counts(root: Path) -> None:
+    touch(
+        root / "results" / "adapter-checks" / "bge-v2-m3@cpu-float32.json",
+        json.dumps({"model": "bge-v2-m3", "rated": True, "reason": "test"}),
+    )
+    missing = phase(status_report(root, "gpu-desktop"), "check-adapters")["missing"]
+    assert "bge-v2-m3 (results/adapter-checks/bge-v2-m3.json)" not in missing and len(missing) == 8
+
+
 def test_cli_json_and_text(root: Path) -> None:
     rated(root)
     out = CliRunner().invoke(status, ["--json", "--machine", "gpu-desktop"])
