@@ -72,17 +72,23 @@ def _difference_panel(ax: Axes, stage: StageResult, runs: list[RunResult]) -> No
         marker, filled = VERDICT_MARKERS.get(verdict, ("x", True))
         mean, low, high = float(d["mean"]), float(d["low"]), float(d["high"])  # type: ignore[arg-type]
         ax.errorbar([mean], [y], xerr=[[mean - low], [high - mean]], fmt="none", ecolor=colour, capsize=2)
-        ax.plot([mean], [y], marker=marker, ls="", ms=6, color=colour, mfc=colour if filled else "white",
-                label=verdict if verdict not in seen else None)
+        ax.plot([mean], [y], marker=marker, ls="", ms=6, color=colour, mfc=colour if filled else "white")
         seen.add(verdict)
     ax.axvline(0.0, color="#999999", ls="--", lw=0.8)
     ax.set_yticks(range(len(runs)))
-    ax.set_yticklabels([])
+    ax.set_yticklabels([])  # the same rows as the left panel, whose labels name them
+    ax.set_ylim(-0.5, len(runs) - 0.5)
     ax.set_xlabel("paired Δ nDCG@10 vs first stage (points),\npaired bootstrap 95 % interval", fontsize=8)
     ax.set_title("marker = Holm verdict vs first stage", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    if seen:
-        ax.legend(fontsize=6, loc="best", frameon=False)
+    if seen:  # one grey entry per verdict shown (colour = depth, as in the left panel)
+        from matplotlib.lines import Line2D
+
+        order = [*VERDICT_MARKERS, *sorted(seen - set(VERDICT_MARKERS))]
+        handles = [Line2D([], [], color="#555555", ls="", ms=5, marker=VERDICT_MARKERS.get(v, ("x", True))[0],
+                          mfc="#555555" if VERDICT_MARKERS.get(v, ("x", True))[1] else "white", label=v)
+                   for v in order if v in seen]  # fmt: skip
+        ax.legend(handles=handles, fontsize=6, loc="best", frameon=False)
 
 
 def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
@@ -93,7 +99,7 @@ def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
     runs = [stage.first_stage, *stage.runs]
     height = 1.4 + 0.22 * len(runs)
     width = 11.0
-    fig, (ax, dax) = plt.subplots(1, 2, figsize=(width, height), dpi=100, sharey=True,
+    fig, (ax, dax) = plt.subplots(1, 2, figsize=(width, height), dpi=100,
                                   gridspec_kw={"width_ratios": [1.1, 1.0]})
     try:
         # one errorbar call per colour (a call per run cost most of the figure's time on a full study)
@@ -111,6 +117,7 @@ def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
         ax.axvline(100 * stage.first_stage.means["ndcg@10"], color="#999999", ls="--", lw=0.8)
         ax.set_yticks(range(len(runs)))
         ax.set_yticklabels([run_label(r, flags, sf) for r in reversed(runs)], fontsize=7)
+        ax.set_ylim(-0.5, len(runs) - 0.5)
         ax.set_xlabel("nDCG@10 (points) with 95 % bootstrap interval")
         ax.set_title(f"{stage.stage}: rerankers against the first stage", fontsize=9)
         ax.grid(axis="x", alpha=0.3)

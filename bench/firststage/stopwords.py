@@ -112,9 +112,9 @@ def rehearsal_strip_stopwords(query: str, sw: StopwordSet, *, mode: str) -> str:
 
     A word is a run of Unicode word characters, compared lower-cased (Typesense lower-cases tokens with
     ``locale: "de"`` too); everything else of the query (punctuation, quotes) stays, runs of whitespace
-    become one space. A query made only of stop words becomes empty (the stage then finds nothing for it,
-    and it scores 0). A measurement never calls this: the pinned server applies the set itself, so
-    ``mode="measurement"`` raises.
+    become one space. A query made only of stop words (and punctuation) becomes empty (the stage then finds
+    nothing for it, and it scores 0). A measurement never calls this: the pinned server applies the set
+    itself, so ``mode="measurement"`` raises.
     """
     if mode != "rehearsal":
         raise BenchError(
@@ -123,4 +123,6 @@ def rehearsal_strip_stopwords(query: str, sw: StopwordSet, *, mode: str) -> str:
         )
     words = set(sw.words)
     kept = _WORD.sub(lambda m: "" if m.group(0).lower() in words else m.group(0), query)
+    if _WORD.search(kept) is None:  # only punctuation left: no word to search for
+        return ""
     return " ".join(kept.split())

@@ -25,6 +25,9 @@ from bench.latency.presets import Preset
 from bench.plan import CPU_DEPTHS, SEED
 
 REHEARSAL_MODEL = "minilm-standin"
+# bm25-standin is timed too (about a millisecond a call), so that the decision figure has several options per
+# stage and machine (issue 21); the int8 step compares only the MiniLM stand-in
+REHEARSAL_MODELS = (REHEARSAL_MODEL, "bm25-standin")
 REHEARSAL_WARMUP = 5  # issue 21: the rehearsal's budget (the plan's CPU preset: 20)
 REHEARSAL_QUERIES = 10
 REHEARSAL_PRESET = Preset(
@@ -37,7 +40,7 @@ REHEARSAL_PRESET = Preset(
     warmup=REHEARSAL_WARMUP,
     sample=REHEARSAL_QUERIES,
     sample_seed=SEED,
-    models=(REHEARSAL_MODEL,),
+    models=REHEARSAL_MODELS,
 )
 SESSION = "rehearsal"
 
@@ -52,8 +55,10 @@ def latency_step(
     log: Callable[[str], None],
     device: str = "cpu",
     load: Callable[[str], Any] | None = None,
+    models: tuple[str, ...] = REHEARSAL_MODELS,
 ) -> dict[str, Any]:
-    """Measure the stand-in's blocks and convert the first-stage records; a summary for rehearsal.json."""
+    """Measure the stand-ins' blocks and convert the first-stage records; a summary for rehearsal.json.
+    ``bm25-standin`` gets its statistics from ``texts`` (the rehearsal's corpus)."""
     from bench.latency.commands import measure_all
     from bench.latency.firststage import convert
     from bench.latency.run import Inputs, Settings
@@ -83,17 +88,21 @@ def latency_step(
         runs_dir=directory / "runs",
         stage=stage,
         allow_busy=True,
-        unrated={REHEARSAL_MODEL: "a stand-in, never adapter-checked"},
+        unrated={m: "a stand-in, never adapter-checked" for m in models},
         sample=min(REHEARSAL_QUERIES, len(inputs.queries)),
     )
     if load is None:
         from bench.rerankers.registry import load_reranker
 
+        corpus = list(texts.values())  # the corpus in import order, as the quality phase builds it
+
         def load(model: str) -> Any:
+            if model == "bm25-standin":
+                return load_reranker(model, device=device, corpus=corpus)
             return load_reranker(model, device=device)
 
     result = measure_all(
-        (REHEARSAL_MODEL,),
+        models,
         settings,
         inputs,
         timer=timer_for(device),
