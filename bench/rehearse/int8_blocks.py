@@ -62,13 +62,15 @@ def int8_block(
 ) -> Block:
     """The block of one k; ``reference``: the fp32 stand-in's quality run (the accuracy check's reference)."""
     from bench.latency.accuracy import accuracy_mark, check_accuracy, read_reference
+    from bench.latency.host import busy_mark
 
     observed = {c.query_id: (c.docids, c.result.scores) for c in t.calls}
     acc = check_accuracy(observed, read_reference(reference), label=str(reference))
     marks = ["rehearsal stand-in", "not publishable: the int8 stand-in has no adapter check (a stand-in)"]
-    mark = accuracy_mark(acc)
-    if mark:
-        marks.append(mark)
+    what = f"{reranker['id']} k={t.k} (rehearsal int8 step)"
+    for mark in (busy_mark(t.host_before, allow_busy=True, what=what), accuracy_mark(acc)):
+        if mark:
+            marks.append(mark)
     samples = tuple(
         Sample(
             query_id=c.query_id,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.metrics import mean_scores
+from analysis.plan import STANDIN_MARK, is_standin
 from analysis.trec import read_qrels, read_run
 from bench.plan import EMBEDDING_MODEL, RERANKED_STAGES
 
@@ -122,7 +123,8 @@ def metrics_table(
                 path = runs_dir / stage / f"{model}@{k}.trec"
                 if not path.is_file():
                     continue
-                row: dict[str, Any] = {"stage": stage, "run": f"{model}@{k}"}
+                mark = STANDIN_MARK if is_standin(model) else ""  # flagged in every table (issue 21)
+                row: dict[str, Any] = {"stage": stage, "run": f"{model}{mark}@{k}"}
                 row.update(
                     mean_scores(qrels, read_run(path, allow_unknown_queries=True), measures=TABLE_MEASURES)
                 )

@@ -61,7 +61,9 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
             vs_first = next(f for i, f in fams.items() if i.endswith(f"@{k}/vs-first-stage"))
             assert sorted(c["model"] for c in vs_first["comparisons"]) == sorted(MODELS)
     assert {"lock check", "first stages", "rerank", "report", "total"} <= set(summary["times_s"])
-    assert "| vector-71k | minilm-standin@20 |" in result.output
+    assert "| vector-71k | minilm-standin‡@20 |" in result.output and "| keyword-71k | bm25-standin‡@100 |" in (
+        result.output
+    )
     # the latency step: the stand-in encodes query and all k passages per call; never published
     blocks = sorted(p.relative_to(out).as_posix() for p in (out / "latency").rglob("k*-pass1.json"))
     assert blocks == [
