@@ -87,7 +87,7 @@ def test_rehearsal_runs_keyword_71k_with_the_substitute(server: TypesenseServer,
                                           {"name": "text", "type": "string", "locale": "de"}]  # fmt: skip
     assert record["search_params"] == {**GERMAN_SEARCH_PARAMS, "sort_by": KEYWORD_SORT}  # no stopwords
     # the stop-word-only query was not sent (an empty q would match every passage): no candidates
-    assert res.run["zz-stop-words-only"] == []
+    assert "zz-stop-words-only" not in res.run
     assert "zz-stop-words-only" not in (tmp_path / "kw.trec").read_text()
     # reference: the same request sent by hand with the stripped query gives the same ranking
     sw = german_stopwords()

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from bench.cli import cli
 from bench.journal import Journal
-from tests.rehearse.conftest import N_QUERIES
+from tests.rehearse.conftest import N_QUERIES, STOP_WORD_QUERY
 
 pytestmark = [pytest.mark.typesense, pytest.mark.model]
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,11 +27,13 @@ MODELS = ("minilm-standin", "bm25-standin")
 
 
 def test_rehearsal_end_to_end_then_resume_is_a_no_op(
-    tmp_path: Path, mini_beir: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, mini_beir_bad: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On the mini dataset without titles and with one query of stop words only (issue 21's bad input): the
+    run goes on, that query has no keyword-71k candidates, scores 0, and the report counts it."""
     monkeypatch.setenv("BENCH_CACHE_DIR", str(shared_cache))
     out = tmp_path / "reh"
-    result = CliRunner().invoke(cli, ["rehearse", "--dataset", str(mini_beir), "--out", str(out)])
+    result = CliRunner().invoke(cli, ["rehearse", "--dataset", str(mini_beir_bad), "--out", str(out)])
     assert result.exit_code == 0, result.output + (result.stderr or "")
     first = (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# REHEARSAL, not study results")
@@ -48,7 +50,9 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
                 assert (out / "runs" / stage / f"{model}@{k}.trec").is_file() == (stage in RERANKED)
         assert (out / "quality" / f"{stage}.json").is_file()
     with Journal(out / "journal.jsonl") as j:
-        assert len(j) == len(MODELS) * len(RERANKED) * N_QUERIES * 3  # timing calls at 20 and 50 as well
+        # timing calls at 20 and 50 as well; the stop-word query has vector-71k candidates only
+        assert len(j) == len(MODELS) * (N_QUERIES + N_QUERIES + 1) * 3
+        assert not any(r["qid"] == STOP_WORD_QUERY[0] and r["stage"] == "keyword-71k" for r in j)
         assert all(r["status"] == "ok" and r["latency_ns"] > 0 for r in j)
     summary = json.loads((out / "rehearsal.json").read_text())
     assert summary["pointwise_max_abs_diff"]["minilm-standin"] < 1e-5
@@ -61,9 +65,8 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
             vs_first = next(f for i, f in fams.items() if i.endswith(f"@{k}/vs-first-stage"))
             assert sorted(c["model"] for c in vs_first["comparisons"]) == sorted(MODELS)
     assert {"lock check", "first stages", "rerank", "report", "total"} <= set(summary["times_s"])
-    assert "| vector-71k | minilm-standin‡@20 |" in result.output and "| keyword-71k | bm25-standin‡@100 |" in (
-        result.output
-    )
+    assert "| vector-71k | minilm-standin‡@20 |" in result.output
+    assert "| keyword-71k | bm25-standin‡@100 |" in result.output
     # the latency step: the stand-in encodes query and all k passages per call; never published
     blocks = sorted(p.relative_to(out).as_posix() for p in (out / "latency").rglob("k*-pass1.json"))
     assert blocks == [
@@ -78,6 +81,10 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
         "passed"
     }
     report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"Queries without candidates: 1 of {N_QUERIES + 1} ({STOP_WORD_QUERY[0]}; each scores 0" in report
+    assert "1 query consisted of stop words only and got no candidates" in report
+    kw_quality = json.loads((out / "quality" / "keyword-71k.json").read_text(encoding="utf-8"))
+    assert kw_quality["first_stage"]["queries_missing"] == [STOP_WORD_QUERY[0]]
     assert "## Latency" in report and "## OpenVINO int8 method on the stand-in (rehearsal)" in report
     assert "int8 flags present:" in report and "‡ declared rehearsal stand-in" in report
     int8 = json.loads((out / "int8.json").read_text())  # the int8 step on the latency step's queries
@@ -147,4 +154,4 @@ def test_ctrl_c_then_resume(tmp_path: Path, mini_beir: Path, shared_cache: Path)
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert (out / "report.md").read_text().startswith("# REHEARSAL")
     with Journal(out / "journal.jsonl") as j:
-        assert len(j) == len(RERANKED) * N_QUERIES * 3
+        assert len(j) == len(MODELS) * len(RERANKED) * N_QUERIES * 3
