@@ -43,7 +43,7 @@ def _kind(st: Mapping[str, Any]) -> str | None:
 def first_line(
     stages: Mapping[str, Mapping[str, Any]], corpus_name: str, n_passages: int, n_queries: int
 ) -> str:
-    ran = [s + SUBSTITUTE_MARK.get(_kind(st), "") for s, st in stages.items() if st["status"] == "ran"]
+    ran = [s + SUBSTITUTE_MARK.get(_kind(st) or "", "") for s, st in stages.items() if st["status"] == "ran"]
     refused = [
         f"{s} ({st['feature']} needs Typesense >= {st['first_version']}, server {st['server_version']})"
         for s, st in stages.items()
