@@ -38,7 +38,13 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     first = (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# REHEARSAL, not study results")
     assert "first stages run: keyword-71k (REHEARSAL SUBSTITUTE: the plan's German fields" in first
-    assert "vector-71k (REHEARSAL SUBSTITUTE: exact flat search" in first and "keyword-plain-71k;" in first
+    # the vector stage is marked exactly when it ran as the exact-search substitute (HNSW missed the plan's
+    # 99 % overlap; on a corpus this small the default search usually meets it, so both cases occur)
+    vec = json.loads((out / "first-stage" / "vector-71k.json").read_text(encoding="utf-8"))
+    marked = "vector-71k (REHEARSAL SUBSTITUTE: exact flat search" in first
+    assert marked == bool(vec["ef"].get("substitute")), (vec["ef"], first)
+    assert marked or "vector-71k, keyword-plain-71k;" in first
+    assert "keyword-plain-71k;" in first
     assert "refused: hybrid-71k (" in first and "keyword-full (stem needs Typesense >= 26.0" in first
     assert "minilm-standin" in first and "bm25-standin" in first and "stand in for" in first
     kw = json.loads((out / "first-stage" / "keyword-71k.json").read_text(encoding="utf-8"))
@@ -69,14 +75,17 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     assert "| keyword-71k | bm25-standin‡@100 |" in result.output
     # the latency step: the stand-in encodes query and all k passages per call; never published
     blocks = sorted(p.relative_to(out).as_posix() for p in (out / "latency").rglob("k*-pass1.json"))
-    assert blocks == [
-        f"latency/not-published/cpu/rehearsal/{m}/k{k}-pass1.json"
-        for m in ("minilm-standin", "minilm-standin-int8")
-        for k in (100, 20)
-    ] + [
-        f"latency/not-published/first-stage/rehearsal/{s}/k100-pass1.json"
-        for s in ("keyword-71k", "keyword-plain-71k", "vector-71k")
-    ]
+    assert blocks == sorted(
+        [
+            f"latency/not-published/cpu/rehearsal/{m}/k{k}-pass1.json"
+            for m in ("bm25-standin", "minilm-standin", "minilm-standin-int8")
+            for k in (100, 20)
+        ]
+        + [
+            f"latency/not-published/first-stage/rehearsal/{s}/k100-pass1.json"
+            for s in ("keyword-71k", "keyword-plain-71k", "vector-71k")
+        ]
+    )
     assert {r["accuracy"] for r in summary["latency_step"]["rows"] if r["target"] == "minilm-standin"} == {
         "passed"
     }
