@@ -1,7 +1,9 @@
-"""README.md is the short front door and docs/ holds the rest (issue 24, item 5): README stays under 10 KB and
-holds no dated measurement, every page of docs/ is reachable from it, and every relative link in README.md and
-docs/*.md resolves to a file that exists and, with a ``#fragment``, to a heading of that file (GitHub's anchor
-rule: lower case, punctuation dropped, spaces to hyphens, ``-1``, ``-2`` ... for repeats)."""
+"""README.md is the short front door and docs/ holds the rest (issue 24, item 5).
+
+README stays under 10 KB and holds no dated measurement, every page of docs/ is reachable from it, and every
+relative link in README.md and docs/*.md resolves to a file that exists and, with a ``#fragment``, to a
+heading of that file (GitHub's anchor rule: lower case, punctuation dropped, spaces to hyphens, ``-1``,
+``-2`` ... for repeats)."""
 
 from __future__ import annotations
 
@@ -84,9 +86,15 @@ def test_slug_follows_github() -> None:
     assert slug("Speed of the Typesense import and of the rehearsal's first run") == (
         "speed-of-the-typesense-import-and-of-the-rehearsals-first-run"
     )
-    assert slug('OpenVINO int8 (plan section "OpenVINO int8 variant")') == "openvino-int8-plan-section-openvino-int8-variant"
-    assert slug("OpenVINO int8 on the development EPYC (2026-11-30)") == "openvino-int8-on-the-development-epyc-2026-11-30"
-    assert slug("Exit codes, and the code a measurement names") == "exit-codes-and-the-code-a-measurement-names"
+    assert slug('OpenVINO int8 (plan section "OpenVINO int8 variant")') == (
+        "openvino-int8-plan-section-openvino-int8-variant"
+    )
+    assert slug("OpenVINO int8 on the development EPYC (2026-11-30)") == (
+        "openvino-int8-on-the-development-epyc-2026-11-30"
+    )
+    assert slug("Exit codes, and the code a measurement names") == (
+        "exit-codes-and-the-code-a-measurement-names"
+    )
 
 
 def test_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path: Path) -> None:

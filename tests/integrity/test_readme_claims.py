@@ -1,7 +1,8 @@
-"""README and the docs say what is true now about the timestamps (issue 9 item 11): while no proof is committed
-none of them may claim that the plan "is timestamped" or that timestamps "prove" anything; README's status
-must say that `bench timestamps verify` reports "not stamped", and the sentence about what a proof will show
-(moved to docs/reviewing.md by issue 24) stays conditional."""
+"""README and the docs say what is true now about the timestamps (issue 9 item 11).
+
+While no proof is committed none of them may claim that the plan "is timestamped" or that timestamps "prove"
+anything; README's status must say that `bench timestamps verify` reports "not stamped", and the sentence
+about what a proof will show (moved to docs/reviewing.md by issue 24) stays conditional."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ def test_readme_timestamp_claims_match_the_proofs_present(repo_root: Path) -> No
     assert len(documents) > 1
     for doc in documents:
         text = _text(doc)
-        assert not re.search(r"\bis timestamped\b", text), f"{doc.name} says the plan is timestamped; no proof exists"
-        assert not re.search(r"timestamps? (above )?proves?\b", text), f"{doc.name} says timestamps prove something"
+        name = doc.relative_to(repo_root)
+        assert not re.search(r"\bis timestamped\b", text), f"{name}: says the plan is timestamped; no proof"
+        assert not re.search(r"timestamps? (above )?proves?\b", text), f"{name}: says timestamps prove"
     readme = _text(repo_root / "README.md")
     assert "No proof exists yet" in readme
     assert 'reports every file as "not stamped" (exit 3)' in readme
