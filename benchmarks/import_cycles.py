@@ -17,6 +17,7 @@ import statements (file:line) that close it; exits 1 when there is one, 0 when t
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,7 +154,7 @@ def main() -> int:
     for component in found:
         path = one_path(graph, component)
         print(f"cycle of {len(component)} modules: {', '.join(component)}")
-        for a, b in zip(path, path[1:], strict=False):
+        for a, b in itertools.pairwise(path):
             lines = ", ".join(str(n) for n in graph[a][b])
             print(f"  {modules[a].relative_to(REPO)}:{lines} imports {b}")
     print(f"{len(found)} import cycle(s)")
