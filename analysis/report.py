@@ -39,7 +39,7 @@ from analysis.plan import (
 from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
-from analysis.study import RunResult, StageResult, analyse_study, default_flags
+from analysis.study import RunResult, StageResult, analyse_study, default_flags, flag_note, run_label
 from analysis.trec import read_qrels
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
 
@@ -75,14 +75,8 @@ def _dump(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
-def _flag_note(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str | None:
-    if r.model is None:
-        return stage_flags.get(r.stage)
-    return flags.get(r.model)
-
-
 def _run_record(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> dict[str, Any]:
-    note = _flag_note(r, flags, stage_flags)
+    note = flag_note(r, flags, stage_flags)
     return {
         "model": r.model, "depth": r.depth, "run": r.path, "sha256": r.sha256, "means": r.means,
         "intervals": r.intervals, "flagged": note is not None, "flag_note": note,
@@ -119,16 +113,6 @@ def _ci(r: RunResult, metric: str) -> str:
 
 def _p(x: float) -> str:
     return f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}"
-
-
-def run_label(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str:
-    """A run's name in tables and figures, with its contamination mark and, if incomplete, its mark."""
-    mark = "†" if _flag_note(r, flags, stage_flags) is not None else ""
-    if r.model is None:
-        return f"first stage{mark}"
-    mark += STANDIN_MARK if is_standin(r.model) else ""
-    name = f"{r.model}{mark}@{r.depth}"
-    return f"{name} (incomplete: {r.queries_present} queries)" if r.not_rated else name
 
 
 def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> list[str]:
