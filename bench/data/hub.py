@@ -34,7 +34,7 @@ from bench.data.layout import (
 )
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 
 _SHARD = re.compile(r"^docs-(\d+)\.jsonl\.gz$")
 

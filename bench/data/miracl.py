@@ -19,7 +19,7 @@ from bench.data.layout import TEST_B_QUERIES, TEST_B_SPLIT, qrels_relpath, topic
 from bench.data.textfile import open_text
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 
 
 def read_topics(path: Path) -> dict[str, str]:

@@ -22,8 +22,8 @@ def has_bom(path: Path) -> bool:
 
 def open_text(path: Path, *, newline: str | None = None, stream: TextIO | None = None) -> TextIO:
     """``path`` opened for reading as UTF-8; a leading byte-order mark is skipped and reported. A data file
-    of the study is checked against datasets.lock first (``bench.integrity.coverage.require_locked``)."""
-    from bench.integrity.coverage import require_locked
+    of the study is checked against datasets.lock first (``bench.integrity.enforce.require_locked``)."""
+    from bench.integrity.enforce import require_locked
 
     require_locked(path)
     if has_bom(path):

@@ -39,7 +39,7 @@ from bench.data.layout import RERANKING_TOP_DOCS_COLUMNS as TOP_DOCS_COLUMNS
 from bench.data.layout import RERANKING_TOP_QUERY_COLUMNS as TOP_QUERY_COLUMNS
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 from bench.plan import EQUALITY_CANDIDATES, EQUALITY_QUERIES, LANGUAGE, passage_text
 from bench.progress import Progress
 

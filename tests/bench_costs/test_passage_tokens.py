@@ -90,7 +90,7 @@ def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr("bench.guard.require_plan_stamp", lambda root: {"verdict": "pending"})
     monkeypatch.setattr("bench.integrity.datalock.verify",
                         lambda root, names, lock_path: verified.append(names) or {})  # fmt: skip
-    monkeypatch.setattr("bench.integrity.coverage.activate", lambda *a: None)
+    monkeypatch.setattr("bench.integrity.enforce.activate", lambda *a: None)
     monkeypatch.setattr("bench.guard.sha256_file", lambda p: "0" * 64)
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda c: {"d1": "Berlin ist", "d2": "die"})
     out = tmp_path / "tokens.json"

@@ -478,7 +478,7 @@ def test_files_are_checked_when_opened(checkout: Path) -> None:
     the file's name (the rehearsal's reader of the bundled sample here)."""
     from bench.data.bundled import load_sample
     from bench.guard import preflight
-    from bench.integrity.coverage import deactivate
+    from bench.integrity.enforce import deactivate
 
     shutil.copy(Path(__file__).resolve().parents[2] / "PLAN.md", checkout / "PLAN.md")
     try:
