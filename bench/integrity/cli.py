@@ -13,7 +13,7 @@ import click
 
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import datalock, hub, lockops
+from bench.integrity import coverage, datalock, hub, lockops
 from bench.integrity import timestamps as ts
 from bench.paths import repo_root
 
@@ -157,7 +157,7 @@ def lock_cmd(names: tuple[str, ...]) -> None:
 def verify_cmd_data(names: tuple[str, ...]) -> None:
     """Hash every locked file (or those of DATASET / entry ids) and name each missing or changed one."""
     root = repo_root()
-    verified = datalock.verify(root, names or None)
+    verified = coverage.verify(root, names or None)
     total = sum(e.size for e in verified.values())
     click.echo(f"OK: {len(verified)} files, {total:,} bytes match {root / datalock.LOCK_NAME}")
 

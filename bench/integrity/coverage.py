@@ -18,14 +18,13 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import datalock
+from bench.integrity import datalock, hub
+from bench.integrity.bundled import BUNDLED
+from bench.progress import Progress
 
 
 def required_files(root: Path, names: Iterable[str] | None) -> dict[str, Path]:
     """Entry id -> file for every file the lock must list for ``names`` (all datasets when None)."""
-    from bench.integrity import hub
-    from bench.integrity.bundled import BUNDLED
-
     chosen = list(names) if names is not None else ["bundled", *hub.HUB_DATASETS]
     out: dict[str, Path] = {}
     for name in chosen:
@@ -66,3 +65,44 @@ def check_coverage(root: Path, names: Iterable[str] | None, lock_path: Path) -> 
             "The lock was shortened or a file was added; restore the lock with git, or lock new files with "
             f"`{hint('data lock')}` (a changed input is a deviation, never a silent re-lock)."
         )
+
+
+def verify(
+    root: Path,
+    names: Iterable[str] | None = None,
+    *,
+    lock_path: Path | None = None,
+    show_progress: bool = True,
+) -> dict[str, datalock.Entry]:
+    """Stream every selected file through SHA-256; BenchError naming every missing / wrong-size / wrong-hash
+    file. Returns the verified entries."""
+    lock_path = lock_path or root / datalock.LOCK_NAME
+    names = list(names) if names is not None else None
+    chosen = datalock.select(datalock.read_lock(lock_path), names, lock_path)
+    check_coverage(root, names, lock_path)  # an empty or shortened lock is refused
+    total = sum(e.size for e in chosen.values())
+    problems: list[datalock.Problem] = []
+    if show_progress:
+        with Progress("verifying datasets.lock", total // 2**20 or None, "MiB", interval=5.0) as bar:
+            carry = [0]
+
+            def on_bytes(n: int) -> None:
+                carry[0] += n
+                if carry[0] >= 2**20:
+                    bar.advance(carry[0] // 2**20)
+                    carry[0] %= 2**20
+
+            for key in sorted(chosen):
+                problem = datalock.check_entry(key, chosen[key], root, on_bytes)
+                if problem is not None:
+                    problems.append(problem)
+    else:
+        problems = [p for k in sorted(chosen) if (p := datalock.check_entry(k, chosen[k], root)) is not None]
+    if problems:
+        lines = "\n  ".join(str(p) for p in problems)
+        raise BenchError(
+            f"{len(problems)} of {len(chosen)} files do not match {lock_path}:\n  {lines}\n"
+            f"Fetch missing files with `{hint('data fetch')}`; a changed file must be restored, never "
+            "re-locked."
+        )
+    return chosen
