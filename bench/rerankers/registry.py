@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.paths import int8_model_dir
 from bench.plan import RERANKERS, RerankerPlan
 from bench.rerankers.base import choose_dtype
 from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
@@ -269,13 +270,13 @@ def _bm25(model_id: str, opts: LoadOptions) -> Reranker:
 @register(*VARIANT_IDS)
 def _int8(model_id: str, opts: LoadOptions) -> Reranker:
     """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
+    # a higher layer, the one exception (pyproject: bench-layers ignore_imports): the adapter is in bench/int8
     from bench.int8.adapter import Int8CrossEncoder
-    from bench.int8.manifest import default_folder
 
     _only_correct(model_id, opts)
     if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:
         raise BenchError(f"{model_id} runs on the CPU in int8, all k pairs in one pass (OpenVINO)")
-    return Int8CrossEncoder(opts.snapshot_dir or default_folder(), model_id=model_id)
+    return Int8CrossEncoder(opts.snapshot_dir or int8_model_dir(), model_id=model_id)
 
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")
