@@ -142,7 +142,7 @@ def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir
     sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
     fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
     if fast is not None:  # the columnar reader: docids never become Python strings
-        from analysis.trec_fast import doc_index, judged_docids
+        from analysis.trec_fast import doc_index, judged_docids  # pyarrow: only with the columnar reader
 
         doc = doc_index(fast, judged_docids(judgments))
         per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
@@ -239,7 +239,7 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
         threads = thread_count(len(jobs))
         if threads > 1:
             if fast_reader_enabled():
-                from analysis.trec_fast import judged_docids
+                from analysis.trec_fast import judged_docids  # pyarrow: only with the columnar reader
 
                 judged_docids(judgments)  # built once, before the threads share it
             with ThreadPoolExecutor(threads) as threads_pool:  # results (and the first error) in job order
