@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from bench.plan import STAGES
+
 TOPICS = "miracl"  # the MIRACL de topics and qrels (dev queries; test-B for the int8 calibration set)
 
 
 def corpus_reads(stages: Iterable[str]) -> list[str]:
     """The corpora whose passages the stages' candidates are: ``corpus-71k`` and/or ``corpus-full``."""
-    from bench.plan import STAGES
-
     corpora = {STAGES[s].corpus for s in stages}
     return (["corpus-71k"] if "71k" in corpora else []) + (["corpus-full"] if "full" in corpora else [])
 
