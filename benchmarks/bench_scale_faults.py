@@ -144,7 +144,9 @@ def compare(done: dict[str, dict[str, Any]], a: argparse.Namespace) -> dict[str,
         }
     digests = {w["id_position_sha256"] for w in witnesses.values()}
     out["witnesses_agree"] = len(digests) == 1 and all(w["documents"] == a.n for w in witnesses.values())
-    out["agree"] = out["witnesses_agree"] and all(all(out[c]["matches"].values()) for c in ("importer", "server"))
+    out["agree"] = out["witnesses_agree"] and all(
+        all(out[c]["matches"].values()) for c in ("importer", "server")
+    )
     out["missing"] = [c for c in CASES if c not in done]
     out["cases"] = {c: {k: v for k, v in r.items() if k != "result"} for c, r in done.items()}
     out["compared_at"] = _now()
@@ -159,13 +161,15 @@ def summary(cmp: dict[str, Any]) -> str:
     for case, what in (("importer", "importer SIGKILLed"), ("server", "server SIGKILLed")):
         r = cmp[case]
         extra = (
-            f"restart {r['restart_loaded_seconds']:,.0f} s (healthy after {r['restart_healthy_seconds']:,.0f} s, "
+            f"restart {r['restart_loaded_seconds']:,.0f} s "
+            f"(healthy after {r['restart_healthy_seconds']:,.0f} s, "
             f"{r['documents_after_restart']:,} documents back), "
             if case == "server"
             else ""
         )
         lines.append(
-            f"{what} at passage {r['kill_passage']:,} ({r['kill_after_start_s']:,.0f} s after the importer started, "
+            f"{what} at passage {r['kill_passage']:,} "
+            f"({r['kill_after_start_s']:,.0f} s after the importer started, "
             f"load {r['load_at_kill'][0]}): {r['checkpoint_at_kill']:,} in the checkpoint, "
             f"{r['documents_at_kill']:,} in the collection; {extra}resumed from {r['resumed_from']:,}, "
             f"{r['resume_passages']:,} passages in {r['resume_import_seconds']:,.0f} s; "

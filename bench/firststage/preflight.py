@@ -202,9 +202,7 @@ class SortNeed:
     free_disk_bytes: int | None
 
 
-def sort_need(
-    n: int, *, lock_path: Path | None = None, sort_dir: Path | None = None
-) -> SortNeed:
+def sort_need(n: int, *, lock_path: Path | None = None, sort_dir: Path | None = None) -> SortNeed:
     from bench.data.order import SORT_DIR_NAME, read_manifest
     from bench.integrity import datalock
     from bench.paths import cache_dir, repo_root
@@ -473,7 +471,6 @@ def check(prediction: Prediction, *, ignore: bool) -> dict[str, Any]:
             + "\n"
             + prediction.text()
             + "\nFree memory or disk (or use a bigger machine); to run anyway, add --ignore-preflight "
-            "(recorded in the result): "
-            + bench_command("first-stage", "keyword-full", "--ignore-preflight")
+            "(recorded in the result): " + bench_command("first-stage", "keyword-full", "--ignore-preflight")
         )
     return {**prediction.record(), "ignored": bool(ignore), "refused": False}

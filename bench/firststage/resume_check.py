@@ -252,7 +252,9 @@ def server_case(
         while (have := _count_or_none(server)) != before and time.monotonic() < deadline:
             time.sleep(0.5)
         if have != before:
-            raise BenchError(f"after the restart the collection holds {have} documents, the checkpoint {before}")
+            raise BenchError(
+                f"after the restart the collection holds {have} documents, the checkpoint {before}"
+            )
         t_loaded = time.perf_counter()
         rec = _resume(server, ck, spec, batch)
         t_done = time.perf_counter()

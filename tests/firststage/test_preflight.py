@@ -150,7 +150,10 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
                 fh.write((json.dumps({"docid": p.docid, "title": p.title, "text": p.text},
                                      ensure_ascii=False) + "\n").encode())  # fmt: skip
         src = datalock.Source(
-            "miracl/miracl-corpus", "r" * 40, f"miracl-corpus-v1.0-de/docs-{k}.jsonl.gz", "huggingface-dataset"
+            "miracl/miracl-corpus",
+            "r" * 40,
+            f"miracl-corpus-v1.0-de/docs-{k}.jsonl.gz",
+            "huggingface-dataset",
         )
         entries[f"hub:x:docs-{k}"] = datalock.Entry(
             "corpus-full", "hub", f"x/docs-{k}.jsonl.gz", src, path.stat().st_size, sha256_file(path),
@@ -158,7 +161,9 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
         )  # fmt: skip
         paths.append(path)
     lock = tmp_path / "datasets.lock"
-    notes = {} if ascending is None else {"corpus-full": {"import_order": {"ascending": ascending, "note": "x"}}}
+    notes = (
+        {} if ascending is None else {"corpus-full": {"import_order": {"ascending": ascending, "note": "x"}}}
+    )
     datalock.write_lock(lock, entries, notes)
     return lock, paths
 
@@ -199,17 +204,21 @@ def test_disk_check_adds_the_external_sort_when_the_lock_says_out_of_order(
     assert s.sorted_copy_bytes == pytest.approx(merged, rel=0.03)
     assert s.peak_bytes == pytest.approx(peak, rel=0.03)
     # one file system: the data directory grows while the sorted copy stays
-    [(folder, need, free, what)] = p.disk_needs()
-    assert folder == str(tmp_path) and need == pytest.approx(max(s.peak_bytes, s.sorted_copy_bytes + p.disk_bytes))
+    [(folder, need, _free, what)] = p.disk_needs()
+    assert folder == str(tmp_path) and need == pytest.approx(
+        max(s.peak_bytes, s.sorted_copy_bytes + p.disk_bytes)
+    )
     assert need > p.disk_bytes and "sorted copy" in what
     # free space that holds the data directory but not the sorted copy as well: refused, naming the sort
-    tight = replace(p, available_memory_bytes=10**15, free_disk_bytes=int(p.disk_bytes + s.sorted_copy_bytes / 2))
+    tight = replace(
+        p, available_memory_bytes=10**15, free_disk_bytes=int(p.disk_bytes + s.sorted_copy_bytes / 2)
+    )
     [problem] = tight.problems
     assert "sorted copy" in problem and f"needs {need / 2**30:.1f} GiB" in problem
     assert "added to the disk check" in p.text() and "sorted runs + merged import order" in p.text()
     # a sort already made for exactly these shards is reused: nothing added
-    from bench.data.order import external_sort
     from bench.data.hub import iter_jsonl_gz
+    from bench.data.order import external_sort
 
     inputs = {e.source.path: e.sha256 for e in datalock.read_lock(lock).values()}
     external_sort((q for sh in paths for q in iter_jsonl_gz(sh)), sort_dir, inputs=inputs)

@@ -37,7 +37,8 @@ def test_killed_importer_and_killed_server_resume_to_the_same_collection(tmp_pat
         assert got["kill_after_start_s"] > 0 and got["resume_import_seconds"] > 0
     srv = out["server_killed"]
     assert srv["importer_exit_status"] != 0  # it gave up after its back-off budget
-    assert srv["documents_after_restart"] == srv["checkpoint_at_kill"]  # the restart lost no acknowledged batch
+    # the restart lost no acknowledged batch
+    assert srv["documents_after_restart"] == srv["checkpoint_at_kill"]
     assert srv["restart_loaded_seconds"] >= srv["restart_healthy_seconds"] > 0
     # a witness that needs no server: the digest the corpus stream itself dictates
     assert corpus_digest("bench.firststage.resume_check:sample_corpus") == {
