@@ -4,7 +4,7 @@ peak disk of ``bench.data.order.external_sort`` against N, and the preflight's d
 Per N of ``--sizes``: N generated German passages (``scale_corpus``, the scale benchmark's generator) are
 written as ``--shards`` MIRACL-format shards (gzip level 6), each in id order, and the shards are read in
 reverse order: every shard boundary is out of order, as when a hub revision renumbers its files. The sort
-runs in a fresh child process, so its peak resident memory (``ru_maxrss``) is the sort's own. Peak disk is
+runs in a fresh child process, so its peak resident memory (``VmHWM``) is the sort's own. Peak disk is
 the largest total size of the build folder (runs plus the merged file), polled every 0.2 s; the merged
 file's size is S. The preflight's prediction of S and of the peak (``bench.firststage.preflight``, from the
 shards' gzip bytes) is printed beside the measured ones. The output is checked: N passages in ascending id
@@ -20,7 +20,6 @@ import argparse
 import gzip
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -58,17 +57,26 @@ def write_shards(n: int, k: int, folder: Path) -> list[Path]:
     return paths
 
 
+def _vm(key: str) -> int:
+    """``VmHWM`` (peak resident memory) of this process in bytes. Not ``ru_maxrss``: Linux keeps that
+    across ``execve``, so a child would report its parent's peak."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {key}")
+
+
 def child(argv: list[str]) -> int:
     """``bench_external_sort.py --child OUT RUN_SIZE SHARD...``: sort, print the manifest and wall time."""
     from bench.data.hub import iter_jsonl_gz
     from bench.data.order import external_sort
 
     out, run_size, shards = Path(argv[0]), int(argv[1]), [Path(x) for x in argv[2:]]
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rss0 = _vm("VmHWM")
     t0 = time.perf_counter()
     m = external_sort((p for s in shards for p in iter_jsonl_gz(s)), out, run_size=run_size)
     secs = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _vm("VmHWM")
     print(json.dumps({"manifest": m, "seconds": secs, "rss_before": rss0, "rss_peak": peak}), flush=True)
     return 0
 
@@ -121,7 +129,7 @@ def measure(n: int, k: int, run_size: int, base: Path) -> dict[str, Any]:
         sort_seconds=round(rec["seconds"], 1),
         runs=rec["manifest"]["runs"],
         child_rss_before_sort_bytes=rec["rss_before"],  # the interpreter and its imports
-        sort_peak_rss_bytes=rec["rss_peak"],  # the child's own VmHWM (ru_maxrss)
+        sort_peak_rss_bytes=rec["rss_peak"],  # the child's own VmHWM
         measured_peak_disk_bytes=peak[0],
         measured_sorted_bytes=(out / SORTED_FILE).stat().st_size,
         load_after=_load(),
