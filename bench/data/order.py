@@ -37,6 +37,8 @@ SORTED_FILE = "corpus-sorted.jsonl.gz"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "sorted-corpus/1"
 DEFAULT_RUN_SIZE = 500_000  # passages per in-memory run: ~0.5 GB of Python objects for MIRACL passages
+GZIP_LEVEL = 1  # of the runs and the sorted file (fast; the preflight sizes the sort's disk at this level)
+SORT_DIR_NAME = "corpus-full-sorted"  # under bench.paths.cache_dir(), where bench first-stage sorts
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ def check_order(shards: Sequence[Path]) -> OrderReport:
     return OrderReport(n, bad == 0, bad, dup, first)
 
 
-def _line(p: Passage) -> bytes:
+def sorted_line(p: Passage) -> bytes:
+    """One passage as the runs and the sorted file hold it (the MIRACL shard format)."""
     return (
         json.dumps({"docid": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n"
     ).encode()
@@ -96,9 +99,9 @@ def _line(p: Passage) -> bytes:
 
 def _write_run(run: list[Passage], path: Path) -> None:
     run.sort(key=lambda p: docid_key(p.docid))
-    with gzip.open(path, "wb", compresslevel=1) as fh:
+    with gzip.open(path, "wb", compresslevel=GZIP_LEVEL) as fh:
         for p in run:
-            fh.write(_line(p))
+            fh.write(sorted_line(p))
 
 
 def _read_run(path: Path) -> Iterator[tuple[DocidKey, Passage]]:
@@ -148,7 +151,7 @@ def external_sort(
         n = 0
         prev: DocidKey | None = None
         prev_id = ""
-        with gzip.open(target, "wb", compresslevel=1) as fh:
+        with gzip.open(target, "wb", compresslevel=GZIP_LEVEL) as fh:
             for key, p in heapq.merge(*(_read_run(r) for r in runs), key=lambda t: t[0]):
                 if prev is not None and key == prev:
                     raise BenchError(
@@ -156,7 +159,7 @@ def external_sort(
                         "order is undefined. The corpus is damaged: fetch it again."
                     )
                 prev, prev_id = key, p.docid
-                fh.write(_line(p))
+                fh.write(sorted_line(p))
                 n += 1
         for r in runs:
             r.unlink()

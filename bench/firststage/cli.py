@@ -125,11 +125,11 @@ def first_stage(
             expected = CORPUS_71K_PASSAGES
             layout["corpus_71k_id_column"] = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
         else:
-            from bench.data.order import full_corpus_in_import_order
+            from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
             from bench.paths import cache_dir
 
             corpus, order_info = full_corpus_in_import_order(  # type: ignore[assignment]
-                snapshot_dir(CORPUS_FULL), cache_dir() / "corpus-full-sorted"
+                snapshot_dir(CORPUS_FULL), cache_dir() / SORT_DIR_NAME
             )
             layout["corpus_full_import_order"] = order_info
             expected = CORPUS_FULL_PASSAGES

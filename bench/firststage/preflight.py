@@ -16,6 +16,16 @@ after a restart) with ``MemAvailable`` and the predicted data-directory size wit
 data directory's file system (``BENCH_TYPESENSE_DATA_DIR``, default the repository root: point it at the
 Docker volume's folder when that lives on another disk). A prediction above what is available refuses,
 unless ``--ignore-preflight`` (recorded in the result).
+
+When the lock's import-order note says the shards are not in ascending id order, ``bench first-stage``
+first writes their external sort (``bench.data.order``) under ``bench.paths.cache_dir()``: all sorted runs
+(gzip JSONL at ``order.GZIP_LEVEL``) plus the merged import order, the runs deleted only after the merge,
+so the sort's peak is twice the sorted copy, and the merged copy stays on disk while the server's data
+directory grows. Its size is the locked shards' gzip bytes times the sample's ratio of gzip bytes at the
+sort's level to gzip bytes at ``GZIP_LEVEL`` (or, without a lock, the sample's bytes at the sort's level).
+The disk check adds it: on one file system ``max(2 S, S + D)`` (S the sorted copy, D the data directory),
+on two file systems ``2 S`` and ``D`` separately. A sort already made for exactly the locked shards is
+reused and needs nothing more.
 """
 
 from __future__ import annotations
@@ -161,6 +171,110 @@ def _sample_bytes() -> tuple[float, float]:
     return raw / len(corpus), len(buf.getvalue()) / len(corpus)
 
 
+def _sample_sorted_ratio() -> tuple[float, float]:
+    """(gzip bytes per passage at the external sort's level, that over the gzip bytes at ``GZIP_LEVEL``) of
+    the bundled sample, written line by line as ``bench.data.order`` writes its runs."""
+    from bench.data.bundled import load_sample
+    from bench.data.order import GZIP_LEVEL as SORT_LEVEL
+    from bench.data.order import sorted_line
+
+    corpus = load_sample().corpus
+    sizes = []
+    for level in (SORT_LEVEL, GZIP_LEVEL):
+        buf = io.BytesIO()
+        with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=level, mtime=0) as fh:
+            for p in corpus:
+                fh.write(sorted_line(p))
+        sizes.append(len(buf.getvalue()))
+    return sizes[0] / len(corpus), sizes[0] / sizes[1]
+
+
+@dataclass(frozen=True)
+class SortNeed:
+    """The external sort's disk, as ``bench first-stage keyword-full`` would write it (module docstring)."""
+
+    order: str  # what the lock's import-order note says, in words
+    counted: bool  # whether the disk check adds the sort (the lock says the shards are out of order)
+    sorted_copy_bytes: float  # S: the merged import order (and, together, the runs)
+    peak_bytes: float  # during the sort: all runs plus the merged file
+    size_source: str
+    sort_dir: str
+    free_disk_bytes: int | None
+
+
+def sort_need(n: int, *, lock_path: Path | None = None, sort_dir: Path | None = None) -> SortNeed:
+    from bench.data.order import SORT_DIR_NAME, read_manifest
+    from bench.integrity import datalock
+    from bench.paths import cache_dir, repo_root
+
+    lock_path = lock_path or repo_root() / datalock.LOCK_NAME
+    sort_dir = sort_dir or cache_dir() / SORT_DIR_NAME
+    entries = datalock.read_lock(lock_path) if lock_path.exists() else {}
+    shards = [e for e in entries.values() if e.dataset == "corpus-full"]
+    per_passage, ratio = _sample_sorted_ratio()
+    if shards:
+        size = sum(e.size for e in shards)
+        copy = size * ratio
+        source = (
+            f"{size:,} locked gzip bytes x sample ratio {ratio:.3f} (gzip level of the sort / level "
+            f"{GZIP_LEVEL})"
+        )
+    else:
+        copy = n * per_passage
+        source = f"{n:,} passages x {per_passage:.1f} gzip bytes per sample passage at the sort's level"
+    note = datalock.read_notes(lock_path).get("corpus-full") if lock_path.exists() else None
+    order = note.get("import_order") if isinstance(note, dict) else None
+    counted = False
+    if not shards:
+        words = "not known (corpus-full not locked here): if its shards are out of order, a sort is added"
+    elif not isinstance(order, dict):
+        words = "not checked at lock time (no import-order note); the importer checks on the fly"
+    elif order.get("ascending") is True:
+        words = "ascending at lock time: imported as it is, no sort"
+    else:
+        inputs = {e.source.path: e.sha256 for e in shards}
+        manifest = read_manifest(sort_dir)
+        if manifest is not None and manifest.get("inputs") == inputs:
+            words = f"not ascending at lock time; the sort in {sort_dir} matches the locked shards (reused)"
+        else:
+            words = "not ascending at lock time: sorted before the import (bench.data.order)"
+            counted = True
+    return SortNeed(
+        order=words,
+        counted=counted,
+        sorted_copy_bytes=copy,
+        peak_bytes=2 * copy,
+        size_source=source,
+        sort_dir=str(sort_dir),
+        free_disk_bytes=_free(sort_dir),
+    )
+
+
+def _free(path: Path) -> int | None:
+    """Free bytes of the file system that holds ``path`` (or its nearest existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return None
+
+
+def _same_fs(a: str, b: str) -> bool:
+    def dev(path: str) -> int | None:
+        p = Path(path).absolute()
+        while not p.exists() and p != p.parent:
+            p = p.parent
+        try:
+            return os.stat(p).st_dev
+        except OSError:
+            return None
+
+    da, db = dev(a), dev(b)
+    return da is not None and da == db
+
+
 def real_bytes_per_passage(lock_path: Path | None = None) -> tuple[float, str]:
     """The real corpus's passage bytes (see the module docstring) and where the number came from."""
     from bench.integrity import datalock
@@ -197,6 +311,24 @@ class Prediction:
     fit_file: str
     fit_sizes: list[int]
     model: str
+    sort: SortNeed | None = None
+
+    def disk_needs(self) -> list[tuple[str, float, int | None, str]]:
+        """(folder, bytes needed, bytes free, what) per file system the run writes to."""
+        s = self.sort
+        if s is None or not s.counted:
+            return [(self.data_dir, self.disk_bytes, self.free_disk_bytes, "data directory")]
+        if _same_fs(self.data_dir, s.sort_dir):
+            need = max(s.peak_bytes, s.sorted_copy_bytes + self.disk_bytes)
+            what = (
+                f"data directory {_gib(self.disk_bytes)} + sorted copy {_gib(s.sorted_copy_bytes)} "
+                f"(the sort's peak, runs + merged, {_gib(s.peak_bytes)})"
+            )
+            return [(self.data_dir, need, self.free_disk_bytes, what)]
+        return [
+            (self.data_dir, self.disk_bytes, self.free_disk_bytes, "data directory"),
+            (s.sort_dir, s.peak_bytes, s.free_disk_bytes, "external sort: sorted runs + merged import order"),
+        ]
 
     @property
     def problems(self) -> list[str]:
@@ -206,14 +338,38 @@ class Prediction:
                 f"server memory: needs {_gib(self.memory_bytes)}, this machine has "
                 f"{_gib(self.available_memory_bytes)} available (MemAvailable)"
             )
-        if self.free_disk_bytes is not None and self.disk_bytes > self.free_disk_bytes:
-            out.append(
-                f"disk: needs {_gib(self.disk_bytes)}, {self.data_dir} has {_gib(self.free_disk_bytes)} free"
-            )
+        for folder, need, free, what in self.disk_needs():
+            if free is not None and need > free:
+                out.append(f"disk: needs {_gib(need)} ({what}), {folder} has {_gib(free)} free")
         return out
 
+    def _sort_lines(self) -> list[str]:
+        s = self.sort
+        if s is None:
+            return []
+        lines = [
+            f"  import order: {s.order}",
+            f"  sorted copy of the corpus {_gib(s.sorted_copy_bytes)}, the sort's peak (sorted runs + merged "
+            f"import order) {_gib(s.peak_bytes)} in {s.sort_dir} ({s.size_source}); "
+            + ("added to the disk check" if s.counted else "not added"),
+        ]
+        if s.counted:
+            for folder, need, free, what in self.disk_needs():
+                lines.append(
+                    f"  disk needed at {folder}: {_gib(need)} ({what}) | free "
+                    + (_gib(free) if free is not None else "unknown")
+                )
+        return lines
+
     def record(self) -> dict[str, Any]:
-        return {**asdict(self), "problems": self.problems}
+        return {
+            **asdict(self),
+            "disk_needs": [
+                {"folder": f, "bytes": need, "free_bytes": free, "what": what}
+                for f, need, free, what in self.disk_needs()
+            ],
+            "problems": self.problems,
+        }
 
     def text(self) -> str:
         lines = [
@@ -224,6 +380,7 @@ class Prediction:
             + (_gib(self.available_memory_bytes) if self.available_memory_bytes is not None else "unknown"),
             f"  predicted data directory {_gib(self.disk_bytes)} | free at {self.data_dir} "
             + (_gib(self.free_disk_bytes) if self.free_disk_bytes is not None else "unknown"),
+            *self._sort_lines(),
             f"  predicted import {self.import_seconds / 3600:.1f} h, "
             f"restart {self.restart_seconds / 60:.1f} min",
             f"  how: {self.model}, fitted on N = {', '.join(f'{n:,}' for n in self.fit_sizes)} "
@@ -260,7 +417,11 @@ def corpus_rows(lock_path: Path | None = None) -> tuple[int, str]:
 
 
 def keyword_full_prediction(
-    *, fit_path: Path = FIT_PATH, lock_path: Path | None = None, data_dir: Path | None = None
+    *,
+    fit_path: Path = FIT_PATH,
+    lock_path: Path | None = None,
+    data_dir: Path | None = None,
+    sort_dir: Path | None = None,
 ) -> Prediction:
     from bench.paths import repo_root
 
@@ -293,6 +454,7 @@ def keyword_full_prediction(
         fit_file=fit_path.name,
         fit_sizes=[int(x) for x in fit.get("sizes", [])],
         model=str(fit.get("model")),
+        sort=sort_need(n, lock_path=lock_path, sort_dir=sort_dir),
     )
 
 
@@ -309,7 +471,6 @@ def check(prediction: Prediction, *, ignore: bool) -> dict[str, Any]:
             + "\n"
             + prediction.text()
             + "\nFree memory or disk (or use a bigger machine); to run anyway, add --ignore-preflight "
-            "(recorded in the result): "
-            + bench_command("first-stage", "keyword-full", "--ignore-preflight")
+            "(recorded in the result): " + bench_command("first-stage", "keyword-full", "--ignore-preflight")
         )
     return {**prediction.record(), "ignored": bool(ignore), "refused": False}

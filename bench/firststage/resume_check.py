@@ -21,6 +21,7 @@ import order), so that the child makes the very same stream: the bundled sample
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -37,7 +38,7 @@ import numpy as np
 
 from bench.data import Passage
 from bench.errors import BenchError
-from bench.firststage.collection import Backoff, collection_digest
+from bench.firststage.collection import Backoff, collection_digest, count_documents
 from bench.firststage.importer import import_passages
 from bench.firststage.server import TypesenseServer, local_typesense
 
@@ -145,6 +146,146 @@ def _import_seconds(t0: float) -> float:
     return round(time.perf_counter() - t0, 2)
 
 
+def kill_points(n: int, seed: int, batch: int) -> tuple[int, int]:
+    """(importer kill passage, server kill passage): seeded, uniform in [batch, n - 1)."""
+    rng = np.random.default_rng(seed)
+    a, b = (int(x) for x in rng.integers(batch, max(n - 1, batch + 1), size=2))
+    return a, b
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def corpus_digest(spec: str) -> dict[str, Any]:
+    """The digest an import of ``spec`` in stream order must give, from the corpus alone (no server):
+    ``collection_digest``'s SHA-256 over ``id<TAB>position<LF>`` with position = stream index."""
+    h = hashlib.sha256()
+    n = 0
+    for p in load_corpus(spec):
+        h.update(f"{p.docid}\t{n}\n".encode())
+        n += 1
+    return {"documents": n, "id_position_sha256": h.hexdigest()}
+
+
+def reference_case(spec: str, batch: int, base: Path) -> dict[str, Any]:
+    """An uninterrupted import into a fresh server: its digest and time."""
+    t0 = time.perf_counter()
+    with local_typesense(data_dir=base / "ref") as server:
+        t1 = time.perf_counter()
+        rec = _resume(server, base / "ref.json", spec, batch)
+        t2 = time.perf_counter()
+        return {
+            **collection_digest(server, SCHEMA["name"]),
+            "seconds": _import_seconds(t0),
+            "import_seconds": round(t2 - t1, 2),
+            "stalls": len(rec["stalls"]),
+            "load_after": _load(),
+        }
+
+
+def importer_case(spec: str, batch: int, kill_at: int, base: Path) -> dict[str, Any]:
+    """The importer SIGKILLed at passage ``kill_at`` (while it fills the batch holding that passage), then a
+    second importer resumes from the checkpoint into the same, still running server."""
+    t0 = time.perf_counter()
+    ck = base / "imp.json"
+    with local_typesense(data_dir=base / "imp") as server:
+        t_up = time.perf_counter()
+        proc = _spawn(server, ck, spec, kill_at, batch, 60.0)
+        _wait_reached(proc)
+        t_kill = time.perf_counter()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        load_at_kill = _load()
+        before = json.loads(ck.read_text())["imported"] if ck.exists() else 0
+        in_server = count_documents(server, SCHEMA["name"])
+        t_res = time.perf_counter()
+        rec = _resume(server, ck, spec, batch)
+        t_done = time.perf_counter()
+        return {
+            **collection_digest(server, SCHEMA["name"]),
+            "seconds": _import_seconds(t0),
+            "kill_passage": kill_at,
+            "kill_after_start_s": round(t_kill - t_up, 2),
+            "load_at_kill": load_at_kill,
+            "checkpoint_at_kill": before,
+            "documents_at_kill": in_server,
+            "resumed_from": rec["resumed_from"],
+            "resume_import_seconds": round(t_done - t_res, 2),
+            "resume_passages": rec["documents"] - rec["resumed_from"],
+            "stalls": len(rec["stalls"]),
+            "load_after": _load(),
+        }
+
+
+def server_case(
+    spec: str, batch: int, kill_at: int, base: Path, stall_budget_s: float = 3.0
+) -> dict[str, Any]:
+    """The server SIGKILLed when the importer reaches passage ``kill_at``; the importer, let go into the
+    dead server, waits with its bounded back-off and gives up; the server is started again on the same data
+    directory (its restart replays what it held) and a second importer resumes."""
+    t0 = time.perf_counter()
+    ck = base / "srv.json"
+    with local_typesense(data_dir=base / "srv") as server:
+        t_up = time.perf_counter()
+        proc = _spawn(server, ck, spec, kill_at, batch, stall_budget_s)
+        _wait_reached(proc)
+        assert server.pid is not None
+        in_server = count_documents(server, SCHEMA["name"])
+        t_kill = time.perf_counter()
+        os.kill(server.pid, signal.SIGKILL)
+        load_at_kill = _load()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(server.pid):
+            time.sleep(0.05)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        code, _ = _finish(proc)
+        t_gave_up = time.perf_counter()
+        before = json.loads(ck.read_text())["imported"] if ck.exists() else 0
+    if code == 0:
+        raise BenchError("the importer finished although its server had been killed")
+    t_restart = time.perf_counter()
+    with local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S) as server:
+        t_healthy = time.perf_counter()
+        deadline = time.monotonic() + RESTART_TIMEOUT_S
+        while (have := _count_or_none(server)) != before and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if have != before:
+            raise BenchError(
+                f"after the restart the collection holds {have} documents, the checkpoint {before}"
+            )
+        t_loaded = time.perf_counter()
+        rec = _resume(server, ck, spec, batch)
+        t_done = time.perf_counter()
+        return {
+            **collection_digest(server, SCHEMA["name"]),
+            "seconds": _import_seconds(t0),
+            "kill_passage": kill_at,
+            "kill_after_start_s": round(t_kill - t_up, 2),
+            "load_at_kill": load_at_kill,
+            "checkpoint_at_kill": before,
+            "documents_at_kill": in_server,
+            "importer_exit_status": code,
+            "importer_gave_up_after_s": round(t_gave_up - t_kill, 2),
+            "restart_healthy_seconds": round(t_healthy - t_restart, 2),
+            "restart_loaded_seconds": round(t_loaded - t_restart, 2),
+            "documents_after_restart": have,
+            "resumed_from": rec["resumed_from"],
+            "resume_import_seconds": round(t_done - t_loaded, 2),
+            "resume_passages": rec["documents"] - rec["resumed_from"],
+            "stalls": len(rec["stalls"]),
+            "load_after": _load(),
+        }
+
+
+def _count_or_none(server: TypesenseServer) -> int | None:
+    try:
+        return count_documents(server, SCHEMA["name"])
+    except BenchError:  # the collection appears once the server has loaded it
+        return None
+
+
 def run_check(
     spec: str,
     n: int,
@@ -156,13 +297,12 @@ def run_check(
     reference: dict[str, Any] | None = None,
     skip_reference: bool = False,
 ) -> dict[str, Any]:
-    """The three imports; returns their digests, the kill points and whether all three agree.
+    """The three imports in sequence; returns their digests, the kill points and whether all three agree.
 
-    ``reference`` (a ``collection_digest`` of an uninterrupted import of the same corpus made elsewhere,
-    e.g. by ``benchmarks/bench_scale_keyword.py``) replaces the first import; with ``skip_reference`` the
-    caller supplies it later through ``agreement``."""
-    rng = np.random.default_rng(seed)
-    kill_importer_at, kill_server_at = (int(x) for x in rng.integers(batch, max(n - 1, batch + 1), size=2))
+    ``reference`` (a ``collection_digest`` of an uninterrupted import of the same corpus made elsewhere)
+    replaces the first import; with ``skip_reference`` the caller supplies it later through ``agreement``.
+    ``benchmarks/bench_scale_faults.py`` runs the cases one by one with their results kept on disk."""
+    kill_importer_at, kill_server_at = kill_points(n, seed, batch)
     out: dict[str, Any] = {
         "passages": n,
         "seed": seed,
@@ -173,64 +313,14 @@ def run_check(
     }
     with tempfile.TemporaryDirectory(dir=workdir, prefix="resume-check-") as tmp:
         base = Path(tmp)
-        # 1. uninterrupted
-        t0 = time.perf_counter()
         if reference is not None:
             out["reference"] = {**reference, "source": "given (an uninterrupted import made elsewhere)"}
-        elif skip_reference:
-            pass
-        else:
-            with local_typesense(data_dir=base / "ref") as server:
-                rec = _resume(server, base / "ref.json", spec, batch)
-                out["reference"] = {
-                    **collection_digest(server, SCHEMA["name"]),
-                    "seconds": _import_seconds(t0),
-                    "stalls": len(rec["stalls"]),
-                }
+        elif not skip_reference:
+            out["reference"] = reference_case(spec, batch, base)
             _report(out, "reference")
-        # 2. importer killed
-        t0 = time.perf_counter()
-        ck = base / "imp.json"
-        with local_typesense(data_dir=base / "imp") as server:
-            proc = _spawn(server, ck, spec, kill_importer_at, batch, 60.0)
-            _wait_reached(proc)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            before = json.loads(ck.read_text())["imported"] if ck.exists() else 0
-            rec = _resume(server, ck, spec, batch)
-            out["importer_killed"] = {
-                **collection_digest(server, SCHEMA["name"]),
-                "seconds": _import_seconds(t0),
-                "checkpoint_at_kill": before,
-                "resumed_from": rec["resumed_from"],
-            }
+        out["importer_killed"] = importer_case(spec, batch, kill_importer_at, base)
         _report(out, "importer_killed")
-        # 3. server killed
-        t0 = time.perf_counter()
-        ck = base / "srv.json"
-        with local_typesense(data_dir=base / "srv") as server:
-            proc = _spawn(server, ck, spec, kill_server_at, batch, stall_budget_s)
-            _wait_reached(proc)
-            assert server.pid is not None
-            os.kill(server.pid, signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and _alive(server.pid):
-                time.sleep(0.05)
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            code, _ = _finish(proc)
-            before = json.loads(ck.read_text())["imported"] if ck.exists() else 0
-        if code == 0:
-            raise BenchError("the importer finished although its server had been killed")
-        with local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S) as server:
-            rec = _resume(server, ck, spec, batch)
-            out["server_killed"] = {
-                **collection_digest(server, SCHEMA["name"]),
-                "seconds": _import_seconds(t0),
-                "checkpoint_at_kill": before,
-                "resumed_from": rec["resumed_from"],
-                "importer_exit_status": code,
-            }
+        out["server_killed"] = server_case(spec, batch, kill_server_at, base, stall_budget_s)
         _report(out, "server_killed")
     return agreement(out, out["reference"]) if "reference" in out else out
 

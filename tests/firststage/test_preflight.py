@@ -123,3 +123,133 @@ def test_committed_fit_and_dry_run_offline() -> None:
     assert "predicted server memory" in result.output and "how:" in result.output
     other = CliRunner().invoke(first_stage, ["keyword-71k", "--dry-run"])
     assert other.exit_code != 0 and "keyword-full only" in other.output
+
+
+def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, list[Path]]:
+    """The bundled sample written as three shards in the MIRACL format (gzip level 6), out of order (its
+    thirds in the order 3, 1, 2, and two neighbours swapped), locked with their real sizes; ``ascending`` is
+    the lock's import-order note (None: no note)."""
+    import gzip
+
+    from bench.data.bundled import load_sample
+    from bench.integrity.hashing import sha256_file
+
+    corpus = load_sample().corpus
+    third = len(corpus) // 3
+    idx = list(range(len(corpus)))
+    idx[10], idx[11] = idx[11], idx[10]
+    parts = [idx[2 * third :], idx[:third], idx[third : 2 * third]]
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    entries, paths = {}, []
+    for k, part in enumerate(parts):
+        path = folder / f"docs-{k}.jsonl.gz"
+        with gzip.open(path, "wb", compresslevel=pf.GZIP_LEVEL) as fh:
+            for i in part:
+                p = corpus[int(i)]
+                fh.write((json.dumps({"docid": p.docid, "title": p.title, "text": p.text},
+                                     ensure_ascii=False) + "\n").encode())  # fmt: skip
+        src = datalock.Source(
+            "miracl/miracl-corpus",
+            "r" * 40,
+            f"miracl-corpus-v1.0-de/docs-{k}.jsonl.gz",
+            "huggingface-dataset",
+        )
+        entries[f"hub:x:docs-{k}"] = datalock.Entry(
+            "corpus-full", "hub", f"x/docs-{k}.jsonl.gz", src, path.stat().st_size, sha256_file(path),
+            len(part), "r",
+        )  # fmt: skip
+        paths.append(path)
+    lock = tmp_path / "datasets.lock"
+    notes = (
+        {} if ascending is None else {"corpus-full": {"import_order": {"ascending": ascending, "note": "x"}}}
+    )
+    datalock.write_lock(lock, entries, notes)
+    return lock, paths
+
+
+def _measured_sort(paths: list[Path], out: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+    """(bytes of the merged import order, bytes of all runs plus the merged file at the end of the merge):
+    what ``external_sort`` really writes, the runs measured just before it deletes them."""
+    from bench.data.hub import iter_jsonl_gz
+    from bench.data.order import SORTED_FILE, external_sort
+
+    runs: list[int] = []
+    real_unlink = Path.unlink
+
+    def unlink(self: Path, missing_ok: bool = False) -> None:
+        if self.name.startswith("run-"):
+            runs.append(self.stat().st_size)
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    external_sort((p for s in paths for p in iter_jsonl_gz(s)), out, run_size=2000)
+    monkeypatch.undo()
+    merged = (out / SORTED_FILE).stat().st_size
+    assert len(runs) == 4  # 7,402 passages in runs of 2,000
+    return merged, merged + sum(runs)
+
+
+def test_disk_check_adds_the_external_sort_when_the_lock_says_out_of_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock, paths = _out_of_order_lock(tmp_path, ascending=False)
+    fit = _fit_file(tmp_path / "fit.json")
+    sort_dir = tmp_path / "sorted"
+    p = pf.keyword_full_prediction(fit_path=fit, lock_path=lock, data_dir=tmp_path, sort_dir=sort_dir)
+    s = p.sort
+    assert s is not None and s.counted and "not ascending" in s.order
+    # the reference: what the external sort of these very shards writes (runs + merged import order)
+    merged, peak = _measured_sort(paths, tmp_path / "measured", monkeypatch)
+    assert s.sorted_copy_bytes == pytest.approx(merged, rel=0.03)
+    assert s.peak_bytes == pytest.approx(peak, rel=0.03)
+    # one file system: the data directory grows while the sorted copy stays
+    [(folder, need, _free, what)] = p.disk_needs()
+    assert folder == str(tmp_path) and need == pytest.approx(
+        max(s.peak_bytes, s.sorted_copy_bytes + p.disk_bytes)
+    )
+    assert need > p.disk_bytes and "sorted copy" in what
+    # free space that holds the data directory but not the sorted copy as well: refused, naming the sort
+    tight = replace(
+        p, available_memory_bytes=10**15, free_disk_bytes=int(p.disk_bytes + s.sorted_copy_bytes / 2)
+    )
+    [problem] = tight.problems
+    assert "sorted copy" in problem and f"needs {need / 2**30:.1f} GiB" in problem
+    assert "added to the disk check" in p.text() and "sorted runs + merged import order" in p.text()
+    # a sort already made for exactly these shards is reused: nothing added
+    from bench.data.hub import iter_jsonl_gz
+    from bench.data.order import external_sort
+
+    inputs = {e.source.path: e.sha256 for e in datalock.read_lock(lock).values()}
+    external_sort((q for sh in paths for q in iter_jsonl_gz(sh)), sort_dir, inputs=inputs)
+    again = pf.keyword_full_prediction(fit_path=fit, lock_path=lock, data_dir=tmp_path, sort_dir=sort_dir)
+    assert again.sort is not None and not again.sort.counted and "reused" in again.sort.order
+    assert [n for _, n, _, _ in again.disk_needs()] == [again.disk_bytes]
+
+
+@pytest.mark.parametrize("ascending", [True, None])
+def test_no_sort_added_when_in_order_or_unchecked(tmp_path: Path, ascending: bool | None) -> None:
+    lock, _ = _out_of_order_lock(tmp_path, ascending=ascending)
+    p = pf.keyword_full_prediction(
+        fit_path=_fit_file(tmp_path / "fit.json"), lock_path=lock, data_dir=tmp_path, sort_dir=tmp_path / "s"
+    )
+    assert p.sort is not None and not p.sort.counted
+    assert [n for _, n, _, _ in p.disk_needs()] == [p.disk_bytes]
+    assert ("ascending at lock time" if ascending else "not checked at lock time") in p.sort.order
+
+
+def test_dry_run_prints_the_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.firststage import cli
+
+    lock, _ = _out_of_order_lock(tmp_path, ascending=False)
+    fit = _fit_file(tmp_path / "fit.json", per_passage=1.0)  # a tiny server: only the disk can refuse
+    real = pf.keyword_full_prediction
+
+    def patched(**kw: object) -> pf.Prediction:
+        return real(fit_path=fit, lock_path=lock, data_dir=tmp_path, sort_dir=tmp_path / "sorted")
+
+    monkeypatch.setattr(pf, "keyword_full_prediction", patched)
+    result = CliRunner().invoke(cli.first_stage, ["keyword-full", "--dry-run"])
+    assert "import order: not ascending at lock time" in result.output
+    assert "sorted runs + merged import order" in result.output and "disk needed at" in result.output
+    assert result.exit_code in (0, 1), result.output

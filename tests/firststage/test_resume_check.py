@@ -10,7 +10,7 @@ import pytest
 from bench.data import Passage
 from bench.data.bundled import Sample
 from bench.firststage.collection import collection_digest, ensure_collection, import_all
-from bench.firststage.resume_check import SCHEMA, run_check
+from bench.firststage.resume_check import SCHEMA, corpus_digest, run_check
 from bench.firststage.search import search
 from bench.firststage.server import TypesenseServer
 
@@ -32,7 +32,19 @@ def test_killed_importer_and_killed_server_resume_to_the_same_collection(tmp_pat
         assert got["checkpoint_at_kill"] == (out[at] // 500) * 500
         assert got["resumed_from"] == got["checkpoint_at_kill"]
         assert got["documents"] == 7402 and got["id_position_sha256"] == ref["id_position_sha256"]
-    assert out["server_killed"]["importer_exit_status"] != 0  # it gave up after its back-off budget
+        assert got["kill_passage"] == out[at] and got["documents_at_kill"] == got["checkpoint_at_kill"]
+        assert got["resume_passages"] == 7402 - got["resumed_from"]
+        assert got["kill_after_start_s"] > 0 and got["resume_import_seconds"] > 0
+    srv = out["server_killed"]
+    assert srv["importer_exit_status"] != 0  # it gave up after its back-off budget
+    # the restart lost no acknowledged batch
+    assert srv["documents_after_restart"] == srv["checkpoint_at_kill"]
+    assert srv["restart_loaded_seconds"] >= srv["restart_healthy_seconds"] > 0
+    # a witness that needs no server: the digest the corpus stream itself dictates
+    assert corpus_digest("bench.firststage.resume_check:sample_corpus") == {
+        "documents": 7402,
+        "id_position_sha256": ref["id_position_sha256"],
+    }
     assert out["agree"] is True
 
 
