@@ -416,9 +416,42 @@ def status(study: Study) -> dict[str, dict]:
     return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
 
 
+# For development only (never in CI): BENCH_RUNBOOK_SAVE=DIR builds the study in DIR/study (one fixed path, so
+# the absolute paths a step records stay true) and copies it to DIR/after-<step> after every step that passes;
+# BENCH_RUNBOOK_FROM=<step> with the same DIR restores DIR/after-<the step before> and starts there.
+SAVE = os.environ.get("BENCH_RUNBOOK_SAVE")
+START = os.environ.get("BENCH_RUNBOOK_FROM")
+
+
+def save_after(step: Step, root: Path) -> None:
+    if SAVE:
+        dst = Path(SAVE) / f"after-{step.id}"
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(root, dst, symlinks=True)
+
+
+def steps_to_run(steps: list[Step], root: Path) -> list[Step]:
+    if not START:
+        return steps
+    ids = [s.id for s in steps]
+    if not SAVE or START not in ids or ids.index(START) == 0:
+        raise AssertionError(
+            f"BENCH_RUNBOOK_FROM={START!r} needs BENCH_RUNBOOK_SAVE and a later step of {ids}"
+        )
+    snap = Path(SAVE) / f"after-{ids[ids.index(START) - 1]}"
+    shutil.rmtree(root)
+    shutil.copytree(snap, root, symlinks=True)
+    return steps[ids.index(START) :]
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
-    base = tmp_path_factory.mktemp("runbook")
+    if SAVE:
+        base = Path(SAVE)
+        base.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(base / "study", ignore_errors=True)
+    else:
+        base = tmp_path_factory.mktemp("runbook")
     root = make_repo(base)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_"))},
@@ -455,7 +488,7 @@ def test_runbook_end_to_end(study: Study) -> None:
         judge = MessagesServer()  # real Messages API shapes; every pair answered "1"
         stack.callback(judge.close)
         study.env["ANTHROPIC_BASE_URL"] = judge.url
-        for step in steps:
+        for step in steps_to_run(steps, study.root):
             STEP_NOW[:] = [step]
             for command in step.commands:
                 run_line(study, step, command, stack)
@@ -465,3 +498,4 @@ def test_runbook_end_to_end(study: Study) -> None:
                 f"after runbook step {step.id!r}, bench status says {state['state']}: "
                 f"missing {state['missing']}"
             )
+            save_after(step, study.root)
