@@ -85,8 +85,9 @@ def test_the_result_file_records_device_and_dtype(
     from bench.equality.runner import check_models
 
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
-    monkeypatch.setattr(runner_mod, "run_reference", lambda spec, mdir, queries, **kw: {
-        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}})  # fmt: skip
+    monkeypatch.setattr(runner_mod, "run_reference_batch", lambda jobs, queries, **kw: [{
+        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
+        for _ in jobs])  # fmt: skip
     seen: list[dict[str, Any]] = []
 
     def loader(model_id: str, **kw: Any) -> FakeReranker:
