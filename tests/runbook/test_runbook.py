@@ -441,7 +441,26 @@ def steps_to_run(steps: list[Step], root: Path) -> list[Step]:
     snap = Path(SAVE) / f"after-{ids[ids.index(START) - 1]}"
     shutil.rmtree(root)
     shutil.copytree(snap, root, symlinks=True)
+    sync_code(root)
     return steps[ids.index(START) :]
+
+
+def sync_code(root: Path) -> None:
+    """The saved state holds the code of its own run: the project's tracked files as they are now are
+    copied over it and committed (development only: the code digest changes between the sessions)."""
+    tracked = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True)
+    changed = []
+    for rel in tracked.stdout.decode().split("\0"):
+        src = REPO_ROOT / rel
+        if rel and src.is_file() and rel != "PLAN.md":
+            dst = root / rel
+            if not dst.is_file() or dst.read_bytes() != src.read_bytes():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+                changed.append(rel)
+    if changed:
+        git(root, "add", "--", *changed)
+        git(root, "commit", "-q", "-m", "development: the project's code as it is now")
 
 
 @pytest.fixture(scope="module")
