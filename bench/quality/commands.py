@@ -78,7 +78,8 @@ def rated(
         from bench.errors import BenchError
 
         raise BenchError(
-            "refused: " + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
+            "refused: "
+            + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
             + ". Nothing was written; check them in this setting first, or leave them out (--model)."
         )
     keep = [m for m in models if outcomes[m]["rated"]]
@@ -132,16 +133,17 @@ def run_session(
     what: str,
     max_queries: int | None = None,
     dtype: str | None = None,
-    check_setting: bool = True,
+    rated_by: tuple[str, str | None] | None = None,
 ) -> tuple[Study, SessionResult, dict[str, str]]:
-    """One quality-phase session. ``check_setting``: a model needs a passed adapter check on this
-    session's device and dtype; only the data-type check's CPU session, which is itself the plan's
-    comparison of CPU fp32 against the checked GPU setting, passes False."""
+    """One quality-phase session. A model needs a passed adapter check on this session's device and dtype;
+    ``rated_by`` (device, requested dtype) names another setting whose check rates the models instead: only
+    the data-type check's CPU session passes it, the GPU setting it compares with (the plan's comparison of
+    CPU fp32 against the checked GPU setting; with ``--gpu cpu`` that check is ``<model>@cpu-float32.json``,
+    not ``<model>.json``)."""
     from bench.quality.inputs import candidate_texts, study_queries
 
-    keep, skipped, outcomes = rated(
-        list(models), setup.checks_dir, device=setup.device if check_setting else None, dtype=dtype
-    )
+    check_device, check_dtype = rated_by or (setup.device, dtype)
+    keep, skipped, outcomes = rated(list(models), setup.checks_dir, device=check_device, dtype=check_dtype)
     per_depth = per_depth_models(keep, outcomes)
     params = {"stages": list(stages), "requested_models": list(models), "models": list(keep),
               "depths": list(depths), "device": setup.device,
