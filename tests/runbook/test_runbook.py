@@ -502,13 +502,13 @@ def steps_to_run(steps: list[Step], root: Path) -> list[Step]:
 
 
 def sync_code(root: Path) -> None:
-    """The saved state holds the code of its own run: the project's tracked files as they are now are
-    copied over it and committed (development only: the code digest changes between the sessions)."""
+    """The saved state holds the code of its own run: the project's code (bench, analysis, references, tests)
+    as it is now is copied over it and committed (development only: the code digest changes between the sessions)."""
     tracked = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True)
     changed = []
     for rel in tracked.stdout.decode().split("\0"):
         src = REPO_ROOT / rel
-        if rel and src.is_file() and rel != "PLAN.md":
+        if rel.startswith(("bench/", "analysis/", "references/", "tests/")) and src.is_file():
             dst = root / rel
             if not dst.is_file() or dst.read_bytes() != src.read_bytes():
                 dst.parent.mkdir(parents=True, exist_ok=True)
