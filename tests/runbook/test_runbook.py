@@ -9,7 +9,7 @@ server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs).
 status`` must call that step done.
 
 What stands in for what, and why (each is named where it happens below):
-- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 20 passages in 32
+- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 212 passages in 32
   shards, ...) on bench.plan before the CLI is imported; the command line, defaults and paths are the real
   ones.
 - Commands that need internet (``timestamps stamp``, ``data fetch``, ``models fetch``, ``hf download``, the
