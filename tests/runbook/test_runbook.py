@@ -503,7 +503,8 @@ def steps_to_run(steps: list[Step], root: Path) -> list[Step]:
 
 def sync_code(root: Path) -> None:
     """The saved state holds the code of its own run: the project's code (bench, analysis, references, tests)
-    as it is now is copied over it and committed (development only: the code digest changes between the sessions)."""
+    as it is now is copied over it and committed (development only: the code digest changes between the
+    sessions)."""
     tracked = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True)
     changed = []
     for rel in tracked.stdout.decode().split("\0"):
@@ -543,9 +544,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
     yield Study(root, env, root / "data" / "hub")
 
 
-# NOT YET PASSING (issue 20 stays open): the chain passes steps 1-13 of docs/runbook.md (stamp ... latency-cpu;
-# run in segments from saved states on 2026-12-01, not yet once from scratch past step 10) and stops at step 14,
-# latency-api: its first `latency api` call retries with back-off in VoyageReranker._post against the loopback
+# NOT YET PASSING (issue 20 stays open): the chain passes steps 1-13 of docs/runbook.md (stamp ...
+# latency-cpu; run in segments from saved states on 2026-12-01, not yet once from scratch past step 10) and
+# stops at step 14, latency-api: its first `latency api` call retries with back-off in VoyageReranker._post against the loopback
 # Voyage server (cause not yet found). Steps 1-9 took 6 min 50 s from scratch at load 4-5, steps 10-13 about
 # 5 min more. It runs only when asked for, so that CI reports what passes;
 # `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q` runs it.
