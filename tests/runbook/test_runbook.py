@@ -545,11 +545,11 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
 
 
 # NOT YET PASSING (issue 20 stays open): the chain passes steps 1-13 of docs/runbook.md (stamp ...
-# latency-cpu; run in segments from saved states on 2026-12-01, not yet once from scratch past step 10) and
-# stops at step 14, latency-api: its first `latency api` call retries with back-off in
-# VoyageReranker._post against the loopback Voyage server (cause not yet found). Steps 1-9 took 6 min 50 s from scratch at load 4-5, steps 10-13 about
-# 5 min more. It runs only when asked for, so that CI reports what passes;
-# `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q` runs it.
+# latency-cpu; run in segments from saved states on 2026-12-01, not yet once from scratch past step 10)
+# and stops at step 14, latency-api: its first `latency api` call retries with back-off in
+# VoyageReranker._post against the loopback Voyage server (cause not yet found). Steps 1-9 took 6 min 50 s
+# from scratch at load 4-5, steps 10-13 about 5 min more. It runs only when asked for, so that CI reports
+# what passes; `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q` runs it.
 @pytest.mark.skipif(
     os.environ.get("BENCH_RUNBOOK_E2E") != "1",
     reason="the runbook chain does not pass yet (issue 20 open); BENCH_RUNBOOK_E2E=1 runs it",
