@@ -120,7 +120,9 @@ def analyse_pitfalls(
     paths = {rid: pitfall_runs / PITFALL_STAGE / f"{rid}@{QUALITY_DEPTH}.trec" for rid in PITFALL_RUN_IDS}
     present = {rid: p for rid, p in paths.items() if p.is_file()}
     if PITFALL_REFERENCE not in present:
-        out["not_run"]["qwen3-variants"] = f"no run of variant (a) at {paths[PITFALL_REFERENCE]}"
+        # relative to --out, so that the file is the same wherever the report is rebuilt (bench reproduce)
+        where = f"pitfalls/runs/{PITFALL_STAGE}/{PITFALL_REFERENCE}@{QUALITY_DEPTH}.trec"
+        out["not_run"]["qwen3-variants"] = f"no run of variant (a) at {where} (under the report's --out)"
     else:
         runs = {rid: _score(p, judgments) for rid, p in present.items()}
         out["families"].append(
@@ -132,9 +134,9 @@ def analyse_pitfalls(
             out["not_run"]["qwen3-variants-missing"] = missing
     plain, german = PITFALL_TYPESENSE
     fs = {s: runs_dir / "first-stage" / f"{s}.trec" for s in (plain, german)}
-    absent = [str(p) for p in fs.values() if not p.is_file()]
+    absent = [f"first-stage/{p.name}" for p in fs.values() if not p.is_file()]  # relative to --runs
     if absent:
-        out["not_run"]["typesense"] = f"no first-stage run at {', '.join(absent)}"
+        out["not_run"]["typesense"] = f"no first-stage run {', '.join(absent)} in the runs folder"
     else:
         runs = {s: _score(p, judgments) for s, p in fs.items()}
         out["families"].append(_family(f"pitfalls/typesense/{plain}-vs-{german}", runs, german))

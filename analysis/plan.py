@@ -103,10 +103,20 @@ RUN_IDS: Final = MappingProxyType(
     {
         **{m: RunId(m, "plan reranker (section Rerankers)") for m in CONTAMINATION},
         "minilm-standin": RunId(None, "rehearsal stand-in: all-MiniLM-L6-v2 bi-encoder (README, rehearsal)"),
+        "bm25-standin": RunId(None, "rehearsal stand-in: BM25 over the rehearsal corpus (docs/rehearsal.md)"),
         "bge-v2-m3-int8": RunId("bge-v2-m3", "OpenVINO int8 variant of bge-v2-m3 (section OpenVINO int8)"),
         **{v: RunId("qwen3-0.6b", "declared Qwen3 variant (section Pitfalls)") for v in PITFALL_RUN_IDS},
     }
 )
+
+
+STANDIN_MARK: Final = "‡"  # a declared rehearsal stand-in, never a plan model (issue 21)
+
+
+def is_standin(run_id: str | None) -> bool:
+    """A declared rehearsal stand-in (no plan model behind it), marked in every quality table and figure."""
+    entry = RUN_IDS.get(run_id) if run_id is not None else None
+    return entry is not None and entry.base is None
 
 
 def contamination_of(run_id: str) -> Contamination | None:

@@ -30,8 +30,11 @@ from analysis.plan import (
     EMBEDDING_STAGES,
     MAIN_METRIC,
     RANDOMISATION_RESAMPLES,
+    RUN_IDS,
     SEED,
+    STANDIN_MARK,
     embedder_note,
+    is_standin,
 )
 from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
@@ -123,6 +126,7 @@ def run_label(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, 
     mark = "†" if _flag_note(r, flags, stage_flags) is not None else ""
     if r.model is None:
         return f"first stage{mark}"
+    mark += STANDIN_MARK if is_standin(r.model) else ""
     name = f"{r.model}{mark}@{r.depth}"
     return f"{name} (incomplete: {r.queries_present} queries)" if r.not_rated else name
 
@@ -131,7 +135,9 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mappi
     f = s.first_stage
     lines = [f"## {s.stage} (corpus {corpus_of(s.stage)})", "",
              f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
-             f"reordering of the top 100) {_pts(f.means['ceiling'])}.", ""]
+             f"reordering of the top 100) {_pts(f.means['ceiling'])}. Queries without candidates: "
+             f"{len(f.missing)} of {f.queries_present + len(f.missing)}"
+             + (f" ({_ids(f.missing)}; each scores 0 in every run of this stage)." if f.missing else "."), ""]
     comparisons: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
     for fam in s.families:
         kind = fam["id"].rsplit("/", 1)[1]
@@ -234,6 +240,17 @@ def _latency(context: ReportContext) -> list[str]:
     return latency_section(folder, context.build_dir, figures=bool(context.options.get("figures", True)))
 
 
+def _rehearsal_int8(context: ReportContext) -> list[str]:
+    """The rehearsal's int8 step on its stand-in (issue 21) when a rehearsal passes its ``int8.json``
+    (``section_options={"int8_record": path}``)."""
+    path = context.options.get("int8_record")
+    if path is None:
+        return []
+    from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
+
+    return int8_rehearsal_section(read_int8_record(Path(path)))
+
+
 def _costs(context: ReportContext) -> list[str]:
     """The costs section (plan section "Costs") when cost inputs were given (``--prices``); computed in
     ``write_report`` before anything is written."""
@@ -278,6 +295,7 @@ def _int8(context: ReportContext) -> list[str]:
 SECTIONS: list[Section] = [
     Section("plan check 2", (), pytrec_section),
     Section("latency", ("latency-summary",), _latency),
+    Section("rehearsal int8", (), _rehearsal_int8),
     Section("costs", ("costs.json",), _costs),
     Section("pitfalls", ("pitfalls.json",), _pitfalls),
     Section("judged", ("judged.json",), _judged),
@@ -372,6 +390,11 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
                if any(s.stage == st for s in stages)]
     if marked:
         md.append("† contamination-flagged: " + "; ".join(marked))
+        md.append("")
+    standins = sorted({r.model for s in stages for r in s.runs if r.model and is_standin(r.model)})
+    if standins:
+        md.append(f"{STANDIN_MARK} declared rehearsal stand-in, not a plan model: "
+                  + "; ".join(f"{m} ({RUN_IDS[m].what})" for m in standins))
         md.append("")
     incomplete = [f"{s.stage}/{r.model}@{r.depth}: {r.not_rated} ({_ids(r.missing)})"
                   for s in stages for r in s.runs if r.not_rated]

@@ -13,7 +13,7 @@ No verdict, said so, when there is nothing to compare:
   exit 0;
 - a cap that is not honoured: the capped run's int8 kernels (``primitiveType`` of the execution graph, read
   by ``bench.int8.runtime``) still name an instruction set above the cap, or its native int8 kernels are
-  not above the cap (the cap would change nothing), or OpenVINO fails to compile under the cap (on a Xeon a
+  not above the cap (the cap would change nothing), or OpenVINO fails to compile or run under it (on a Xeon a
   cap at AVX2 failed on a Softmax node): exit 2.
 A verdict: exit 0 if the minimum per-query Spearman is >= 0.99, else 1.
 

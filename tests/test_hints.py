@@ -109,9 +109,6 @@ def test_no_module_spells_the_container_command_by_hand() -> None:
 
 
 def test_analysis_ecb_hint_is_the_helper_form() -> None:
-    from analysis.costs import ecb
-
     text = (REPO_ROOT / "analysis" / "costs" / "ecb.py").read_text(encoding="utf-8")
     expected = bench_command("costs", "ecb-rates")
     assert expected in text and "bench-cpu bench " not in text
-    assert ecb is not None

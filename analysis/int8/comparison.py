@@ -10,7 +10,7 @@ wording. Beside the plan's check, what users of int8 rerankers ask first: per-qu
 scores against the fp32 scores of the same candidates (mean, minimum, queries below 0.99) and the top-10
 overlap, both read from the run files' scores.
 
-The reference is not fp32 (D-int8p-2): the plan says "against the fp32 model", but the run the study has for
+The reference is not fp32 (D-038): the plan says "against the fp32 model", but the run the study has for
 bge-v2-m3 on hybrid-71k, ``runs/hybrid-71k/bge-v2-m3@100.trec``, is the quality phase's, made on the desktop
 GPU in the vendor's dtype (float16, ``bench.rerankers.base.VENDOR_DTYPE``). The section and its record name
 that reference as it is (``REFERENCE``) and never call it fp32; the plan's data type check (bench
@@ -50,14 +50,14 @@ FP32_MODEL: Final = INT8_FP32_MODEL
 STAGE: Final = INT8_QUALITY_STAGE
 DEPTH: Final = INT8_QUALITY_DEPTH
 SEPARATE_MODELS: Final = (INT8_MODEL,)  # never in the main study's comparison families
-# what the reference run is (D-int8p-2); a test checks the dtype against bench's vendor dtype for bge-v2-m3
+# what the reference run is (D-038); a test checks the dtype against bench's vendor dtype for bge-v2-m3
 REFERENCE_DTYPE: Final = "float16"
 REFERENCE: Final = {
     "model": FP32_MODEL,
     "dtype": REFERENCE_DTYPE,
     "device": "desktop GPU (the quality phase's run)",
     "plan_names": "fp32",
-    "deviation": "D-int8p-2",
+    "deviation": "D-038",
 }
 LABEL: Final = f"{FP32_MODEL}, GPU {REFERENCE_DTYPE}"
 FAMILY: Final = f"int8/vs-{FP32_MODEL} (GPU {REFERENCE_DTYPE} run; own family of one comparison, no Holm)"
@@ -195,7 +195,7 @@ def markdown(rec: dict[str, Any] | None) -> list[str]:
         f"Own comparison, not part of the main study's Holm families; {rec['queries']} queries, nDCG@10 in "
         "points, 95 % bootstrap intervals and a paired randomisation test (p, no Holm), the plan's settings. "
         f"The reference is the quality phase's {FP32_MODEL} run (desktop GPU, {REFERENCE_DTYPE}), not an "
-        "fp32 run as the plan names (D-int8p-2); the data type check ties the GPU value to CPU fp32.",
+        "fp32 run as the plan names (D-038); the data type check ties the GPU value to CPU fp32.",
         "",
         "| model | nDCG@10 | 95 % interval |",
         "|---|---:|---:|",

@@ -67,6 +67,30 @@ class ExactSubstitute:
         )
 
 
+#: Rehearsal only (issue 21): the keyword stage a server without ``stem`` and stop-word sets (before 26.0) may
+#: still run, as a declared substitute. Only keyword-71k: keyword-full has no full corpus in a rehearsal.
+KEYWORD_SUBSTITUTE_STAGES: Final = ("keyword-71k",)
+KEYWORD_SUBSTITUTE_DROPS: Final = ("stem", "stopwords")  # features the substitute does without
+
+
+@dataclass(frozen=True)
+class KeywordSubstitute:
+    """German keyword search on a server without ``stem`` and stop-word sets, used by a rehearsal only:
+    the plan's fields with ``locale`` but no ``stem``, the plan's search parameters without ``stopwords``,
+    and the plan's stop set removed from each query on the client (``bench.firststage.stopwords.
+    rehearsal_strip_stopwords``)."""
+
+    server_version: str
+
+    @property
+    def label(self) -> str:
+        return (
+            f"German keyword search without stemming (field stem needs Typesense 26.0, server "
+            f"{self.server_version}) and with the plan's stop set removed from the query on the client "
+            "(stop-word sets need 26.0)"
+        )
+
+
 @dataclass(frozen=True)
 class StageDef:
     id: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,12 @@ from bench.errors import BenchError
 from bench.firststage.atomic import write_json_atomic
 from bench.firststage.definitions import (
     EXACT_FILTER_FIELD,
+    KEYWORD_SUBSTITUTE_DROPS,
+    KEYWORD_SUBSTITUTE_STAGES,
     STAGE_DEFS,
     STOPWORD_SET_ID,
     ExactSubstitute,
+    KeywordSubstitute,
     StageDef,
     vector_options,
 )
@@ -37,7 +40,7 @@ from bench.firststage.features import Mode, StageRefused, check_server, require,
 from bench.firststage.importer import import_passages, text_doc
 from bench.firststage.queries import run_queries, vector_top_ids
 from bench.firststage.server import TypesenseServer
-from bench.firststage.stopwords import german_stopwords, install_stopwords
+from bench.firststage.stopwords import german_stopwords, install_stopwords, rehearsal_strip_stopwords
 from bench.firststage.tune import EfChoice, choose_ef
 from bench.integrity.hashing import sha256_file
 from bench.paths import cache_dir
@@ -59,6 +62,16 @@ class StageResult:
     record: dict[str, Any]
     run_path: Path
     json_path: Path
+
+
+def keyword_substitute(stage: StageDef, mode: Mode, server_version: str) -> KeywordSubstitute | None:
+    """The rehearsal's keyword substitute when it applies (a rehearsal, keyword-71k, a server without
+    stem or stop-word sets); None otherwise, and always None in a measurement."""
+    if mode != "rehearsal" or stage.id not in KEYWORD_SUBSTITUTE_STAGES:
+        return None
+    if all(supports(server_version, f) for f in KEYWORD_SUBSTITUTE_DROPS):
+        return None
+    return KeywordSubstitute(server_version)
 
 
 def _stage(stage_id: str) -> StageDef:
@@ -102,7 +115,15 @@ def run_stage(
     """Run ``stage_id`` against ``server``; ``corpus`` in ascending MIRACL id order (checked)."""
     stage = _stage(stage_id)
     check_server(mode, server.version)
-    require(stage.id, server.version, stage.features)
+    kw_sub = keyword_substitute(stage, mode, server.version)
+    needed = [f for f in stage.features if kw_sub is None or f not in KEYWORD_SUBSTITUTE_DROPS]
+    require(stage.id, server.version, needed)
+    if kw_sub is not None:  # the plan's stage minus what the server lacks; said loudly in the record
+        stage = replace(
+            stage,
+            fields=tuple({k: v for k, v in f.items() if k != "stem"} for f in stage.fields),
+            params={k: v for k, v in stage.params.items() if k != "stopwords"},
+        )
     cached: CachedEmbeddings | None = None
     if stage.vector:
         if embedder is None:
@@ -126,10 +147,30 @@ def run_stage(
     sw = german_stopwords()  # recorded with every result (plan), applied only by the German stages
     record["stopwords"] = {
         "applied": stage.stopwords,
-        "id": STOPWORD_SET_ID if stage.stopwords else None,
+        "id": STOPWORD_SET_ID if stage.stopwords and kw_sub is None else None,
+        "applied_by": ("client (rehearsal substitute)" if kw_sub is not None else "server")
+        if stage.stopwords
+        else None,
         **sw.record(),
     }
-    if stage.stopwords:
+    if kw_sub is not None:
+        queries = {q: rehearsal_strip_stopwords(text, sw, mode=mode) for q, text in queries.items()}
+        empty = sorted(q for q, text in queries.items() if not text)
+        record["substitute"] = {
+            "kind": "keyword",
+            "label": kw_sub.label,
+            "features_dropped": list(KEYWORD_SUBSTITUTE_DROPS),
+            "queries_empty_after_stopwords": empty,
+        }
+        record["query_text"] = (
+            "each topic with the plan's stop set removed on the client (rehearsal substitute), sent as q"
+        )
+        record["notes"].append(
+            f"REHEARSAL SUBSTITUTE: Typesense {server.version} lacks field stem and stop-word sets (26.0); "
+            f"the rehearsal ran {stage.id} as {kw_sub.label}. The study runs the plan's settings on "
+            "Typesense 30.2."
+        )
+    elif stage.stopwords:
         install_stopwords(server, STOPWORD_SET_ID, sw)
     passages: Iterable[Passage] = corpus
     position: dict[str, int] = {}
@@ -210,7 +251,10 @@ def run_stage(
                 f"(overlap {choice.overlap:.4f}). The study uses HNSW with ef raised by the plan's rule "
                 "on Typesense 30.2."
             )
-    run, timings = run_queries(server, stage, queries, qvecs, ef, position, warmup=warmup, exact=exact_sub)
+    # an empty q is a wildcard in Typesense (every document matches): a query the substitute emptied is not
+    # sent; it has no candidates and scores 0
+    sent = {q: t for q, t in queries.items() if t} if kw_sub is not None else queries
+    run, timings = run_queries(server, stage, sent, qvecs, ef, position, warmup=warmup, exact=exact_sub)
     record["search_params"] = {k: v for k, v in stage.params.items()}
     if exact_sub is not None:
         record["search_params"]["filter_by"] = exact_sub.filter_by

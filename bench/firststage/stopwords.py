@@ -9,6 +9,7 @@ string order (code points), UTF-8, joined by ``"\\n"``, no trailing newline.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,3 +101,28 @@ def install_stopwords(server: Any, set_id: str, sw: StopwordSet) -> None:
             f"Typesense stored stop-word set {set_id} differently ({len(kept)} words, missing {missing}, "
             f"added {added}); the plan's set would not be applied as recorded"
         )
+
+
+_WORD = re.compile(r"\w+")
+
+
+def rehearsal_strip_stopwords(query: str, sw: StopwordSet, *, mode: str) -> str:
+    """Rehearsal only (issue 21): ``query`` with every word of the plan's stop set removed, for a server
+    without stop-word sets (before 26.0; DEVIATIONS.md D-040).
+
+    A word is a run of Unicode word characters, compared lower-cased (Typesense lower-cases tokens with
+    ``locale: "de"`` too); everything else of the query (punctuation, quotes) stays, runs of whitespace
+    become one space. A query made only of stop words (and punctuation) becomes empty (the stage then finds
+    nothing for it, and it scores 0). A measurement never calls this: the pinned server applies the set
+    itself, so ``mode="measurement"`` raises.
+    """
+    if mode != "rehearsal":
+        raise BenchError(
+            "rehearsal_strip_stopwords is the rehearsal's substitute for Typesense stop-word sets; a "
+            f"measurement ({mode!r}) applies the plan's set on Typesense 30.2 and never strips on the client"
+        )
+    words = set(sw.words)
+    kept = _WORD.sub(lambda m: "" if m.group(0).lower() in words else m.group(0), query)
+    if _WORD.search(kept) is None:  # only punctuation left: no word to search for
+        return ""
+    return " ".join(kept.split())

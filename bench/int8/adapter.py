@@ -8,7 +8,7 @@ comparable. ``Int8BiEncoder`` is the rehearsal's int8 stand-in: the quantised al
 feature-extraction model, mean pooling and L2 normalisation as the model's sentence-transformers config
 does, score = cosine of query and passage, like ``minilm-standin``. Both refuse a folder whose files do not
 match its manifest (``bench.int8.manifest.verify_folder``), and both are compiled by
-``bench.int8.runtime.compile_int8`` (inference precision f32, D-int8p-1); what OpenVINO reports after
+``bench.int8.runtime.compile_int8`` (inference precision f32, D-037); what OpenVINO reports after
 compiling (precision, execution mode, threads, streams, the kernels' instruction set) and the CPU's int8
 and bf16 flags go into ``meta.extra["openvino_runtime"]``, so every result that records the adapter's meta
 records them.

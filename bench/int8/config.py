@@ -35,7 +35,7 @@ INT8_CPU_FLAGS: Final = (
 VNNI_FLAGS: Final = ("avx512_vnni", "avx_vnni", "amx_int8")
 BF16_FLAGS: Final = ("avx512_bf16", "amx_bf16")
 
-# The inference precision every int8 model is compiled with (D-int8p-1; the plan names none). OpenVINO runs
+# The inference precision every int8 model is compiled with (D-037; the plan names none). OpenVINO runs
 # the operations that stay in floating point in bf16 by default on a CPU with bf16 or AMX, silently (on a
 # Xeon with AMX the stand-in read back INFERENCE_PRECISION_HINT = bfloat16 with nothing set by us); the
 # desktop (AVX2) runs them in f32. Measured on that Xeon (issue 22), native against oneDNN capped at

@@ -3,7 +3,7 @@
 Recorded: source model and revision, calibration-set SHA-256, the quantisation configuration (with the
 overflow fix used), openvino / nncf / optimum-intel / transformers versions, the SHA-256 of every produced
 file, the CPU flags that decide int8 speed and accuracy, and the inference precision the folder is compiled
-with (``inference_precision``, D-int8p-1). ``verify_folder`` refuses a folder whose files do not match the
+with (``inference_precision``, D-037). ``verify_folder`` refuses a folder whose files do not match the
 manifest, a manifest without that precision (made before it was pinned) or with another one, and an installed
 OpenVINO stack other than the locked one.
 """

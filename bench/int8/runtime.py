@@ -2,7 +2,7 @@
 on the server must match the desktop", and "OpenVINO int8 variant"; issue 22).
 
 ``compile_int8`` is the one place an int8 model is compiled: every adapter (``bench.int8.adapter``) loads
-through it, with the pinned ``COMPILE_CONFIG`` (inference precision f32, D-int8p-1). ``runtime_properties``
+through it, with the pinned ``COMPILE_CONFIG`` (inference precision f32, D-037). ``runtime_properties``
 reads what the compiled model reports (inference precision, execution mode, threads, streams, performance
 hint) and the kernels of its execution graph (``primitiveType`` of each node, e.g. ``jit_avx2_I8`` or
 ``brgemm_avx512_amx_I8``), from which the instruction set the int8 products ran on is read; beside them the

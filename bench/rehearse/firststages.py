@@ -131,8 +131,11 @@ def _read_refusal(path: Path) -> dict[str, Any]:
 
 def _summary(record: Mapping[str, Any]) -> dict[str, Any]:
     ef = record.get("ef") or {}
+    keyword = record.get("substitute") or {}
     return {
-        "substitute": ef.get("substitute"),
+        "substitute": keyword.get("label") or ef.get("substitute"),
+        "substitute_kind": "keyword" if keyword else ("exact-search" if ef.get("substitute") else None),
+        "queries_empty_after_stopwords": len(keyword.get("queries_empty_after_stopwords", [])),
         "server_version": record.get("server_version"),
         "metrics": record.get("metrics"),
         "latency": record.get("latency"),

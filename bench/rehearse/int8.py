@@ -195,20 +195,28 @@ def compare_with_latency_step(
         raise BenchError(
             f"int8 step: only {len(qids)} of the latency step's queries have candidates and scores"
         )
+    from bench.latency.host import host_state
+    from bench.rehearse.int8_blocks import TimedCall, TimedDepth
+
     lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
     scores: dict[str, dict[str, np.ndarray]] = {"fp32": {}, "int8": {}}
+    timed: dict[int, TimedDepth] = {}  # written as latency blocks (issue 21)
     load = {"before": os.getloadavg()}
     for k in TIMED_DEPTHS:
         warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
+        before, started = host_state(), _utc()
         for q in warm:
             int8.score(queries[q], [texts[d] for d in candidates[q][:k]])
         lat["fp32"][k] = [int(fp32_ns[k][q]) for q in qids]
         lat["int8"][k] = []
+        calls = []
         for q in qids:
             res, ns = timed_score(int8, queries[q], [texts[d] for d in candidates[q][:k]])
             lat["int8"][k].append(ns)
+            calls.append(TimedCall(q, ns, tuple(candidates[q][:k]), res))
             if k == SPEARMAN_DEPTH:
                 scores["int8"][q] = res.scores
+        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, _utc())
     load["after"] = os.getloadavg()
     for q in qids:
         by_doc = dict(fp32_run[q])
@@ -220,7 +228,14 @@ def compare_with_latency_step(
         **_agreement(qids, candidates, scores, qrels),
         **_latency(lat),
         "loadavg": load,
+        "_timed": timed,  # taken out by run_int8_step and written as latency blocks, not into int8.json
     }
+
+
+def _utc() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def run_int8_step(
@@ -258,6 +273,11 @@ def run_int8_step(
         result = compare_with_latency_step(int8_model, fp32_latency,
                                            read_run(fp32_path, allow_unknown_queries=True),
                                            queries, candidates, texts, qrels)  # fmt: skip
+        from bench.rehearse.int8_blocks import write_int8_blocks
+
+        result["latency_blocks"] = write_int8_blocks(
+            directory, result.pop("_timed"), int8_model.meta.to_dict(), fp32_path, first_stage_run
+        )
     else:
         qids = qids[:QUERIES]
         if len(qids) < 2:

@@ -28,8 +28,8 @@ from bench.plan import JUDGE_MODEL, QUALITY_DEPTH
 
 STAGE = "vector-71k"
 PITFALLS_REFUSED = (
-    "pitfalls experiment refused: it needs the Qwen3-Reranker-0.6B weights (the hub is not reachable here) "
-    "and keyword-71k (stemming and stop words need Typesense >= 26.0, server 0.24.1)"
+    "pitfalls experiment refused: it needs the Qwen3-Reranker-0.6B weights (the hub is not reachable here); "
+    "keyword-71k runs here only as the rehearsal's substitute (no stemming, stop words removed on the client)"
 )
 
 

@@ -1,13 +1,15 @@
-"""The rehearsal's CPU latency step: the plan's CPU preset scaled to fit (issue 10).
+"""The rehearsal's CPU latency step: the plan's CPU preset scaled to fit (issues 10 and 21).
 
 The stand-in ``minilm-standin`` from the reranker registry, *without* the passage cache, so every call
-encodes the query and all k passages (the plan's unit); 10 warm-up calls, then 20 queries sampled with
-seed 20261009 from the queries of the reranked stage, at k = 20 and 100, one pass; scores compared with the
+encodes the query and all k passages (the plan's unit); 5 warm-up calls, then 10 queries sampled with
+seed 20261009 from the queries of the reranked stage, at k = 20 and 100, one pass (issue 21: the rehearsal
+checks that the pipeline runs and is not a measurement, so it times fewer calls than the plan's CPU preset,
+which ``bench latency cpu`` keeps unchanged); scores compared with the
 rehearsal's quality run; host state, telemetry, and the first-stage query times of every stage that ran.
 Blocks go to ``<rehearsal>/latency/not-published/`` (a rehearsal is never published); the host is shared,
 so a busy host is measured anyway and every block says so (``--allow-busy`` recorded).
 
-``latency_step`` returns the fp32 per-query times (``fp32_ns``: k -> query id -> ns) of the same 20
+``latency_step`` returns the fp32 per-query times (``fp32_ns``: k -> query id -> ns) of the same 10
 queries, for the int8 step to compare against without timing fp32 again.
 """
 
@@ -23,8 +25,11 @@ from bench.latency.presets import Preset
 from bench.plan import CPU_DEPTHS, SEED
 
 REHEARSAL_MODEL = "minilm-standin"
-REHEARSAL_WARMUP = 10
-REHEARSAL_QUERIES = 20
+# bm25-standin is timed too (about a millisecond a call), so that the decision figure has several options per
+# stage and machine (issue 21); the int8 step compares only the MiniLM stand-in
+REHEARSAL_MODELS = (REHEARSAL_MODEL, "bm25-standin")
+REHEARSAL_WARMUP = 5  # issue 21: the rehearsal's budget (the plan's CPU preset: 20)
+REHEARSAL_QUERIES = 10
 REHEARSAL_PRESET = Preset(
     name="rehearsal",
     kind="cpu",
@@ -35,7 +40,7 @@ REHEARSAL_PRESET = Preset(
     warmup=REHEARSAL_WARMUP,
     sample=REHEARSAL_QUERIES,
     sample_seed=SEED,
-    models=(REHEARSAL_MODEL,),
+    models=REHEARSAL_MODELS,
 )
 SESSION = "rehearsal"
 
@@ -50,8 +55,10 @@ def latency_step(
     log: Callable[[str], None],
     device: str = "cpu",
     load: Callable[[str], Any] | None = None,
+    models: tuple[str, ...] = REHEARSAL_MODELS,
 ) -> dict[str, Any]:
-    """Measure the stand-in's blocks and convert the first-stage records; a summary for rehearsal.json."""
+    """Measure the stand-ins' blocks and convert the first-stage records; a summary for rehearsal.json.
+    ``bm25-standin`` gets its statistics from ``texts`` (the rehearsal's corpus)."""
     from bench.latency.commands import measure_all
     from bench.latency.firststage import convert
     from bench.latency.run import Inputs, Settings
@@ -81,17 +88,21 @@ def latency_step(
         runs_dir=directory / "runs",
         stage=stage,
         allow_busy=True,
-        unrated={REHEARSAL_MODEL: "a stand-in, never adapter-checked"},
+        unrated={m: "a stand-in, never adapter-checked" for m in models},
         sample=min(REHEARSAL_QUERIES, len(inputs.queries)),
     )
     if load is None:
         from bench.rerankers.registry import load_reranker
 
+        corpus = list(texts.values())  # the corpus in import order, as the quality phase builds it
+
         def load(model: str) -> Any:
+            if model == "bm25-standin":
+                return load_reranker(model, device=device, corpus=corpus)
             return load_reranker(model, device=device)
 
     result = measure_all(
-        (REHEARSAL_MODEL,),
+        models,
         settings,
         inputs,
         timer=timer_for(device),

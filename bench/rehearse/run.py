@@ -26,9 +26,10 @@ from bench.quality.phase import PhaseSpec
 from bench.quality.study import MANIFEST, Study, read_manifest, write_json
 from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
 from bench.rehearse.inputs import load_inputs
+from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP
 from bench.rehearse.summary import first_line, format_table, header_lines, metrics_table
 
-DEFAULT_MODELS = ("minilm-standin",)
+DEFAULT_MODELS = ("minilm-standin", "bm25-standin")
 SUMMARY = "rehearsal.json"
 
 
@@ -64,10 +65,12 @@ def new_dir(root: Path) -> Path:
     return root / "rehearsal" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _loader(passage_cache: bool) -> Any:
+def _loader(passage_cache: bool, corpus: list[str]) -> Any:
     def load(model: str) -> Any:
         from bench.rerankers.registry import load_reranker
 
+        if model == "bm25-standin":  # lexical stand-in: statistics of the rehearsal's corpus (issue 21)
+            return load_reranker(model, device="cpu", corpus=corpus)
         inner = load_reranker(model, device="cpu")
         if not passage_cache:
             return inner
@@ -149,7 +152,7 @@ def rehearse(
     texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
         study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts=texts, load=_loader(opts.passage_cache), spec=spec,
+        texts=texts, load=_loader(opts.passage_cache, [p.passage_text for p in inputs.corpus]), spec=spec,
         runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
     )  # fmt: skip
     times["rerank"] = time.perf_counter() - t
@@ -158,14 +161,16 @@ def rehearse(
     t = time.perf_counter()
     from bench.rehearse.latency import latency_step
 
-    lat = latency_step(directory, inputs.queries, texts, ran[0],
+    timing_stage = timed_stage(ran)
+    lat = latency_step(directory, inputs.queries, texts, timing_stage,
                        stream=stream, log=log)  # fmt: skip
     times["latency"] = time.perf_counter() - t
     raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
     t = time.perf_counter()
     from bench.rehearse.int8 import run_int8_step
 
-    int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=stage_paths(directory, ran[0])[0],
+    timed_run = stage_paths(directory, timing_stage)[0]
+    int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=timed_run,
                          texts=texts, qrels=inputs.qrels, log=log, fp32_latency=lat)  # fmt: skip
     times["int8"] = time.perf_counter() - t
     raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
@@ -181,7 +186,7 @@ def rehearse(
     # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", qrels_path, directory, title=title,
                           header_lines=[*header_lines(stages, ran, latency_note), *judged["lines"]],
-                          stage_flags={},
+                          stage_flags={}, section_options={"int8_record": directory / "int8.json"},
                           latency_dir=directory / "latency", costs=costs)  # fmt: skip
     times["report"] = time.perf_counter() - t
     rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
@@ -203,12 +208,19 @@ def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
     return planned or ran
 
 
+def timed_stage(ran: tuple[str, ...]) -> str:
+    """The stage whose candidates the latency and int8 steps time: vector-71k when it ran (always k
+    candidates per query), else the first reranked stage."""
+    return "vector-71k" if "vector-71k" in ran else ran[0]
+
+
 def _latency_note(passage_cache: bool) -> str:
     base = ("* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
             "time.perf_counter_ns around the adapter call, each process's first 20 calls per stage and depth "
             "left out as its warm-up (all timed when there are no more than 20). Latency comes only from the "
-            "latency step (query and all k passages encoded per call, 10 warm-up calls, 20 sampled queries, "
-            "k = 20 and 100).")  # fmt: skip
+            f"latency step (query and all k passages encoded per call, {REHEARSAL_WARMUP} warm-up calls, "
+            f"{REHEARSAL_QUERIES} sampled queries, k = 20 and 100: the rehearsal's budget, not the plan's "
+            "sizes).")  # fmt: skip
     if passage_cache:
         return base + (
             " The stand-in reads its passage vectors from the embedding cache filled by the vector "

@@ -12,30 +12,38 @@ from pathlib import Path
 from typing import Any
 
 from analysis.metrics import mean_scores
+from analysis.plan import STANDIN_MARK, is_standin
 from analysis.trec import read_qrels, read_run
 from bench.plan import EMBEDDING_MODEL, RERANKED_STAGES
 
 STANDIN_DIFFERENCES = (
-    "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters) "
-    "stands in for the plan's seven cross-encoder/listwise models and the Voyage API; embeddings: "
+    "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters) and "
+    "bm25-standin (BM25 over the rehearsal corpus, Snowball German stemmer, no model) stand in for the "
+    "plan's seven cross-encoder/listwise models and the Voyage API; embeddings: "
     f"all-MiniLM-L6-v2 (384 dims, no 'query: ' training) stands in for {EMBEDDING_MODEL.repo} (1024 dims)"
 )
 TABLE_MEASURES = ("ndcg@10", "hit@5", "recall@20", "mrr@10")
 
 
+SUBSTITUTE_MARK = {
+    "exact-search": " (REHEARSAL SUBSTITUTE: exact flat search in place of raising ef, which this server "
+    "lacks)",
+    "keyword": " (REHEARSAL SUBSTITUTE: the plan's German fields and search parameters without stem, and the "
+    "plan's stop set removed from the query on the client, since this server lacks stem and stop-word sets)",
+}
+
+
+def _kind(st: Mapping[str, Any]) -> str | None:
+    """The substitute a stage ran with; records of older rehearsals name only the exact search."""
+    if not st.get("substitute"):
+        return None
+    return str(st.get("substitute_kind") or "exact-search")
+
+
 def first_line(
     stages: Mapping[str, Mapping[str, Any]], corpus_name: str, n_passages: int, n_queries: int
 ) -> str:
-    ran = [
-        s
-        + (
-            " (exact flat search in place of raising ef, which this server lacks)"
-            if st.get("substitute")
-            else ""
-        )
-        for s, st in stages.items()
-        if st["status"] == "ran"
-    ]
+    ran = [s + SUBSTITUTE_MARK.get(_kind(st) or "", "") for s, st in stages.items() if st["status"] == "ran"]
     refused = [
         f"{s} ({st['feature']} needs Typesense >= {st['first_version']}, server {st['server_version']})"
         for s, st in stages.items()
@@ -58,18 +66,27 @@ def header_lines(
         "20/50/100, depth rule as in the study), and `analysis report` (intervals, tests, wording).",
         "Not run here: adapter equality checks, the plan's rerankers, GPU/CPU-server/API latency (a CPU "
         "latency step with the stand-in runs instead), the LLM judge (unless ANTHROPIC_API_KEY is set; see "
-        "below), pitfalls, the OpenVINO int8 bge model (its method runs on the stand-in: int8.json). Costs "
-        "run on the stand-in latencies (see the costs section).",
+        "below), pitfalls, the OpenVINO int8 bge model (its method runs on the stand-in: int8.json and the "
+        "int8 section below). Costs run on the stand-in latencies (see the costs section).",
     ]
     extra = [s for s in reranked if s not in RERANKED_STAGES]
-    subs = [f"{s}: {st['substitute']}" for s, st in stages.items() if st.get("substitute")]
-    if subs:
-        lines.append(
-            "Rehearsal substitute (never used in a measurement): Typesense lacks `ef` (26.0) and its default "
-            "HNSW search missed the plan's 99 % top-100 overlap with exact search, so the vector stage asked "
-            f"the server for exact search instead ({'; '.join(subs)}); the overlap is recorded in "
-            "first-stage/<stage>.json."
-        )
+    for s, st in stages.items():
+        kind = _kind(st)
+        if kind == "exact-search":
+            lines.append(
+                "Rehearsal substitute (never used in a measurement): Typesense lacks `ef` (26.0) and its "
+                "default HNSW search missed the plan's 99 % top-100 overlap with exact search, so the vector "
+                f"stage asked the server for exact search instead ({s}: {st['substitute']}); the overlap is "
+                "recorded in first-stage/<stage>.json."
+            )
+        elif kind == "keyword":
+            empty = st.get("queries_empty_after_stopwords") or 0
+            lines.append(
+                f"Rehearsal substitute (never used in a measurement, DEVIATIONS.md D-040): {s} ran as "
+                f"{st['substitute']}; `locale: \"de\"` and the plan's search parameters as in the study. "
+                f"{empty} quer{'y' if empty == 1 else 'ies'} consisted of stop words only and got no "
+                "candidates. Recorded in first-stage/<stage>.json (`substitute`)."
+            )
     if extra:
         lines.append(
             f"Reranked here although the plan uses them as reference only: {', '.join(extra)} (so that a "
@@ -106,7 +123,8 @@ def metrics_table(
                 path = runs_dir / stage / f"{model}@{k}.trec"
                 if not path.is_file():
                     continue
-                row: dict[str, Any] = {"stage": stage, "run": f"{model}@{k}"}
+                mark = STANDIN_MARK if is_standin(model) else ""  # flagged in every table (issue 21)
+                row: dict[str, Any] = {"stage": stage, "run": f"{model}{mark}@{k}"}
                 row.update(
                     mean_scores(qrels, read_run(path, allow_unknown_queries=True), measures=TABLE_MEASURES)
                 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from bench.rerankers.base import choose_dtype
 from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
 
-STANDIN_IDS: tuple[str, ...] = ("minilm-standin",)
+STANDIN_IDS: tuple[str, ...] = ("minilm-standin", "bm25-standin")
 # Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
 VARIANT_IDS: tuple[str, ...] = ("bge-v2-m3-int8",)
 
@@ -34,6 +34,7 @@ class LoadOptions:
     chunk_size: int | None = None  # None: all k candidates in one forward pass
     variant: str = "correct"  # or a deliberately wrong variant (decoder family; pitfalls experiment)
     max_length: int | None = None  # None: the vendor default
+    corpus: Sequence[str] | None = None  # passage texts whose statistics a lexical scorer uses (bm25-standin)
 
 
 Builder = Callable[[str, LoadOptions], Reranker]
@@ -64,8 +65,10 @@ def load_reranker(
     chunk_size: int | None = None,
     variant: str = "correct",
     max_length: int | None = None,
+    corpus: Sequence[str] | None = None,
 ) -> Reranker:
-    """Load the adapter for ``model_id`` from its pinned local snapshot (or ``snapshot_dir``)."""
+    """Load the adapter for ``model_id`` from its pinned local snapshot (or ``snapshot_dir``); ``corpus``:
+    the passage texts of the corpus, for ``bm25-standin`` only (its term statistics)."""
     builder = _REGISTRY.get(model_id)
     if builder is None:
         near = difflib.get_close_matches(model_id, list(_REGISTRY), n=3)
@@ -73,7 +76,9 @@ def load_reranker(
         raise BenchError(f"Unknown reranker {model_id!r}. Known: {', '.join(sorted(_REGISTRY))}.{hint}")
     if chunk_size is not None and chunk_size < 1:
         raise BenchError(f"chunk_size must be a positive integer, got {chunk_size}")
-    opts = LoadOptions(device, dtype, snapshot_dir, chunk_size, variant, max_length)
+    if corpus is not None and model_id != "bm25-standin":
+        raise BenchError(f"{model_id} takes no corpus; only bm25-standin reads corpus statistics")
+    opts = LoadOptions(device, dtype, snapshot_dir, chunk_size, variant, max_length, corpus)
     return builder(model_id, opts)
 
 
@@ -237,12 +242,28 @@ def _querit(model_id: str, opts: LoadOptions) -> Reranker:
     return QueritReranker(meta, model, tokenizer)
 
 
-@register(*STANDIN_IDS)
+@register("minilm-standin")
 def _standin(model_id: str, opts: LoadOptions) -> Reranker:
     from bench.rerankers.standin import MiniLMStandin
 
     _only_correct(model_id, opts)
     return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size)
+
+
+@register("bm25-standin")
+def _bm25(model_id: str, opts: LoadOptions) -> Reranker:
+    """BM25 over a corpus (issue 21), the rehearsal's lexical stand-in; needs ``corpus``."""
+    from bench.rerankers.bm25 import BM25Standin
+
+    _only_correct(model_id, opts)
+    if opts.corpus is None:
+        raise BenchError(
+            "bm25-standin needs the corpus its candidates come from (load_reranker(..., corpus=texts)): its "
+            "scores use that corpus's term statistics. `bench rehearse` passes the rehearsal's corpus."
+        )
+    if opts.dtype not in (None, "float32") or opts.snapshot_dir is not None:
+        raise BenchError("bm25-standin has no model: dtype and snapshot_dir do not apply")
+    return BM25Standin(opts.corpus, device=opts.device, chunk_size=opts.chunk_size)
 
 
 @register(*VARIANT_IDS)

@@ -90,7 +90,7 @@ def test_rehearsal_shaped_incomplete_standin_run(miracl_qrels: Qrels, miracl_qre
     by_depth = {r["depth"]: r for r in rec["runs"]}
     assert by_depth[20]["not_rated"] == "not rated: 1 of 305 queries missing" and by_depth[100]["rated"]
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "| minilm-standin@20 (incomplete: 304 queries) |" in md and "| minilm-standin@100 |" in md
+    assert "| minilm-standin‡@20 (incomplete: 304 queries) |" in md and "| minilm-standin‡@100 |" in md
     assert rec["first_stage"]["flagged"] is False  # the rehearsal's embedder is not Arctic
 
 

@@ -79,7 +79,7 @@ def test_report_keeps_int8_out_of_the_holm_families(tmp_path: Path) -> None:
 
 def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
     """Issue 20, break 7: the reference run is the quality phase's GPU run in the vendor's dtype, so the
-    section must not call it fp32 (D-int8p-2); the label follows bench's vendor dtype for bge-v2-m3."""
+    section must not call it fp32 (D-038); the label follows bench's vendor dtype for bge-v2-m3."""
     from analysis.int8.comparison import REFERENCE_DTYPE, markdown
     from bench.rerankers.base import VENDOR_DTYPE, choose_dtype
 
@@ -89,7 +89,7 @@ def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
     assert rec is not None
     device = "desktop GPU (the quality phase's run)"
     assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": device,
-                                "plan_names": "fp32", "deviation": "D-int8p-2",
+                                "plan_names": "fp32", "deviation": "D-038",
                                 "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
     text = "\n".join(markdown(rec))
     assert "| bge-v2-m3 (GPU, float16) |" in text and "relative to bge-v2-m3, GPU float16" in text

@@ -71,7 +71,8 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     )
     ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
     execute(study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-            texts={p.docid: p.passage_text for p in inputs.corpus}, load=_loader(True),
+            texts={p.docid: p.passage_text for p in inputs.corpus},
+            load=_loader(True, [p.passage_text for p in inputs.corpus]),
             spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS), runs_dir=directory / "runs",
             resume_hint="rerun the test", what="rehearsal", stream=io.StringIO())  # fmt: skip
     return directory

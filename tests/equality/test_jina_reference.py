@@ -3,10 +3,7 @@ adapter, on a fake remote-code snapshot whose ``rerank`` returns results sorted 
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -73,27 +70,12 @@ def tf457_only(root: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def jina_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from transformers import BertTokenizer
+    from tests.support.tiny_models import write_jina
 
     plan = RERANKERS["jina-v3.5"]
     assert plan.revision
     root = tmp_path_factory.mktemp("jina")
-    path = snapshot_path(plan.model, plan.revision, root)
-    path.mkdir(parents=True)
-    (path / "modeling.py").write_text(MODELING)
-    spec = importlib.util.spec_from_file_location("fake_jina_modeling_for_tests", path / "modeling.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    torch.manual_seed(4)
-    module.FakeJina(module.FakeJinaConfig()).save_pretrained(path)
-    cfg = json.loads((path / "config.json").read_text())
-    cfg["auto_map"] = {"AutoConfig": "modeling.FakeJinaConfig", "AutoModel": "modeling.FakeJina"}
-    (path / "config.json").write_text(json.dumps(cfg))
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "fluss", "stadt", "berlin"]
-    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(path)
+    write_jina(snapshot_path(plan.model, plan.revision, root))
     return root
 
 

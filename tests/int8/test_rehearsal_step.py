@@ -73,7 +73,7 @@ def test_with_the_latency_step_fp32_is_not_timed_again() -> None:
     )
     assert rec["queries"] == sampled and rec["latency_ns"]["fp32"]["100"] == [100e6, 200e6, 300e6]
     assert rec["latency"]["fp32"]["20"]["p50_ms"] == pytest.approx(40.0)
-    assert int8.calls == [20] * (10 + 3) + [100] * (10 + 3)  # the latency step's 10 warm-up calls, then 3
+    assert int8.calls == [20] * (5 + 3) + [100] * (5 + 3)  # the latency step's 5 warm-up calls, then 3
     assert rec["spearman_min"] == pytest.approx(1.0)  # same ordering as the quality run's scores
     assert rec["ndcg@10"]["fp32"]["mean"] == pytest.approx(rec["ndcg@10"]["int8"]["mean"])
 

@@ -42,7 +42,7 @@ def test_run_folders_under_results_are_documented() -> None:
 
 def test_every_file_of_the_report_is_documented() -> None:
     """What ``analysis report`` owns under results/ is listed by its name (D-025 named ``int8/quality.json``
-    while the report writes ``int8-quality.json``; D-tree-1 corrects the entry)."""
+    while the report writes ``int8-quality.json``; D-035 corrects the entry)."""
     from analysis.report import REPORT_ENTRIES, SECTIONS
 
     owned = {*REPORT_ENTRIES, *(e for s in SECTIONS for e in s.entries)} - {"quality", "figures"}

@@ -13,7 +13,14 @@ N_QUERIES = 5
 N_OTHER = 20
 
 
-def write_mini_beir(directory: Path, *, qrels: bool = True) -> Path:
+STOP_WORD_QUERY = ("stop-words-only", "Was ist das?")  # the keyword stage finds nothing for it (issue 21)
+
+
+def write_mini_beir(
+    directory: Path, *, qrels: bool = True, titles: bool = True, bad_query: bool = False
+) -> Path:
+    """``titles=False``: a corpus without titles (no ``title`` key); ``bad_query``: one more judged query made
+    of stop words only, for which the keyword stage has no candidates."""
     sample = load_sample()
     lines = [
         ln.split("\t") for ln in sample.qrels_path.read_text(encoding="utf-8").splitlines() if ln.strip()
@@ -25,15 +32,20 @@ def write_mini_beir(directory: Path, *, qrels: bool = True) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / "corpus.jsonl").open("w", encoding="utf-8") as fh:
         for p in passages:
-            fh.write(
-                json.dumps({"_id": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n"
-            )
+            row = {"_id": p.docid, "text": p.text}
+            if titles:
+                row["title"] = p.title
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (directory / "queries.jsonl").open("w", encoding="utf-8") as fh:
         for q in qids:
             fh.write(json.dumps({"_id": q, "text": sample.queries[q]}, ensure_ascii=False) + "\n")
+        if bad_query:
+            fh.write(json.dumps({"_id": STOP_WORD_QUERY[0], "text": STOP_WORD_QUERY[1]}) + "\n")
     if qrels:
         (directory / "qrels").mkdir(exist_ok=True)
         rows = ["query-id\tcorpus-id\tscore"] + [f"{q}\t{d}\t{r.strip()}" for q, d, r in judged]
+        if bad_query:
+            rows.append(f"{STOP_WORD_QUERY[0]}\t{judged[0][1]}\t1")
         (directory / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return directory
 
@@ -41,6 +53,12 @@ def write_mini_beir(directory: Path, *, qrels: bool = True) -> Path:
 @pytest.fixture(scope="session")
 def mini_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_mini_beir(tmp_path_factory.mktemp("mini-beir"))
+
+
+@pytest.fixture(scope="session")
+def mini_beir_bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mini dataset without titles and with a query the keyword stage finds nothing for (issue 21)."""
+    return write_mini_beir(tmp_path_factory.mktemp("mini-beir-bad"), titles=False, bad_query=True)
 
 
 @pytest.fixture(scope="session")

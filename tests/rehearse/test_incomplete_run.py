@@ -30,5 +30,5 @@ def test_report_marks_a_stand_in_run_with_a_missing_query(tmp_path: Path) -> Non
     report = write_report(runs, qrels, tmp_path / "out", title="REHEARSAL", stage_flags={}, figures=False)
     text = report.read_text(encoding="utf-8")
     assert "not rated: 1 of 5 queries missing" in text
-    assert "minilm-standin@100 (incomplete: 4 queries)" in text
-    assert "minilm-standin@20 (incomplete" not in text  # the complete runs are not marked
+    assert "minilm-standin‡@100 (incomplete: 4 queries)" in text
+    assert "minilm-standin‡@20 (incomplete" not in text  # the complete runs are not marked
