@@ -186,18 +186,11 @@ def _write_verdict(
 
 def fp32_reference_setting(root: Path) -> tuple[str, str | None]:
     """(device, requested dtype) of the quality session that wrote the run the int8 variant is compared with
-    (``runs/hybrid-71k/bge-v2-m3@100.trec``): read from the quality study on this machine (the desktop runs
-    both phases), else the quality phase's default (CUDA, the vendor dtype). The fp32 model is rated by its
-    check in that setting (``<model>.json`` for the default; found by tests/runbook, where the quality phase
-    ran on the CPU and its check is ``<model>@cpu-float32.json``)."""
-    from bench.equality.results import SCORING_DEVICE
+    (``runs/hybrid-71k/bge-v2-m3@100.trec``): ``bench.quality.commands.quality_setting`` (found by
+    tests/runbook, where the quality phase ran on the CPU and its check is ``<model>@cpu-float32.json``)."""
+    from bench.quality.commands import quality_setting
 
-    path = root / "studies" / "quality" / "manifest.json"
-    try:
-        params = json.loads(path.read_text(encoding="utf-8-sig"))["study"]["params"]
-        return str(params["device"]), params.get("dtype")
-    except (OSError, ValueError, KeyError, TypeError):
-        return SCORING_DEVICE, None
+    return quality_setting(root)
 
 
 def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Path, checks_dir: Path) -> Any:
