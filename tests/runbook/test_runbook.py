@@ -35,6 +35,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from bench.runbook import Step, read_runbook
 from tests.conftest import GIT_ENV, REPO_ROOT
 from tests.equality.reference_sync import sync_reference_env
 from tests.support import ministudy
+from tests.support.forkserver import Forks
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
 
@@ -56,6 +58,7 @@ class Study:
     env: dict[str, str]
     qrels: Path
     log: list[str] = field(default_factory=list)
+    forks: Forks | None = None
 
 
 def make_repo(base: Path) -> Path:
@@ -139,9 +142,18 @@ def cpu_for_cuda(args: list[str]) -> list[str]:
     return out
 
 
+def minibench(study: Study, args: list[str], timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """``python -m tests.support.minibench ARGS`` in the study, in a process of its own: forked from the
+    study's fork server (``tests.support.forkserver``: the heavy imports done once), or started afresh with
+    BENCH_RUNBOOK_FORKS=0 (development: the same chain without the fork server)."""
+    if study.forks is None:
+        cmd = [sys.executable, "-m", "tests.support.minibench", *args]
+        return subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=timeout)
+    return study.forks.run(args, env=dict(study.env), cwd=str(study.root), timeout=timeout)
+
+
 def run_bench(study: Study, step: Step, command: str, args: list[str], *, ok: tuple[int, ...] = (0,)) -> str:
-    cmd = [sys.executable, "-m", "tests.support.minibench", *args]
-    proc = subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=1800)
+    proc = minibench(study, args)
     study.log.append(f"$ {command}\n{proc.stderr[-400:]}")
     if proc.returncode not in ok:
         fail(step, command, proc, f"exit {proc.returncode}")
@@ -460,13 +472,7 @@ def start_typesense(study: Study, stack: ExitStack) -> None:
 
 
 def status(study: Study) -> dict[str, dict]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.support.minibench", "status", "--json"],
-        cwd=study.root,
-        env=study.env,
-        capture_output=True,
-        text=True,
-    )
+    proc = minibench(study, ["status", "--json"], timeout=600)
     if proc.returncode != 0:
         raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
     return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
@@ -530,7 +536,11 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         base = tmp_path_factory.mktemp("runbook")
     root = make_repo(base)
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_"))},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_")) and k != "PYTHONDONTWRITEBYTECODE"
+        },  # the container compiles bytecode (UV_COMPILE_BYTECODE=1): no environment that forbids it
         "BENCH_ROOT": str(root),
         "HF_HOME": str(root / ".cache" / "huggingface"),
         "HF_HUB_OFFLINE": "1",
@@ -541,7 +551,12 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         "BENCH_REFERENCE_PYTHON_TF457": str(sync_reference_env("tf457")),
         "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),
     }
-    yield Study(root, env, root / "data" / "hub")
+    forks = None if os.environ.get("BENCH_RUNBOOK_FORKS") == "0" else Forks(base / "forks")
+    try:
+        yield Study(root, env, root / "data" / "hub", forks=forks)
+    finally:
+        if forks is not None:
+            forks.close()
 
 
 # NOT YET PASSING (issue 20 stays open): the chain passes steps 1-13 of docs/runbook.md (stamp ...
@@ -567,11 +582,20 @@ def test_runbook_end_to_end(study: Study) -> None:
         judge = MessagesServer()  # real Messages API shapes; every pair answered "1"
         stack.callback(judge.close)
         study.env["ANTHROPIC_BASE_URL"] = judge.url
+        chain_start = time.perf_counter()
         for step in steps_to_run(steps, study.root):
             STEP_NOW[:] = [step]
+            step_start = time.perf_counter()
             for command in step.commands:
+                start = time.perf_counter()
                 run_line(study, step, command, stack)
+                print(f"runbook {step.id}: {time.perf_counter() - start:6.1f} s  {command}", file=sys.stderr)
             state = status(study)[step.id]
+            print(
+                f"runbook {step.id}: {time.perf_counter() - step_start:6.1f} s in all, "
+                f"{time.perf_counter() - chain_start:6.1f} s since the start, load {os.getloadavg()}",
+                file=sys.stderr,
+            )
             want = "to check" if step.id == "audit" else "done"
             assert state["state"] == want, (
                 f"after runbook step {step.id!r}, bench status says {state['state']}: "
