@@ -453,6 +453,33 @@ STAND_INS = {
 STEP_NOW: list[Step] = []
 
 
+def log_a_deviation(study: Study) -> None:
+    """Before step 19 (stamp-later): the author logs a deviation, as a study does when something goes
+    otherwise than planned, and commits it; step 19 exists to stamp such a later version of DEVIATIONS.md.
+    The entry is a TEST entry of the miniature, labelled as such (offline, `timestamps upgrade` changes
+    nothing, so without a new version step 19 would have nothing to commit)."""
+    import datetime as dt
+
+    path = study.root / "DEVIATIONS.md"
+    text = path.read_text(encoding="utf-8")
+    number = max(int(n) for n in re.findall(r"^## D-(\d{3}):", text, flags=re.M)) + 1
+    path.write_text(
+        text.rstrip("\n")
+        + f"\n\n## D-{number:03d}: TEST entry of the miniature study (tests/runbook), not a deviation\n"
+        f"- date: {dt.datetime.now(dt.UTC).date().isoformat()}\n"
+        "- plan section: Reproducibility and licences\n"
+        "- what changes: nothing; tests/runbook appends this entry so that step 19 stamps a later version\n"
+        "- why: the runbook's step 19 is run after every commit that changes DEVIATIONS.md\n"
+        "- expected effect on results: none\n",
+        encoding="utf-8",
+    )
+    git(study.root, "add", "DEVIATIONS.md")
+    git(study.root, "commit", "-q", "-m", f"DEVIATIONS.md: D-{number:03d} (test entry of the miniature study)")
+
+
+BEFORE_STEP = {"stamp-later": log_a_deviation}
+
+
 def start_typesense(study: Study, stack: ExitStack) -> None:
     if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
         return
@@ -586,6 +613,8 @@ def test_runbook_end_to_end(study: Study) -> None:
         for step in steps_to_run(steps, study.root):
             STEP_NOW[:] = [step]
             step_start = time.perf_counter()
+            if step.id in BEFORE_STEP:
+                BEFORE_STEP[step.id](study)
             for command in step.commands:
                 start = time.perf_counter()
                 run_line(study, step, command, stack)
