@@ -219,14 +219,15 @@ def test_models_are_rated_by_their_check_in_the_quality_sessions_setting(tmp_pat
     models = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
     runs, checks, st = study(tmp_path, models, {"bge-v2-m3": 1}, {})
     for m in models:
-        write_result(m, {"model": m, "rated": True, "reason": "test", "device": "cpu", "dtype": "float32"}, checks)
+        cpu = {"device": "cpu", "dtype": "float32"}
+        write_result(m, {"model": m, "rated": True, "reason": "test", **cpu}, checks)
     assert sorted(p.name for p in checks.iterdir()) == [f"{m}@cpu-float32.json" for m in sorted(models)]
     manifest = json.loads((st / "manifest.json").read_text())
     manifest["study"]["params"] = {"device": "cpu", "dtype": None}
     (st / "manifest.json").write_text(json.dumps(manifest))
     setting = quality_setting(tmp_path, st)
     assert setting == ("cpu", None)
-    groups, record = plan_groups(runs, QRELS, checks_dir=checks, study_dir=st, setting=setting)
+    groups, _ = plan_groups(runs, QRELS, checks_dir=checks, study_dir=st, setting=setting)
     assert [g.group for g in groups] == [
         "hybrid-71k/gte-base@100", "hybrid-71k/bge-v2-m3@100", "hybrid-71k/qwen3-0.6b@100",
         "keyword-full/bge-v2-m3@100"]  # fmt: skip

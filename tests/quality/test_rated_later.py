@@ -152,5 +152,6 @@ def test_dtype_check_model_rated_later_runs_in_both_sessions(
     for name in ("cpu-fp32", "gpu"):
         manifest = read_manifest(root / "studies" / "dtype-check" / name)
         entry = manifest["study"]["rated_later"][m]
-        assert entry["session"] == 1 and entry["check_file"] == f"results/adapter-checks/{_file(m, settings[1])}"
+        assert entry["session"] == 1
+        assert entry["check_file"] == f"results/adapter-checks/{_file(m, settings[1])}"
         assert entry["check_sha256"] == sha256_file(root / entry["check_file"])

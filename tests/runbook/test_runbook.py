@@ -148,7 +148,9 @@ def minibench(study: Study, args: list[str], timeout: float = 1800) -> subproces
     BENCH_RUNBOOK_FORKS=0 (development: the same chain without the fork server)."""
     if study.forks is None:
         cmd = [sys.executable, "-m", "tests.support.minibench", *args]
-        return subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=timeout
+        )
     return study.forks.run(args, env=dict(study.env), cwd=str(study.root), timeout=timeout)
 
 
@@ -474,7 +476,7 @@ def log_a_deviation(study: Study) -> None:
         encoding="utf-8",
     )
     git(study.root, "add", "DEVIATIONS.md")
-    git(study.root, "commit", "-q", "-m", f"DEVIATIONS.md: D-{number:03d} (test entry of the miniature study)")
+    git(study.root, "commit", "-q", "-m", f"DEVIATIONS.md: D-{number:03d} (a test entry of the miniature)")
 
 
 BEFORE_STEP = {"stamp-later": log_a_deviation}
@@ -586,15 +588,13 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             forks.close()
 
 
-# NOT YET PASSING (issue 20 stays open): the chain passes steps 1-13 of docs/runbook.md (stamp ...
-# latency-cpu; run in segments from saved states on 2026-12-01, not yet once from scratch past step 10)
-# and stops at step 14, latency-api: its first `latency api` call retries with back-off in
-# VoyageReranker._post against the loopback Voyage server (cause not yet found). Steps 1-9 took 6 min 50 s
-# from scratch at load 4-5, steps 10-13 about 5 min more. It runs only when asked for, so that CI reports
-# what passes; `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q` runs it.
+# GATED (issue 20): on 2026-12-01 every step of docs/runbook.md passed (steps 14-20 in segments from saved
+# states, BENCH_RUNBOOK_SAVE / BENCH_RUNBOOK_FROM), but the chain does not yet run in the 5 minutes the
+# README's test command allows on the 2-core machine (times per step: stderr of this test). It runs only
+# when asked for; `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q -s` runs it and prints them.
 @pytest.mark.skipif(
     os.environ.get("BENCH_RUNBOOK_E2E") != "1",
-    reason="the runbook chain does not pass yet (issue 20 open); BENCH_RUNBOOK_E2E=1 runs it",
+    reason="the runbook chain is not yet under 5 minutes (issue 20 open); BENCH_RUNBOOK_E2E=1 runs it",
 )
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; the 900 s default is per test
 def test_runbook_end_to_end(study: Study) -> None:
@@ -631,3 +631,7 @@ def test_runbook_end_to_end(study: Study) -> None:
                 f"missing {state['missing']}"
             )
             save_after(step, study.root)
+    # the end of the study: every output the runbook's phases wrote is committed (nothing left untracked or
+    # changed; data/, studies/ and the caches are git-ignored)
+    left = git(study.root, "status", "--porcelain", "--untracked-files=all").stdout
+    assert not left, f"after the last runbook step, outputs are not committed:\n{left}"

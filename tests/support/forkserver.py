@@ -8,7 +8,8 @@ processes and servers it starts), from a fresh import of ``bench`` and ``analysi
 here, so ``minibench`` miniaturises ``bench.plan`` before any module of ``bench`` is loaded, as in a fresh
 process); only the third-party modules were imported before the fork. Libraries that read the environment
 at import (huggingface_hub reads ``HF_HOME`` and ``HF_HUB_OFFLINE``) read this process's, so the caller
-starts a new server whenever a command's environment differs from the one this server started with.
+starts a new server whenever a command's environment differs from the one this server started with in
+anything but the variables only ``bench`` reads (``RUN_TIME_ENV``).
 
 Protocol, one JSON object per line: a request on stdin ``{"argv", "env", "cwd", "stdout", "stderr"}`` (the
 last two: files the command's output goes to); answers on stdout ``{"pid": N}`` when the command started and
@@ -95,6 +96,14 @@ if __name__ == "__main__":
     serve()
 
 
+RUN_TIME_ENV = ("BENCH_", "VOYAGE_", "ANTHROPIC_", "_TYPESENSE")  # read by bench at run time, never at import
+# by the preloaded libraries (bench itself is imported after the fork)
+
+
+def _imported_env(env: dict[str, str] | None) -> dict[str, str] | None:
+    return None if env is None else {k: v for k, v in env.items() if not k.startswith(RUN_TIME_ENV)}
+
+
 class Forks:
     """The caller's side: ``run(argv, env, cwd, timeout)`` -> ``subprocess.CompletedProcess``; one server per
     environment (a changed environment starts a new one, see the module docstring). ``close`` ends it."""
@@ -112,7 +121,8 @@ class Forks:
     def _server(self, env: dict[str, str], cwd: str) -> Any:
         import subprocess
 
-        if self._proc is not None and self._env == env and self._proc.poll() is None:
+        same = _imported_env(self._env) == _imported_env(env)
+        if self._proc is not None and same and self._proc.poll() is None:
             return self._proc
         self.close()
         self._proc = subprocess.Popen(
