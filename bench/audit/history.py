@@ -82,6 +82,9 @@ def timestamps_row(root: Path, blocked: str | None) -> Row:
     if code == 3:
         return Row(2, check, "NOT YET", f"{summary}: stamp on a machine with internet "
                    f"(`{hint('timestamps stamp PLAN.md')}`, `... DEVIATIONS.md`)", details)  # fmt: skip
+    if "pending" in counts:  # a calendar's promise proves nothing until its Bitcoin attestation is merged in
+        return Row(2, check, "NOT YET", f"{summary}: the Bitcoin attestations arrive hours after stamping; "
+                   f"run `{hint('timestamps upgrade')}` a day later and commit", details)  # fmt: skip
     return Row(2, check, "OK", summary, details)
 
 

@@ -98,6 +98,108 @@ def env_python(env: Env) -> Path:
     return references_dir() / env / ".venv" / "bin" / "python"
 
 
+def _payload(spec: ReferenceSpec, model_dir: Path, queries: Sequence[EqualityQuery], device: str) -> dict:
+    return {
+        "reference": spec.name,
+        "model_dir": str(model_dir),
+        "device": device,
+        "dtype": spec.dtype,
+        "options": dict(spec.options),
+        "queries": [{"qid": q.qid, "query": q.query, "passages": list(q.passages)} for q in queries],
+    }
+
+
+def _reference_env() -> dict[str, str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONNOUSERSITE": "1"}
+    env.pop("PYTHONPATH", None)  # the reference must not see the main environment's packages
+    return env
+
+
+def _checked(spec: ReferenceSpec, result: dict[str, Any], queries: Sequence[EqualityQuery]) -> dict[str, Any]:
+    missing = [q.qid for q in queries if len(result.get("scores", {}).get(q.qid, [])) != len(q.passages)]
+    if missing:
+        raise ReferenceUnavailable(
+            f"reference {spec.label} returned no or wrong-length scores for {missing[:3]}"
+        )
+    return result
+
+
+def run_reference_batch(
+    jobs: Sequence[tuple[ReferenceSpec, Path]],
+    queries: Sequence[EqualityQuery],
+    *,
+    device: str = "cpu",
+    timeout_s: float = 3600.0,
+) -> list[dict[str, Any] | ReferenceUnavailable]:
+    """Every (reference, model snapshot) job over ``queries``, one subprocess per environment instead of one
+    per job (each start imports torch and transformers): in the jobs' order, the result of each or the
+    ReferenceUnavailable that keeps it from counting. One job's failure is its own; a process that dies
+    mid-way (out of memory) costs the job it was running, and the jobs after it run in a fresh process."""
+    out: list[dict[str, Any] | ReferenceUnavailable | None] = [None] * len(jobs)
+    groups: dict[Path, list[int]] = {}
+    for i, (spec, _) in enumerate(jobs):
+        groups.setdefault(env_python(spec.env), []).append(i)
+    for py, todo in groups.items():
+        if not py.exists():
+            for i in todo:
+                spec = jobs[i][0]
+                out[i] = ReferenceUnavailable(
+                    f"reference environment {spec.env!r} is not installed ({py} missing); run "
+                    f"`uv sync --project references/{spec.env} --frozen` on the study machine"
+                )
+            continue
+        while todo:
+            done, failure = _run_batch(py, [jobs[i] for i in todo], queries, device, timeout_s * len(todo))
+            for i, result in zip(todo, done, strict=False):
+                spec = jobs[i][0]
+                if "error" in result:
+                    out[i] = ReferenceUnavailable(f"reference {spec.label} failed: {result['error']}")
+                else:
+                    try:
+                        out[i] = _checked(spec, result, queries)
+                    except ReferenceUnavailable as exc:
+                        out[i] = exc
+            if len(done) < len(todo):  # the process died in job len(done): that one fails, the rest re-run
+                out[todo[len(done)]] = ReferenceUnavailable(
+                    f"reference {jobs[todo[len(done)]][0].label} {failure}"
+                )
+            todo = todo[len(done) + 1 :]
+    return [r for r in out if r is not None]
+
+
+def _run_batch(
+    py: Path,
+    jobs: Sequence[tuple[ReferenceSpec, Path]],
+    queries: Sequence[EqualityQuery],
+    device: str,
+    timeout_s: float,
+) -> tuple[list[dict[str, Any]], str]:
+    """(the results run.py wrote, why it stopped early if it did)."""
+    payload = {"jobs": [_payload(spec, mdir, queries, device) for spec, mdir in jobs]}
+    with tempfile.TemporaryDirectory(prefix="bench-ref-") as tmp:
+        inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        inp.write_text(json.dumps(payload), encoding="utf-8")
+        why = ""
+        try:
+            proc = subprocess.run(
+                [str(py), str(references_dir() / "run.py"), str(inp), str(out)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env=_reference_env(),
+                check=False,
+            )
+            if proc.returncode != 0:
+                why = f"exited {proc.returncode}: " + " | ".join(proc.stderr.strip().splitlines()[-15:])
+        except subprocess.TimeoutExpired:
+            why = f"ran past the batch's {timeout_s:.0f} s"
+        try:
+            results: list[dict[str, Any]] = json.loads(out.read_text(encoding="utf-8"))["results"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError):
+            results = []
+    return results[: len(jobs)], why or "stopped without writing its result"
+
+
 def run_reference(
     spec: ReferenceSpec,
     model_dir: Path,
@@ -118,19 +220,11 @@ def run_reference(
             f"reference environment {spec.env!r} is not installed ({py} missing); run "
             f"`uv sync --project references/{spec.env} --frozen` on the study machine"
         )
-    payload = {
-        "reference": spec.name,
-        "model_dir": str(model_dir),
-        "device": device,
-        "dtype": spec.dtype,
-        "options": dict(spec.options),
-        "queries": [{"qid": q.qid, "query": q.query, "passages": list(q.passages)} for q in queries],
-    }
+    payload = _payload(spec, model_dir, queries, device)
     with tempfile.TemporaryDirectory(prefix="bench-ref-") as tmp:
         inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"
         inp.write_text(json.dumps(payload), encoding="utf-8")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONNOUSERSITE": "1"}
-        env.pop("PYTHONPATH", None)  # the reference must not see the main environment's packages
+        env = _reference_env()
         try:
             proc = subprocess.run(
                 [str(py), str(references_dir() / "run.py"), str(inp), str(out)],
@@ -151,9 +245,4 @@ def run_reference(
             result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ReferenceUnavailable(f"reference {spec.label} wrote no readable output ({exc})") from None
-    missing = [q.qid for q in queries if len(result.get("scores", {}).get(q.qid, [])) != len(q.passages)]
-    if missing:
-        raise ReferenceUnavailable(
-            f"reference {spec.label} returned no or wrong-length scores for {missing[:3]}"
-        )
-    return result
+    return _checked(spec, result, queries)

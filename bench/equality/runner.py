@@ -25,7 +25,14 @@ from bench.equality.data import (
     read_id_map,
 )
 from bench.equality.pointwise import run_pointwise
-from bench.equality.references import DECIDING, FURTHER, ReferenceSpec, run_reference
+from bench.equality.references import (
+    DECIDING,
+    FURTHER,
+    ReferenceSpec,
+    ReferenceUnavailable,
+    run_reference,
+    run_reference_batch,
+)
 from bench.equality.results import SCORING_DEVICE, results_dir, scoring_setting, write_result
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
@@ -124,21 +131,28 @@ def _model_dir(model_id: str) -> Path:
     return resolve_snapshot(spec_for(model_id))
 
 
-def check_one(
+@dataclasses.dataclass
+class _Scored:
+    """A local model's adapter scores, its references still to run (the adapter is already unloaded)."""
+
+    model_id: str
+    meta: dict[str, Any]
+    ours: dict[str, Any]
+    mdir: Path
+    deciding: ReferenceSpec | None
+    further: list[ReferenceSpec]
+
+
+def _score_adapter(
     model_id: str,
     data: EqualitySet,
     *,
-    device: str = "cpu",
-    dtype: str | None = None,
-    loader: Loader | None = None,
-    model_dir: Path | None = None,
-    runner: ReferenceRunner | None = None,
-) -> dict[str, Any]:
-    """Check 1 (local model) or check 3 (Voyage) for one model; the result payload (not yet written).
-
-    ``dtype`` None: the adapter's own choice on ``device`` (the vendor's on CUDA, float32 on the CPU), as
-    ``bench quality`` makes it."""
-    loader = loader or _default_loader
+    device: str,
+    dtype: str | None,
+    loader: Loader,
+    model_dir: Path | None,
+) -> dict[str, Any] | _Scored:
+    """A final payload (API check, or not rated) or the adapter's scores with the references to compare."""
     if model_id not in plan.RERANKERS:
         raise BenchError(f"unknown model {model_id!r}; the plan's models: {', '.join(plan.RERANKERS)}")
     if not plan.RERANKERS[model_id].local:
@@ -163,9 +177,6 @@ def check_one(
         options = {**spec.options, "cache_dir": str(mdir.parent.parent.parent)}
         return dataclasses.replace(spec, dtype=spec.dtype or dtype, options=options)
 
-    def default_runner(spec: ReferenceSpec, queries: Sequence[Any]) -> dict[str, Any]:
-        return run_reference(spec, mdir, queries, device=device)
-
     further = [s for s in (same_dtype(f) for f in FURTHER.get(model_id, ())) if s is not None]
     meta = reranker.meta.to_dict()
     try:
@@ -176,8 +187,66 @@ def check_one(
     finally:
         del reranker
         _release_memory()
-    deciding = same_dtype(DECIDING.get(model_id))
-    return evaluate(model_id, meta, ours, data.queries, deciding, further, runner or default_runner)
+    return _Scored(model_id, meta, ours, mdir, same_dtype(DECIDING.get(model_id)), further)
+
+
+def check_one(
+    model_id: str,
+    data: EqualitySet,
+    *,
+    device: str = "cpu",
+    dtype: str | None = None,
+    loader: Loader | None = None,
+    model_dir: Path | None = None,
+    runner: ReferenceRunner | None = None,
+) -> dict[str, Any]:
+    """Check 1 (local model) or check 3 (Voyage) for one model; the result payload (not yet written).
+
+    ``dtype`` None: the adapter's own choice on ``device`` (the vendor's on CUDA, float32 on the CPU), as
+    ``bench quality`` makes it."""
+    scored = _score_adapter(
+        model_id, data, device=device, dtype=dtype, loader=loader or _default_loader, model_dir=model_dir
+    )
+    if not isinstance(scored, _Scored):
+        return scored
+
+    def default_runner(spec: ReferenceSpec, queries: Sequence[Any]) -> dict[str, Any]:
+        return run_reference(spec, scored.mdir, queries, device=device)
+
+    return _evaluate(scored, data, runner or default_runner)
+
+
+def _evaluate(scored: _Scored, data: EqualitySet, runner: ReferenceRunner) -> dict[str, Any]:
+    return evaluate(
+        scored.model_id, scored.meta, scored.ours, data.queries, scored.deciding, scored.further, runner
+    )
+
+
+def _batched_references(
+    scored: Sequence[_Scored], data: EqualitySet, device: str
+) -> list[dict[str, dict[str, Any] | ReferenceUnavailable]]:
+    """Every reference of every scored model run up front, one process per reference environment
+    (``run_reference_batch``): per model, its references' results by ``repr(spec)``."""
+    jobs = [(i, spec) for i, s in enumerate(scored) for spec in (s.deciding, *s.further) if spec is not None]
+    results = (
+        run_reference_batch([(spec, scored[i].mdir) for i, spec in jobs], data.queries, device=device)
+        if jobs
+        else []
+    )
+    out: list[dict[str, dict[str, Any] | ReferenceUnavailable]] = [{} for _ in scored]
+    for (i, spec), result in zip(jobs, results, strict=True):
+        out[i][repr(spec)] = result
+    return out
+
+
+def _answer_from(results: dict[str, dict[str, Any] | ReferenceUnavailable]) -> ReferenceRunner:
+    def runner(spec: ReferenceSpec, queries: Sequence[Any]) -> dict[str, Any]:
+        result = results[repr(spec)]
+        if isinstance(result, ReferenceUnavailable):
+            raise result
+        return result
+
+    return runner
 
 
 def _text(exc: BaseException) -> str:
@@ -217,13 +286,38 @@ def check_models(
     make_manifest = manifest or collect_manifest
     directory = directory or results_dir()
     out = []
-    with Progress("adapter checks", len(model_ids), "models") as progress:
+    scored: list[_Scored] = []
+    payloads: list[dict[str, Any] | _Scored] = []
+    with Progress("adapter checks (adapters)", len(model_ids), "models") as progress:
         for model_id in model_ids:
             try:
-                payload = check_one(model_id, data, device=device, dtype=dtype, loader=loader)
+                got = _score_adapter(
+                    model_id,
+                    data,
+                    device=device,
+                    dtype=dtype,
+                    loader=loader or _default_loader,
+                    model_dir=None,
+                )
             except Exception as exc:  # a failure of one model's check never stops the others
-                payload = _not_rated(model_id, f"check failed: {_text(exc)}")
+                got = _not_rated(model_id, f"check failed: {_text(exc)}")
                 _release_memory()
+            payloads.append(got)
+            if isinstance(got, _Scored):
+                scored.append(got)
+            progress.advance()
+    # the references of all models, one process per environment (each start imports torch): the adapters
+    # are unloaded by now, and the reference process loads one model at a time
+    references = iter(_batched_references(scored, data, device))
+    with Progress("adapter checks (results)", len(model_ids), "models") as progress:
+        for model_id, got in zip(model_ids, payloads, strict=True):
+            if isinstance(got, _Scored):
+                try:
+                    payload = _evaluate(got, data, _answer_from(next(references)))
+                except Exception as exc:  # a failure of one model's check never stops the others
+                    payload = _not_rated(model_id, f"check failed: {_text(exc)}")
+            else:
+                payload = got
             adapter = payload.get("adapter") or {}
             payload.update(scoring_setting(model_id, device, dtype))  # what quality and latency compare
             payload["dtype_loaded"] = adapter.get("dtype")

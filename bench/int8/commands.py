@@ -184,6 +184,15 @@ def _write_verdict(
     write_bytes_atomic(out, json.dumps(body, indent=1, sort_keys=True, default=str).encode() + b"\n")
 
 
+def fp32_reference_setting(root: Path) -> tuple[str, str | None]:
+    """(device, requested dtype) of the quality session that wrote the run the int8 variant is compared with
+    (``runs/hybrid-71k/bge-v2-m3@100.trec``): ``bench.quality.commands.quality_setting`` (found by
+    tests/runbook, where the quality phase ran on the CPU and its check is ``<model>@cpu-float32.json``)."""
+    from bench.quality.commands import quality_setting
+
+    return quality_setting(root)
+
+
 def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Path, checks_dir: Path) -> Any:
     """The int8 model through the quality phase (journal, timing, run files) on hybrid-71k, its own run
     ``runs/hybrid-71k/bge-v2-m3-int8@<k>.trec`` (depth 100; 20 and 50 derived as for every pointwise model).
@@ -198,7 +207,8 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
     from bench.quality.phase import PhaseSpec
     from bench.rerankers.registry import load_reranker
 
-    keep, skipped, outcomes = rated([FP32_ID], checks_dir)
+    device, dtype = fp32_reference_setting(root)
+    keep, skipped, outcomes = rated([FP32_ID], checks_dir, device=device, dtype=dtype)
     if not keep:
         raise BenchError(f"{FP32_ID} is not rated ({skipped[FP32_ID]}); its int8 variant is compared with it "
                          "and is not run either")  # fmt: skip

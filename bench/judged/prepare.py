@@ -124,11 +124,17 @@ def plan_groups(
     *,
     checks_dir: Path,
     study_dir: Path | None,
+    setting: tuple[str, str | None] | None = None,
 ) -> tuple[list[GroupSpec], dict[str, Any]]:
-    """The plan's four groups and a record of how they were chosen (models, nDCG@10, run SHA-256)."""
+    """The plan's four groups and a record of how they were chosen (models, nDCG@10, run SHA-256).
+
+    ``setting``: the (device, requested dtype) the runs were scored with (``quality_setting``); a model is
+    rated by its check in that setting, as the quality phase rated it (None: ``<model>.json`` whatever it
+    records)."""
     from bench.quality.commands import rated
 
-    keep, skipped, _ = rated(list(RERANKERS), checks_dir)
+    device, dtype = setting if setting is not None else (None, None)
+    keep, skipped, _ = rated(list(RERANKERS), checks_dir, device=device, dtype=dtype)
     hybrid = best_models(runs_dir, JUDGED_SAMPLE_STAGE, keep, qrels)
     if len(hybrid) < JUDGED_SAMPLE_TOP_MODELS:
         raise BenchError(

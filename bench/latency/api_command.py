@@ -38,7 +38,7 @@ class ApiRequest:
 
 
 def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) -> list[Any]:
-    from bench.rerankers.voyage import DEFAULT_BASE_URL, VoyageReranker, read_api_key
+    from bench.rerankers.voyage import VoyageReranker, base_url_from_env, read_api_key
 
     stream = stream if stream is not None else sys.stderr
     preset = PRESETS["api"]
@@ -66,7 +66,7 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
 
     pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     inputs = study_inputs(req.first_stage_dir, req.stage, max(depths))
-    base_url = req.base_url or DEFAULT_BASE_URL
+    base_url = req.base_url or base_url_from_env()
     session = new_session(opt_out, base_url, req.label, req.session)
     manifest = collect_manifest(
         kind="measurement",

@@ -190,7 +190,9 @@ def cpu(mode: str | None, machine: str | None, cpus: int | None, interval: float
 )
 @click.option("--time-of-day", "label", default=None, help="Session label (default from the UTC hour).")
 @click.option("--session", default=None, help="Continue this session folder (after an interruption).")
-@click.option("--base-url", default=None, help="API base URL (default the Voyage endpoint; tests: loopback).")
+@click.option(
+    "--base-url", default=None, help="API base URL (default VOYAGE_BASE_URL, else the Voyage endpoint)."
+)
 def api(
     opt_out: str | None,
     label: str | None,

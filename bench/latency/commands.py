@@ -79,8 +79,10 @@ def model_outcome(
     from bench.equality.results import outcome, outcome_for
 
     def base(m: str) -> dict[str, Any]:
-        return outcome_for(m, checks_dir, device) if device is not None and m in RERANKERS else outcome(
-            m, checks_dir
+        return (
+            outcome_for(m, checks_dir, device)
+            if device is not None and m in RERANKERS
+            else outcome(m, checks_dir)
         )
 
     if model != INT8_ID:
@@ -205,8 +207,20 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     gpu = None
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
     unrated = unrated_models(
-        models, req.checks_dir, req.allow_unrated, int8_verdict=req.root / INT8_VERDICT, device=preset.device
+        models,
+        req.checks_dir,
+        req.allow_unrated or not preset.published,
+        int8_verdict=req.root / INT8_VERDICT,
+        device=preset.device,
     )
+    if not preset.published and not req.allow_unrated:
+        # never published (the desktop's CPU pre-measurement): only the int8 variant may go unrated, since
+        # its agreement verdict is made later on the server (runbook step 13); every other model still
+        # needs its check (found by tests/runbook: the pre-measurement refused the int8 variant)
+        rest = [m for m in models if m in unrated and m != INT8_ID]
+        unrated_models(
+            rest, req.checks_dir, False, int8_verdict=req.root / INT8_VERDICT, device=preset.device
+        )
     if preset.device.startswith("cuda"):
         from bench.latency.gpu import GpuProbe, require_free_gpu
 

@@ -162,7 +162,8 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
             _, _, not_rated = run_session(
                 setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
                 resume_hint=hint, what=f"dtype check ({name})",
-                max_queries=DTYPE_CHECK_QUERIES, dtype=dtype, check_setting=name == "gpu",
+                max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
+                rated_by=(gpu, None) if name == "cpu-fp32" else None,
             )  # fmt: skip
         dirs[name] = setup.runs_dir
         skipped.update(not_rated)

@@ -55,6 +55,23 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
     return frozenset(out)
 
 
+def quality_setting(root: Path, study_dir: Path | None = None) -> tuple[str, str | None]:
+    """(device, requested dtype) the quality runs under ``runs/`` were scored with: read from the quality
+    study (``study_dir``, default ``studies/quality``; the desktop runs the later phases too), else the
+    quality phase's default (CUDA, the vendor dtype). A phase that reads those runs rates their models by
+    the check in this setting (``<model>.json`` for the default, ``<model>@<device>-<dtype>.json`` else)."""
+    import json
+
+    from bench.equality.results import SCORING_DEVICE
+
+    path = (study_dir or root / "studies" / "quality") / "manifest.json"
+    try:
+        params = json.loads(path.read_text(encoding="utf-8-sig"))["study"]["params"]
+        return str(params["device"]), params.get("dtype")
+    except (OSError, ValueError, KeyError, TypeError):
+        return SCORING_DEVICE, None
+
+
 def rated(
     models: Sequence[str], checks_dir: Path, *, device: str | None = None, dtype: str | None = None
 ) -> tuple[list[str], dict[str, str], dict[str, Any]]:
@@ -78,7 +95,8 @@ def rated(
         from bench.errors import BenchError
 
         raise BenchError(
-            "refused: " + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
+            "refused: "
+            + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
             + ". Nothing was written; check them in this setting first, or leave them out (--model)."
         )
     keep = [m for m in models if outcomes[m]["rated"]]
@@ -132,16 +150,17 @@ def run_session(
     what: str,
     max_queries: int | None = None,
     dtype: str | None = None,
-    check_setting: bool = True,
+    rated_by: tuple[str, str | None] | None = None,
 ) -> tuple[Study, SessionResult, dict[str, str]]:
-    """One quality-phase session. ``check_setting``: a model needs a passed adapter check on this
-    session's device and dtype; only the data-type check's CPU session, which is itself the plan's
-    comparison of CPU fp32 against the checked GPU setting, passes False."""
+    """One quality-phase session. A model needs a passed adapter check on this session's device and dtype;
+    ``rated_by`` (device, requested dtype) names another setting whose check rates the models instead: only
+    the data-type check's CPU session passes it, the GPU setting it compares with (the plan's comparison of
+    CPU fp32 against the checked GPU setting; with ``--gpu cpu`` that check is ``<model>@cpu-float32.json``,
+    not ``<model>.json``)."""
     from bench.quality.inputs import candidate_texts, study_queries
 
-    keep, skipped, outcomes = rated(
-        list(models), setup.checks_dir, device=setup.device if check_setting else None, dtype=dtype
-    )
+    check_device, check_dtype = rated_by or (setup.device, dtype)
+    keep, skipped, outcomes = rated(list(models), setup.checks_dir, device=check_device, dtype=check_dtype)
     per_depth = per_depth_models(keep, outcomes)
     params = {"stages": list(stages), "requested_models": list(models), "models": list(keep),
               "depths": list(depths), "device": setup.device,

@@ -9,7 +9,6 @@ stand-ins for the rehearsal, never plan models.
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,11 +269,9 @@ def _int8(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")
 def _voyage(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.voyage import DEFAULT_BASE_URL, VoyageReranker
+    from bench.rerankers.voyage import VoyageReranker, base_url_from_env
 
     _only_correct(model_id, opts)
     if opts.device not in ("cpu", "api") or opts.dtype is not None or opts.snapshot_dir is not None:
         raise BenchError(f"{model_id} is an API model: device, dtype and snapshot_dir do not apply")
-    # VOYAGE_BASE_URL points the adapter at another endpoint (a loopback test server); the endpoint used is
-    # recorded in the adapter's meta with every result.
-    return VoyageReranker(model_id, base_url=os.environ.get("VOYAGE_BASE_URL") or DEFAULT_BASE_URL)
+    return VoyageReranker(model_id, base_url=base_url_from_env())

@@ -37,6 +37,7 @@ from bench.rerankers.protocol import (
 )
 
 DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
+BASE_URL_ENV = "VOYAGE_BASE_URL"
 KEY_ENV = "VOYAGE_API_KEY"
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 TOKENS_UNMEASURED = (
@@ -63,6 +64,14 @@ class VoyageRefused(VoyageError, ModelUnavailable):
 def refuses_model(status: int, text: str) -> bool:
     """Statuses after which calling the model again is pointless: bad key, no access, unknown model."""
     return status in (401, 403) or (status in (400, 404, 422) and "model" in text.lower())
+
+
+def base_url_from_env(*, env: dict[str, str] | None = None) -> str:
+    """The endpoint every Voyage phase calls: ``VOYAGE_BASE_URL`` when set (a loopback test server), else
+    Voyage's own. One rule for check-adapters, quality and latency api, so that no phase calls another
+    endpoint than the rest; the endpoint used is recorded with every result."""
+    source = os.environ if env is None else env
+    return source.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL
 
 
 def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = None) -> str:

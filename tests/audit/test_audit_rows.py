@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -142,3 +143,23 @@ def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo:
                for d in row.details)  # fmt: skip
     assert any(d.startswith(f"{RUN_FOLDERS['determinism']}/hybrid-71k/bad.trec line 1: not a TREC run line")
                for d in row.details)  # fmt: skip
+
+
+def test_timestamps_row_is_not_yet_while_a_proof_is_only_pending(tmp_git_repo: Callable[..., Path]) -> None:
+    """Proofs with only pending calendar attestations (what `timestamps stamp` leaves) are NOT YET, not OK:
+    until `timestamps upgrade` merges the Bitcoin attestation in, a pending proof proves no date. Before the
+    fix the row said OK (found by tests/runbook: the audit of the runbook's end exited 0)."""
+    from bench.audit.history import timestamps_row
+    from tests.support.ministudy import write_proof
+
+    root = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}])
+    write_proof(PLAN.encode(), root / "PLAN.md.ots")
+    sha = hashlib.sha256(DEV.encode()).hexdigest()
+    write_proof(DEV.encode(), root / "timestamps" / "DEVIATIONS.md" / f"{sha}.ots")
+    row = timestamps_row(root, history_problem(root))
+    assert row.verdict == "NOT YET"
+    assert row.reason.startswith("2 pending: the Bitcoin attestations arrive hours after stamping")
+    assert "timestamps upgrade" in row.reason
+    assert exit_code([row]) == 3
+    write_proof(b"another file", root / "PLAN.md.ots")  # a proof of other bytes still fails
+    assert timestamps_row(root, history_problem(root)).verdict == "FAIL"

