@@ -168,3 +168,18 @@ def _outcome(model_id: str, path: Path, data: dict[str, Any]) -> dict[str, Any]:
     if "pointwise" in data:
         out["pointwise"] = data["pointwise"]
     return out
+
+
+def quality_setting(root: Path, study_dir: Path | None = None) -> tuple[str, str | None]:
+    """(device, requested dtype) the quality runs under ``runs/`` were scored with: read from the quality
+    study (``study_dir``, default ``studies/quality``; the desktop runs the later phases too), else the
+    quality phase's default (CUDA, the vendor dtype). A phase that reads those runs rates their models by
+    the check in this setting (``<model>.json`` for the default, ``<model>@<device>-<dtype>.json`` else);
+    here, beside the check files' naming, so that every phase may read it (no phase imports another's
+    commands)."""
+    path = (study_dir or root / "studies" / "quality") / "manifest.json"
+    try:
+        params = json.loads(path.read_text(encoding="utf-8-sig"))["study"]["params"]
+        return str(params["device"]), params.get("dtype")
+    except (OSError, ValueError, KeyError, TypeError):
+        return SCORING_DEVICE, None

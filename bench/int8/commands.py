@@ -186,9 +186,9 @@ def _write_verdict(
 
 def fp32_reference_setting(root: Path) -> tuple[str, str | None]:
     """(device, requested dtype) of the quality session that wrote the run the int8 variant is compared with
-    (``runs/hybrid-71k/bge-v2-m3@100.trec``): ``bench.quality.commands.quality_setting`` (found by
+    (``runs/hybrid-71k/bge-v2-m3@100.trec``): ``bench.equality.results.quality_setting`` (found by
     tests/runbook, where the quality phase ran on the CPU and its check is ``<model>@cpu-float32.json``)."""
-    from bench.quality.commands import quality_setting
+    from bench.equality.results import quality_setting
 
     return quality_setting(root)
 

@@ -35,7 +35,7 @@ def prepare_study(root: Path, runs: Path, study: Path | None, checks: Path, out:
     pre = preflight("measurement", lock_names=["miracl", "corpus-71k", "corpus-full"], root=root)
     queries, qrels_path = study_queries()
     qrels = read_qrels(qrels_path)
-    from bench.quality.commands import quality_setting
+    from bench.equality.results import quality_setting
 
     setting = quality_setting(root, study)  # the models are rated as the quality phase rated them
     groups, record = plan_groups(runs, qrels, checks_dir=checks, study_dir=study, setting=setting)

@@ -55,23 +55,6 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
     return frozenset(out)
 
 
-def quality_setting(root: Path, study_dir: Path | None = None) -> tuple[str, str | None]:
-    """(device, requested dtype) the quality runs under ``runs/`` were scored with: read from the quality
-    study (``study_dir``, default ``studies/quality``; the desktop runs the later phases too), else the
-    quality phase's default (CUDA, the vendor dtype). A phase that reads those runs rates their models by
-    the check in this setting (``<model>.json`` for the default, ``<model>@<device>-<dtype>.json`` else)."""
-    import json
-
-    from bench.equality.results import SCORING_DEVICE
-
-    path = (study_dir or root / "studies" / "quality") / "manifest.json"
-    try:
-        params = json.loads(path.read_text(encoding="utf-8-sig"))["study"]["params"]
-        return str(params["device"]), params.get("dtype")
-    except (OSError, ValueError, KeyError, TypeError):
-        return SCORING_DEVICE, None
-
-
 def rated(
     models: Sequence[str], checks_dir: Path, *, device: str | None = None, dtype: str | None = None
 ) -> tuple[list[str], dict[str, str], dict[str, Any]]:

@@ -214,7 +214,7 @@ def test_models_are_rated_by_their_check_in_the_quality_sessions_setting(tmp_pat
     (none is ``<model>.json``): judged prepare rates the models as the quality phase did, by the check in the
     setting of the quality study that wrote the runs. Before the fix it read ``<model>.json`` only and found
     only the two Voyage models rated (found by tests/runbook, step judged)."""
-    from bench.quality.commands import quality_setting
+    from bench.equality.results import quality_setting
 
     models = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
     runs, checks, st = study(tmp_path, models, {"bge-v2-m3": 1}, {})
