@@ -15,8 +15,15 @@ from typing import Any, TypeVar
 
 import click
 
-from analysis.costs.cli import costs_options
+from analysis.costs.cli import cost_inputs, costs_options
+from analysis.judged import human_agreement, read_human, read_labels, summarise
+from analysis.judged import markdown as judged_markdown
 from analysis.metrics import MEASURES, Judgments, evaluate_table
+from analysis.pitfalls import analyse_pitfalls
+from analysis.pitfalls import markdown as pitfalls_markdown
+from analysis.pytrec_check import compare_with_pytrec_eval
+from analysis.report import verdict_lines, write_report
+from analysis.simulate import simulate as run_simulation
 from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,9 +102,6 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
            no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
     """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
-    from analysis.costs.cli import cost_inputs
-    from analysis.report import write_report
-
     flags = None
     if flags_file is not None:
         loaded = json.loads(flags_file.read_text(encoding="utf-8"))
@@ -110,8 +114,6 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
     click.echo(str(path))
     check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
     if check["passed"] is not True:
-        from analysis.report import verdict_lines
-
         raise click.ClickException("the report was written, but " + "\n".join(verdict_lines(check)))
 
 
@@ -121,7 +123,6 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
 @_user_errors
 def check_pytrec(qrels: Path, run: Path) -> None:
     """Plan check 2: our nDCG@10 against pytrec_eval ndcg_cut_10 (tolerance 0.0001)."""
-    from analysis.pytrec_check import compare_with_pytrec_eval
 
     q = read_qrels(qrels)
     result = compare_with_pytrec_eval(q, read_run(run, qrels_qids=q))
@@ -154,7 +155,6 @@ def check_pytrec(qrels: Path, run: Path) -> None:
 @_user_errors
 def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlation: float, seed: int) -> None:
     """Family-wise error under the null and power for a 2-point difference, on the real qrels."""
-    from analysis.simulate import simulate as run_simulation
 
     result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
                             seed=seed, correlation=correlation)
@@ -180,8 +180,6 @@ def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlati
 @_user_errors
 def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
     """Judged sample: false-negative rates (Wilson 95 %), control agreement and kappa, the plan's caveat."""
-    from analysis.judged import human_agreement, markdown, read_human, read_labels, summarise
-
     labels = read_labels(labels_file)
     summary = summarise(labels)
     human = None
@@ -190,7 +188,7 @@ def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"summary": summary, "human": human}, indent=1, sort_keys=True))
         return
-    click.echo("\n".join(markdown(summary, human)))
+    click.echo("\n".join(judged_markdown(summary, human)))
 
 
 @cli.command()
@@ -207,9 +205,7 @@ def judged(labels_file: Path, human_file: Path | None, as_json: bool) -> None:
 @_user_errors
 def pitfalls(runs_dir: Path, pitfall_runs: Path, qrels: Path) -> None:
     """Pitfalls experiment: Qwen3 variants against (a), keyword-plain-71k against keyword-71k."""
-    from analysis.pitfalls import analyse_pitfalls, markdown
-
-    click.echo("\n".join(markdown(analyse_pitfalls(runs_dir, pitfall_runs, read_qrels(qrels)))))
+    click.echo("\n".join(pitfalls_markdown(analyse_pitfalls(runs_dir, pitfall_runs, read_qrels(qrels)))))
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
 from analysis.resampling import bootstrap_intervals
-from analysis.study import RunResult, StageResult
+from analysis.study import RunResult, StageResult, run_label
 
 __all__ = ["stage_figure"]
 
@@ -93,8 +93,6 @@ def _difference_panel(ax: Axes, stage: StageResult, runs: list[RunResult]) -> No
 
 def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
                  stage_flags: Mapping[str, str] | None = None) -> Path:
-    from analysis.report import run_label
-
     sf = stage_flags or {}
     runs = [stage.first_stage, *stage.runs]
     height = 1.4 + 0.22 * len(runs)

@@ -27,6 +27,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from analysis.atomic import write_bytes_atomic
 from analysis.plan import CONFIDENCE, JUDGED_CONTROL_MIN_AGREEMENT, JUDGED_CONTROL_PAIRS
 
 __all__ = [
@@ -264,8 +265,6 @@ def report_section(out_dir: Path, build_dir: Path | None = None) -> list[str]:
     """``analysis report`` hook: when ``<out>/judged/labels.json`` is published, write ``judged.json`` (into
     ``build_dir``, the report's temporary folder swapped into ``<out>`` whole, else ``out_dir``) and return
     the Markdown section; otherwise nothing."""
-    from analysis.atomic import write_bytes_atomic
-
     path = Path(out_dir) / "judged" / "labels.json"
     if not path.is_file():
         return []

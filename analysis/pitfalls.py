@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.atomic import write_bytes_atomic
 from analysis.metrics import Judgments, evaluate_table
 from analysis.multiple import holm
 from analysis.plan import (
@@ -203,8 +204,6 @@ def report_section(
     runs exist, write ``pitfalls.json`` (into ``build_dir``, the report's temporary folder swapped into
     ``<out>`` whole, else ``out_dir``) and return the Markdown section. The runs are read from ``out_dir``."""
     import json
-
-    from analysis.atomic import write_bytes_atomic
 
     pitfall_runs = Path(out_dir) / "pitfalls" / "runs"
     firsts = [Path(runs_dir) / "first-stage" / f"{s}.trec" for s in PITFALL_TYPESENSE]

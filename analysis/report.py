@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analysis import judged, pitfalls
 from analysis.atomic import built_beside, write_bytes_atomic
+from analysis.costs.report import check_missing, compute_costs, write_costs
+from analysis.int8.comparison import compare_int8
+from analysis.int8.comparison import markdown as int8_markdown
+from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
+from analysis.latency.report import latency_section
 from analysis.metrics import MISSING_QUERY_POLICY
 from analysis.plan import (
     ALPHA,
@@ -39,7 +45,7 @@ from analysis.plan import (
 from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
-from analysis.study import RunResult, StageResult, analyse_study, default_flags
+from analysis.study import RunResult, StageResult, analyse_study, default_flags, flag_note, run_label
 from analysis.trec import read_qrels
 from analysis.wording import HIT_RATE_NOTE, WORSE_WORDING_NOTE, corpus_of, winner_sentence
 
@@ -75,14 +81,8 @@ def _dump(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
-def _flag_note(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str | None:
-    if r.model is None:
-        return stage_flags.get(r.stage)
-    return flags.get(r.model)
-
-
 def _run_record(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> dict[str, Any]:
-    note = _flag_note(r, flags, stage_flags)
+    note = flag_note(r, flags, stage_flags)
     return {
         "model": r.model, "depth": r.depth, "run": r.path, "sha256": r.sha256, "means": r.means,
         "intervals": r.intervals, "flagged": note is not None, "flag_note": note,
@@ -119,16 +119,6 @@ def _ci(r: RunResult, metric: str) -> str:
 
 def _p(x: float) -> str:
     return f"{x:.4f}" if x >= 0.0001 else f"{x:.1e}"
-
-
-def run_label(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str:
-    """A run's name in tables and figures, with its contamination mark and, if incomplete, its mark."""
-    mark = "†" if _flag_note(r, flags, stage_flags) is not None else ""
-    if r.model is None:
-        return f"first stage{mark}"
-    mark += STANDIN_MARK if is_standin(r.model) else ""
-    name = f"{r.model}{mark}@{r.depth}"
-    return f"{name} (incomplete: {r.queries_present} queries)" if r.not_rated else name
 
 
 def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> list[str]:
@@ -235,8 +225,6 @@ def _latency(context: ReportContext) -> list[str]:
     folder = context.options.get("latency_dir")
     if folder is None:
         return []
-    from analysis.latency.report import latency_section
-
     return latency_section(folder, context.build_dir, figures=bool(context.options.get("figures", True)))
 
 
@@ -246,8 +234,6 @@ def _rehearsal_int8(context: ReportContext) -> list[str]:
     path = context.options.get("int8_record")
     if path is None:
         return []
-    from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
-
     return int8_rehearsal_section(read_int8_record(Path(path)))
 
 
@@ -257,39 +243,31 @@ def _costs(context: ReportContext) -> list[str]:
     record = context.options.get("costs_record")
     if record is None:
         return []
-    from analysis.costs.report import write_costs
-
     quality = {s.stage: stage_record(s, context.flags, context.stage_flags) for s in context.stages}
     return write_costs(record, quality, context.build_dir, figures=bool(context.options.get("figures", True)))
 
 
 def _pitfalls(context: ReportContext) -> list[str]:
     """The pitfalls experiment (its own comparison family) when ``<out>/pitfalls/runs`` holds variant runs."""
-    from analysis import pitfalls
-
     out = context.options["out_dir"]  # the variant runs live in the real --out folder
     return pitfalls.report_section(context.runs_dir, read_qrels(context.qrels_path), out, context.build_dir)
 
 
 def _judged(context: ReportContext) -> list[str]:
     """The judged sample when ``<out>/judged/labels.json`` is published."""
-    from analysis import judged
-
     return judged.report_section(context.options["out_dir"], context.build_dir)
 
 
 def _int8(context: ReportContext) -> list[str]:
     """The OpenVINO int8 variant against fp32 (its own comparison, outside the Holm families) when
     ``<runs>/hybrid-71k/bge-v2-m3-int8@100.trec`` exists."""
-    from analysis.int8.comparison import compare_int8, markdown
-
     record = compare_int8(context.runs_dir, context.qrels_path)
     if record is None:
         return []
     # a top-level file, not results/int8/ (bench int8 keeps its calibration set there; the report owns
     # only what it writes)
     write_bytes_atomic(context.build_dir / "int8-quality.json", _dump(record))
-    return markdown(record)
+    return int8_markdown(record)
 
 
 SECTIONS: list[Section] = [
@@ -335,8 +313,6 @@ def write_report(
     stages, inputs = analyse_study(runs_dir, qrels_path)
     costs_record = None
     if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
-        from analysis.costs.report import compute_costs
-
         records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
         costs_record = compute_costs(records, runs_dir, qrels_path, costs)
     owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
@@ -346,8 +322,6 @@ def write_report(
         _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
                        header_lines=header_lines, figures=figures, options=options)
     if costs_record is not None:
-        from analysis.costs.report import check_missing
-
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"
 

@@ -25,6 +25,7 @@ import hashlib
 import multiprocessing
 import os
 import re
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from analysis import plan as _plan
 from analysis.int8.comparison import SEPARATE_MODELS
 from analysis.metrics import MEASURES, Judgments, evaluate_indexed, evaluate_table
 from analysis.multiple import holm
-from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, contamination_of
+from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, STANDIN_MARK, contamination_of, is_standin
 from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
 from analysis.trec import TrecFormatError, fast_reader_enabled, read_fast_or_none, read_qrels, reference_table
 from analysis.wording import corpus_of, require_same_corpus, winner, word
@@ -50,7 +51,9 @@ __all__ = [
     "analyse_study",
     "default_flags",
     "discover_runs",
+    "flag_note",
     "load_stages",
+    "run_label",
     "sha256_of",
 ]
 
@@ -139,7 +142,7 @@ def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir
     sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
     fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
     if fast is not None:  # the columnar reader: docids never become Python strings
-        from analysis.trec_fast import doc_index, judged_docids
+        from analysis.trec_fast import doc_index, judged_docids  # pyarrow: only with the columnar reader
 
         doc = doc_index(fast, judged_docids(judgments))
         per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
@@ -236,7 +239,7 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
         threads = thread_count(len(jobs))
         if threads > 1:
             if fast_reader_enabled():
-                from analysis.trec_fast import judged_docids
+                from analysis.trec_fast import judged_docids  # pyarrow: only with the columnar reader
 
                 judged_docids(judgments)  # built once, before the threads share it
             with ThreadPoolExecutor(threads) as threads_pool:  # results (and the first error) in job order
@@ -326,3 +329,20 @@ def mark_incomplete(s: StageResult, n: int) -> None:
     for r in s.runs:
         extra = [q for q in r.missing if q not in first_missing]
         r.not_rated = f"not rated: {len(extra)} of {n} queries missing" if extra else None
+
+
+def flag_note(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str | None:
+    """The contamination note of a run: its model's flag, or for a first stage its stage's flag."""
+    if r.model is None:
+        return stage_flags.get(r.stage)
+    return flags.get(r.model)
+
+
+def run_label(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> str:
+    """A run's name in tables and figures, with its contamination mark and, if incomplete, its mark."""
+    mark = "†" if flag_note(r, flags, stage_flags) is not None else ""
+    if r.model is None:
+        return f"first stage{mark}"
+    mark += STANDIN_MARK if is_standin(r.model) else ""
+    name = f"{r.model}{mark}@{r.depth}"
+    return f"{name} (incomplete: {r.queries_present} queries)" if r.not_rated else name

@@ -263,7 +263,7 @@ def read_fast_or_none(data: bytes, *, qrels_qids: Collection[str] | None,
     if not fast_reader_enabled():
         return None
     try:
-        from analysis.trec_fast import read_fast
+        from analysis.trec_fast import read_fast  # pyarrow (heavy): only when the fast reader is on
     except ImportError:  # pragma: no cover - pyarrow is a dependency of the analysis package
         return None
     return read_fast(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 if TYPE_CHECKING:
-    from analysis.metrics import Judgments
+    from analysis.qrels import Judgments
 
 __all__ = ["FastRun", "doc_index", "judged_docids", "read_fast"]
 

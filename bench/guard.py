@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import datalock, timestamps
+from bench.integrity import coverage, datalock, enforce, timestamps
 from bench.integrity.hashing import sha256_file
 from bench.paths import repo_root
 
@@ -59,10 +59,8 @@ def preflight(
         )
         stamp = {**timestamps.plan_stamp_status(root), "exempt": "rehearsal"}
     lock_path = root / datalock.LOCK_NAME
-    verified = datalock.verify(root, list(lock_names), lock_path=lock_path)
-    from bench.integrity.coverage import activate
-
-    activate(root, lock_path, verified)  # data files opened later are checked against this lock
+    verified = coverage.verify(root, list(lock_names), lock_path=lock_path)
+    enforce.activate(root, lock_path, verified)  # data files opened later are checked against this lock
     return {
         "kind": kind,
         "datasets_lock_sha256": sha256_file(lock_path),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bench.plan import CPU_INT8_MODEL
+
 
 def repo_root() -> Path:
     """The repository root: ``$BENCH_ROOT`` if set (tests, the container), else the parent of ``bench/``."""
@@ -25,6 +27,11 @@ def hub_dir() -> Path:
 def models_dir() -> Path:
     """Pinned model snapshots (git-ignored)."""
     return Path(os.environ.get("BENCH_MODELS_DIR", repo_root() / "data" / "models"))
+
+
+def int8_model_dir() -> Path:
+    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
+    return models_dir() / f"{CPU_INT8_MODEL}-int8"
 
 
 def model_snapshot_dir(repo: str, revision: str, root: Path | None = None) -> Path:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.codeversion import code_record
 from bench.errors import BenchError
 from bench.integrity import git, timestamps
 from bench.integrity.datalock import LOCK_NAME
@@ -81,8 +82,6 @@ def _sha(path: Path) -> str | None:
 
 
 def _git(root: Path) -> dict[str, Any]:
-    from bench.codeversion import code_record
-
     commit = git.head_commit(root)
     if commit is None:
         return {"commit": None, "dirty": None, "dirty_paths": None, **code_record(root)}

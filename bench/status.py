@@ -22,6 +22,8 @@ import click
 from bench import plan
 from bench.errors import BenchError
 from bench.hints import hint
+from bench.integrity.hub import HUB_DATASETS
+from bench.latency.presets import PRESETS
 from bench.paths import RUN_FOLDERS
 from bench.runbook import MACHINES, Step, read_runbook
 
@@ -110,8 +112,6 @@ def _stamp(root: Path) -> Found:
 
 
 def _data(root: Path) -> Found:
-    from bench.integrity.hub import HUB_DATASETS
-
     lock = _json(root / "datasets.lock")
     entries = lock.get("entries", {}) if isinstance(lock, dict) else {}
     locked = {e.get("dataset") for e in entries.values() if isinstance(e, dict)}
@@ -295,8 +295,6 @@ def _blocks(latency: Path, publication: str, kind: str) -> dict[str, set[tuple[s
 
 
 def _preset_blocks(name: str) -> set[tuple[str, int, int]]:
-    from bench.latency.presets import PRESETS
-
     pre = PRESETS[name]
     return {(m, k, p) for m in pre.models for k in pre.rule(m).depths for p in range(1, pre.passes + 1)}
 

@@ -100,10 +100,10 @@ def no_anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _lock_enforcement_ends_with_the_test() -> Iterator[None]:
     """``bench.guard.preflight`` makes readers check files against the lock it verified for the rest of the
-    process (``bench.integrity.coverage``); in the test process that must end with the test that ran it."""
+    process (``bench.integrity.enforce``); in the test process that must end with the test that ran it."""
     yield
     import sys
 
-    coverage = sys.modules.get("bench.integrity.coverage")
-    if coverage is not None:
-        coverage.deactivate()
+    enforce = sys.modules.get("bench.integrity.enforce")
+    if enforce is not None:
+        enforce.deactivate()

@@ -61,6 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.latency.summary import block_summary
+
 FORMAT = "latency-block/1"
 KINDS = ("gpu", "cpu", "api", "first-stage")
 PUBLICATIONS = {"published": True, "not-published": False}
@@ -177,8 +179,6 @@ class Block:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the file, ``summary`` included (computed here, from the samples)."""
-        from analysis.latency.summary import block_summary
-
         out: dict[str, Any] = {
             "format": FORMAT,
             "kind": self.kind,
@@ -341,8 +341,6 @@ def parse_block(obj: Any, path: Path | str = "<memory>") -> Block:
 
 
 def _check_consistent(block: Block, stored_summary: Any, path: Path | str) -> None:
-    from analysis.latency.summary import block_summary
-
     if block.kind not in KINDS:
         raise LatencyFormatError(path, f"kind {block.kind!r} is not one of {', '.join(KINDS)}")
     if block.target_type not in TARGET_TYPES:

@@ -12,17 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from analysis.latency.records import Block
 
 PERCENTILE_METHOD = (
     "numpy.percentile method 'linear' (Hyndman & Fan type 7): value at 0-based rank (n - 1) * q / 100 of the "
     "sorted sample, linear interpolation between neighbours"
 )
+
+
+class Block(Protocol):
+    """What the summaries read of a block (:class:`analysis.latency.records.Block` has it): a Protocol, so
+    that this module does not import the records module, which imports this one."""
+
+    @property
+    def samples(self) -> Sequence[Any]: ...  # analysis.latency.records.Sample
+
+    @property
+    def path(self) -> str | None: ...
+
+    @property
+    def target(self) -> str: ...
 
 
 def percentile_ms(ns: Sequence[int], q: float) -> float:

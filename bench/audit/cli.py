@@ -54,8 +54,8 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     from bench.audit.reproduce import DEFAULT_MODELS, format_result, new_dir
     from bench.audit.reproduce import reproduce as run_reproduce
     from bench.guard import preflight
+    from bench.interrupt import whole_command
     from bench.provenance import collect_manifest
-    from bench.quality.interrupt import whole_command
 
     root = repo_root()
     out_dir = out_dir or new_dir(root)

@@ -27,7 +27,7 @@ from bench.data import Passage, sort_passages
 from bench.data.miracl import read_topics
 from bench.data.textfile import open_text
 from bench.errors import BenchError
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 from bench.paths import bundled_dir
 
 NOMIRACL_FILES = ("relevant.de.test.vanilla_prompt.jsonl", "non_relevant.de.test.vanilla_prompt.jsonl")

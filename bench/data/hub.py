@@ -24,16 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.data import Passage, sort_passages
+from bench.data.layout import (
+    CORPUS_71K_COLUMNS,
+    CORPUS_71K_FILE,
+    CORPUS_71K_ID_COLUMNS,
+    CORPUS_FULL_DIR,
+    CORPUS_FULL_KEYS,
+    CORPUS_FULL_SHARDS,
+)
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 
-CORPUS_71K_FILE = "de-corpus/dev-00000-of-00001.parquet"
-CORPUS_71K_ID_COLUMNS = ("_id", "id")  # either one (older / later mteb uploads)
-CORPUS_71K_COLUMNS = ("title", "text")
-CORPUS_FULL_DIR = "miracl-corpus-v1.0-de"
-CORPUS_FULL_SHARDS = 32
-CORPUS_FULL_KEYS = ("docid", "title", "text")
 _SHARD = re.compile(r"^docs-(\d+)\.jsonl\.gz$")
 
 

@@ -15,22 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from bench.data.layout import TEST_B_QUERIES, TEST_B_SPLIT, qrels_relpath, topics_relpath
 from bench.data.textfile import open_text
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity.coverage import require_locked
-
-#: Query count of MIRACL de test-B as the public evidence (MIRACL's own statistics, ir_datasets) gives it.
-TEST_B_SPLIT = "test-b"
-TEST_B_QUERIES = 712
-
-
-def topics_relpath(lang: str = "de", split: str = "dev") -> str:
-    return f"miracl-v1.0-{lang}/topics/topics.miracl-v1.0-{lang}-{split}.tsv"
-
-
-def qrels_relpath(lang: str = "de", split: str = "dev") -> str:
-    return f"miracl-v1.0-{lang}/qrels/qrels.miracl-v1.0-{lang}-{split}.tsv"
+from bench.integrity.enforce import require_locked
 
 
 def read_topics(path: Path) -> dict[str, str]:

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.data import DocidKey, Passage, docid_key
+from bench.data.hub import iter_jsonl_gz
 from bench.errors import BenchError
+from bench.integrity import datalock
 
 SORTED_FILE = "corpus-sorted.jsonl.gz"
 MANIFEST = "manifest.json"
@@ -62,8 +64,6 @@ class OrderReport:
 
 
 def _passages_with_place(shards: Sequence[Path]) -> Iterator[tuple[Passage, str]]:
-    from bench.data.hub import iter_jsonl_gz
-
     for shard in shards:
         for lineno, p in enumerate(iter_jsonl_gz(shard), 1):
             yield p, f"{shard.name}:{lineno}"
@@ -102,8 +102,6 @@ def _write_run(run: list[Passage], path: Path) -> None:
 
 
 def _read_run(path: Path) -> Iterator[tuple[DocidKey, Passage]]:
-    from bench.data.hub import iter_jsonl_gz
-
     for p in iter_jsonl_gz(path):
         yield docid_key(p.docid), p
 
@@ -205,8 +203,6 @@ def read_manifest(out_dir: Path) -> dict[str, Any] | None:
 
 def iter_sorted(out_dir: Path, inputs: dict[str, str], expected: int | None = None) -> Iterator[Passage]:
     """The sorted corpus, only if its manifest names exactly ``inputs`` and its file hashes as recorded."""
-    from bench.data.hub import iter_jsonl_gz
-
     manifest = read_manifest(out_dir)
     if manifest is None or manifest.get("format") != MANIFEST_FORMAT:
         raise BenchError(f"{out_dir}: no sorted corpus here; it is made by bench.data.order.external_sort")
@@ -236,7 +232,6 @@ def full_corpus_in_import_order(
     """The full corpus as the importer needs it: the locked shards as they are when ``bench data lock``
     found them in order, else their external sort (made once in ``sort_dir``, reused while it matches)."""
     from bench.data.hub import iter_corpus_full
-    from bench.integrity import datalock
     from bench.paths import repo_root
 
     lock_path = lock_path or repo_root() / datalock.LOCK_NAME

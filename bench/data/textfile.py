@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from bench.integrity.enforce import require_locked
+
 BOM = b"\xef\xbb\xbf"
 
 
@@ -22,9 +24,7 @@ def has_bom(path: Path) -> bool:
 
 def open_text(path: Path, *, newline: str | None = None, stream: TextIO | None = None) -> TextIO:
     """``path`` opened for reading as UTF-8; a leading byte-order mark is skipped and reported. A data file
-    of the study is checked against datasets.lock first (``bench.integrity.coverage.require_locked``)."""
-    from bench.integrity.coverage import require_locked
-
+    of the study is checked against datasets.lock first (``bench.integrity.enforce.require_locked``)."""
     require_locked(path)
     if has_bom(path):
         print(f"{path}: starts with a UTF-8 byte-order mark; ignored (it is not part of the first field)",

@@ -34,16 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.data import Passage
+from bench.data.layout import RERANKING_ID_COLUMNS as ID_COLUMNS
+from bench.data.layout import RERANKING_TOP_DOCS_COLUMNS as TOP_DOCS_COLUMNS
+from bench.data.layout import RERANKING_TOP_QUERY_COLUMNS as TOP_QUERY_COLUMNS
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 from bench.plan import EQUALITY_CANDIDATES, EQUALITY_QUERIES, LANGUAGE, passage_text
 from bench.progress import Progress
 
 PARQUET = "dev-00000-of-00001.parquet"
-ID_COLUMNS = ("_id", "id")
-TOP_QUERY_COLUMNS = ("query-id", "query_id", "qid")
-TOP_DOCS_COLUMNS = ("corpus-ids", "corpus_ids")
 ID_MAP_METHODS = ("de.gz", "corpus")
 _POSITION = re.compile(r"^candidate_.+_(\d+)$")  # candidate_dev_query521_00010: BM25 position 10
 

@@ -17,7 +17,7 @@ from typing import Any
 import snowballstemmer
 
 from bench.errors import BenchError
-from bench.integrity.coverage import require_locked
+from bench.integrity.enforce import require_locked
 from bench.paths import bundled_dir
 
 CANONICAL_FORM = "distinct strings, sorted by code point, UTF-8, joined by '\\n', no trailing newline"

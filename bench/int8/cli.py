@@ -141,7 +141,7 @@ def agreement(
 def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None) -> None:
     """bge-v2-m3-int8 on hybrid-71k at k = 100 through the quality phase, its own run (resumable)."""
     from bench.int8.commands import quality as run
-    from bench.quality.interrupt import whole_command
+    from bench.interrupt import whole_command
 
     root = repo_root()
     study_dir = study or root / "studies" / "int8-quality"

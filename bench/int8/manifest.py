@@ -30,6 +30,7 @@ from bench.int8.config import (
     Task,
 )
 from bench.integrity.hashing import sha256_file
+from bench.paths import int8_model_dir
 
 MANIFEST = "int8-manifest.json"
 # how the author remakes the study's quantised folder, in the container (README's phase table: bench-cpu)
@@ -37,11 +38,9 @@ REMAKE = hint("int8 quantize")
 
 
 def default_folder() -> Path:
-    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
-    from bench.paths import models_dir
-    from bench.plan import CPU_INT8_MODEL
-
-    return models_dir() / f"{CPU_INT8_MODEL}-int8"
+    """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored):
+    :func:`bench.paths.int8_model_dir`, which the reranker registry reads too."""
+    return int8_model_dir()
 
 
 def installed(name: str) -> str | None:

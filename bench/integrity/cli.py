@@ -11,11 +11,13 @@ from pathlib import Path
 
 import click
 
+from bench.equality.data import read_id_map
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import datalock, hub, lockops
+from bench.integrity import coverage, datalock, hub, lockops
 from bench.integrity import timestamps as ts
 from bench.paths import repo_root
+from bench.plan import RERANKING_ID_MAP_PATH
 
 
 @click.group()
@@ -126,9 +128,6 @@ def fetch_cmd(names: tuple[str, ...], dry_run: bool) -> None:
 
 def _check_id_map(target: Path) -> None:
     """Read de.gz once: an unknown line format is reported at fetch time (the check itself stays strict)."""
-    from bench.equality.data import read_id_map
-    from bench.plan import RERANKING_ID_MAP_PATH
-
     try:
         entries = read_id_map(target / RERANKING_ID_MAP_PATH)
     except BenchError as exc:
@@ -157,7 +156,7 @@ def lock_cmd(names: tuple[str, ...]) -> None:
 def verify_cmd_data(names: tuple[str, ...]) -> None:
     """Hash every locked file (or those of DATASET / entry ids) and name each missing or changed one."""
     root = repo_root()
-    verified = datalock.verify(root, names or None)
+    verified = coverage.verify(root, names or None)
     total = sum(e.size for e in verified.values())
     click.echo(f"OK: {len(verified)} files, {total:,} bytes match {root / datalock.LOCK_NAME}")
 

@@ -6,32 +6,25 @@ gaps closed here (issue 9, item 21):
 - **A shortened lock.** ``verify`` refuses an empty lock, and a lock that lacks an entry for a file the
   study reads: every file under ``data/bundled`` (except SOURCES.md), every expected file of a hub dataset
   that is verified, and every file of a fetched hub snapshot that matches the dataset's patterns.
-- **Files read after the check.** ``preflight`` records the files it verified (``activate``); readers of
-  the bundled files and the hub snapshots call ``require_locked(path)`` when they open a file. An unlisted
-  file under the data folders verified then is an error naming it; a listed file is hashed again (files
-  under 64 MiB always, larger ones when size, mtime or inode changed since the check) and must still match.
-  Without a preflight in the process (library use, tests) nothing is enforced.
+- **Files read after the check.** ``preflight`` records the files it verified
+  (:func:`bench.integrity.enforce.activate`); readers call :func:`bench.integrity.enforce.require_locked`
+  when they open a file (that module says how).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import datalock
-
-REHASH_BELOW = 64 * 2**20  # bytes; smaller files are hashed again at every open
+from bench.integrity import datalock, hub
+from bench.integrity.bundled import BUNDLED
+from bench.progress import Progress
 
 
 def required_files(root: Path, names: Iterable[str] | None) -> dict[str, Path]:
     """Entry id -> file for every file the lock must list for ``names`` (all datasets when None)."""
-    from bench.integrity import hub
-    from bench.integrity.bundled import BUNDLED
-
     chosen = list(names) if names is not None else ["bundled", *hub.HUB_DATASETS]
     out: dict[str, Path] = {}
     for name in chosen:
@@ -74,62 +67,42 @@ def check_coverage(root: Path, names: Iterable[str] | None, lock_path: Path) -> 
         )
 
 
-@dataclass
-class _Active:
-    root: Path
-    lock_path: Path
-    entries: dict[Path, tuple[str, datalock.Entry]]  # resolved file -> (entry id, entry)
-    folders: tuple[Path, ...]  # data folders whose files must be listed
-    seen: dict[Path, tuple[int, int, int]] = field(default_factory=dict)  # file -> (size, mtime_ns, ino)
+def verify(
+    root: Path,
+    names: Iterable[str] | None = None,
+    *,
+    lock_path: Path | None = None,
+    show_progress: bool = True,
+) -> dict[str, datalock.Entry]:
+    """Stream every selected file through SHA-256; BenchError naming every missing / wrong-size / wrong-hash
+    file. Returns the verified entries."""
+    lock_path = lock_path or root / datalock.LOCK_NAME
+    names = list(names) if names is not None else None
+    chosen = datalock.select(datalock.read_lock(lock_path), names, lock_path)
+    check_coverage(root, names, lock_path)  # an empty or shortened lock is refused
+    total = sum(e.size for e in chosen.values())
+    problems: list[datalock.Problem] = []
+    if show_progress:
+        with Progress("verifying datasets.lock", total // 2**20 or None, "MiB", interval=5.0) as bar:
+            carry = [0]
 
+            def on_bytes(n: int) -> None:
+                carry[0] += n
+                if carry[0] >= 2**20:
+                    bar.advance(carry[0] // 2**20)
+                    carry[0] %= 2**20
 
-_ACTIVE: _Active | None = None
-
-
-def activate(root: Path, lock_path: Path, verified: Iterable[str]) -> None:
-    """Called by ``preflight`` after verifying: from now on ``require_locked`` enforces this lock."""
-    from bench.integrity.bundled import BUNDLED
-    from bench.paths import hub_dir
-
-    global _ACTIVE
-    entries = datalock.read_lock(lock_path)
-    by_file = {e.file(root).resolve(): (k, e) for k, e in entries.items()}
-    active = _Active(root, lock_path, by_file, ((root / BUNDLED).resolve(), hub_dir().resolve()))
-    for key in verified:
-        file = entries[key].file(root)
-        st = file.stat()
-        active.seen[file.resolve()] = (st.st_size, st.st_mtime_ns, st.st_ino)
-    _ACTIVE = active
-
-
-def deactivate() -> None:
-    global _ACTIVE
-    _ACTIVE = None
-
-
-def require_locked(path: Path) -> Path:
-    """``path``, after checking it against the lock that ``preflight`` verified (no-op without one)."""
-    active = _ACTIVE
-    if active is None:
-        return path
-    file = Path(path).resolve()
-    if not any(file.is_relative_to(folder) for folder in active.folders):
-        return path  # not a data file of the study (a rehearsal's --dataset folder, a test's tmp data)
-    hit = active.entries.get(file)
-    if hit is None:
+            for key in sorted(chosen):
+                problem = datalock.check_entry(key, chosen[key], root, on_bytes)
+                if problem is not None:
+                    problems.append(problem)
+    else:
+        problems = [p for k in sorted(chosen) if (p := datalock.check_entry(k, chosen[k], root)) is not None]
+    if problems:
+        lines = "\n  ".join(str(p) for p in problems)
         raise BenchError(
-            f"{path} is read by this command but not listed in {active.lock_path}. Every data file the study "
-            f"reads must be locked: restore the lock with git, or lock the file with `{hint('data lock')}`."
+            f"{len(problems)} of {len(chosen)} files do not match {lock_path}:\n  {lines}\n"
+            f"Fetch missing files with `{hint('data fetch')}`; a changed file must be restored, never "
+            "re-locked."
         )
-    key, entry = hit
-    st = os.stat(file)
-    if st.st_size < REHASH_BELOW or active.seen.get(file) != (st.st_size, st.st_mtime_ns, st.st_ino):
-        problem = datalock.check_entry(key, entry, active.root)
-        if problem is not None:
-            raise BenchError(
-                f"{problem} (checked when opened, after the start-of-command check). Restore the file; "
-                "a changed input is never re-locked silently."
-            )
-        active.seen[file] = (st.st_size, st.st_mtime_ns, st.st_ino)
-    return path
-
+    return chosen

@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import plan
-from bench.data import hub as corpus_layout
-from bench.data import miracl as miracl_layout
-from bench.equality import data as reranking_layout
+from bench.data import layout
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity.datalock import Entry, Source
@@ -82,15 +80,14 @@ _L = plan.LANGUAGE
 _PARQUET = "dev-00000-of-00001.parquet"
 _TOPICS = ("qid", "query")  # tab-separated, no header
 _QRELS = ("qid", "Q0", "docid", "relevance")
-_RR = reranking_layout
 
 
 def _shards() -> tuple[FileSpec, ...]:
-    folder = corpus_layout.CORPUS_FULL_DIR
-    keys = corpus_layout.CORPUS_FULL_KEYS
+    folder = layout.CORPUS_FULL_DIR
+    keys = layout.CORPUS_FULL_KEYS
     return tuple(
         FileSpec(f"{folder}/docs-{n}.jsonl.gz", "jsonl.gz", keys)
-        for n in range(corpus_layout.CORPUS_FULL_SHARDS)
+        for n in range(layout.CORPUS_FULL_SHARDS)
     )
 
 
@@ -102,21 +99,21 @@ HUB_DATASETS: dict[str, HubDataset] = {
             plan.MIRACL,
             (f"miracl-v1.0-{_L}/topics/*", f"miracl-v1.0-{_L}/qrels/*"),
             (
-                FileSpec(miracl_layout.topics_relpath(_L, "dev"), "tsv", _TOPICS),
-                FileSpec(miracl_layout.qrels_relpath(_L, "dev"), "tsv", _QRELS),
+                FileSpec(layout.topics_relpath(_L, "dev"), "tsv", _TOPICS),
+                FileSpec(layout.qrels_relpath(_L, "dev"), "tsv", _QRELS),
                 FileSpec(
-                    miracl_layout.topics_relpath(_L, miracl_layout.TEST_B_SPLIT),
+                    layout.topics_relpath(_L, layout.TEST_B_SPLIT),
                     "tsv",
                     _TOPICS,
                     "int8 calibration queries; test-B has no qrels",
                 ),
             ),
             (
-                RowTotal(miracl_layout.topics_relpath(_L, "dev"), plan.DEV_QUERIES, "PLAN.md"),
-                RowTotal(miracl_layout.qrels_relpath(_L, "dev"), plan.DEV_JUDGMENTS, "PLAN.md"),
+                RowTotal(layout.topics_relpath(_L, "dev"), plan.DEV_QUERIES, "PLAN.md"),
+                RowTotal(layout.qrels_relpath(_L, "dev"), plan.DEV_JUDGMENTS, "PLAN.md"),
                 RowTotal(
-                    miracl_layout.topics_relpath(_L, miracl_layout.TEST_B_SPLIT),
-                    miracl_layout.TEST_B_QUERIES,
+                    layout.topics_relpath(_L, layout.TEST_B_SPLIT),
+                    layout.TEST_B_QUERIES,
                     "MIRACL statistics",
                 ),
             ),
@@ -127,23 +124,23 @@ HUB_DATASETS: dict[str, HubDataset] = {
             (f"{_L}-corpus/*", f"{_L}-queries/*", f"{_L}-qrels/*"),
             (
                 FileSpec(
-                    corpus_layout.CORPUS_71K_FILE,
+                    layout.CORPUS_71K_FILE,
                     "parquet",
-                    ("|".join(corpus_layout.CORPUS_71K_ID_COLUMNS), *corpus_layout.CORPUS_71K_COLUMNS),
+                    ("|".join(layout.CORPUS_71K_ID_COLUMNS), *layout.CORPUS_71K_COLUMNS),
                 ),
                 FileSpec(f"{_L}-queries/{_PARQUET}", "parquet", (), "locked, not read (queries: miracl)"),
                 FileSpec(f"{_L}-qrels/{_PARQUET}", "parquet", (), "locked, not read (qrels: miracl)"),
             ),
-            (RowTotal(corpus_layout.CORPUS_71K_FILE, plan.CORPUS_71K_PASSAGES, "PLAN.md"),),
+            (RowTotal(layout.CORPUS_71K_FILE, plan.CORPUS_71K_PASSAGES, "PLAN.md"),),
         ),
         HubDataset(
             "corpus-full",
             plan.CORPUS_FULL,
-            (f"{corpus_layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz",),
+            (f"{layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz",),
             _shards(),
             (
                 RowTotal(
-                    f"{corpus_layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz", plan.CORPUS_FULL_PASSAGES, "PLAN.md"
+                    f"{layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz", plan.CORPUS_FULL_PASSAGES, "PLAN.md"
                 ),
             ),
         ),
@@ -152,18 +149,23 @@ HUB_DATASETS: dict[str, HubDataset] = {
             plan.RERANKING,
             tuple(f"{_L}-{part}/*" for part in ("corpus", "queries", "qrels", "top_ranked")),
             (
-                FileSpec(f"{_L}-queries/{_PARQUET}", "parquet", ("|".join(_RR.ID_COLUMNS), "text")),
+                FileSpec(
+                    f"{_L}-queries/{_PARQUET}", "parquet", ("|".join(layout.RERANKING_ID_COLUMNS), "text")
+                ),
                 FileSpec(
                     f"{_L}-corpus/{_PARQUET}",
                     "parquet",
-                    ("|".join(_RR.ID_COLUMNS), "text"),
+                    ("|".join(layout.RERANKING_ID_COLUMNS), "text"),
                     "a title column is optional; text already reads 'title text'",
                 ),
                 FileSpec(f"{_L}-qrels/{_PARQUET}", "parquet", (), "locked, not read"),
                 FileSpec(
                     f"{_L}-top_ranked/{_PARQUET}",
                     "parquet",
-                    ("|".join(_RR.TOP_QUERY_COLUMNS), "|".join(_RR.TOP_DOCS_COLUMNS)),
+                    (
+                        "|".join(layout.RERANKING_TOP_QUERY_COLUMNS),
+                        "|".join(layout.RERANKING_TOP_DOCS_COLUMNS),
+                    ),
                 ),
             ),
         ),

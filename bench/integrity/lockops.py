@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.data.order import check_order
 from bench.errors import BenchError
 from bench.integrity import datalock, hub
 from bench.integrity.bundled import bundled_entries
@@ -79,8 +80,6 @@ def lock(
 def order_note(root: Path, lock_path: Path, shards: dict[str, datalock.Entry]) -> dict[str, Any] | None:
     """The import-order check of the full corpus (``bench.data.order``), or None when the lock already holds
     one for exactly these shards (the check reads every passage: minutes for 15.9 million)."""
-    from bench.data.order import check_order
-
     if not shards:
         return None
     hashes = {e.source.path: e.sha256 for e in shards.values()}

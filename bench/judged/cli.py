@@ -91,10 +91,10 @@ def run(directory: Path | None, model: str, publish: Path | None, timeout: float
     """Ask the judge about every pair not yet in the journal; publish ids and labels when complete."""
     from bench.codeversion import require_clean_code
     from bench.guard import preflight
+    from bench.interrupt import whole_command
     from bench.judged.judge import TIMEOUT_S
     from bench.judged.run import check_model, make_client, run_judge
     from bench.provenance import collect_manifest
-    from bench.quality.interrupt import whole_command
 
     root = repo_root()
     directory = directory or root / "studies" / "judged"

@@ -99,8 +99,8 @@ def _run_local(
     interval: float,
     cpus: int | None,
 ) -> None:
+    from bench.interrupt import whole_command
     from bench.latency.commands import LocalRequest, run_local
-    from bench.quality.interrupt import whole_command
 
     root = repo_root()
     req = LocalRequest(
@@ -207,8 +207,8 @@ def api(
     checks_dir: Path | None,
 ) -> None:
     """Voyage rerank-3 and rerank-3-lite, 305 queries, k = 20 and 100, full HTTP time, no warm-up."""
+    from bench.interrupt import whole_command
     from bench.latency.api_command import ApiRequest, run_api
-    from bench.quality.interrupt import whole_command
 
     root = repo_root()
     req = ApiRequest(

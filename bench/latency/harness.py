@@ -30,11 +30,11 @@ import numpy as np
 
 from analysis.atomic import write_bytes_atomic
 from analysis.latency import Accuracy, Block, Sample, read_block
+from bench.interrupt import raise_if_interrupted
 from bench.latency.accuracy import accuracy_mark, check_accuracy
 from bench.latency.host import busy_mark, host_state
 from bench.latency.telemetry import Sampler
 from bench.progress import Progress
-from bench.quality.interrupt import raise_if_interrupted
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from bench.hints import bench_command
+from bench.interrupt import whole_command
 from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS, repo_root
 from bench.plan import (
     DEPTHS,
@@ -23,7 +24,6 @@ from bench.plan import (
     RERANKERS,
 )
 from bench.quality.commands import Setup
-from bench.quality.interrupt import whole_command
 
 _MODELS = click.Choice(sorted(RERANKERS))
 _STAGES = click.Choice(sorted(RERANKED_STAGES))

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bench.integrity.hashing import sha256_file
+from bench.interrupt import Interrupted, interruptible
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
 from bench.quality.candidates import Candidates, freeze
-from bench.quality.interrupt import Interrupted, interruptible
 from bench.quality.phase import Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
 from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
 from bench.quality.study import Study

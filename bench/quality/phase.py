@@ -33,11 +33,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
+from bench.interrupt import raise_if_interrupted
 from bench.journal import Journal
 from bench.progress import Progress
 from bench.quality.candidates import Candidates, check_queries
 from bench.quality.depths import call_depths
-from bench.quality.interrupt import raise_if_interrupted
 from bench.quality.timing import timed_score
 from bench.rerankers.protocol import ModelUnavailable, Reranker
 

@@ -19,9 +19,9 @@ from typing import Any, TextIO
 
 from bench.errors import BenchError
 from bench.hints import bench_command
+from bench.interrupt import Interrupted, interruptible
 from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
-from bench.quality.interrupt import Interrupted, interruptible
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import MANIFEST, Study, read_manifest, write_json
 from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
@@ -101,8 +101,8 @@ def rehearse(
     stream = stream if stream is not None else sys.stderr
     out = out if out is not None else sys.stdout
     from bench.guard import preflight
+    from bench.interrupt import raise_if_interrupted
     from bench.provenance import collect_manifest
-    from bench.quality.interrupt import raise_if_interrupted
 
     def log(msg: str) -> None:
         print(f"rehearse: {msg}", file=stream, flush=True)

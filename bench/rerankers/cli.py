@@ -13,6 +13,7 @@ import click
 from bench.errors import BenchError
 from bench.paths import model_snapshot_dir, models_dir
 from bench.plan import LOCAL_RERANKERS, RERANKERS
+from bench.rerankers.registry import spec_for
 from bench.rerankers.snapshots import (
     EMBEDDER_SPEC,
     VOYAGE_TOKENIZER_ID,
@@ -30,8 +31,6 @@ FETCHABLE = (*LOCAL_RERANKERS, EMBEDDER_SPEC.model_id, VOYAGE_TOKENIZER_ID)
 
 
 def _spec(model_id: str) -> SnapshotSpec:
-    from bench.rerankers.registry import spec_for
-
     return EMBEDDER_SPEC if model_id == EMBEDDER_SPEC.model_id else spec_for(model_id)
 
 

@@ -16,10 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
-from bench.plan import RERANKERS, RerankerPlan
-from bench.rerankers.base import choose_dtype
+from bench.paths import int8_model_dir
+from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS, RERANKERS, RerankerPlan
+from bench.rerankers import decoder as dec
+from bench.rerankers.base import choose_dtype, dtype_name
+from bench.rerankers.bm25 import BM25Standin
+from bench.rerankers.cross_encoder import MAX_LENGTH, EncoderCrossEncoder, load_cross_encoder, model_dtype
+from bench.rerankers.decoder import PITFALL_VARIANTS
+from bench.rerankers.jina import DOCUMENT_LIMIT, QUERY_LIMIT, JinaListwise, load_jina
 from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
+from bench.rerankers.querit import QueritReranker, load_querit, querit_length
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
+from bench.rerankers.standin import MiniLMStandin
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin", "bm25-standin")
 # Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
@@ -84,8 +92,6 @@ def load_reranker(
 
 def base_model(run_id: str) -> str:
     """The plan model behind a run id: itself, or PITFALL_MODEL for a declared pitfalls variant."""
-    from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS
-
     return PITFALL_MODEL if run_id in PITFALL_RUN_IDS else run_id
 
 
@@ -96,7 +102,6 @@ def load_run_model(
     adapter in its declared configuration (``bench.rerankers.decoder.PITFALL_VARIANTS``)."""
     if base_model(run_id) == run_id:
         return load_reranker(run_id, device=device, dtype=dtype, snapshot_dir=snapshot_dir)
-    from bench.rerankers.decoder import PITFALL_VARIANTS
 
     kwargs = PITFALL_VARIANTS[run_id].load_kwargs()
     return load_reranker(base_model(run_id), device=device, dtype=dtype, snapshot_dir=snapshot_dir, **kwargs)
@@ -135,8 +140,6 @@ def _only_correct(model_id: str, opts: LoadOptions) -> None:
 
 @register("bge-v2-m3", "gte-base")
 def _encoder(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.cross_encoder import MAX_LENGTH, EncoderCrossEncoder, load_cross_encoder, model_dtype
-
     _only_correct(model_id, opts)
     plan = RERANKERS[model_id]
     path = resolve_snapshot(spec_for(model_id), opts.snapshot_dir)
@@ -163,9 +166,6 @@ def _encoder(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("qwen3-0.6b", "qwen3-4b", "mxbai-large-v2")
 def _decoder(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers import decoder as dec
-    from bench.rerankers.cross_encoder import model_dtype
-
     plan = RERANKERS[model_id]
     path = resolve_snapshot(spec_for(model_id), opts.snapshot_dir)
     dtype = choose_dtype(model_id, opts.device, opts.dtype)
@@ -198,9 +198,6 @@ def _decoder(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("jina-v3.5")
 def _jina(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.base import dtype_name
-    from bench.rerankers.jina import DOCUMENT_LIMIT, QUERY_LIMIT, JinaListwise, load_jina
-
     _only_correct(model_id, opts)
     plan = RERANKERS[model_id]
     path = resolve_snapshot(spec_for(model_id), opts.snapshot_dir)
@@ -220,9 +217,6 @@ def _jina(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("querit-4b")
 def _querit(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.base import dtype_name
-    from bench.rerankers.querit import QueritReranker, load_querit, querit_length
-
     _only_correct(model_id, opts)
     plan = RERANKERS[model_id]
     path = resolve_snapshot(spec_for(model_id), opts.snapshot_dir)
@@ -244,8 +238,6 @@ def _querit(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("minilm-standin")
 def _standin(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.standin import MiniLMStandin
-
     _only_correct(model_id, opts)
     return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size)
 
@@ -253,8 +245,6 @@ def _standin(model_id: str, opts: LoadOptions) -> Reranker:
 @register("bm25-standin")
 def _bm25(model_id: str, opts: LoadOptions) -> Reranker:
     """BM25 over a corpus (issue 21), the rehearsal's lexical stand-in; needs ``corpus``."""
-    from bench.rerankers.bm25 import BM25Standin
-
     _only_correct(model_id, opts)
     if opts.corpus is None:
         raise BenchError(
@@ -269,13 +259,13 @@ def _bm25(model_id: str, opts: LoadOptions) -> Reranker:
 @register(*VARIANT_IDS)
 def _int8(model_id: str, opts: LoadOptions) -> Reranker:
     """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
+    # a higher layer, the one exception (pyproject: bench-layers ignore_imports): the adapter is in bench/int8
     from bench.int8.adapter import Int8CrossEncoder
-    from bench.int8.manifest import default_folder
 
     _only_correct(model_id, opts)
     if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:
         raise BenchError(f"{model_id} runs on the CPU in int8, all k pairs in one pass (OpenVINO)")
-    return Int8CrossEncoder(opts.snapshot_dir or default_folder(), model_id=model_id)
+    return Int8CrossEncoder(opts.snapshot_dir or int8_model_dir(), model_id=model_id)
 
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")

@@ -71,7 +71,7 @@ def test_two_snapshots_need_a_revision(tmp_path: Path) -> None:
 def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 20, break 12: passage-tokens reads the first-stage runs and their passages, so the lock check
     covers the stages' corpora only (not the topics, not the 32 full-corpus shards for 71k stages); the
-    verification itself is the real ``datalock.verify``, of the entries named."""
+    verification itself is the real ``coverage.verify``, of the entries named."""
     import inspect
 
     import bench.guard
@@ -88,9 +88,9 @@ def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.
     verified: list[list[str] | None] = []
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: {})
     monkeypatch.setattr("bench.guard.require_plan_stamp", lambda root: {"verdict": "pending"})
-    monkeypatch.setattr("bench.integrity.datalock.verify",
+    monkeypatch.setattr("bench.integrity.coverage.verify",
                         lambda root, names, lock_path: verified.append(names) or {})  # fmt: skip
-    monkeypatch.setattr("bench.integrity.coverage.activate", lambda *a: None)
+    monkeypatch.setattr("bench.integrity.enforce.activate", lambda *a: None)
     monkeypatch.setattr("bench.guard.sha256_file", lambda p: "0" * 64)
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda c: {"d1": "Berlin ist", "d2": "die"})
     out = tmp_path / "tokens.json"

@@ -2,7 +2,7 @@
 `docker compose run --rm --entrypoint analysis bench-cpu report ...`. Written after the service
 (`bench-cpu --entrypoint analysis report`), compose passes them to the container's entry point, and the
 author's command fails. The commands are parsed from README.md, results/README.md and docs/*.md (inline
-code and code blocks); the README phase table's service cells, which the reader puts after
+code and code blocks); the phase table's service cells (docs/phases.md), which the reader puts after
 `docker compose run --rm`, hold a service name alone or a whole command."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_every_documented_compose_run_has_its_options_before_the_service(repo_ro
             why = problem(cmd, known)
             if why is not None:
                 bad.append(f"{doc.relative_to(repo_root)}:{n}: `{cmd}`: {why}")
-    assert seen >= 4, seen  # the README alone shows several; a parser that finds none checks nothing
+    assert seen >= 4, seen  # docs/phases.md alone shows several; a parser that finds none checks nothing
     assert not bad, "\n".join(bad)
 
 

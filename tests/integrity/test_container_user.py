@@ -61,13 +61,13 @@ def test_compose_runs_the_bench_services_as_uid_and_gid_from_the_environment(rep
 
 
 def test_the_documented_env_line_sets_the_user(repo_root: Path, tmp_path: Path) -> None:
-    """README's instruction, run as written: the line appended to .env reaches compose (bash exports no
-    UID)."""
+    """The instruction of docs/phases.md (moved from README.md), run as written: the line appended to .env
+    reaches compose (bash exports no UID)."""
     import re
     import subprocess
 
-    readme = (repo_root / "README.md").read_text(encoding="utf-8")
-    (line,) = re.findall(r"`(printf 'UID=[^`]*>> \.env)`", readme)
+    doc = (repo_root / "docs" / "phases.md").read_text(encoding="utf-8")
+    (line,) = re.findall(r"`(printf 'UID=[^`]*>> \.env)`", doc)
     shutil.copy(repo_root / "compose.yaml", tmp_path / "compose.yaml")
     (tmp_path / ".env").write_text("VOYAGE_API_KEY=kept\n", encoding="utf-8")
     subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from bench import plan
 from bench.cli import cli
 from bench.errors import BenchError
-from bench.integrity import datalock, hub, lockops
+from bench.integrity import coverage, datalock, hub, lockops
 from bench.integrity.bundled import bundled_entries
 from bench.integrity.hashing import sha256_file
 
@@ -37,7 +37,7 @@ def test_committed_lock_matches_the_bundled_files(repo_root: Path) -> None:
     assert bundled == bundled_entries(repo_root)  # recomputed from the files, field by field
     for key, entry in bundled.items():
         assert entry.sha256 == hashlib.sha256((repo_root / key).read_bytes()).hexdigest()
-    assert datalock.verify(repo_root, ["bundled"], show_progress=False).keys() == bundled.keys()
+    assert coverage.verify(repo_root, ["bundled"], show_progress=False).keys() == bundled.keys()
 
 
 def test_bundled_entries_agree_with_sources_note(repo_root: Path) -> None:
@@ -112,7 +112,7 @@ def test_missing_and_resized_files_are_all_named(checkout: Path) -> None:
     with open(checkout / STOP, "ab") as fh:
         fh.write(b"x")
     with pytest.raises(BenchError) as info:
-        datalock.verify(checkout, show_progress=False)
+        coverage.verify(checkout, show_progress=False)
     message = info.value.message
     assert f"({TOPICS}): missing" in message
     size = (checkout / STOP).stat().st_size
@@ -478,7 +478,7 @@ def test_files_are_checked_when_opened(checkout: Path) -> None:
     the file's name (the rehearsal's reader of the bundled sample here)."""
     from bench.data.bundled import load_sample
     from bench.guard import preflight
-    from bench.integrity.coverage import deactivate
+    from bench.integrity.enforce import deactivate
 
     shutil.copy(Path(__file__).resolve().parents[2] / "PLAN.md", checkout / "PLAN.md")
     try:

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from bench.quality.interrupt import (
+from bench.interrupt import (
     EXIT_INTERRUPTED,
     Interrupted,
     interruptible,
