@@ -11,8 +11,9 @@ token counts for the record are kept per text in the process. The scores are the
 rounding of batch composition.
 
 Consequence, stated in the report: the stand-in's latency is a cache look-up (plus the query's encoding
-the first time it is seen), not the latency of a cross-encoder reading k passages. ``bench rehearse --no-passage-cache`` uses the registry
-adapter unchanged (every call encodes all k passages) for an honest per-call timing of that model.
+the first time it is seen), not the latency of a cross-encoder reading k passages. ``bench rehearse
+--no-passage-cache`` uses the registry adapter unchanged (every call encodes all k passages) for an honest
+per-call timing of that model.
 
 Everything else is the registry adapter's: its meta (id, revision, packages) and its record (token counts
 of the real model inputs, truncation) come from the same tokenizer and ``max_seq_length``.
