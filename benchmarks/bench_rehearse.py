@@ -63,16 +63,30 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def run_once(out: Path, cache: Path, extra: list[str]) -> tuple[float, int, str, int, float]:
-    """(seconds, peak RSS of the process tree, stdout, exit code, mean 1-min load) of one rehearsal."""
+def run_once(out: Path, cache: Path, extra: list[str]) -> tuple[float, int, str, int, float, str]:
+    """(seconds, peak RSS of the process tree, stdout, exit code, mean 1-min load, where the peak was) of one
+    rehearsal. Where: the last line the rehearsal had printed on stderr when the peak was sampled (its step
+    and progress lines), so that a peak over the budget names the step to work on."""
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-m", "bench.cli", "rehearse", "--out", str(out), *extra]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     ps = psutil.Process(proc.pid)
     peak = [0]
+    last_line = ["(before the first line)"]
+    peak_at = [last_line[0]]
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:  # progress lines end in \r; keep the last non-empty piece
+            pieces = [x.strip() for x in raw.replace("\r", "\n").split("\n") if x.strip()]
+            if pieces:
+                last_line[0] = pieces[-1][:160]
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     loads: list[float] = []
     done = threading.Event()
 
@@ -83,18 +97,24 @@ def run_once(out: Path, cache: Path, extra: list[str]) -> tuple[float, int, str,
                 loads.append(os.getloadavg()[0])
             tick += 1
             try:
-                peak[0] = max(peak[0], _tree_rss(ps))
+                rss = _tree_rss(ps)
+                if rss > peak[0]:
+                    peak[0], peak_at[0] = rss, last_line[0]
             except psutil.NoSuchProcess:
                 return
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    stdout, _ = proc.communicate()
+    assert proc.stdout is not None
+    stdout = proc.stdout.read()
+    proc.wait()
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
-    return seconds, peak[0], stdout, proc.returncode, sum(loads) / len(loads) if loads else float("nan")
+    reader.join(timeout=5)
+    mean_load = sum(loads) / len(loads) if loads else float("nan")
+    return seconds, peak[0], stdout, proc.returncode, mean_load, peak_at[0]
 
 
 def main() -> int:
@@ -112,7 +132,7 @@ def main() -> int:
     results = {}
     lines = []
     for name in ("first", "repeated"):
-        seconds, peak, stdout, code, mean_load = run_once(keep / name, cache, extra)
+        seconds, peak, stdout, code, mean_load, peak_at = run_once(keep / name, cache, extra)
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         ok = code == 0 and seconds < TARGETS[name] and peak < PEAK_TARGET
         results[name] = (seconds, peak, code)
@@ -123,6 +143,7 @@ def main() -> int:
                 f"{'OK' if ok else 'MISSED'}")  # fmt: skip
         lines.append(line)
         print(line)
+        print(f"  peak sampled after the rehearsal printed: {peak_at}")
         print(step_times(keep / name))
         if name == "repeated" or code != 0:
             print("\n--- what the rehearsal printed ---\n" + stdout)

