@@ -24,7 +24,7 @@ STANDIN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # "The sequence length was limited to 128 tokens"; sentence-transformers' default cut is 256). Chosen for
 # the rehearsal's budget (issue 21): at 256 a call with 100 passages took about 8 s on the 2-core EPYC, and
 # the latency and int8 steps make 60 such calls. The embedder stand-in uses the same cut, so the passage
-# vectors the rehearsal caches are the ones this model scores with.
+# vectors the rehearsal caches are the ones this model scores with (DEVIATIONS.md D-041).
 STANDIN_MAX_SEQ = 128
 
 
