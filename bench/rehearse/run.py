@@ -232,8 +232,9 @@ def _latency_note(passage_cache: bool) -> str:
             "sizes).")  # fmt: skip
     if passage_cache:
         return base + (
-            " The stand-in reads its passage vectors from the embedding cache filled by the vector "
-            "stage, so its latency is query encoding plus look-up, not a cross-encoder's."
+            " The stand-in reads its passage and query vectors from the embedding cache filled by the "
+            "vector stage, so its call time is a look-up (plus a query's encoding the first time it is "
+            "seen), not a cross-encoder's."
         )
     return base + " Every call encodes all k passages (--no-passage-cache)."
 
