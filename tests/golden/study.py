@@ -20,49 +20,13 @@ from typing import Any
 from analysis.costs.ecb import default_ecb_file
 from analysis.synthetic import write_study
 from analysis.trec import read_qrels
-from tests.analysis.costs.blocks import block, write_blocks
+from tests.analysis.costs.blocks import PRICES, block, write_blocks
 
 QRELS = Path(__file__).resolve().parents[2] / "data/bundled/miracl-de-dev/qrels.miracl-v1.0-de-dev.tsv"
 QUERIES = 40
 STAGES = ("hybrid-71k", "keyword-71k", "keyword-plain-71k")
 MODELS = {"bge-v2-m3": 1.5, "voyage-rerank-3": 2.0, "qwen3-4b": 2.5, "bge-v2-m3-int8": 1.45}
 INT8_RUN = "hybrid-71k/bge-v2-m3-int8@100.trec"  # the only int8 run the study has (analysis.int8)
-PRICES = """\
-[api.voyage-rerank-3]
-value = 0.05
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/voyage"
-
-[api.voyage-rerank-3-lite]
-value = 0.02
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/voyage"
-
-[server.ccx33-ipv4]
-value = 0.5
-currency = "EUR"
-unit = "per month"
-date = 2026-10-30
-source = "https://example.org/ipv4"
-
-[llm.a]
-value = 2.5
-currency = "USD"
-unit = "per million input tokens"
-date = 2026-10-30
-source = "https://example.org/a"
-
-[llm.b]
-value = 1.0
-currency = "EUR"
-unit = "per million input tokens"
-date = 2026-10-30
-source = "https://example.org/b"
-"""
 
 # `analysis report` as the golden test runs it, from the study's root
 ARGS = ("report", "--runs", "runs", "--qrels", "qrels.tsv", "--out", "out", "--latency", "latency",

@@ -17,45 +17,9 @@ from analysis.costs.ecb import default_ecb_file
 from analysis.synthetic import write_study
 from tests.bench_costs.ecb_files import LATER_DAY, LATER_USD, later_zip
 
-from .blocks import block, write_blocks
+from .blocks import PRICES, block, write_blocks
 
 STAGE = "hybrid-71k"
-PRICES = """\
-[api.voyage-rerank-3]
-value = 0.05
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/voyage"
-
-[api.voyage-rerank-3-lite]
-value = 0.02
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/voyage"
-
-[server.ccx33-ipv4]
-value = 0.5
-currency = "EUR"
-unit = "per month"
-date = 2026-10-30
-source = "https://example.org/ipv4"
-
-[llm.a]
-value = 2.5
-currency = "USD"
-unit = "per million input tokens"
-date = 2026-10-30
-source = "https://example.org/a"
-
-[llm.b]
-value = 1.0
-currency = "EUR"
-unit = "per million input tokens"
-date = 2026-10-30
-source = "https://example.org/b"
-"""
 RATE = 1.1172  # ECB USD per EUR on 2026-10-30 (the packaged eurofxref-hist)
 
 
