@@ -250,24 +250,26 @@ def sort_need(n: int, *, lock_path: Path | None = None, sort_dir: Path | None = 
     )
 
 
-def _free(path: Path) -> int | None:
-    """Free bytes of the file system that holds ``path`` (or its nearest existing parent)."""
+def _existing(path: Path | str) -> Path:
+    """``path`` or its nearest existing parent (a folder not made yet lives on its parent's file system)."""
     p = Path(path).absolute()
     while not p.exists() and p != p.parent:
         p = p.parent
+    return p
+
+
+def _free(path: Path) -> int | None:
+    """Free bytes of the file system that holds ``path`` (or its nearest existing parent)."""
     try:
-        return shutil.disk_usage(p).free
+        return shutil.disk_usage(_existing(path)).free
     except OSError:
         return None
 
 
 def _same_fs(a: str, b: str) -> bool:
     def dev(path: str) -> int | None:
-        p = Path(path).absolute()
-        while not p.exists() and p != p.parent:
-            p = p.parent
         try:
-            return os.stat(p).st_dev
+            return os.stat(_existing(path)).st_dev
         except OSError:
             return None
 
