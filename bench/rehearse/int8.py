@@ -196,7 +196,7 @@ def compare_with_latency_step(
         raise BenchError(
             f"int8 step: only {len(qids)} of the latency step's queries have candidates and scores"
         )
-    from bench.latency.host import host_state
+    from bench.latency.host import snapshot  # judged over the timed calls (int8_blocks), no window
     from bench.rehearse.int8_blocks import TimedCall, TimedDepth
 
     lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
@@ -205,7 +205,7 @@ def compare_with_latency_step(
     load = {"before": os.getloadavg()}
     for k in TIMED_DEPTHS:
         warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
-        before, started = host_state(), _utc()
+        before, started = snapshot(), _utc()
         for q in warm:
             int8.score(queries[q], [texts[d] for d in candidates[q][:k]])
         lat["fp32"][k] = [int(fp32_ns[k][q]) for q in qids]
@@ -217,7 +217,7 @@ def compare_with_latency_step(
             calls.append(TimedCall(q, ns, tuple(candidates[q][:k]), res))
             if k == SPEARMAN_DEPTH:
                 scores["int8"][q] = res.scores
-        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, _utc())
+        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, snapshot(), started, _utc())
     load["after"] = os.getloadavg()
     for q in qids:
         by_doc = dict(fp32_run[q])
