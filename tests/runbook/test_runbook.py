@@ -576,6 +576,11 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         "PYTHONPATH": str(root),
         "VOYAGE_API_KEY": "test-key",
         "ANTHROPIC_API_KEY": "test-key",
+        # one intra-op thread (torch's OpenMP; the reference processes inherit it): the tiny models' ops are
+        # microseconds, and on a shared machine a second thread whose core another process holds makes every
+        # op wait at its barrier (2026-12-01, AMD EPYC 2 cores, load 5-6: the tiny Qwen3 at k=20 took 0.96 s
+        # with 2 threads, 0.022 s with 1)
+        "OMP_NUM_THREADS": "1",
         # the container sets these to its reference environments (docker/bench.Dockerfile)
         "BENCH_REFERENCE_PYTHON_TF457": str(sync_reference_env("tf457")),
         "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),
