@@ -196,6 +196,18 @@ def _sampler_factory(kind: str, interval_s: float, gpu: Any) -> Any:
     return make
 
 
+def _host_before_run(req: LocalRequest, gpu: Any, stream: TextIO) -> dict[str, Any]:
+    """The run's one busy-host window before its first block (``bench.latency.host.judge_before_run``)."""
+    state, busy = judge_before_run(
+        f"bench latency {req.preset.name}",
+        allow_busy=req.allow_busy,
+        state=(lambda: host_state(gpu.sample)) if gpu is not None else None,
+    )
+    if busy:
+        print(f"latency: {busy}", file=stream)
+    return state
+
+
 def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, Any]:
     """Measure the preset's local models; returns ``{"blocks": [...paths], "refused": {...}}``."""
     stream = stream if stream is not None else sys.stderr
@@ -235,15 +247,8 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
-    host_run, busy = judge_before_run(
-        f"bench latency {preset.name}",
-        allow_busy=req.allow_busy,
-        state=(lambda: host_state(gpu.sample)) if gpu is not None else None,
-    )
-    if busy:
-        print(f"latency: {busy}", file=stream)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused,
-             "host_before_run": host_run}  # fmt: skip
+             "host_before_run": _host_before_run(req, gpu, stream)}  # fmt: skip
     manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
     require_same_code_as_blocks(req.out_root, preset.kind, req.session, manifest["git"], req.root)
     settings = Settings(

