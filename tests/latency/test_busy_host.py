@@ -26,7 +26,9 @@ from bench.errors import BenchError
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
 from bench.latency.host import (
+    FOREIGN_WINDOW_S,
     busy_mark,
+    foreign_between,
     host_state,
     judge_before_run,
     measure_foreign_load,
@@ -234,3 +236,19 @@ def test_host_state_records_the_foreign_load() -> None:
 
     unreadable = host_state(foreign=broken)
     assert unreadable["foreign"]["cores"] is None and "permission denied" in unreadable["foreign"]["error"]
+
+
+def test_a_short_block_is_judged_as_one_window() -> None:
+    """CPU times come in 10 ms ticks: over a 20 ms block, two ticks of rounding would read as 1 core busy (the
+    limit on a 2-core machine). A span shorter than the window is judged as one window; a longer one as
+    itself."""
+    start = {"monotonic_s": 0.0, "host_busy_cpu_s": 0.0, "own_cpu_s": 0.0}
+    end = {"monotonic_s": 0.02, "host_busy_cpu_s": 0.03, "own_cpu_s": 0.01}
+    short = foreign_between(start, end, over="b")
+    assert short["cpu_s"] == pytest.approx(0.02) and short["judged_over_s"] == FOREIGN_WINDOW_S
+    assert short["cores"] == pytest.approx(0.02 / FOREIGN_WINDOW_S)
+    assert busy_mark({"cpu_count": 2, "foreign": short}, allow_busy=False, what="a fast block") is None
+    long = foreign_between(start, {"monotonic_s": 10.0, "host_busy_cpu_s": 25.0, "own_cpu_s": 10.0}, over="b")
+    assert long["cores"] == pytest.approx(1.5) and long["judged_over_s"] == 10.0
+    with pytest.raises(BenchError, match=r"1\.50 cores over 10\.0 s > 1 \(half the cores\)"):
+        busy_mark({"cpu_count": 2, "foreign": long}, allow_busy=False, what="a long block", when="during")
