@@ -265,7 +265,7 @@ def busy_mark(
     else:
         message = (
             f"host busy {when} {what}: other processes used {cores:.2f} cores over "
-            f"{foreign.get('judged_over_s', foreign['window_s']):.1f} s > {limit:g} ({rule}){load}"  # type: ignore[union-attr]
+            f"{foreign.get('judged_over_s', foreign['window_s']):.1f} s > {limit:g} ({rule}){load}"  # type: ignore[union-attr,index]
         )
     if not allow_busy:
         raise BenchError(f"{message}; wait until the machine is idle, or pass --allow-busy (recorded).")
