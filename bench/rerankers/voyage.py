@@ -14,7 +14,6 @@ text passes through ``_redact`` first.
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import json
 import os
 import time
@@ -25,6 +24,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from bench import backoff
 from bench.errors import BenchError
 from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
 from bench.rerankers.protocol import (
@@ -98,25 +98,6 @@ def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = Non
         f"No Voyage API key: set {KEY_ENV} in the environment or put `{KEY_ENV}=...` into {dotenv} "
         "(git-ignored). The key is never written to any file or log."
     )
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/unreadable."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 def parse_response(body: bytes, n: int) -> tuple[np.ndarray, int]:
@@ -286,7 +267,7 @@ class VoyageReranker:
                         rec["parsed_ns"] = time.perf_counter_ns() - start  # request sent to response parsed
                         return scores, tokens, attempts, rec["duration_s"]
                 elif response.status_code in RETRY_STATUS:
-                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                    retry_after = backoff.retry_after_s(response.headers.get("Retry-After"))
                     rec["retry_after_s"] = retry_after
                     rec["error"] = self._redact(f"HTTP {response.status_code}: {response.text[:300]}")
                 else:
@@ -303,9 +284,13 @@ class VoyageReranker:
                 rec["error"] = self._redact(f"{type(exc).__name__}: {exc}")
             if number == self.max_attempts:
                 break
-            wait = min(self.backoff_s * 2 ** (number - 1), self.max_backoff_s)
-            if retry_after is not None:  # honoured in full up to max_wait_s (a guard against absurd values)
-                wait = max(wait, min(retry_after, self.max_wait_s))
+            wait = backoff.backoff_s(
+                number,
+                base_s=self.backoff_s,
+                cap_s=self.max_backoff_s,
+                retry_after=retry_after,  # honoured in full up to max_wait_s (a guard against absurd values)
+                max_wait_s=self.max_wait_s,
+            )
             rec["waited_s"] = wait
             self._sleep(wait)
         last = attempts[-1]["error"]

@@ -16,7 +16,7 @@ import pytest
 
 from bench.errors import BenchError
 from bench.rerankers.protocol import Reranker
-from bench.rerankers.voyage import VoyageError, VoyageReranker, parse_retry_after, read_api_key
+from bench.rerankers.voyage import VoyageError, VoyageReranker, read_api_key
 
 KEY = "pa-TESTKEY-0123456789abcdef"
 
@@ -244,13 +244,6 @@ def test_read_api_key(tmp_path: Path) -> None:
     with pytest.raises(BenchError) as info:
         read_api_key(env={}, dotenv=tmp_path / "missing.env")
     assert "VOYAGE_API_KEY" in str(info.value)
-
-
-def test_parse_retry_after() -> None:
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after("Sun, 29 Nov 2026 10:00:10 GMT", now=1795946400.0) == pytest.approx(10.0)
 
 
 def test_not_a_voyage_model() -> None:
