@@ -189,7 +189,8 @@ def reproduce(
     from analysis.trec import read_qrels, read_run_table
     from bench.quality.driver import execute
     from bench.quality.phase import PhaseSpec
-    from bench.quality.study import Study, write_json
+    from analysis.atomic import write_json_atomic
+    from bench.quality.study import Study
 
     stream = stream if stream is not None else sys.stderr
     chosen = list(stages) if stages else committed_stages(root)
@@ -241,7 +242,7 @@ def reproduce(
     result = Reproduction(
         str(out_dir), comparisons, here, theirs, gpu_note(here, theirs), manifest=dict(provenance)
     )
-    write_json(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
+    write_json_atomic(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
     return result
 
 

@@ -50,7 +50,7 @@ def passage_tokens(
     runs_dir: Path, stages: tuple[str, ...], model: str, revision: str | None, out: Path
 ) -> None:
     """Mean Voyage-tokenizer tokens of each stage's first-stage top-100 passages."""
-    from analysis.atomic import write_bytes_atomic
+    from analysis.atomic import write_json_atomic
     from analysis.trec import read_run_table
     from bench.codeversion import require_clean_code
     from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
@@ -84,7 +84,7 @@ def passage_tokens(
         tok, lists, texts, shas, progress_factory=lambda label, n: Progress(label, n, "passages")
     )
     record["manifest"] = collect_manifest(kind="costs-passage-tokens", extra={"preflight": pre})
-    write_bytes_atomic(out, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+    write_json_atomic(out, record)
     for stage, rec in record["stages"].items():
         click.echo(f"{stage}: {rec['passages']:,} passages, mean {rec['mean_tokens']:.1f} tokens")
     click.echo(f"written: {out}")

@@ -26,7 +26,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_bytes_atomic, write_json_atomic
 from analysis.costs.ecb import (
     COMMITTED_CSV,
     COMMITTED_RECORD,
@@ -117,5 +117,5 @@ def download_ecb_rates(
     }
     csv_path, record_path = out_dir / COMMITTED_CSV, out_dir / COMMITTED_RECORD
     write_bytes_atomic(csv_path, csv_bytes)
-    write_bytes_atomic(record_path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    write_json_atomic(record_path, record)
     return record

@@ -22,7 +22,7 @@ from analysis.ranking import TIE_RULE
 from analysis.trec import read_qrels, write_run
 from bench.data import IMPORT_ORDER, Passage
 from bench.errors import BenchError
-from bench.firststage.atomic import write_json_atomic
+from analysis.atomic import write_json_atomic
 from bench.firststage.definitions import (
     EXACT_FILTER_FIELD,
     KEYWORD_SUBSTITUTE_DROPS,

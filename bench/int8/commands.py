@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.plan import INT8_FP32_MODEL, INT8_QUALITY_STAGE
 from bench.errors import BenchError
 from bench.int8 import agreement as agr
@@ -44,7 +44,7 @@ def calibration_set(out: Path, *, root: Path) -> dict[str, Any]:
         "preflight": pre,
         "provenance": collect_manifest(kind="int8-calibration-set", root=root),
     }
-    write_bytes_atomic(out.with_suffix(".manifest.json"), json.dumps(record, indent=1).encode() + b"\n")
+    write_json_atomic(out.with_suffix(".manifest.json"), record)
     return record
 
 
@@ -181,7 +181,7 @@ def _write_verdict(
         "provenance": collect_manifest(kind="int8-agreement", device="cpu", dtype="int8", root=root),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(out, json.dumps(body, indent=1, sort_keys=True, default=str).encode() + b"\n")
+    write_json_atomic(out, body, default=str)
 
 
 def fp32_reference_setting(root: Path) -> tuple[str, str | None]:

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.int8.config import (
@@ -118,8 +118,7 @@ def write_manifest(
         "files": file_hashes(folder),
         **record,
     }
-    data = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
-    write_bytes_atomic(folder / MANIFEST, data)
+    write_json_atomic(folder / MANIFEST, manifest)
     return manifest
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import json_bytes, write_bytes_atomic, write_json_atomic
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity.hashing import sha256_file
@@ -76,7 +76,7 @@ def _utc() -> str:
 
 
 def _save_run(path: Path, data: Mapping[str, Any]) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
+    write_json_atomic(path, data)
 
 
 def run_judge(
@@ -171,7 +171,7 @@ def run_judge(
 
 
 def _dump(obj: Any) -> bytes:
-    return (json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
+    return json_bytes(obj)
 
 
 def published_labels(

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.ranking import TIE_RULE
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
@@ -45,12 +45,6 @@ KILLED = "ended without a record (killed)"
 
 def utc_now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write (temp file, fsync, rename): a crash leaves the old or the new file, never half."""
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def read_manifest(study_dir: Path) -> dict[str, Any]:
@@ -165,7 +159,7 @@ class Study:
         return study
 
     def save(self) -> None:
-        write_json(self.dir / MANIFEST, self.manifest)
+        write_json_atomic(self.dir / MANIFEST, self.manifest)
 
     def end(self, status: str, **fields: Any) -> None:
         self.session.update(ended_utc=utc_now(), status=status, **fields)

@@ -259,7 +259,7 @@ def run_int8_step(
     With ``fp32_latency`` (the rehearsal's latency step summary) fp32 is not timed again: its times come
     from there and its scores from ``<directory>/runs/<stage>/minilm-standin@100.trec``.
     """
-    from analysis.atomic import write_bytes_atomic
+    from analysis.atomic import write_json_atomic
     from analysis.trec import read_run
     from bench.int8.adapter import Int8BiEncoder
     from bench.int8.manifest import read_manifest
@@ -303,7 +303,7 @@ def run_int8_step(
         **result,
         **precision_and_isa(int8_model.meta.extra["openvino_runtime"]),
     }  # fmt: skip
-    write_bytes_atomic(directory / "int8.json", json.dumps(record, indent=1, default=str).encode() + b"\n")
+    write_json_atomic(directory / "int8.json", record, default=str)
     return record
 
 
