@@ -1,6 +1,6 @@
 """Retry-After and exponential back-off: the one rule of the HTTP clients that retry (the Voyage rerank API,
 ``bench.rerankers.voyage``; the Anthropic judge, ``bench.judged.judge``). Plan: Rerankers (API retries) and
-the judged sample. A leaf of bench's shared core: it imports nothing of the project.
+the judged sample. A leaf of bench's shared core (it imports only ``bench.clock``).
 
 ``Retry-After`` (RFC 9110, section 10.2.3) is either delta-seconds (``1*DIGIT``) or an HTTP-date, and an
 HTTP-date is always GMT (section 5.6.7), also in its obsolete RFC 850 and asctime forms, which name no zone
@@ -13,14 +13,15 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import re
-import time
+
+from bench import clock
 
 _DELTA_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC: digits; a decimal fraction is tolerated
 
 
 def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header value (delta-seconds or HTTP-date); None if absent or
-    unreadable. A date in the past gives 0. ``now`` (a POSIX timestamp) is for tests; default: the clock."""
+    unreadable. A date in the past gives 0. ``now`` (a POSIX timestamp) is for tests; default: ``bench.clock``."""
     if value is None:
         return None
     value = value.strip()
@@ -32,7 +33,7 @@ def retry_after_s(value: str | None, *, now: float | None = None) -> float | Non
         return None
     if when.tzinfo is None:  # "-0000" and the asctime form: HTTP-dates are GMT (RFC 9110 5.6.7)
         when = when.replace(tzinfo=dt.UTC)
-    current = time.time() if now is None else now
+    current = clock.now().timestamp() if now is None else now
     return max(0.0, when.timestamp() - current)
 
 

@@ -12,7 +12,6 @@ the committed manifests ("same GPU"); a different or unknown GPU is said plainly
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from bench import clock
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
 from bench.errors import BenchError
 from bench.hints import bench_command
@@ -268,4 +268,4 @@ def format_result(result: Reproduction) -> str:
 
 
 def new_dir(root: Path) -> Path:
-    return root / "reproduce" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return root / "reproduce" / clock.stamp()

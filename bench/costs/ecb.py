@@ -35,6 +35,7 @@ from analysis.costs.ecb import (
     read_ecb,
 )
 from analysis.costs.errors import CostInputError
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import hint
 
@@ -101,11 +102,10 @@ def download_ecb_rates(
     record."""
     data = fetch_bytes(url)
     csv_bytes, usd = checked_csv(url, data)
-    when = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     record: dict[str, Any] = {
         "format": DOWNLOAD_FORMAT,
         "source_url": url,
-        "downloaded_utc": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "downloaded_utc": clock.utc_z(when=now),
         "zip": {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)},
         "csv": {
             "file": COMMITTED_CSV,

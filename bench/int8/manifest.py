@@ -10,13 +10,13 @@ OpenVINO stack other than the locked one.
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
 
 from analysis.atomic import write_json_atomic
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.int8.config import (
@@ -105,7 +105,7 @@ def write_manifest(
 ) -> dict[str, Any]:
     manifest = {
         "kind": "openvino-int8",
-        "utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "utc": clock.utc_iso(),
         "task": task,
         "max_length": max_length,
         "quantization": spec.to_dict(),

@@ -20,13 +20,12 @@ is recorded (outcome, HTTP status, request id, tokens, wait, time); the API key 
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import backoff
+from bench import backoff, clock
 from bench.errors import BenchError
 from bench.hints import hint as command_hint
 
@@ -75,10 +74,6 @@ def parse_answer(message: Any) -> tuple[int | str | None, str]:
 def backoff_s(failures: int, retry_after: float | None) -> float:
     """The judge's wait (``bench.backoff.backoff_s`` with its base and cap; retry-after honoured in full)."""
     return backoff.backoff_s(failures, base_s=BACKOFF_BASE_S, cap_s=BACKOFF_CAP_S, retry_after=retry_after)
-
-
-def _utc() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class JudgeStopped(BenchError):
@@ -131,7 +126,7 @@ class Judge:
         attempts: list[dict[str, Any]] = []
         transient = malformed = 0
         while True:
-            base = {"pair": pair, "attempt": len(attempts) + 1, "utc": _utc()}
+            base = {"pair": pair, "attempt": len(attempts) + 1, "utc": clock.utc_z("microseconds")}
             t0 = time.perf_counter_ns()
             try:
                 message = self.client.messages.create(

@@ -28,6 +28,7 @@ import numpy as np
 
 from analysis.metrics import evaluate
 from analysis.ranking import rank_by_score
+from bench import clock
 from bench.errors import BenchError
 from bench.quality.timing import percentiles_ms, timed_score
 from bench.rerankers.protocol import Reranker
@@ -205,7 +206,7 @@ def compare_with_latency_step(
     load = {"before": os.getloadavg()}
     for k in TIMED_DEPTHS:
         warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
-        before, started = host_state(), _utc()
+        before, started = host_state(), clock.utc_iso("milliseconds")
         for q in warm:
             int8.score(queries[q], [texts[d] for d in candidates[q][:k]])
         lat["fp32"][k] = [int(fp32_ns[k][q]) for q in qids]
@@ -217,7 +218,7 @@ def compare_with_latency_step(
             calls.append(TimedCall(q, ns, tuple(candidates[q][:k]), res))
             if k == SPEARMAN_DEPTH:
                 scores["int8"][q] = res.scores
-        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, _utc())
+        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, clock.utc_iso("milliseconds"))
     load["after"] = os.getloadavg()
     for q in qids:
         by_doc = dict(fp32_run[q])
@@ -231,12 +232,6 @@ def compare_with_latency_step(
         "loadavg": load,
         "_timed": timed,  # taken out by run_int8_step and written as latency blocks, not into int8.json
     }
-
-
-def _utc() -> str:
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def run_int8_step(

@@ -10,7 +10,6 @@ timing, run files; pointwise model also called at depths 20 and 50 so that each 
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 import time
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.atomic import write_json_atomic
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import bench_command
 from bench.interrupt import Interrupted, interruptible
@@ -63,7 +63,7 @@ class Options:
 
 
 def new_dir(root: Path) -> Path:
-    return root / "rehearsal" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return root / "rehearsal" / clock.stamp()
 
 
 def _loader(passage_cache: bool, corpus: list[str]) -> Any:

@@ -13,7 +13,6 @@ text passes through ``_redact`` first.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import time
@@ -24,7 +23,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench import backoff
+from bench import backoff, clock
 from bench.errors import BenchError
 from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
 from bench.rerankers.protocol import (
@@ -162,7 +161,7 @@ class VoyageReranker:
         self.max_backoff_s = max_backoff_s
         self.max_wait_s = max_wait_s
         self._sleep = sleep
-        self.measurement_date = dt.datetime.now(dt.UTC).date().isoformat()
+        self.measurement_date = clock.today().isoformat()
         self.calls: list[dict[str, Any]] = []  # one API record per score() call, attempts included
         self.log = RecordLog()
         self._client = httpx.Client(
@@ -244,7 +243,7 @@ class VoyageReranker:
         for number in range(1, self.max_attempts + 1):
             rec: dict[str, Any] = {
                 "attempt": number,
-                "utc": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+                "utc": clock.utc_iso("milliseconds"),
                 "status": None,
                 "error": None,
                 "retry_after_s": None,
