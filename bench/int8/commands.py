@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.atomic import write_json_atomic
-from analysis.plan import INT8_FP32_MODEL, INT8_QUALITY_STAGE
+from analysis.plan import INT8_FP32_MODEL, INT8_MODEL, INT8_QUALITY_STAGE
 from bench.errors import BenchError
 from bench.int8 import agreement as agr
 from bench.int8.calibration import read_set, write_set
@@ -20,7 +20,7 @@ from bench.paths import bundled_dir
 from bench.plan import RERANKERS
 
 FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
-INT8_ID = f"{FP32_ID}-int8"
+INT8_ID = INT8_MODEL
 HUB_LOCK = ["miracl", "corpus-71k", "corpus-full"]
 INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
 
