@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from bench.folder_options import runs_option
 from bench.plan import RERANKED_STAGES, STAGES
 
 
@@ -23,14 +24,7 @@ def costs() -> None:
 
 
 @costs.command("passage-tokens")
-@click.option(
-    "--runs",
-    "runs_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("runs"),
-    show_default=True,
-    help="Folder with first-stage/<stage>.trec.",
-)
+@runs_option("Folder with first-stage/<stage>.trec.", dest="runs_dir", default=Path("runs"), show_default=True)
 @click.option(
     "--stage",
     "stages",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from bench.folder_options import checks_option, first_stage_option, runs_option
 from bench.latency.presets import PRESETS
 from bench.paths import repo_root
 from bench.plan import STAGES
@@ -60,24 +61,9 @@ def _common(f: click.decorators.FC) -> click.decorators.FC:
             default=None,
             help="Results folder (default results/latency).",
         ),
-        click.option(
-            "--first-stage-dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="First-stage run files (default runs/first-stage).",
-        ),
-        click.option(
-            "--runs-dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="Quality run files for the accuracy check (default runs).",
-        ),
-        click.option(
-            "--checks-dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="Adapter-check results (default results/adapter-checks).",
-        ),
+        first_stage_option("First-stage run files (default runs/first-stage).", dest="first_stage_dir"),
+        runs_option("Quality run files for the accuracy check (default runs).", dest="runs_dir"),
+        checks_option(dest="checks_dir"),
     ]
     for option in reversed(options):
         f = option(f)
