@@ -88,7 +88,7 @@ def test_the_pre_measurement_goes_without_the_servers_int8_verdict(tmp_path: Pat
     tests/runbook); a plan model without its check still is."""
     out = tmp_path / "latency"
     checks = tmp_path / "c"
-    base = ["latency", "cpu", "--pre-measurement", "--out", str(out), "--checks-dir", str(checks)]
+    base = ["latency", "cpu", "--pre-measurement", "--out", str(out), "--checks", str(checks)]
     r = CliRunner().invoke(cli, [*base, "--models", INT8_ID])
     assert f"{INT8_ID} is not rated" not in r.output, r.output
     r = CliRunner().invoke(cli, [*base, "--models", "gte-base"])
