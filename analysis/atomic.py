@@ -95,7 +95,7 @@ def write_bytes_atomic(path: Path | str, data: bytes, *, mode: int = 0o644) -> N
 
 
 def fsync_dir(path: Path | str) -> None:
-    """fsync a folder, so a rename or a new file in it survives a crash (POSIX: the entry lives in the folder)."""
+    """fsync a folder, so a rename or a new file in it survives a crash (the entry lives in the folder)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -21,7 +21,8 @@ _DELTA_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC: digits; a decimal fr
 
 def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header value (delta-seconds or HTTP-date); None if absent or
-    unreadable. A date in the past gives 0. ``now`` (a POSIX timestamp) is for tests; default: ``bench.clock``."""
+    unreadable. A date in the past gives 0. ``now`` (a POSIX timestamp) is for tests; default:
+    ``bench.clock``."""
     if value is None:
         return None
     value = value.strip()

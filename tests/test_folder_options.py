@@ -18,7 +18,9 @@ OLD = {"--runs-dir", "--checks-dir", "--results-dir", "--first-stage-dir"}
 ONE = {"--runs", "--checks", "--first-stage", "--study"}
 
 
-def _commands(group: click.Group, ctx: click.Context, path: str = "bench") -> Iterator[tuple[str, click.Command]]:
+def _commands(
+    group: click.Group, ctx: click.Context, path: str = "bench"
+) -> Iterator[tuple[str, click.Command]]:
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         assert command is not None, f"{path} {name}"

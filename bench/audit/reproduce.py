@@ -185,11 +185,11 @@ def reproduce(
 ) -> Reproduction:
     """Rerun ``models`` on the committed first-stage runs of ``stages`` (default: every committed stage)
     at the main depth and compare nDCG@10 with the committed results."""
+    from analysis.atomic import write_json_atomic
     from analysis.metrics import Judgments, evaluate_table
     from analysis.trec import read_qrels, read_run_table
     from bench.quality.driver import execute
     from bench.quality.phase import PhaseSpec
-    from analysis.atomic import write_json_atomic
     from bench.quality.study import Study
 
     stream = stream if stream is not None else sys.stderr

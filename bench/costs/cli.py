@@ -9,7 +9,6 @@ stages' candidate texts are read and counted, and one JSON record is written ato
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -24,7 +23,9 @@ def costs() -> None:
 
 
 @costs.command("passage-tokens")
-@runs_option("Folder with first-stage/<stage>.trec.", dest="runs_dir", default=Path("runs"), show_default=True)
+@runs_option(
+    "Folder with first-stage/<stage>.trec.", dest="runs_dir", default=Path("runs"), show_default=True
+)
 @click.option(
     "--stage",
     "stages",

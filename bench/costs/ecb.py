@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-import json
 import urllib.error
 import urllib.request
 import zipfile

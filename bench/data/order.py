@@ -20,7 +20,6 @@ import gzip
 import hashlib
 import heapq
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence

@@ -77,8 +77,8 @@ def _setting_of(payload: dict[str, Any]) -> dict[str, str] | None:
 
 
 def write_result(model_id: str, payload: dict[str, Any], directory: Path) -> Path:
-    """Atomic write (``analysis.atomic.write_json_atomic``); ``payload`` must carry ``rated`` and ``reason``; its
-    ``device`` and ``dtype`` choose the file (:func:`result_path`)."""
+    """Atomic write (``analysis.atomic.write_json_atomic``); ``payload`` must carry ``rated`` and
+    ``reason``; its ``device`` and ``dtype`` choose the file (:func:`result_path`)."""
     if not isinstance(payload.get("rated"), bool) or not isinstance(payload.get("reason"), str):
         raise ValueError("an adapter-check result needs `rated` (bool) and `reason` (str)")
     path = result_path(model_id, directory, _setting_of(payload))

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from bench.firststage.definitions import STAGE_DEFS
+from bench.folder_options import runs_option
 
 IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose from the image its typesense service starts (recorded)
 

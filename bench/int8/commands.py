@@ -4,7 +4,6 @@ int8 variant"). Each verifies datasets.lock first (``bench.guard.preflight``) an
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO

@@ -137,8 +137,8 @@ def read_notes(path: Path) -> dict[str, Any]:
 
 
 def write_lock(path: Path, entries: Mapping[str, Entry], notes: Mapping[str, Any] | None = None) -> None:
-    """Atomic write in the project's one JSON format (``analysis.atomic.write_json_atomic``). ``notes`` replaces the
-    lock's notes; None keeps those already in the file."""
+    """Atomic write in the project's one JSON format (``analysis.atomic.write_json_atomic``). ``notes``
+    replaces the lock's notes; None keeps those already in the file."""
     kept = dict(notes) if notes is not None else read_notes(path)
     doc: dict[str, Any] = {
         "format": FORMAT,

@@ -137,7 +137,8 @@ def run_judge(
         _save_run(run_path, run)
         raise
     except BaseException as exc:
-        entry.update(ended_utc=clock.utc_iso(), status="failed", error=f"{type(exc).__name__}: {exc}", **counts)
+        error = f"{type(exc).__name__}: {exc}"
+        entry.update(ended_utc=clock.utc_iso(), status="failed", error=error, **counts)
         _save_run(run_path, run)
         raise
     labels = published_labels(

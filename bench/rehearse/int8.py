@@ -218,7 +218,8 @@ def compare_with_latency_step(
             calls.append(TimedCall(q, ns, tuple(candidates[q][:k]), res))
             if k == SPEARMAN_DEPTH:
                 scores["int8"][q] = res.scores
-        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, clock.utc_iso("milliseconds"))
+        finished = clock.utc_iso("milliseconds")
+        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, finished)
     load["after"] = os.getloadavg()
     for q in qids:
         by_doc = dict(fp32_run[q])
