@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from bench import folder_options
-from bench.cli import main as bench_main
+from bench.cli import cli as bench_main
 
 OLD = {"--runs-dir", "--checks-dir", "--results-dir", "--first-stage-dir"}
 ONE = {"--runs", "--checks", "--first-stage", "--study"}
@@ -54,7 +54,7 @@ def test_no_old_spelling_and_one_type() -> None:
 
 def test_check_adapters_takes_checks(tmp_path: Path) -> None:
     result = CliRunner().invoke(bench_main, ["check-adapters", "--results-dir", str(tmp_path)])
-    assert result.exit_code == 2 and "No such option: --results-dir" in result.output
+    assert result.exit_code == 2 and "No such option '--results-dir'" in result.output
 
 
 @pytest.mark.parametrize("dest", [None, "runs_dir"])
