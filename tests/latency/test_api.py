@@ -16,7 +16,7 @@ from bench.latency.api import measure_api, new_session
 from bench.latency.run import Inputs
 from bench.rerankers.voyage import VoyageReranker
 from tests.latency.fakes import quiet_host
-from tests.latency.loopback import Reply, voyage_server
+from tests.support.voyage_api import FakeVoyage, Reply, first_stage_order
 
 
 def inputs(n: int = 4, k: int = 100) -> Inputs:
@@ -28,13 +28,13 @@ def inputs(n: int = 4, k: int = 100) -> Inputs:
 
 def test_api_blocks_with_retries_failures_and_billed_tokens(tmp_path: Path) -> None:
     waits: list[float] = []
-    with voyage_server() as server:
-        server.script["wer war nummer 1"] = [
+    with FakeVoyage(score=first_stage_order) as server:
+        server.by_query["wer war nummer 1"] = [
             Reply(429, headers={"Retry-After": "2"}),
             Reply(200, delay_s=0.05),
         ]
-        server.script["wer war nummer 2"] = [Reply(503)] * 3  # fails for good with max_attempts=3
-        server.script["wer war nummer 3"] = [Reply(200, delay_s=0.03)]
+        server.by_query["wer war nummer 2"] = [Reply(503)] * 3  # fails for good with max_attempts=3
+        server.by_query["wer war nummer 3"] = [Reply(200, delay_s=0.03)]
 
         def make(model: str) -> Any:
             return VoyageReranker(model, api_key="k-TEST", base_url=server.url, max_attempts=3, backoff_s=0.0,
