@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rerankers_tiny import qwen_dir
+from tests.rerankers.rerankers_tiny import qwen_dir
 
 from bench.plan import RERANKERS
 from bench.rerankers.snapshots import snapshot_path

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rerankers_tiny import PASSAGES, QUERY, qwen_dir
+from tests.rerankers.rerankers_tiny import PASSAGES, QUERY, qwen_dir
 
 from bench.errors import BenchError
 from bench.plan import QWEN3_INSTRUCTION, RERANKERS

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rerankers_tiny import PASSAGES, QUERY
+from tests.rerankers.rerankers_tiny import PASSAGES, QUERY
 
 from analysis.ranking import rank_by_score
 from bench.rerankers.cross_encoder import EncoderCrossEncoder

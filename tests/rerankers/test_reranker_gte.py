@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rerankers_fake_gte import build_fake_gte
+from tests.rerankers.rerankers_fake_gte import build_fake_gte
 
 from bench.errors import BenchError
 from bench.plan import RERANKERS

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from rerankers_tiny import build_word_tokenizer
+from tests.rerankers.rerankers_tiny import build_word_tokenizer
 
 from bench.errors import BenchError
 from bench.rerankers.jina import JinaListwise
