@@ -132,8 +132,8 @@ def _quality(out: Path) -> dict[str, bytes]:
 def test_reports_are_byte_identical_with_either_reader(
         miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    bench_analysis = benchmark("bench_analysis")
-    MODELS, STAGES = bench_analysis.MODELS, bench_analysis.STAGES  # the benchmark study, small: 2 stages, 3 models
+    bench_analysis = benchmark("bench_analysis")  # the benchmark study; small here: 2 stages, 3 models
+    MODELS, STAGES = bench_analysis.MODELS, bench_analysis.STAGES
     bench_runs = tmp_path / "bench" / "runs"
     write_study(bench_runs, miracl_qrels, stages=STAGES[:2], models=dict.fromkeys(MODELS[:3], 1.5),
                 depths=(20, 50, 100), tails=True)

@@ -15,7 +15,6 @@ import pytest
 
 from bench.int8.manifest import cpu_flags
 from bench.int8.runtime import above_cap, isa_summary, kernel_isa
-
 from tests.support.scripts import benchmark
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_int8_isa.py"

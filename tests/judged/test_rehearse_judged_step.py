@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from judged_inputs import tiny_inputs
 
 from analysis.judged import CAVEAT, report_section
 from analysis.trec import write_run
 from bench.rehearse.judged import PITFALLS_REFUSED, judged_step
+from tests.judged.judged_inputs import tiny_inputs
 from tests.support.messages_api import MessagesServer
 
 

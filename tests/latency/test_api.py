@@ -92,14 +92,14 @@ def test_the_endpoint_is_voyage_base_url_as_for_every_other_voyage_phase(
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
     monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: inputs(n=2, k=20))
-    with voyage_server() as server:
+    with FakeVoyage(score=first_stage_order) as server:
         monkeypatch.setenv("VOYAGE_BASE_URL", server.url)
         req = ApiRequest(opt_out="yes", label="test", session=None, base_url=None,
                          models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
                          allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
                          checks_dir=root)  # fmt: skip
         run_api(req, host=quiet_host)
-    assert sorted(r["query"] for r in server.requests) == ["wer war nummer 0", "wer war nummer 1"]
+    assert sorted(r["json"]["query"] for r in server.requests) == ["wer war nummer 0", "wer war nummer 1"]
     (block,) = read_blocks(out)
     assert block.api is not None and block.api["endpoint"] == server.url
     assert all(s.ns is not None and s.attempts is not None and len(s.attempts) == 1 for s in block.samples)
