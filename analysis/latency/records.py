@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import json_bytes
 from analysis.latency.summary import block_summary
 
 FORMAT = "latency-block/1"
@@ -215,7 +216,7 @@ class Block:
         return out
 
     def to_json_bytes(self) -> bytes:
-        return (json.dumps(self.to_dict(), sort_keys=True, indent=1, allow_nan=False) + "\n").encode()
+        return json_bytes(self.to_dict())
 
 
 def _sample_dict(s: Sample) -> dict[str, Any]:

@@ -22,7 +22,6 @@ first block, over a short window: ``bench.latency.host.judge_before_run``.)
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ import numpy as np
 
 from analysis.atomic import write_bytes_atomic
 from analysis.latency import Accuracy, Block, Sample, read_block
+from bench import clock
 from bench.errors import BenchError
 from bench.interrupt import raise_if_interrupted
 from bench.latency.accuracy import accuracy_mark, check_accuracy
@@ -112,10 +112,6 @@ class Environment:
     stream: TextIO = field(default_factory=lambda: sys.stderr)
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
 def _chunk_mark(spec: BlockSpec, chunk: int | None, samples: Sequence[Sample]) -> str | None:
     if chunk is None:
         return None
@@ -190,7 +186,7 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
     if path.is_file():
         return read_block(path), False
     what = f"{spec.target} k={spec.k} pass {spec.pass_}"
-    before, started = env.host(), utc_now()
+    before, started = env.host(), clock.utc_iso("milliseconds")
     got = _measure(spec, caller, env, what)
     after = dict(env.host())
     accuracy: Accuracy = check_accuracy(
@@ -214,7 +210,7 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
         allow_busy=spec.allow_busy,
         allow_unrated=spec.allow_unrated,
         started_utc=started,
-        finished_utc=utc_now(),
+        finished_utc=clock.utc_iso("milliseconds"),
         query_seed=spec.query_seed,
         query_ids=tuple(c.query_id for c in spec.measured),
         warmup_query_ids=tuple(c.query_id for c in spec.warmup),

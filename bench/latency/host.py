@@ -30,7 +30,6 @@ other processes. The load average stays in the record.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 import time
@@ -38,6 +37,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from bench import clock
 from bench.errors import BenchError
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -210,7 +210,7 @@ def host_state(
     affinity = _affinity()
     torch = sys.modules.get("torch")
     return {
-        "utc": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+        "utc": clock.utc_iso("milliseconds"),
         "load1": load1,
         "load5": load5,
         "load15": load15,
