@@ -29,8 +29,10 @@ A block file is one JSON object (``FORMAT`` = ``"latency-block/1"``), keys sorte
   ``warmup_query_ids`` (the warm-up calls, discarded, in order), ``chunk_size`` (pairs per forward pass,
   fixed for the block; null: API or first stage), ``timer`` (what the clock covers, in words);
 - ``host_before``, ``host_after``: load average, CPU frequency, free memory, torch/OpenMP threads, CPU
-  affinity, GPU clocks/temperature/power, the CPU other processes used over the second before (``foreign``,
-  which the busy-host rule judges) (keys documented in ``bench.latency.host``; null where unreadable);
+  affinity, GPU clocks/temperature/power, the CPU counters (``cpu_counters``) and the CPU other processes
+  used (``foreign``, which the busy-host rule judges: in ``host_after`` over the block itself; null in
+  ``host_before`` of blocks measured after 2026-12-01, older ones: the second before) (keys documented in
+  ``bench.latency.host``; null where unreadable);
 - ``accuracy``: ``status`` (``passed`` | ``mismatch`` | ``not-checked``), ``reference`` (the quality run
   compared with, or null), ``threshold``, ``queries`` (compared), ``min_spearman``, ``failed_queries``,
   ``reason``;

@@ -15,6 +15,7 @@ from bench.latency.commands import (
     study_inputs,
     unrated_models,
 )
+from bench.latency.host import judge_before_run
 from bench.latency.presets import PRESETS
 
 
@@ -68,11 +69,14 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
     inputs = study_inputs(req.first_stage_dir, req.stage, max(depths))
     base_url = req.base_url or base_url_from_env()
     session = new_session(opt_out, base_url, req.label, req.session)
+    host_run, busy = judge_before_run("bench latency api", allow_busy=req.allow_busy, state=host)
+    if busy:
+        print(f"latency: {busy}", file=stream)
     manifest = collect_manifest(
         kind="measurement",
         device="api",
         root=req.root,
-        extra={"preset": "api", "preflight": pre, "refused": refused},
+        extra={"preset": "api", "preflight": pre, "refused": refused, "host_before_run": host_run},
     )
     require_same_code_as_blocks(req.out_root, preset.kind, session.session, manifest["git"], req.root)
 

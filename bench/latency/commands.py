@@ -23,7 +23,7 @@ from bench.codeversion import require_clean_code
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.int8.agreement import VERDICT as INT8_VERDICT
-from bench.latency.host import host_state
+from bench.latency.host import host_state, judge_before_run, snapshot
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
@@ -196,6 +196,18 @@ def _sampler_factory(kind: str, interval_s: float, gpu: Any) -> Any:
     return make
 
 
+def _host_before_run(req: LocalRequest, gpu: Any, stream: TextIO) -> dict[str, Any]:
+    """The run's one busy-host window before its first block (``bench.latency.host.judge_before_run``)."""
+    state, busy = judge_before_run(
+        f"bench latency {req.preset.name}",
+        allow_busy=req.allow_busy,
+        state=(lambda: host_state(gpu.sample)) if gpu is not None else None,
+    )
+    if busy:
+        print(f"latency: {busy}", file=stream)
+    return state
+
+
 def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, Any]:
     """Measure the preset's local models; returns ``{"blocks": [...paths], "refused": {...}}``."""
     stream = stream if stream is not None else sys.stderr
@@ -235,7 +247,8 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
-    extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused}
+    extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused,
+             "host_before_run": _host_before_run(req, gpu, stream)}  # fmt: skip
     manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
     require_same_code_as_blocks(req.out_root, preset.kind, req.session, manifest["git"], req.root)
     settings = Settings(
@@ -258,7 +271,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         refused=refused,
         sampler=_sampler_factory(preset.kind, req.interval_s, gpu),
         stream=stream,
-        host=(lambda: host_state(gpu.sample)) if gpu is not None else None,
+        host=(lambda: snapshot(gpu.sample)) if gpu is not None else None,
     )
 
 

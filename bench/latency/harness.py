@@ -3,18 +3,21 @@
 A block is one (machine, model or stage, k, pass). ``run_block``:
 
 1. returns the finished block if its file exists (finished blocks are never re-measured or spliced);
-2. records the host state and applies the busy-host rule (``bench.latency.host``);
+2. records the host state (a snapshot, no waiting: ``bench.latency.host.snapshot``);
 3. starts the telemetry sampler beside the calls (``bench.latency.telemetry``);
 4. makes the warm-up calls (discarded; the plan's 20 on the first 20 queries), which also settle the chunk
    size (an adapter halves it on out-of-memory; the block records the size the warm-up ended with, and a
    measured call that uses another size marks the block);
 5. times every measured call in the seeded order through a ``Caller`` (the timer wraps the adapter's
    public call and nothing else);
-6. stops the sampler, records the host state again, compares the scores with the quality run
-   (``bench.latency.accuracy``) and writes the block file atomically (``analysis.atomic``).
+6. stops the sampler, records the host state again and applies the busy-host rule to the block itself
+   (other processes' CPU from the two snapshots' counters, ``bench.latency.host.foreign_over``: a busy
+   block is refused and not written, unless ``--allow-busy`` marks it), compares the scores with the quality
+   run (``bench.latency.accuracy``) and writes the block file atomically (``analysis.atomic``).
 
-Ctrl-C or a crash anywhere before the write leaves no file: the rerun measures the block again from its
-warm-up. Nothing of an unfinished block is kept.
+Ctrl-C, a crash or a busy host anywhere before the write leaves no file: the rerun measures the block again
+from its warm-up. Nothing of an unfinished block is kept. (The run as a whole is judged once before its
+first block, over a short window: ``bench.latency.host.judge_before_run``.)
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ import numpy as np
 from analysis.atomic import write_bytes_atomic
 from analysis.latency import Accuracy, Block, Sample, read_block
 from bench import clock
+from bench.errors import BenchError
 from bench.interrupt import raise_if_interrupted
 from bench.latency.accuracy import accuracy_mark, check_accuracy
-from bench.latency.host import busy_mark, host_state
+from bench.latency.host import busy_mark, foreign_over, snapshot
 from bench.latency.telemetry import Sampler
 from bench.progress import Progress
 
@@ -104,7 +108,7 @@ class Environment:
     reference_label: str | None = None
     reference_missing: str = "no quality run of this model"
     sampler: Callable[[], Sampler] | None = None
-    host: Callable[[], dict[str, Any]] = host_state
+    host: Callable[[], dict[str, Any]] = snapshot  # no window: the block is judged over itself
     stream: TextIO = field(default_factory=lambda: sys.stderr)
 
 
@@ -122,18 +126,19 @@ def _chunk_mark(spec: BlockSpec, chunk: int | None, samples: Sequence[Sample]) -
     )
 
 
-def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block, bool]:
-    """Measure (or find) one block; ``(block, measured_now)``."""
-    path = env.out_root / spec.relpath()
-    if path.is_file():
-        return read_block(path), False
-    what = f"{spec.target} k={spec.k} pass {spec.pass_}"
-    before = env.host()
-    marks = list(spec.marks)
-    busy = busy_mark(before, allow_busy=spec.allow_busy, what=what)
-    if busy:
-        marks.append(busy)
-    started = clock.utc_iso("milliseconds")
+@dataclass
+class Measured:
+    """What the calls of one block gave (``_measure``)."""
+
+    samples: list[Sample]
+    observed: dict[str, tuple[Sequence[str], np.ndarray]]
+    chunk: int | None
+    telemetry: dict[str, Any] | None
+
+
+def _measure(spec: BlockSpec, caller: Caller, env: Environment, what: str) -> Measured:
+    """The warm-up calls (discarded; they settle the chunk size), then every measured call, with the
+    telemetry sampler running beside them."""
     sampler = env.sampler() if env.sampler is not None else None
     if sampler is not None:
         sampler.start()
@@ -154,16 +159,44 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
                 progress.advance()
     finally:
         telemetry = sampler.stop() if sampler is not None else None
-    after = env.host()
     if chunk is None:
         sizes = [s.chunk_size for s in samples if s.chunk_size is not None and s.n_passages >= spec.k]
         chunk = sizes[0] if sizes else None
+    return Measured(samples, observed, chunk, telemetry)
+
+
+def _busy_over_block(
+    spec: BlockSpec, before: Mapping[str, Any], after: dict[str, Any], what: str
+) -> str | None:
+    """The busy-host rule over the block itself (``after["foreign"]`` is set here): None, a mark
+    (``--allow-busy``), or BenchError saying that the block was not written."""
+    after["foreign"] = foreign_over(before, after)
+    try:
+        return busy_mark(after, allow_busy=spec.allow_busy, what=what, when="during")
+    except BenchError as exc:
+        raise BenchError(
+            f"{exc.message} This block was not written (the rerun measures it again; finished blocks "
+            "are kept)."
+        ) from None
+
+
+def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block, bool]:
+    """Measure (or find) one block; ``(block, measured_now)``."""
+    path = env.out_root / spec.relpath()
+    if path.is_file():
+        return read_block(path), False
+    what = f"{spec.target} k={spec.k} pass {spec.pass_}"
+    before, started = env.host(), clock.utc_iso("milliseconds")
+    got = _measure(spec, caller, env, what)
+    after = dict(env.host())
     accuracy: Accuracy = check_accuracy(
-        observed, env.reference, label=env.reference_label, why_missing=env.reference_missing
+        got.observed, env.reference, label=env.reference_label, why_missing=env.reference_missing
     )
-    for mark in (accuracy_mark(accuracy), _chunk_mark(spec, chunk, samples)):
-        if mark:
-            marks.append(mark)
+    busy = _busy_over_block(spec, before, after, what)
+    marks = [
+        *spec.marks,
+        *(m for m in (busy, accuracy_mark(accuracy), _chunk_mark(spec, got.chunk, got.samples)) if m),
+    ]
     block = Block(
         kind=spec.kind,
         machine=spec.machine,
@@ -181,13 +214,13 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
         query_seed=spec.query_seed,
         query_ids=tuple(c.query_id for c in spec.measured),
         warmup_query_ids=tuple(c.query_id for c in spec.warmup),
-        chunk_size=chunk,
+        chunk_size=got.chunk,
         timer=caller.timer,
         host_before=before,
         host_after=after,
         accuracy=accuracy,
-        samples=tuple(samples),
-        telemetry=telemetry,
+        samples=tuple(got.samples),
+        telemetry=got.telemetry,
         api=spec.api,
         reranker=caller.reranker,
         manifest=env.manifest,

@@ -197,7 +197,7 @@ def compare_with_latency_step(
         raise BenchError(
             f"int8 step: only {len(qids)} of the latency step's queries have candidates and scores"
         )
-    from bench.latency.host import host_state
+    from bench.latency.host import snapshot  # judged over the timed calls (int8_blocks), no window
     from bench.rehearse.int8_blocks import TimedCall, TimedDepth
 
     lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
@@ -206,7 +206,7 @@ def compare_with_latency_step(
     load = {"before": os.getloadavg()}
     for k in TIMED_DEPTHS:
         warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
-        before, started = host_state(), clock.utc_iso("milliseconds")
+        before, started = snapshot(), clock.utc_iso("milliseconds")
         for q in warm:
             int8.score(queries[q], [texts[d] for d in candidates[q][:k]])
         lat["fp32"][k] = [int(fp32_ns[k][q]) for q in qids]
@@ -219,7 +219,7 @@ def compare_with_latency_step(
             if k == SPEARMAN_DEPTH:
                 scores["int8"][q] = res.scores
         finished = clock.utc_iso("milliseconds")
-        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, finished)
+        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, snapshot(), started, finished)
     load["after"] = os.getloadavg()
     for q in qids:
         by_doc = dict(fp32_run[q])

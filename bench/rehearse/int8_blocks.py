@@ -62,13 +62,15 @@ def int8_block(
 ) -> Block:
     """The block of one k; ``reference``: the fp32 stand-in's quality run (the accuracy check's reference)."""
     from bench.latency.accuracy import accuracy_mark, check_accuracy, read_reference
-    from bench.latency.host import busy_mark
+    from bench.latency.host import busy_mark, foreign_over
 
     observed = {c.query_id: (c.docids, c.result.scores) for c in t.calls}
     acc = check_accuracy(observed, read_reference(reference), label=str(reference))
     marks = ["rehearsal stand-in", "not publishable: the int8 stand-in has no adapter check (a stand-in)"]
     what = f"{reranker['id']} k={t.k} (rehearsal int8 step)"
-    for mark in (busy_mark(t.host_before, allow_busy=True, what=what), accuracy_mark(acc)):
+    after = {**t.host_after, "foreign": foreign_over(t.host_before, t.host_after)}  # over the timed calls
+    busy = busy_mark(after, allow_busy=True, what=what, when="during")
+    for mark in (busy, accuracy_mark(acc)):
         if mark:
             marks.append(mark)
     samples = tuple(
@@ -105,7 +107,7 @@ def int8_block(
         chunk_size=chunks[0] if len(chunks) == 1 else None,
         timer=TIMER,
         host_before=dict(t.host_before),
-        host_after=dict(t.host_after),
+        host_after=after,
         accuracy=acc,
         samples=samples,
         reranker=dict(reranker),

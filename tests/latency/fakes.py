@@ -71,8 +71,34 @@ def spec(measured: int = 6, warmup: int = 2, k: int = 5, **kw: Any) -> BlockSpec
     )
 
 
+def host_sequence(cores: float, *, load1: float = 0.0, own: float = 0.0, cpu_count: int = 8) -> Any:
+    """A host function whose snapshots are 1 s apart, during which other processes used ``cores`` cores and
+    we ``own`` (its ``foreign`` entry, the window before a run, says the same)."""
+    n = iter(range(10**9))
+
+    def state() -> dict[str, Any]:
+        i = next(n)
+        return {
+            "load1": load1,
+            "cpu_count": cpu_count,
+            "foreign": {"cores": cores, "window_s": 1.0},
+            "cpu_counters": {
+                "monotonic_s": float(i),
+                "host_busy_cpu_s": (cores + own) * i,
+                "own_cpu_s": own * i,
+            },
+        }
+
+    return state
+
+
 def quiet_host() -> dict[str, Any]:
-    return {"load1": 0.0, "cpu_count": 8, "foreign": {"cores": 0.0, "window_s": 1.0}}
+    return {
+        "load1": 0.0,
+        "cpu_count": 8,
+        "foreign": {"cores": 0.0, "window_s": 1.0},
+        "cpu_counters": {"monotonic_s": time.monotonic(), "host_busy_cpu_s": 0.0, "own_cpu_s": 0.0},
+    }
 
 
 def env(root: Path, **kw: Any) -> Environment:

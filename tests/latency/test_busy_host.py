@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,9 +25,18 @@ import pytest
 from bench.errors import BenchError
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
-from bench.latency.host import busy_mark, host_state, measure_foreign_load, own_cpu_seconds
+from bench.latency.host import (
+    FOREIGN_WINDOW_S,
+    busy_mark,
+    foreign_between,
+    host_state,
+    judge_before_run,
+    measure_foreign_load,
+    own_cpu_seconds,
+    snapshot,
+)
 from bench.latency.timer import WallTimer
-from tests.latency.fakes import FakeReranker, env, spec
+from tests.latency.fakes import FakeReranker, env, host_sequence, spec
 
 SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
 NEEDED_CPU_S = 0.5  # how much CPU the spinners must have used before the window closes
@@ -122,12 +132,66 @@ def test_our_own_load_average_is_not_a_busy_host() -> None:
 
 
 def test_run_block_judges_by_other_processes(tmp_path: Path) -> None:
-    own_threads_busy = {"load1": 7.9, "cpu_count": 8, "foreign": {"cores": 0.1, "window_s": 1.0}}
+    """Over the block our own threads used 7.8 cores of 8 and the load average is 7.9: not busy; other
+    processes' 0.1 cores decide."""
     block, measured = run_block(
-        spec(), RerankerCaller(FakeReranker(), WallTimer()), env(tmp_path, host=lambda: own_threads_busy)
-    )
+        spec(), RerankerCaller(FakeReranker(), WallTimer()),
+        env(tmp_path, host=host_sequence(0.1, load1=7.9, own=7.8)),
+    )  # fmt: skip
     assert measured and not any("busy" in m or "load" in m for m in block.marks)
-    assert block.host_before["foreign"]["cores"] == 0.1
+    assert block.host_after["foreign"]["cores"] == pytest.approx(0.1)
+    assert block.host_after["foreign"]["own_cpu_s"] == pytest.approx(7.8)
+
+
+class WaitingReranker(FakeReranker):
+    """Each call returns once ``used()`` has grown by ``needed`` CPU seconds (an event, not a sleep)."""
+
+    def __init__(self, used: Callable[[], float], needed: float) -> None:
+        super().__init__()
+        self.wait = wait_until(used, needed)
+
+    def score(self, query: str, passages: Any) -> Any:
+        self.wait(0.0)
+        return super().score(query, passages)
+
+
+def test_a_real_busy_neighbour_during_a_block_refuses_it(tmp_path: Path) -> None:
+    """The real snapshots (``bench.latency.host.snapshot``, no window): a neighbour that spins while the block
+    runs makes the block busy, judged from the block's own counters; it is not written. The limit is the
+    test's: snapshots that report 0.01 cores (half: 0.005), so the neighbour's >= 0.5 CPU s over a block of
+    at most 60 s (the waits' guard) exceed it whatever the machine's speed or load."""
+    with neighbour() as pid:
+        used = lambda: cpu_of(pid)  # noqa: E731
+        host = lambda: {**snapshot(), "cpu_count": 0.01}  # noqa: E731
+        with pytest.raises(BenchError, match=r"host busy during fake k=5 pass 1.*This block was not written"):
+            caller = RerankerCaller(WaitingReranker(used, NEEDED_CPU_S), WallTimer())
+            run_block(spec(measured=1, warmup=0), caller, env(tmp_path, host=host))
+        assert not list(tmp_path.rglob("*.json"))
+        block, _ = run_block(
+            spec(measured=1, warmup=0, allow_busy=True),
+            RerankerCaller(WaitingReranker(used, NEEDED_CPU_S), WallTimer()),
+            env(tmp_path, host=host),
+        )
+    foreign = block.host_after["foreign"]
+    assert foreign["over"] == "the block" and foreign["cpu_s"] >= NEEDED_CPU_S - SLACK_S
+    assert block.host_before["foreign"] is None  # no window spent at the block's start
+    assert any(m.startswith("host busy during") and "--allow-busy" in m for m in block.marks)
+
+
+def test_the_run_is_judged_once_before_its_first_block() -> None:
+    """One window before the run (``judge_before_run``): a busy host refuses the run before anything is
+    measured, or is marked with --allow-busy; a quiet one passes."""
+    busy = {"load1": 0.5, "cpu_count": 8, "foreign": {"cores": 4.5, "window_s": 1.0}}
+    with pytest.raises(BenchError, match=r"host busy before bench latency gpu: other processes used 4\.50"):
+        judge_before_run("bench latency gpu", allow_busy=False, state=lambda: busy)
+    state, mark = judge_before_run("bench latency gpu", allow_busy=True, state=lambda: busy)
+    assert state is busy and mark is not None and "measured anyway" in mark
+    with neighbour() as pid:
+        real = lambda: host_state(foreign=lambda: measure_foreign_load(  # noqa: E731
+            wait=wait_until(lambda: cpu_of(pid), NEEDED_CPU_S), clock=fixed_clock(1.0)))
+        half = lambda: {**real(), "cpu_count": 0.5}  # noqa: E731  (the limit: 0.25 cores)
+        before, mark = judge_before_run("the run", allow_busy=True, state=half)
+    assert before["foreign"]["cpu_s"] >= NEEDED_CPU_S - SLACK_S and mark is not None
 
 
 def test_a_real_busy_neighbour_makes_the_host_busy() -> None:
@@ -172,3 +236,19 @@ def test_host_state_records_the_foreign_load() -> None:
 
     unreadable = host_state(foreign=broken)
     assert unreadable["foreign"]["cores"] is None and "permission denied" in unreadable["foreign"]["error"]
+
+
+def test_a_short_block_is_judged_as_one_window() -> None:
+    """CPU times come in 10 ms ticks: over a 20 ms block, two ticks of rounding would read as 1 core busy (the
+    limit on a 2-core machine). A span shorter than the window is judged as one window; a longer one as
+    itself."""
+    start = {"monotonic_s": 0.0, "host_busy_cpu_s": 0.0, "own_cpu_s": 0.0}
+    end = {"monotonic_s": 0.02, "host_busy_cpu_s": 0.03, "own_cpu_s": 0.01}
+    short = foreign_between(start, end, over="b")
+    assert short["cpu_s"] == pytest.approx(0.02) and short["judged_over_s"] == FOREIGN_WINDOW_S
+    assert short["cores"] == pytest.approx(0.02 / FOREIGN_WINDOW_S)
+    assert busy_mark({"cpu_count": 2, "foreign": short}, allow_busy=False, what="a fast block") is None
+    long = foreign_between(start, {"monotonic_s": 10.0, "host_busy_cpu_s": 25.0, "own_cpu_s": 10.0}, over="b")
+    assert long["cores"] == pytest.approx(1.5) and long["judged_over_s"] == 10.0
+    with pytest.raises(BenchError, match=r"1\.50 cores over 10\.0 s > 1 \(half the cores\)"):
+        busy_mark({"cpu_count": 2, "foreign": long}, allow_busy=False, what="a long block", when="during")

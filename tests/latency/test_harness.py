@@ -12,7 +12,7 @@ from bench.errors import BenchError
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
 from bench.latency.timer import WallTimer
-from tests.latency.fakes import FakeReranker, calls, env, reference_for, spec
+from tests.latency.fakes import FakeReranker, calls, env, host_sequence, reference_for, spec
 
 
 def test_block_is_written_whole_and_read_back(tmp_path: Path) -> None:
@@ -50,16 +50,23 @@ def test_interrupt_discards_the_block_and_rerun_starts_from_warmup(tmp_path: Pat
 
 
 def test_busy_host_is_refused_or_marked(tmp_path: Path) -> None:
-    def busy() -> dict[str, object]:
-        return {"load1": 5.0, "cpu_count": 8, "foreign": {"cores": 4.5, "window_s": 1.0}}
-
-    with pytest.raises(BenchError, match=r"other processes used 4.50 cores over 1.0 s > 4 .*--allow-busy"):
-        run_block(spec(), RerankerCaller(FakeReranker(), WallTimer()), env(tmp_path, host=busy))
+    """Judged over the block itself (the counters of its two snapshots): a busy block is not written."""
+    refused = r"host busy during fake k=5 pass 1: other processes used 4.50 cores over 1.0 s > 4 .*allow-busy"
+    with pytest.raises(BenchError, match=refused + r".*This block was not written"):
+        run_block(spec(), RerankerCaller(FakeReranker(), WallTimer()), env(tmp_path, host=host_sequence(4.5)))
     assert not list(tmp_path.rglob("*.json"))
     block, _ = run_block(
-        spec(allow_busy=True), RerankerCaller(FakeReranker(), WallTimer()), env(tmp_path, host=busy)
+        spec(allow_busy=True),
+        RerankerCaller(FakeReranker(), WallTimer()),
+        env(tmp_path, host=host_sequence(4.5)),
     )
-    assert block.allow_busy and any("--allow-busy" in m for m in block.marks)
+    assert block.allow_busy and any("--allow-busy" in m and "during" in m for m in block.marks)
+    assert block.host_after["foreign"]["over"] == "the block" and block.host_after["foreign"]["cores"] == 4.5
+    # a snapshot without readable counters is never taken as quiet
+    with pytest.raises(BenchError, match="host load not judged during"):
+        unreadable = {"load1": 0.0, "cpu_count": 8, "cpu_counters": {"error": "x"}}
+        caller = RerankerCaller(FakeReranker(), WallTimer())
+        run_block(spec(), caller, env(tmp_path / "u", host=lambda: unreadable))
 
 
 def test_accuracy_against_quality_scores(tmp_path: Path) -> None:

@@ -56,6 +56,9 @@ def test_blocks_in_the_latency_format(tmp_path: Path, noise: float, status: str)
         assert "rehearsal stand-in" in b.marks
         assert any(m.startswith("accuracy mismatch") for m in b.marks) == (status == "mismatch")
         assert b.candidates is not None and b.candidates["stage"] == "vector-71k"
+        # the busy-host rule over the timed calls themselves (no window spent before or after them)
+        assert b.host_before["foreign"] is None and b.host_after["foreign"]["over"] == "the block"
+        assert b.host_after["foreign"]["window_s"] > 0 and "cpu_counters" in b.host_before
     assert "_timed" not in rec
 
 
