@@ -112,6 +112,8 @@ def first_stage(
         embedder = arctic_embedder(device=device) if sdef.vector else None
         manifest = collect_manifest(kind="first-stage", device=device if sdef.vector else None,
                                     server_version=server.version, extra={"preflight": guard})  # fmt: skip
+        extra = {"manifest": manifest, "image_reported": image, "corpus_layout": layout,
+                 "scale_preflight": scale_check}  # fmt: skip
         result = run_stage(
             stage,
             server=server,
@@ -124,8 +126,7 @@ def first_stage(
             qrels_path=qrels_path,
             expected_passages=expected,
             batch_size=batch_size,
-            extra={"manifest": manifest, "image_reported": image, "corpus_layout": layout,
-                   "scale_preflight": scale_check},  # fmt: skip
+            extra=extra,
         )
     m = result.record.get("metrics", {})
     recall, ceiling = m.get("recall@100", float("nan")), m.get("ceiling", float("nan"))
