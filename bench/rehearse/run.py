@@ -11,7 +11,6 @@ The steps are declared in ``STEPS`` (name, function, what it needs and gives) an
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,13 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.atomic import write_json_atomic
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import bench_command
 from bench.interrupt import Interrupted, interruptible, raise_if_interrupted
 from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
-from bench.quality.study import MANIFEST, Study, read_manifest, write_json
+from bench.quality.study import MANIFEST, Study, read_manifest
 from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
 from bench.rehearse.inputs import load_inputs
 from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP
@@ -65,7 +66,7 @@ class Options:
 
 
 def new_dir(root: Path) -> Path:
-    return root / "rehearsal" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return root / "rehearsal" / clock.stamp()
 
 
 def _loader(passage_cache: bool, corpus: list[str]) -> Any:
@@ -116,7 +117,7 @@ def rehearse(
     got, times = run_steps(STEPS, ctx)
     times["total"] = time.perf_counter() - t_start
     summary = _summary(directory, got, times)
-    write_json(directory / SUMMARY, summary)
+    write_json_atomic(directory / SUMMARY, summary)
     _print(out, summary, got["title"], _latency_note(opts.passage_cache))
     return directory
 
