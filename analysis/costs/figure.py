@@ -13,6 +13,7 @@ the PNG, so a rerun writes the same file.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -39,6 +40,10 @@ OFFSETS: Final = (
     (0, -38, "center"),
 )  # fmt: skip
 FAR: Final = 10  # offsets beyond this many points get a thin leader line
+# x-axis ticks (ms), those inside the shared limits are drawn
+TICKS: Final = (
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000,
+)  # fmt: skip
 
 
 def _cost(o: Mapping[str, Any]) -> str:
@@ -111,112 +116,20 @@ def decision_figure(
 ) -> Path:
     """Draw the stage's options (rows of ``costs.json`` "options") into ``path``."""
     points = [o for o in options if o["latency"]["p95_ms"] is not None]
-    machines = list(COLOURS)
     dpi = 110
     fig, axes = plt.subplots(2, 2, figsize=(14, 10), dpi=dpi, sharex=True, sharey=True)
     try:
-        xs = [o["latency"]["p95_ms"] for o in points]
-        lo_x = min([*xs, LIVE_SEARCH_P95_MS]) / 2.5
-        hi_x = max([*xs, CHAT_RERANK_P95_MS]) * 2.5
-        ys = [100 * v for o in points for v in o["ndcg@10_interval"]]
-        if first_stage_ndcg is not None:
-            ys.append(100 * first_stage_ndcg)
-        lo_y, hi_y = (min(ys), max(ys)) if ys else (0.0, 100.0)
-        pad = max(1.0, 0.08 * (hi_y - lo_y))
-        ticks = [
-            t
-            for t in (
-                1,
-                2,
-                5,
-                10,
-                20,
-                50,
-                100,
-                200,
-                500,
-                1000,
-                2000,
-                5000,
-                10_000,
-                20_000,
-                50_000,
-                100_000,
-                200_000,
-                500_000,
-            )
-            if lo_x <= t <= hi_x
-        ]
+        frame = _frame(points, first_stage_ndcg)
         # the layout first: label placement works in display pixels of the final axes
         fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.05, hspace=0.12)
-        for ax, machine in zip(axes.flat, machines, strict=True):
+        for ax, machine in zip(axes.flat, list(COLOURS), strict=True):
             mine = [o for o in points if o["machine"] == machine]
-            colour = COLOURS[machine]
-            ax.set_xscale("log")
-            ax.set_xlim(lo_x, hi_x)
-            ax.set_ylim(lo_y - pad, hi_y + pad)
-            ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.grid(alpha=0.3, which="both")
-            ax.axvline(LIVE_SEARCH_P95_MS, color="#c44e52", ls="--", lw=1)
-            ax.axvline(CHAT_RERANK_P95_MS, color="#937860", ls=":", lw=1.2)
-            top = hi_y + pad
-            ax.text(
-                LIVE_SEARCH_P95_MS * 1.03, top, "live search\n500 ms", fontsize=6.5, color="#c44e52", va="top"
-            )
-            ax.text(CHAT_RERANK_P95_MS * 1.03, top, "chat\n2,000 ms", fontsize=6.5, color="#937860", va="top")
-            if first_stage_ndcg is not None:
-                ax.axhline(100 * first_stage_ndcg, color="#999999", ls="--", lw=0.8)
-            for o in mine:
-                x, y = o["latency"]["p95_ms"], 100 * o["ndcg@10"]
-                lo, hi = (100 * v for v in o["ndcg@10_interval"])
-                ax.errorbar(
-                    x,
-                    y,
-                    yerr=[[y - lo], [hi - y]],
-                    fmt="none",
-                    ecolor=colour,
-                    elinewidth=0.8,
-                    capsize=2,
-                    alpha=0.5,
-                )
-                filled = o["live"]["fits"] is True
-                ax.plot(
-                    x,
-                    y,
-                    MARKERS.get(o["k"], "D"),
-                    ms=6,
-                    color=colour,
-                    mfc=colour if filled else "white",
-                    mew=1.2,
-                )
-            _place_labels(ax, mine, dpi)
-            note = "" if mine else " (no latency measured)"
-            ax.set_title(f"{machine}{note}", fontsize=9, color=colour, loc="left")
+            _draw_panel(ax, machine, mine, frame, first_stage_ndcg, dpi)
         for ax in axes[1]:
             ax.set_xlabel("p95 latency of the reranking step, ms (log scale)", fontsize=8)
         for ax in axes[:, 0]:
             ax.set_ylabel("nDCG@10 (points), 95 % bootstrap interval", fontsize=8)
-        handles = [
-            Line2D([], [], color="#555555", marker=mk, ls="", mfc="white", label=f"k = {k}")
-            for k, mk in MARKERS.items()
-        ]
-        handles += [
-            Line2D([], [], color="#555555", marker="o", ls="", label="filled: live-search budget met"),
-            Line2D(
-                [],
-                [],
-                color="#555555",
-                marker="o",
-                ls="",
-                mfc="white",
-                label="hollow: missed, or first stage not timed",
-            ),
-            Line2D([], [], color="#999999", ls="--", label="first stage nDCG@10"),
-            Line2D([], [], color="#c44e52", ls="--", label="live search p95 500 ms (first stage + reranker)"),
-            Line2D([], [], color="#937860", ls=":", label="chat p95 2,000 ms (reranking step)"),
-        ]
-        fig.legend(handles=handles, fontsize=7, loc="lower center", ncols=4, frameon=False)
+        fig.legend(handles=_legend_handles(), fontsize=7, loc="lower center", ncols=4, frameon=False)
         fig.suptitle(
             title
             or f"{stage}: quality, latency and EUR per 1,000 queries (labels: model@k · cost; "
@@ -228,3 +141,86 @@ def decision_figure(
     finally:
         plt.close(fig)
     return path
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The axes all panels share: x limits (ms, log scale) and ticks, y limits (points) and padding."""
+
+    lo_x: float
+    hi_x: float
+    lo_y: float
+    hi_y: float
+    pad: float
+    ticks: list[int]
+
+
+def _frame(points: Sequence[Mapping[str, Any]], first_stage_ndcg: float | None) -> _Frame:
+    xs = [o["latency"]["p95_ms"] for o in points]
+    lo_x = min([*xs, LIVE_SEARCH_P95_MS]) / 2.5
+    hi_x = max([*xs, CHAT_RERANK_P95_MS]) * 2.5
+    ys = [100 * v for o in points for v in o["ndcg@10_interval"]]
+    if first_stage_ndcg is not None:
+        ys.append(100 * first_stage_ndcg)
+    lo_y, hi_y = (min(ys), max(ys)) if ys else (0.0, 100.0)
+    pad = max(1.0, 0.08 * (hi_y - lo_y))
+    return _Frame(lo_x, hi_x, lo_y, hi_y, pad, [t for t in TICKS if lo_x <= t <= hi_x])
+
+
+def _draw_panel(
+    ax: Axes,
+    machine: str,
+    mine: Sequence[Mapping[str, Any]],
+    frame: _Frame,
+    first_stage_ndcg: float | None,
+    dpi: float,
+) -> None:
+    """One machine's panel: the shared axes, the budget and first-stage lines, its points and their labels."""
+    colour = COLOURS[machine]
+    ax.set_xscale("log")
+    ax.set_xlim(frame.lo_x, frame.hi_x)
+    ax.set_ylim(frame.lo_y - frame.pad, frame.hi_y + frame.pad)
+    ax.set_xticks(frame.ticks, [f"{t:,}" for t in frame.ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.grid(alpha=0.3, which="both")
+    ax.axvline(LIVE_SEARCH_P95_MS, color="#c44e52", ls="--", lw=1)
+    ax.axvline(CHAT_RERANK_P95_MS, color="#937860", ls=":", lw=1.2)
+    top = frame.hi_y + frame.pad
+    ax.text(LIVE_SEARCH_P95_MS * 1.03, top, "live search\n500 ms", fontsize=6.5, color="#c44e52", va="top")
+    ax.text(CHAT_RERANK_P95_MS * 1.03, top, "chat\n2,000 ms", fontsize=6.5, color="#937860", va="top")
+    if first_stage_ndcg is not None:
+        ax.axhline(100 * first_stage_ndcg, color="#999999", ls="--", lw=0.8)
+    for o in mine:
+        _draw_point(ax, o, colour)
+    _place_labels(ax, mine, dpi)
+    note = "" if mine else " (no latency measured)"
+    ax.set_title(f"{machine}{note}", fontsize=9, color=colour, loc="left")
+
+
+def _draw_point(ax: Axes, o: Mapping[str, Any], colour: str) -> None:
+    """An option's interval bar and marker: shape = k, filled when it meets the live-search budget."""
+    x, y = o["latency"]["p95_ms"], 100 * o["ndcg@10"]
+    lo, hi = (100 * v for v in o["ndcg@10_interval"])
+    ax.errorbar(
+        x, y, yerr=[[y - lo], [hi - y]], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2, alpha=0.5
+    )
+    filled = o["live"]["fits"] is True
+    ax.plot(x, y, MARKERS.get(o["k"], "D"), ms=6, color=colour, mfc=colour if filled else "white", mew=1.2)
+
+
+def _legend_handles() -> list[Line2D]:
+    handles = [
+        Line2D([], [], color="#555555", marker=mk, ls="", mfc="white", label=f"k = {k}")
+        for k, mk in MARKERS.items()
+    ]
+    handles += [
+        Line2D([], [], color="#555555", marker="o", ls="", label="filled: live-search budget met"),
+        Line2D(
+            [], [], color="#555555", marker="o", ls="", mfc="white",
+            label="hollow: missed, or first stage not timed",
+        ),
+        Line2D([], [], color="#999999", ls="--", label="first stage nDCG@10"),
+        Line2D([], [], color="#c44e52", ls="--", label="live search p95 500 ms (first stage + reranker)"),
+        Line2D([], [], color="#937860", ls=":", label="chat p95 2,000 ms (reranking step)"),
+    ]
+    return handles

@@ -184,6 +184,31 @@ def _price(
     path: Path, group: str, name: str, entry: Any, header: int | None, keys: Mapping[str, int]
 ) -> Price:
     where = f"[{group}.{name}]"
+    _check_name(path, group, name, header, where)
+    _check_keys(path, entry, header, keys, where)
+    value = _value(path, entry["value"], keys.get("value", header), where)
+    currency = entry["currency"]
+    if currency not in CURRENCIES:
+        raise CostInputError(
+            path,
+            keys.get("currency", header),
+            f"{where}: currency {currency!r}",
+            f"use {' or '.join(CURRENCIES)} (other currencies are not converted)",
+        )
+    if entry["unit"] != UNITS[group]:
+        raise CostInputError(
+            path,
+            keys.get("unit", header),
+            f"{where}: unit {entry['unit']!r}",
+            f"[{group}.*] prices are {UNITS[group]!r}; convert the list price to that unit",
+        )
+    date = _date(path, entry["date"], keys.get("date", header), where)
+    source = _source(path, entry["source"], keys.get("source", header), where)
+    return Price(f"{group}/{name}", float(value), currency, entry["unit"], date, source, header or 0)
+
+
+def _check_name(path: Path, group: str, name: str, header: int | None, where: str) -> None:
+    """An API model or server item the plan names; other groups take any name."""
     if group == "api" and name not in API_MODELS:
         raise CostInputError(
             path,
@@ -198,6 +223,10 @@ def _price(
             f"{where}: unknown server item",
             f"use one of {', '.join(SERVER_ITEMS)}; the plan fixes the other server prices",
         )
+
+
+def _check_keys(path: Path, entry: Any, header: int | None, keys: Mapping[str, int], where: str) -> None:
+    """A table with exactly the keys of FIELDS."""
     if not isinstance(entry, dict):
         raise CostInputError(path, header, f"{where} is not a table", f"write {where} as its own table")
     missing = [f for f in FIELDS if f not in entry]
@@ -217,37 +246,29 @@ def _price(
             f"{where}: unknown key {extra[0]!r}",
             f"use only {', '.join(FIELDS)}",
         )
-    value = entry["value"]
+
+
+def _value(path: Path, value: Any, line: int | None, where: str) -> int | float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise CostInputError(
             path,
-            keys.get("value", header),
+            line,
             f"{where}: value {value!r} is not a number",
             "write the price as a plain number, e.g. value = 0.05 (no quotes, no currency)",
         )
     if value < 0:
         raise CostInputError(
             path,
-            keys.get("value", header),
+            line,
             f"{where}: negative price {value!r}",
             "enter the list price as a number >= 0",
         )
-    currency = entry["currency"]
-    if currency not in CURRENCIES:
-        raise CostInputError(
-            path,
-            keys.get("currency", header),
-            f"{where}: currency {currency!r}",
-            f"use {' or '.join(CURRENCIES)} (other currencies are not converted)",
-        )
-    if entry["unit"] != UNITS[group]:
-        raise CostInputError(
-            path,
-            keys.get("unit", header),
-            f"{where}: unit {entry['unit']!r}",
-            f"[{group}.*] prices are {UNITS[group]!r}; convert the list price to that unit",
-        )
-    date = entry["date"]
+    return value
+
+
+def _date(path: Path, raw: Any, line: int | None, where: str) -> dt.date:
+    """A TOML date, or an ISO date string; a datetime is refused."""
+    date = raw
     if isinstance(date, str):
         try:
             date = dt.date.fromisoformat(date)
@@ -256,16 +277,19 @@ def _price(
     if not isinstance(date, dt.date) or isinstance(date, dt.datetime):
         raise CostInputError(
             path,
-            keys.get("date", header),
-            f"{where}: date {entry['date']!r}",
+            line,
+            f"{where}: date {raw!r}",
             "write the day the price was read as date = YYYY-MM-DD",
         )
-    source = entry["source"]
+    return date
+
+
+def _source(path: Path, source: Any, line: int | None, where: str) -> str:
     if not isinstance(source, str) or not re.match(r"^https?://\S+$", source):
         raise CostInputError(
             path,
-            keys.get("source", header),
+            line,
             f"{where}: source {source!r} is not a URL",
             'write the page the price was read from, source = "https://..."',
         )
-    return Price(f"{group}/{name}", float(value), currency, entry["unit"], date, source, header or 0)
+    return source

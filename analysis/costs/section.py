@@ -200,10 +200,44 @@ def _option(
     servers: Mapping[str, Any],
     api: Mapping[tuple[str, int], dict[str, Any]],
 ) -> dict[str, Any]:
+    row = _option_row(stage, run, p, first_stage)
+    server_id = row["server"]
+    if server_id is None:  # the API: cost from billed tokens, no server, no capacity
+        cost = api.get((p.model, p.k), {})
+        row["eur_per_1000"] = cost.get("eur_per_1000")
+        row["eur_per_1000_basis"] = "billed tokens per query x list price x ECB rate"
+        row["missing"] = list(cost.get("missing", ["billed tokens"]))
+        return row
+    mean_ms = row["latency"]["mean_ms"]
+    if mean_ms is None:
+        row["missing"].append("latency (every call failed)")
+        return row
+    row["capacity"] = {
+        "queries_per_month": {str(u): capacity_per_month(mean_ms, u) for u in UTILISATIONS},
+        "lower_bound": p.machine == "GPU",
+        "rule": f"{SECONDS_PER_MONTH:,} s x utilisation / mean latency",
+    }
+    server = servers[server_id]
+    row["eur_per_1000_basis"] = f"server month / capacity at {100 * COST_UTILISATION:.0f} % utilisation"
+    if server.eur is None:
+        row["missing"] += [f"{server_id} {m}" for m in server.missing]
+    else:
+        row["eur_per_1000"] = eur_per_1000_queries(server.eur, mean_ms, COST_UTILISATION)
+    capacity = capacity_per_month(mean_ms, COST_UTILISATION)
+    for api_model in API_MODELS:
+        api_cost = api.get((api_model, p.k))
+        row["break_even"][api_model] = _break_even_cells(row, api_model, api_cost, server.eur, capacity)
+    return row
+
+
+def _option_row(
+    stage: str, run: Mapping[str, Any], p: Pooled, first_stage: Sequence[Block]
+) -> dict[str, Any]:
+    """An option's quality, latency and budget fits, with its costs still empty."""
     lat = p.summary()
     live = p.live(first_stage)
     server_id, note = MACHINES[p.machine]
-    row: dict[str, Any] = {
+    return {
         "stage": stage,
         "model": p.model,
         "k": p.k,
@@ -232,56 +266,42 @@ def _option(
         "break_even": {},
         "missing": [],
     }
-    if server_id is None:  # the API: cost from billed tokens, no server, no capacity
-        cost = api.get((p.model, p.k), {})
-        row["eur_per_1000"] = cost.get("eur_per_1000")
-        row["eur_per_1000_basis"] = "billed tokens per query x list price x ECB rate"
-        row["missing"] = list(cost.get("missing", ["billed tokens"]))
-        return row
-    if lat["mean_ms"] is None:
-        row["missing"].append("latency (every call failed)")
-        return row
-    row["capacity"] = {
-        "queries_per_month": {str(u): capacity_per_month(lat["mean_ms"], u) for u in UTILISATIONS},
-        "lower_bound": p.machine == "GPU",
-        "rule": f"{SECONDS_PER_MONTH:,} s x utilisation / mean latency",
-    }
-    server = servers[server_id]
-    row["eur_per_1000_basis"] = f"server month / capacity at {100 * COST_UTILISATION:.0f} % utilisation"
-    if server.eur is None:
-        row["missing"] += [f"{server_id} {m}" for m in server.missing]
-    else:
-        row["eur_per_1000"] = eur_per_1000_queries(server.eur, lat["mean_ms"], COST_UTILISATION)
-    capacity = capacity_per_month(lat["mean_ms"], COST_UTILISATION)
-    for api_model in API_MODELS:
-        api_cost = api.get((api_model, p.k))
-        cells: dict[str, Any] = {}
-        for name in ("live", "chat"):
-            p95 = row[name]["p95_ms"]
-            if api_cost is None:
-                cells[name] = {
-                    "status": "no API run",
-                    "queries_per_month": None,
-                    "failed": [f"no {api_model} run at k = {p.k}"],
-                }
-            elif p95 is None:
-                cells[name] = {
-                    "status": "not reachable",
-                    "queries_per_month": None,
-                    "failed": [f"{name} p95 unknown: {row[name].get('reason')}"],
-                }
-            else:
-                why = list(row["missing"]) + [f"API {m}" for m in api_cost["missing"]]
-                cells[name] = break_even(
-                    server.eur,
-                    api_cost["eur_per_query"],
-                    capacity=capacity,
-                    p95=p95,
-                    budget_ms=BUDGETS[name],
-                    missing=why,
-                ).record()
-        row["break_even"][api_model] = cells
-    return row
+
+
+def _break_even_cells(
+    row: Mapping[str, Any],
+    api_model: str,
+    api_cost: Mapping[str, Any] | None,
+    server_eur: float | None,
+    capacity: float,
+) -> dict[str, Any]:
+    """The break-even of a server option against one API model, under the live and the chat budget."""
+    cells: dict[str, Any] = {}
+    for name in ("live", "chat"):
+        p95 = row[name]["p95_ms"]
+        if api_cost is None:
+            cells[name] = {
+                "status": "no API run",
+                "queries_per_month": None,
+                "failed": [f"no {api_model} run at k = {row['k']}"],
+            }
+        elif p95 is None:
+            cells[name] = {
+                "status": "not reachable",
+                "queries_per_month": None,
+                "failed": [f"{name} p95 unknown: {row[name].get('reason')}"],
+            }
+        else:
+            why = list(row["missing"]) + [f"API {m}" for m in api_cost["missing"]]
+            cells[name] = break_even(
+                server_eur,
+                api_cost["eur_per_query"],
+                capacity=capacity,
+                p95=p95,
+                budget_ms=BUDGETS[name],
+                missing=why,
+            ).record()
+    return cells
 
 
 def _context(
@@ -390,18 +410,9 @@ def build_costs(
     context: list[dict[str, Any]] = []
     without_latency: list[str] = []
     for stage, record in sorted(quality.items()):
-        stage_options = []
-        int8_runs = {r["depth"] for r in record["runs"] if r["model"].endswith(INT8_SUFFIX)}
-        for run in record["runs"]:
-            found = _latency_for(run, pooled, int8_runs)
-            if not found:
-                without_latency.append(f"{stage}/{run['model']}@{run['depth']}")
-            for p, note in found:
-                option = _option(stage, run, p, first_stages.get(stage, []), servers, api)
-                option["quality_note"] = note
-                stage_options.append(option)
-        order = {m: i for i, m in enumerate(MACHINES)}
-        stage_options.sort(key=lambda o: (o["model"], o["k"], order[o["machine"]]))
+        stage_options = _stage_options(
+            stage, record, pooled, first_stages.get(stage, []), servers, api, without_latency
+        )
         options += stage_options
         context += _context(
             stage, runs_dir, judgments, record, tokens, inputs.prices, money, stage_options, missing
@@ -412,7 +423,6 @@ def build_costs(
     for name, s in servers.items():
         if s.eur is None and any(o["server"] == name for o in options):
             missing += [f"{name}: {m}" for m in s.missing]
-    missing = sorted(set(missing))
     return {
         "plan_section": "Costs",
         "interpretations": [INTERPRETATION, "D-027", "D-028", "D-029"],
@@ -428,18 +438,48 @@ def build_costs(
         "options": options,
         "context": context,
         "runs_without_latency": without_latency,
-        "missing": missing,
+        "missing": sorted(set(missing)),
         "allow_missing": inputs.allow_missing,
-        "inputs": {
-            "prices": inputs.prices.record(),
-            "latency": inputs.latency_label,
-            "latency_blocks": _block_sources(inputs.blocks),
-            "passage_tokens": None
-            if tokens is None
-            else {k: tokens[k] for k in ("path", "sha256", "tokenizer") if k in tokens},
-            "quality": "quality/<stage>.json of this report",
-        },
+        "inputs": _inputs_record(inputs, tokens),
         "notes": list(inputs.notes),
+    }
+
+
+def _stage_options(
+    stage: str,
+    record: Mapping[str, Any],
+    pooled: Mapping[tuple[str, str, int], Pooled],
+    first_stage: Sequence[Block],
+    servers: Mapping[str, Any],
+    api: Mapping[tuple[str, int], dict[str, Any]],
+    without_latency: list[str],
+) -> list[dict[str, Any]]:
+    """One stage's options, one per quality run and machine with latency, by model, k and machine; the runs
+    with no latency at all are appended to ``without_latency``."""
+    stage_options = []
+    int8_runs = {r["depth"] for r in record["runs"] if r["model"].endswith(INT8_SUFFIX)}
+    for run in record["runs"]:
+        found = _latency_for(run, pooled, int8_runs)
+        if not found:
+            without_latency.append(f"{stage}/{run['model']}@{run['depth']}")
+        for p, note in found:
+            option = _option(stage, run, p, first_stage, servers, api)
+            option["quality_note"] = note
+            stage_options.append(option)
+    order = {m: i for i, m in enumerate(MACHINES)}
+    stage_options.sort(key=lambda o: (o["model"], o["k"], order[o["machine"]]))
+    return stage_options
+
+
+def _inputs_record(inputs: CostInputs, tokens: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "prices": inputs.prices.record(),
+        "latency": inputs.latency_label,
+        "latency_blocks": _block_sources(inputs.blocks),
+        "passage_tokens": None
+        if tokens is None
+        else {k: tokens[k] for k in ("path", "sha256", "tokenizer") if k in tokens},
+        "quality": "quality/<stage>.json of this report",
     }
 
 

@@ -186,22 +186,12 @@ def reproduce(
     """Rerun ``models`` on the committed first-stage runs of ``stages`` (default: every committed stage)
     at the main depth and compare nDCG@10 with the committed results."""
     from analysis.atomic import write_json_atomic
-    from analysis.metrics import Judgments, evaluate_table
-    from analysis.trec import read_qrels, read_run_table
     from bench.quality.driver import execute
     from bench.quality.phase import PhaseSpec
     from bench.quality.study import Study
 
     stream = stream if stream is not None else sys.stderr
-    chosen = list(stages) if stages else committed_stages(root)
-    if not chosen:
-        raise BenchError(
-            f"{root / RUNS}: no committed first-stage run with a committed quality result; "
-            "nothing to reproduce (run the study and commit runs/ and results/ first)"
-        )
-    missing = [s for s in chosen if not (root / RUNS / "first-stage" / f"{s}.trec").is_file()]
-    if missing:
-        raise BenchError(f"{root / RUNS / 'first-stage'}: no committed run for {', '.join(missing)}")
+    chosen = _stages_to_rerun(root, stages)
     params = {"stages": chosen, "models": list(models), "depth": QUALITY_DEPTH, "reproduction": True}
     study = Study.start(
         out_dir,
@@ -224,17 +214,7 @@ def reproduce(
         what="reproduction",
         stream=stream,
     )
-    judgments = Judgments.from_qrels(read_qrels(qrels))
-    comparisons = []
-    for stage in chosen:
-        for model in models:
-            path = out_dir / "runs" / stage / f"{model}@{QUALITY_DEPTH}.trec"
-            reproduced = None
-            if path.is_file():
-                table = read_run_table(path, qrels_qids=judgments.qids)
-                reproduced = float(evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
-            committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
-            comparisons.append(compare(stage, model, QUALITY_DEPTH, committed, reproduced))
+    comparisons = _comparisons(root, out_dir, chosen, models, qrels)
     from bench.provenance import host_info
 
     here = sorted(set(_gpus(provenance.get("host"))) | set(_gpus(host_info())))  # torch is loaded by now
@@ -244,6 +224,41 @@ def reproduce(
     )
     write_json_atomic(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
     return result
+
+
+def _stages_to_rerun(root: Path, stages: Sequence[str] | None) -> list[str]:
+    """``stages``, or every committed stage; each must have its committed first-stage run."""
+    chosen = list(stages) if stages else committed_stages(root)
+    if not chosen:
+        raise BenchError(
+            f"{root / RUNS}: no committed first-stage run with a committed quality result; "
+            "nothing to reproduce (run the study and commit runs/ and results/ first)"
+        )
+    missing = [s for s in chosen if not (root / RUNS / "first-stage" / f"{s}.trec").is_file()]
+    if missing:
+        raise BenchError(f"{root / RUNS / 'first-stage'}: no committed run for {', '.join(missing)}")
+    return chosen
+
+
+def _comparisons(
+    root: Path, out_dir: Path, stages: Sequence[str], models: Sequence[str], qrels: Path
+) -> list[Comparison]:
+    """Each rerun's nDCG@10 against the committed one, per stage and model."""
+    from analysis.metrics import Judgments, evaluate_table
+    from analysis.trec import read_qrels, read_run_table
+
+    judgments = Judgments.from_qrels(read_qrels(qrels))
+    comparisons = []
+    for stage in stages:
+        for model in models:
+            path = out_dir / "runs" / stage / f"{model}@{QUALITY_DEPTH}.trec"
+            reproduced = None
+            if path.is_file():
+                table = read_run_table(path, qrels_qids=judgments.qids)
+                reproduced = float(evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
+            committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
+            comparisons.append(compare(stage, model, QUALITY_DEPTH, committed, reproduced))
+    return comparisons
 
 
 def format_result(result: Reproduction) -> str:

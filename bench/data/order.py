@@ -135,32 +135,9 @@ def external_sort(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        runs: list[Path] = []
-        run: list[Passage] = []
-        for p in passages:
-            run.append(p)
-            if len(run) >= run_size:
-                runs.append(build / f"run-{len(runs):05d}.jsonl.gz")
-                _write_run(run, runs[-1])
-                run = []
-        if run or not runs:
-            runs.append(build / f"run-{len(runs):05d}.jsonl.gz")
-            _write_run(run, runs[-1])
-        del run
+        runs = _write_runs(passages, build, run_size)
         target = build / SORTED_FILE
-        n = 0
-        prev: DocidKey | None = None
-        prev_id = ""
-        with gzip.open(target, "wb", compresslevel=GZIP_LEVEL) as fh:
-            for key, p in heapq.merge(*(_read_run(r) for r in runs), key=lambda t: t[0]):
-                if prev is not None and key == prev:
-                    raise BenchError(
-                        f"passage id {p.docid!r} occurs twice in the corpus (after {prev_id!r}); the import "
-                        "order is undefined. The corpus is damaged: fetch it again."
-                    )
-                prev, prev_id = key, p.docid
-                fh.write(sorted_line(p))
-                n += 1
+        n = _merge_runs(runs, target)
         for r in runs:
             r.unlink()
         manifest = {
@@ -174,18 +151,57 @@ def external_sort(
             "inputs": dict(inputs or {}),
         }
         write_json_atomic(build / MANIFEST, manifest)
-        old = None
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out_dir.rename(old)
-        build.rename(out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _swap_in(build, out_dir)
         return manifest
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
+
+
+def _write_runs(passages: Iterable[Passage], build: Path, run_size: int) -> list[Path]:
+    """The passages in sorted runs of ``run_size`` (at least one run, empty for an empty corpus)."""
+    runs: list[Path] = []
+    run: list[Passage] = []
+    for p in passages:
+        run.append(p)
+        if len(run) >= run_size:
+            runs.append(build / f"run-{len(runs):05d}.jsonl.gz")
+            _write_run(run, runs[-1])
+            run = []
+    if run or not runs:
+        runs.append(build / f"run-{len(runs):05d}.jsonl.gz")
+        _write_run(run, runs[-1])
+    return runs
+
+
+def _merge_runs(runs: Sequence[Path], target: Path) -> int:
+    """Merge the sorted runs into ``target``; a duplicate id raises. Returns the number of passages."""
+    n = 0
+    prev: DocidKey | None = None
+    prev_id = ""
+    with gzip.open(target, "wb", compresslevel=GZIP_LEVEL) as fh:
+        for key, p in heapq.merge(*(_read_run(r) for r in runs), key=lambda t: t[0]):
+            if prev is not None and key == prev:
+                raise BenchError(
+                    f"passage id {p.docid!r} occurs twice in the corpus (after {prev_id!r}); the import "
+                    "order is undefined. The corpus is damaged: fetch it again."
+                )
+            prev, prev_id = key, p.docid
+            fh.write(sorted_line(p))
+            n += 1
+    return n
+
+
+def _swap_in(build: Path, out_dir: Path) -> None:
+    """Replace ``out_dir`` by the finished ``build`` folder beside it (the old one is removed after)."""
+    old = None
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        out_dir.rename(old)
+    build.rename(out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any] | None:

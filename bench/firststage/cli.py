@@ -13,12 +13,17 @@ keyword-full first predicts server memory, disk and import time from the fitted 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bench.firststage.definitions import STAGE_DEFS
 from bench.folder_options import runs_option
+
+if TYPE_CHECKING:
+    from bench.data import Passage
 
 IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose from the image its typesense service starts (recorded)
 
@@ -71,20 +76,13 @@ def first_stage(
 ) -> None:
     """Run one first stage against the pinned Typesense 30.2 and write its run and record."""
     from bench.errors import BenchError
-    from bench.firststage.preflight import check, keyword_full_prediction
 
     if (dry_run or ignore_preflight) and stage != "keyword-full":
         raise BenchError("--dry-run and --ignore-preflight apply to keyword-full only (the full corpus)")
     if dry_run:
-        prediction = keyword_full_prediction()
-        click.echo(prediction.text())
-        if prediction.problems:
-            click.echo("would refuse: " + "; ".join(prediction.problems), err=True)
-            raise SystemExit(1)
-        click.echo("would run: the prediction fits this machine")
+        _dry_run()
         return
     from bench.codeversion import require_clean_code
-    from bench.data.hub import corpus_71k_id_column, read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.embed import arctic_embedder
     from bench.firststage.features import check_server
@@ -93,24 +91,15 @@ def first_stage(
     from bench.guard import preflight
     from bench.integrity.hub import snapshot_dir
     from bench.paths import repo_root
-    from bench.plan import CORPUS_71K, CORPUS_71K_PASSAGES, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL
+    from bench.plan import MIRACL
     from bench.provenance import collect_manifest
 
     sdef = STAGE_DEFS[stage]
     image = reported_image()
     corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
     guard = preflight("measurement", lock_names=["miracl", corpus_name])
-    scale_check: dict[str, object] | None = None
-    if stage == "keyword-full":  # before anything is sent to the server
-        try:
-            prediction = keyword_full_prediction()
-        except BenchError:
-            if not ignore_preflight:
-                raise
-            scale_check = {"ignored": True, "prediction": None, "reason": "no prediction (fit missing)"}
-        else:
-            scale_check = check(prediction, ignore=ignore_preflight)
-        click.echo(f"preflight: {'ignored' if ignore_preflight else 'passed'}", err=True)
+    # keyword-full: before anything is sent to the server
+    scale_check = _scale_check(ignore_preflight) if stage == "keyword-full" else None
     root = repo_root()
     require_clean_code(root)
     runs = runs_dir or root / "runs"
@@ -118,27 +107,12 @@ def first_stage(
     with external_typesense() as server:
         check_server("measurement", server.version)
         queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
-        layout: dict[str, object] = {}
-        if sdef.corpus == "71k":
-            corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
-            expected = CORPUS_71K_PASSAGES
-            layout["corpus_71k_id_column"] = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
-        else:
-            from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
-            from bench.paths import cache_dir
-
-            corpus, order_info = full_corpus_in_import_order(  # type: ignore[assignment]
-                snapshot_dir(CORPUS_FULL), cache_dir() / SORT_DIR_NAME
-            )
-            layout["corpus_full_import_order"] = order_info
-            expected = CORPUS_FULL_PASSAGES
+        corpus, expected, layout = _corpus(sdef.corpus)
         embedder = arctic_embedder(device=device) if sdef.vector else None
-        manifest = collect_manifest(
-            kind="first-stage",
-            device=device if sdef.vector else None,
-            server_version=server.version,
-            extra={"preflight": guard},
-        )
+        manifest = collect_manifest(kind="first-stage", device=device if sdef.vector else None,
+                                    server_version=server.version, extra={"preflight": guard})  # fmt: skip
+        extra = {"manifest": manifest, "image_reported": image, "corpus_layout": layout,
+                 "scale_preflight": scale_check}  # fmt: skip
         result = run_stage(
             stage,
             server=server,
@@ -151,14 +125,56 @@ def first_stage(
             qrels_path=qrels_path,
             expected_passages=expected,
             batch_size=batch_size,
-            extra={
-                "manifest": manifest,
-                "image_reported": image,
-                "corpus_layout": layout,
-                "scale_preflight": scale_check,
-            },
+            extra=extra,
         )
     m = result.record.get("metrics", {})
     recall, ceiling = m.get("recall@100", float("nan")), m.get("ceiling", float("nan"))
     click.echo(f"{stage}: Recall@100 {recall:.4f}, ceiling {ceiling:.4f}")
     click.echo(f"wrote {result.run_path} and {result.json_path}", err=True)
+
+
+def _dry_run() -> None:
+    """keyword-full's predicted server memory, disk and import time on this machine; exit 1 if refused."""
+    from bench.firststage.preflight import keyword_full_prediction
+
+    prediction = keyword_full_prediction()
+    click.echo(prediction.text())
+    if prediction.problems:
+        click.echo("would refuse: " + "; ".join(prediction.problems), err=True)
+        raise SystemExit(1)
+    click.echo("would run: the prediction fits this machine")
+
+
+def _scale_check(ignore_preflight: bool) -> dict[str, object]:
+    """keyword-full's scale preflight (refuses unless ``--ignore-preflight``), recorded with the result."""
+    from bench.errors import BenchError
+    from bench.firststage.preflight import check, keyword_full_prediction
+
+    scale_check: dict[str, object]
+    try:
+        prediction = keyword_full_prediction()
+    except BenchError:
+        if not ignore_preflight:
+            raise
+        scale_check = {"ignored": True, "prediction": None, "reason": "no prediction (fit missing)"}
+    else:
+        scale_check = check(prediction, ignore=ignore_preflight)
+    click.echo(f"preflight: {'ignored' if ignore_preflight else 'passed'}", err=True)
+    return scale_check
+
+
+def _corpus(corpus: str) -> tuple[Iterable[Passage], int, dict[str, object]]:
+    """The stage's corpus from the pinned hub files, in import order, its expected size and its layout."""
+    from bench.data.hub import corpus_71k_id_column, read_corpus_71k
+    from bench.integrity.hub import snapshot_dir
+    from bench.plan import CORPUS_71K, CORPUS_71K_PASSAGES, CORPUS_FULL, CORPUS_FULL_PASSAGES
+
+    if corpus == "71k":
+        passages = read_corpus_71k(snapshot_dir(CORPUS_71K))
+        id_column = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
+        return passages, CORPUS_71K_PASSAGES, {"corpus_71k_id_column": id_column}
+    from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
+    from bench.paths import cache_dir
+
+    ordered, order_info = full_corpus_in_import_order(snapshot_dir(CORPUS_FULL), cache_dir() / SORT_DIR_NAME)
+    return ordered, CORPUS_FULL_PASSAGES, {"corpus_full_import_order": order_info}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,51 +102,16 @@ def import_passages(
     skip = int(state["imported"]) if state else 0
     last_id = state.get("last_docid") if state else None
     t0 = time.perf_counter()
-    n = 0
-    prev: DocidKey | None = None
-    batch: list[Passage] = []
-    batch_start = skip
+    stream = _InOrder(passages, skip, last_id, checkpoint, name)
     stalls: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal batch, batch_start
-        import_batch(server, name, build(batch, batch_start), backoff=backoff, stalls=stalls)
-        batch_start += len(batch)
-        write_json_atomic(
-            checkpoint,
-            {
-                "collection": name,
-                "schema_sha256": sha,
-                "imported": batch_start,
-                "last_docid": batch[-1].docid,
-                "complete": False,
-            },
-        )
-        progress.advance(len(batch))
-        batch = []
-
     with Progress(label, expected, "passages", initial=skip) as progress:
-        for p in passages:
-            key = docid_key(p.docid)
-            if prev is not None and key <= prev:
-                raise BenchError(
-                    f"passage {p.docid} follows {passages_prev_id(prev)}: the corpus is not in ascending "
-                    "id order (the plan's import order, bench.data.IMPORT_ORDER); sort it before importing"
-                )
-            prev = key
-            n += 1
-            if n <= skip:
-                if n == skip and p.docid != last_id:
-                    raise BenchError(
-                        f"{checkpoint}: passage {skip} of the corpus is {p.docid}, the checkpoint says "
-                        f"{last_id}; the corpus changed. Delete collection {name} and the checkpoint."
-                    )
-                continue
-            batch.append(p)
-            if len(batch) >= batch_size:
-                flush()
-        if batch:
-            flush()
+        imported = skip
+        for batch in _batches(stream, batch_size):
+            import_batch(server, name, build(batch, imported), backoff=backoff, stalls=stalls)
+            imported += len(batch)
+            _write_checkpoint(checkpoint, name, sha, imported, batch[-1].docid, complete=False)
+            progress.advance(len(batch))
+    n = stream.read
     if n < skip:
         raise BenchError(
             f"{checkpoint}: the corpus has {n} passages, the checkpoint says {skip} were imported"
@@ -157,17 +122,70 @@ def import_passages(
             f"collection {name} holds {have} documents after the import; {n} were read"
             + (f", the corpus should have {expected}" if expected is not None else "")
         )
+    last = last_id if stream.prev is None else passages_prev_id(stream.prev)
+    _write_checkpoint(checkpoint, name, sha, n, last, complete=True)
+    return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0, tuple(stalls))
+
+
+class _InOrder:
+    """The corpus stream, checked to be in ascending id order as it is read. Yields the passages after the
+    first ``skip`` (those a checkpoint says are in the collection already), once passage ``skip`` is the one
+    the checkpoint names. ``read`` counts the passages read, ``prev`` is the last one's id key."""
+
+    def __init__(
+        self, passages: Iterable[Passage], skip: int, last_id: str | None, checkpoint: Path, name: str
+    ) -> None:
+        self.passages, self.skip, self.last_id = passages, skip, last_id
+        self.checkpoint, self.name = checkpoint, name
+        self.read = 0
+        self.prev: DocidKey | None = None
+
+    def __iter__(self) -> Iterator[Passage]:
+        for p in self.passages:
+            key = docid_key(p.docid)
+            if self.prev is not None and key <= self.prev:
+                raise BenchError(
+                    f"passage {p.docid} follows {passages_prev_id(self.prev)}: the corpus is not in "
+                    "ascending id order (the plan's import order, bench.data.IMPORT_ORDER); sort it before "
+                    "importing"
+                )
+            self.prev = key
+            self.read += 1
+            if self.read <= self.skip:
+                if self.read == self.skip and p.docid != self.last_id:
+                    raise BenchError(
+                        f"{self.checkpoint}: passage {self.skip} of the corpus is {p.docid}, the checkpoint "
+                        f"says {self.last_id}; the corpus changed. Delete collection {self.name} and the "
+                        "checkpoint."
+                    )
+                continue
+            yield p
+
+
+def _batches(passages: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
+    """``passages`` in lists of ``size`` (the last one shorter), each handed on as soon as it is full."""
+    batch: list[Passage] = []
+    for p in passages:
+        batch.append(p)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _write_checkpoint(path: Path, name: str, sha: str, imported: int, last_docid: str | None, *,
+                      complete: bool) -> None:  # fmt: skip
     write_json_atomic(
-        checkpoint,
+        path,
         {
             "collection": name,
             "schema_sha256": sha,
-            "imported": n,
-            "last_docid": last_id if prev is None else passages_prev_id(prev),
-            "complete": True,
+            "imported": imported,
+            "last_docid": last_docid,
+            "complete": complete,
         },
     )
-    return ImportRecord(name, n, created, skip, batch_size, time.perf_counter() - t0, tuple(stalls))
 
 
 def passages_prev_id(key: DocidKey) -> str:

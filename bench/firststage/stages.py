@@ -10,7 +10,7 @@ record never looks complete.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,12 @@ from bench.firststage.features import Mode, StageRefused, check_server, require,
 from bench.firststage.importer import import_passages, text_doc
 from bench.firststage.queries import run_queries, vector_top_ids
 from bench.firststage.server import TypesenseServer
-from bench.firststage.stopwords import german_stopwords, install_stopwords, rehearsal_strip_stopwords
+from bench.firststage.stopwords import (
+    StopwordSet,
+    german_stopwords,
+    install_stopwords,
+    rehearsal_strip_stopwords,
+)
 from bench.firststage.tune import EfChoice, choose_ef
 from bench.integrity.hashing import sha256_file
 from bench.paths import cache_dir
@@ -113,23 +118,77 @@ def run_stage(
     extra: Mapping[str, Any] | None = None,
 ) -> StageResult:
     """Run ``stage_id`` against ``server``; ``corpus`` in ascending MIRACL id order (checked)."""
-    stage = _stage(stage_id)
-    check_server(mode, server.version)
-    kw_sub = keyword_substitute(stage, mode, server.version)
-    needed = [f for f in stage.features if kw_sub is None or f not in KEYWORD_SUBSTITUTE_DROPS]
-    require(stage.id, server.version, needed)
-    if kw_sub is not None:  # the plan's stage minus what the server lacks; said loudly in the record
-        stage = replace(
-            stage,
-            fields=tuple({k: v for k, v in f.items() if k != "stem"} for f in stage.fields),
-            params={k: v for k, v in stage.params.items() if k != "stopwords"},
-        )
+    stage, kw_sub = _stage_for_server(_stage(stage_id), mode, server.version)
     cached: CachedEmbeddings | None = None
     if stage.vector:
         if embedder is None:
             raise BenchError(f"stage {stage.id} needs an embedder")
         cached = embedder if isinstance(embedder, CachedEmbeddings) else CachedEmbeddings(embedder)
-    record: dict[str, Any] = {
+    record = _stage_record(stage, mode, server)
+    sw = german_stopwords()  # recorded with every result (plan), applied only by the German stages
+    record["stopwords"] = _stopwords_record(stage, kw_sub, sw)
+    if kw_sub is not None:
+        queries = _substitute_queries(record, stage, kw_sub, sw, queries, mode, server.version)
+    elif stage.stopwords:
+        install_stopwords(server, STOPWORD_SET_ID, sw)
+    vectors = None if cached is None else _embed_passages(stage, cached, corpus, mode, server.version)
+    dims = cached.embedder.dims if cached is not None else None
+    schema = stage.schema(dims, exact_filter=vectors is not None and vectors.exact_sub is not None)
+    record["schema"] = schema
+    builder: dict[str, Any] = {"build": vectors.build} if vectors is not None else {}
+    imp = import_passages(
+        server,
+        schema,
+        vectors.passages if vectors is not None else corpus,
+        checkpoint=checkpoint or default_checkpoint(server, stage.collection),
+        expected=expected_passages,
+        batch_size=batch_size,
+        label=f"import {stage.id}",
+        **builder,
+    )
+    record["import"] = imp.record()
+    qvecs: dict[str, np.ndarray] | None = None
+    ef: int | None = None
+    exact_sub: ExactSubstitute | None = None
+    position: dict[str, int] = {}
+    if cached is not None and vectors is not None:
+        position = vectors.position
+        qvecs, ef, exact_sub = _tune_ef(record, server, stage, cached, queries, vectors, ef_target)
+    # an empty q is a wildcard in Typesense (every document matches): a query the substitute emptied is not
+    # sent; it has no candidates and scores 0
+    sent = {q: t for q, t in queries.items() if t} if kw_sub is not None else queries
+    run, timings = run_queries(server, stage, sent, qvecs, ef, position, warmup=warmup, exact=exact_sub)
+    _search_record(record, stage, ef, exact_sub)
+    record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}
+    if qrels_path is not None:
+        record.update(_metrics_record(run, qrels_path))
+    record["queries"] = len(queries)
+    record["depth"] = FIRST_STAGE_DEPTH
+    if extra:
+        record.update(extra)
+    _write_outputs(run, record, stage.id, out_run, out_json)
+    return StageResult(stage.id, run, record, out_run, out_json)
+
+
+def _stage_for_server(stage: StageDef, mode: Mode, version: str) -> tuple[StageDef, KeywordSubstitute | None]:
+    """The stage as this server runs it: the plan's, or in a rehearsal the keyword substitute (the plan's
+    stage minus what the server lacks; said loudly in the record). Refuses a server it cannot run on."""
+    check_server(mode, version)
+    kw_sub = keyword_substitute(stage, mode, version)
+    needed = [f for f in stage.features if kw_sub is None or f not in KEYWORD_SUBSTITUTE_DROPS]
+    require(stage.id, version, needed)
+    if kw_sub is not None:
+        stage = replace(
+            stage,
+            fields=tuple({k: v for k, v in f.items() if k != "stem"} for f in stage.fields),
+            params={k: v for k, v in stage.params.items() if k != "stopwords"},
+        )
+    return stage, kw_sub
+
+
+def _stage_record(stage: StageDef, mode: Mode, server: TypesenseServer) -> dict[str, Any]:
+    """The start of the result record: what ran, where, and the tie rules."""
+    return {
         "stage": stage.id,
         "mode": mode,
         "server_version": server.version,
@@ -144,8 +203,10 @@ def run_stage(
         "notes": list(stage.notes),
         "query_text": "each topic sent verbatim as q (Typesense syntax applies: double quotes = phrase)",
     }
-    sw = german_stopwords()  # recorded with every result (plan), applied only by the German stages
-    record["stopwords"] = {
+
+
+def _stopwords_record(stage: StageDef, kw_sub: KeywordSubstitute | None, sw: StopwordSet) -> dict[str, Any]:
+    return {
         "applied": stage.stopwords,
         "id": STOPWORD_SET_ID if stage.stopwords and kw_sub is None else None,
         "applied_by": ("client (rehearsal substitute)" if kw_sub is not None else "server")
@@ -153,108 +214,123 @@ def run_stage(
         else None,
         **sw.record(),
     }
-    if kw_sub is not None:
-        queries = {q: rehearsal_strip_stopwords(text, sw, mode=mode) for q, text in queries.items()}
-        empty = sorted(q for q, text in queries.items() if not text)
-        record["substitute"] = {
-            "kind": "keyword",
-            "label": kw_sub.label,
-            "features_dropped": list(KEYWORD_SUBSTITUTE_DROPS),
-            "queries_empty_after_stopwords": empty,
-        }
-        record["query_text"] = (
-            "each topic with the plan's stop set removed on the client (rehearsal substitute), sent as q"
-        )
-        record["notes"].append(
-            f"REHEARSAL SUBSTITUTE: Typesense {server.version} lacks field stem and stop-word sets (26.0); "
-            f"the rehearsal ran {stage.id} as {kw_sub.label}. The study runs the plan's settings on "
-            "Typesense 30.2."
-        )
-    elif stage.stopwords:
-        install_stopwords(server, STOPWORD_SET_ID, sw)
-    passages: Iterable[Passage] = corpus
-    position: dict[str, int] = {}
-    doc_matrix: np.ndarray | None = None
-    build = None
-    exact_sub: ExactSubstitute | None = None
-    if cached is not None:
-        seq = list(corpus)
-        passages = seq
-        position = {p.docid: i for i, p in enumerate(seq)}
-        if mode == "rehearsal" and stage.kind == "vector" and not supports(server.version, "ef"):
-            exact_sub = ExactSubstitute.for_corpus(len(seq))  # used only if the server default misses
-        doc_matrix = _embed_corpus(cached, seq)
-        matrix = doc_matrix
-        flag = exact_sub is not None
 
-        def build(batch: list[Passage], start: int) -> list[dict[str, Any]]:
-            # float64 rows, one batch at a time: the import body then holds the very values ``.tolist()``
-            # gave (bench.firststage.collection.import_body) without a float64 copy of the whole matrix
-            rows = np.ascontiguousarray(matrix[start : start + len(batch)], dtype=np.float64)
-            docs = []
-            for row, p in zip(rows, batch, strict=True):
-                d: dict[str, Any] = text_doc(p) if stage.fields else {"id": p.docid}
-                d["embedding"] = row
-                if flag:
-                    d[EXACT_FILTER_FIELD] = 1
-                docs.append(d)
-            return docs
 
-    dims = cached.embedder.dims if cached is not None else None
-    schema = stage.schema(dims, exact_filter=exact_sub is not None)
-    record["schema"] = schema
-    builder: dict[str, Any] = {"build": build} if build is not None else {}
-    imp = import_passages(
-        server,
-        schema,
-        passages,
-        checkpoint=checkpoint or default_checkpoint(server, stage.collection),
-        expected=expected_passages,
-        batch_size=batch_size,
-        label=f"import {stage.id}",
-        **builder,
+def _substitute_queries(
+    record: dict[str, Any],
+    stage: StageDef,
+    kw_sub: KeywordSubstitute,
+    sw: StopwordSet,
+    queries: Mapping[str, str],
+    mode: Mode,
+    version: str,
+) -> dict[str, str]:
+    """The keyword substitute's queries (the plan's stop set removed on the client), said in the record."""
+    stripped = {q: rehearsal_strip_stopwords(text, sw, mode=mode) for q, text in queries.items()}
+    empty = sorted(q for q, text in stripped.items() if not text)
+    record["substitute"] = {
+        "kind": "keyword",
+        "label": kw_sub.label,
+        "features_dropped": list(KEYWORD_SUBSTITUTE_DROPS),
+        "queries_empty_after_stopwords": empty,
+    }
+    record["query_text"] = (
+        "each topic with the plan's stop set removed on the client (rehearsal substitute), sent as q"
     )
-    record["import"] = imp.record()
-    qvecs: dict[str, np.ndarray] | None = None
-    ef: int | None = None
-    if cached is not None and doc_matrix is not None:
-        qids = list(queries)
-        qmat = cached.embed([queries[q] for q in qids], prompt=EMBEDDING_QUERY_PROMPT)
-        qvecs = dict(zip(qids, qmat, strict=True))
-        record["embeddings"] = cached.record(EMBEDDING_QUERY_PROMPT)
-        record["embeddings"]["computed_now"] = cached.computed
-        order = sorted(position, key=position.__getitem__)
-        exact = [[order[i] for i in row] for row in exact_top_k(qmat, doc_matrix, FIRST_STAGE_DEPTH)]
-        vecs = qvecs
-        sub = exact_sub
-        choice: EfChoice = choose_ef(
-            stage.id,
-            server.version,
-            lambda e: vector_top_ids(server, stage, vecs, e, position),
-            exact,
-            target=ef_target if ef_target is not None else EF_MIN_OVERLAP,
-            exact_substitute=(
-                (sub.label, lambda: vector_top_ids(server, stage, vecs, None, position, sub))
-                if sub is not None
-                else None
-            ),
-        )
-        ef = choice.ef
-        record["ef"] = choice.record()
-        if choice.substitute is None:
-            exact_sub = None
-        else:
-            record["notes"].append(
-                f"REHEARSAL SUBSTITUTE: Typesense {server.version} lacks ef (26.0) and its default HNSW "
-                f"search reached a top-100 overlap of {choice.steps[0]['overlap']:.4f} < "
-                f"{EF_MIN_OVERLAP}; the rehearsal used {choice.substitute} instead "
-                f"(overlap {choice.overlap:.4f}). The study uses HNSW with ef raised by the plan's rule "
-                "on Typesense 30.2."
-            )
-    # an empty q is a wildcard in Typesense (every document matches): a query the substitute emptied is not
-    # sent; it has no candidates and scores 0
-    sent = {q: t for q, t in queries.items() if t} if kw_sub is not None else queries
-    run, timings = run_queries(server, stage, sent, qvecs, ef, position, warmup=warmup, exact=exact_sub)
+    record["notes"].append(
+        f"REHEARSAL SUBSTITUTE: Typesense {version} lacks field stem and stop-word sets (26.0); "
+        f"the rehearsal ran {stage.id} as {kw_sub.label}. The study runs the plan's settings on "
+        "Typesense 30.2."
+    )
+    return stripped
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    """A vector stage's corpus: the passages in order, their positions and vectors, the exact substitute
+    a rehearsal may fall back on, and the import's document builder."""
+
+    passages: list[Passage]
+    position: dict[str, int]
+    matrix: np.ndarray
+    exact_sub: ExactSubstitute | None
+    build: Callable[[list[Passage], int], list[dict[str, Any]]]
+
+
+def _embed_passages(
+    stage: StageDef, cached: CachedEmbeddings, corpus: Iterable[Passage], mode: Mode, version: str
+) -> _Vectors:
+    seq = list(corpus)
+    position = {p.docid: i for i, p in enumerate(seq)}
+    exact_sub = None
+    if mode == "rehearsal" and stage.kind == "vector" and not supports(version, "ef"):
+        exact_sub = ExactSubstitute.for_corpus(len(seq))  # used only if the server default misses
+    matrix = _embed_corpus(cached, seq)
+    flag = exact_sub is not None
+
+    def build(batch: list[Passage], start: int) -> list[dict[str, Any]]:
+        # float64 rows, one batch at a time: the import body then holds the very values ``.tolist()``
+        # gave (bench.firststage.collection.import_body) without a float64 copy of the whole matrix
+        rows = np.ascontiguousarray(matrix[start : start + len(batch)], dtype=np.float64)
+        docs = []
+        for row, p in zip(rows, batch, strict=True):
+            d: dict[str, Any] = text_doc(p) if stage.fields else {"id": p.docid}
+            d["embedding"] = row
+            if flag:
+                d[EXACT_FILTER_FIELD] = 1
+            docs.append(d)
+        return docs
+
+    return _Vectors(seq, position, matrix, exact_sub, build)
+
+
+def _tune_ef(
+    record: dict[str, Any],
+    server: TypesenseServer,
+    stage: StageDef,
+    cached: CachedEmbeddings,
+    queries: Mapping[str, str],
+    vectors: _Vectors,
+    ef_target: float | None,
+) -> tuple[dict[str, np.ndarray], int | None, ExactSubstitute | None]:
+    """Embed the queries and choose ef by the plan's overlap rule against exact search; returns the query
+    vectors, ef and the exact substitute when the rehearsal fell back on it (else None)."""
+    qids = list(queries)
+    qmat = cached.embed([queries[q] for q in qids], prompt=EMBEDDING_QUERY_PROMPT)
+    qvecs = dict(zip(qids, qmat, strict=True))
+    record["embeddings"] = cached.record(EMBEDDING_QUERY_PROMPT)
+    record["embeddings"]["computed_now"] = cached.computed
+    position, sub = vectors.position, vectors.exact_sub
+    order = sorted(position, key=position.__getitem__)
+    exact = [[order[i] for i in row] for row in exact_top_k(qmat, vectors.matrix, FIRST_STAGE_DEPTH)]
+    choice: EfChoice = choose_ef(
+        stage.id,
+        server.version,
+        lambda e: vector_top_ids(server, stage, qvecs, e, position),
+        exact,
+        target=ef_target if ef_target is not None else EF_MIN_OVERLAP,
+        exact_substitute=(
+            (sub.label, lambda: vector_top_ids(server, stage, qvecs, None, position, sub))
+            if sub is not None
+            else None
+        ),
+    )
+    record["ef"] = choice.record()
+    if choice.substitute is None:
+        return qvecs, choice.ef, None
+    record["notes"].append(
+        f"REHEARSAL SUBSTITUTE: Typesense {server.version} lacks ef (26.0) and its default HNSW "
+        f"search reached a top-100 overlap of {choice.steps[0]['overlap']:.4f} < "
+        f"{EF_MIN_OVERLAP}; the rehearsal used {choice.substitute} instead "
+        f"(overlap {choice.overlap:.4f}). The study uses HNSW with ef raised by the plan's rule "
+        "on Typesense 30.2."
+    )
+    return qvecs, choice.ef, sub
+
+
+def _search_record(
+    record: dict[str, Any], stage: StageDef, ef: int | None, exact_sub: ExactSubstitute | None
+) -> None:
     record["search_params"] = {k: v for k, v in stage.params.items()}
     if exact_sub is not None:
         record["search_params"]["filter_by"] = exact_sub.filter_by
@@ -262,22 +338,33 @@ def run_stage(
         record["vector_query_options"] = vector_options(stage, ef, exact_sub)
         record["hnsw_params"] = "server default (not sent; the plan fixes none)"
         record["hnsw_note"] = "graph built by the server at import; the overlap is measured on this build"
-    record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}
-    if qrels_path is not None:
-        qrels = read_qrels(qrels_path)
-        record["metrics"] = mean_scores(qrels, run, measures=["recall@100", "ceiling"])
-        record["qrels"] = {"path": str(qrels_path), "sha256": sha256_file(qrels_path)}
-        record["missing_query_policy"] = MISSING_QUERY_POLICY
-    record["queries"] = len(queries)
-    record["depth"] = FIRST_STAGE_DEPTH
-    if extra:
-        record.update(extra)
+
+
+def _metrics_record(run: dict[str, list[tuple[str, float]]], qrels_path: Path) -> dict[str, Any]:
+    """Recall@100 and the ceiling of the run against the qrels, with the qrels file and the missing-query
+    policy."""
+    qrels = read_qrels(qrels_path)
+    return {
+        "metrics": mean_scores(qrels, run, measures=["recall@100", "ceiling"]),
+        "qrels": {"path": str(qrels_path), "sha256": sha256_file(qrels_path)},
+        "missing_query_policy": MISSING_QUERY_POLICY,
+    }
+
+
+def _write_outputs(
+    run: dict[str, list[tuple[str, float]]],
+    record: dict[str, Any],
+    stage_id: str,
+    out_run: Path,
+    out_json: Path,
+) -> None:
+    """The run file, then the record naming its SHA-256; a record that cannot be written takes the run file
+    with it (a run file without its record never looks complete)."""
     out_json.unlink(missing_ok=True)  # a record from an earlier run must never pair with this run file
-    write_run(out_run, run, tag=f"first-stage/{stage.id}")
+    write_run(out_run, run, tag=f"first-stage/{stage_id}")
     record["run_file"] = {"path": str(out_run), "sha256": sha256_file(out_run)}
     try:
         write_json_atomic(out_json, record)
     except BaseException:
         out_run.unlink(missing_ok=True)
         raise
-    return StageResult(stage.id, run, record, out_run, out_json)

@@ -120,74 +120,12 @@ class Judge:
     def judge(self, pair: int, query: str, passage: str) -> dict[str, Any]:
         """The journal fields of one pair: status ``labelled`` (label 1, 0 or "unclear") or
         ``parse-failure`` (label None), the answering attempt's request id and tokens, every attempt."""
-        import anthropic
-
         content = render(self.template, query, passage)
         attempts: list[dict[str, Any]] = []
         transient = malformed = 0
         while True:
-            base = {"pair": pair, "attempt": len(attempts) + 1, "utc": clock.utc_z("microseconds")}
-            t0 = time.perf_counter_ns()
-            try:
-                message = self.client.messages.create(
-                    model=self.model,
-                    max_tokens=MAX_TOKENS,
-                    thinking=THINKING,
-                    messages=[{"role": "user", "content": content}],
-                )
-            except anthropic.APIStatusError as exc:
-                status = exc.status_code
-                after = backoff.retry_after_s(exc.response.headers.get("retry-after"))
-                error = f"{exc.type or ''}: {exc.api_message or exc.message}".strip(": ")
-                attempt = {
-                    **base,
-                    "outcome": "http-error",
-                    "http_status": status,
-                    "request_id": exc.request_id,
-                    "error": error,
-                    "retry_after_s": after,
-                    "latency_ns": time.perf_counter_ns() - t0,
-                }
-                if status not in RETRIED_STATUS and status < 500:
-                    self._record({**attempt, "wait_s": None}, attempts)
-                    raise JudgeStopped(self._fatal(status, error)) from None
-            except anthropic.APITimeoutError:
-                attempt = {
-                    **base,
-                    "outcome": "timeout",
-                    "http_status": None,
-                    "request_id": None,
-                    "error": "request timed out",
-                    "retry_after_s": None,
-                    "latency_ns": time.perf_counter_ns() - t0,
-                }
-            except anthropic.APIConnectionError as exc:
-                attempt = {
-                    **base,
-                    "outcome": "connection-error",
-                    "http_status": None,
-                    "request_id": None,
-                    "error": str(exc),
-                    "retry_after_s": None,
-                    "latency_ns": time.perf_counter_ns() - t0,
-                }
-            else:
-                latency = time.perf_counter_ns() - t0
-                label, raw = parse_answer(message)
-                usage = getattr(message, "usage", None)
-                outcome = "answer" if label is not None else "malformed"
-                attempt = {
-                    **base,
-                    "outcome": outcome,
-                    "http_status": 200,
-                    "request_id": getattr(message, "_request_id", None),
-                    "answer": raw,
-                    "stop_reason": getattr(message, "stop_reason", None),
-                    "input_tokens": getattr(usage, "input_tokens", None),
-                    "output_tokens": getattr(usage, "output_tokens", None),
-                    "latency_ns": latency,
-                    "wait_s": None,
-                }
+            attempt, label = self._attempt(pair, content, attempts)
+            if attempt["outcome"] in ("answer", "malformed"):
                 self._record(attempt, attempts)
                 if label is not None:
                     return self._result("labelled", label, attempt, attempts)
@@ -207,6 +145,53 @@ class Judge:
             wait = backoff_s(transient, hint if isinstance(hint, float) else None)
             self._record({**attempt, "wait_s": wait}, attempts)
             self.sleep(wait)
+
+    def _attempt(
+        self, pair: int, content: str, attempts: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], int | str | None]:
+        """One request: its attempt record and the answer's label (None: no answer, or not one of the labels).
+        A failure that may pass is returned for a retry; one that retrying cannot change is recorded and
+        raised as ``JudgeStopped``."""
+        import anthropic
+
+        base = {"pair": pair, "attempt": len(attempts) + 1, "utc": clock.utc_z("microseconds")}
+        t0 = time.perf_counter_ns()
+        try:
+            message = self.client.messages.create(
+                model=self.model,
+                max_tokens=MAX_TOKENS,
+                thinking=THINKING,
+                messages=[{"role": "user", "content": content}],
+            )
+        except anthropic.APIStatusError as exc:
+            status = exc.status_code
+            after = backoff.retry_after_s(exc.response.headers.get("retry-after"))
+            error = f"{exc.type or ''}: {exc.api_message or exc.message}".strip(": ")
+            attempt = _failed(base, "http-error", status, exc.request_id, error, after, t0)
+            if status not in RETRIED_STATUS and status < 500:
+                self._record({**attempt, "wait_s": None}, attempts)
+                raise JudgeStopped(self._fatal(status, error)) from None
+            return attempt, None
+        except anthropic.APITimeoutError:
+            return _failed(base, "timeout", None, None, "request timed out", None, t0), None
+        except anthropic.APIConnectionError as exc:
+            return _failed(base, "connection-error", None, None, str(exc), None, t0), None
+        latency = time.perf_counter_ns() - t0
+        label, raw = parse_answer(message)
+        usage = getattr(message, "usage", None)
+        attempt = {
+            **base,
+            "outcome": "answer" if label is not None else "malformed",
+            "http_status": 200,
+            "request_id": getattr(message, "_request_id", None),
+            "answer": raw,
+            "stop_reason": getattr(message, "stop_reason", None),
+            "input_tokens": getattr(usage, "input_tokens", None),
+            "output_tokens": getattr(usage, "output_tokens", None),
+            "latency_ns": latency,
+            "wait_s": None,
+        }
+        return attempt, label
 
     def _fatal(self, status: int, error: str) -> str:
         if status == 404:
@@ -232,3 +217,24 @@ class Judge:
             "billed_output_tokens": sum(a["output_tokens"] or 0 for a in answered),
             "attempts": attempts,
         }
+
+
+def _failed(
+    base: dict[str, Any],
+    outcome: str,
+    status: int | None,
+    request_id: str | None,
+    error: str,
+    retry_after: float | None,
+    t0: int,
+) -> dict[str, Any]:
+    """The record of an attempt that got no answer (its wait is added when it is known)."""
+    return {
+        **base,
+        "outcome": outcome,
+        "http_status": status,
+        "request_id": request_id,
+        "error": error,
+        "retry_after_s": retry_after,
+        "latency_ns": time.perf_counter_ns() - t0,
+    }

@@ -108,38 +108,18 @@ def run_judge(
     run["sessions"].append(entry)
     _save_run(run_path, run)
     counts: dict[str, Any] = {"judged": 0, "already_done": 0}
-    try:
-        with Journal(directory / JOURNAL, stream=stream) as journal:
-            todo = [p for p in prepared.packet if (STAGE, model, p["pair"], prompt_sha) not in journal]
-            counts["already_done"] = len(prepared.packet) - len(todo)
-            with Progress(
-                "judged pairs", len(prepared.packet), "pairs", initial=counts["already_done"], stream=stream
-            ) as progress:
-                for item in todo:
-                    result = judge.judge(item["pair"], item["query"], item["passage"])
-                    journal.append(
-                        {
-                            "stage": STAGE,
-                            "model": model,
-                            "depth": item["pair"],
-                            "qid": prompt_sha,
-                            "pair": item["pair"],
-                            "prompt_sha256": prompt_sha,
-                            "utc": clock.utc_iso(),
-                            **result,
-                        }
-                    )
-                    counts["judged"] += 1
-                    progress.advance()
-            records = [r for r in journal if r["model"] == model and r["qid"] == prompt_sha]
-    except KeyboardInterrupt:
-        entry.update(ended_utc=clock.utc_iso(), status="interrupted", **counts)
+
+    def end(status: str, **fields: Any) -> None:
+        entry.update(ended_utc=clock.utc_iso(), status=status, **fields, **counts)
         _save_run(run_path, run)
+
+    try:
+        records = _judge_pairs(directory / JOURNAL, prepared, judge, prompt_sha, counts, stream)
+    except KeyboardInterrupt:
+        end("interrupted")
         raise
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
-        entry.update(ended_utc=clock.utc_iso(), status="failed", error=error, **counts)
-        _save_run(run_path, run)
+        end("failed", error=f"{type(exc).__name__}: {exc}")
         raise
     labels = published_labels(
         prepared, records, model=model, prompt_sha=prompt_sha, settings=judge.settings()
@@ -154,17 +134,51 @@ def run_judge(
     if publish_dir is not None:
         target, data = publish_dir / LABELS, _dump(labels)
         if target.is_file() and target.read_bytes() != data:
-            entry.update(ended_utc=clock.utc_iso(), status="complete, not published", **counts)
-            _save_run(run_path, run)
+            end("complete, not published")
             raise BenchError(
                 f"{target} holds other labels (another packet, prompt or model); results are never "
                 "overwritten: move it away, or publish elsewhere with --publish"
             )
         write_bytes_atomic(target, data)
         counts["published"] = str(target)
-    entry.update(ended_utc=clock.utc_iso(), status="complete", **counts)
-    _save_run(run_path, run)
+    end("complete")
     return counts
+
+
+def _judge_pairs(
+    journal_path: Path,
+    prepared: Prepared,
+    judge: Judge,
+    prompt_sha: str,
+    counts: dict[str, Any],
+    stream: TextIO,
+) -> list[dict[str, Any]]:
+    """Judge every pair of the packet the journal does not hold yet (``counts`` says how many, as it goes);
+    returns the journal's records of this model and prompt."""
+    model = judge.model
+    with Journal(journal_path, stream=stream) as journal:
+        todo = [p for p in prepared.packet if (STAGE, model, p["pair"], prompt_sha) not in journal]
+        counts["already_done"] = len(prepared.packet) - len(todo)
+        with Progress(
+            "judged pairs", len(prepared.packet), "pairs", initial=counts["already_done"], stream=stream
+        ) as progress:
+            for item in todo:
+                result = judge.judge(item["pair"], item["query"], item["passage"])
+                journal.append(
+                    {
+                        "stage": STAGE,
+                        "model": model,
+                        "depth": item["pair"],
+                        "qid": prompt_sha,
+                        "pair": item["pair"],
+                        "prompt_sha256": prompt_sha,
+                        "utc": clock.utc_iso(),
+                        **result,
+                    }
+                )
+                counts["judged"] += 1
+                progress.advance()
+        return [r for r in journal if r["model"] == model and r["qid"] == prompt_sha]
 
 
 def _dump(obj: Any) -> bytes:

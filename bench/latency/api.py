@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from analysis.latency import Attempt, Sample
 from bench import clock
 from bench.errors import BenchError
-from bench.latency.harness import Call, Observation
+from bench.latency.harness import BlockSpec, Call, Environment, Observation, run_block
 from bench.rerankers.voyage import RETRY_STATUS, VoyageError
 
 CONNECT_SAMPLES = 5
@@ -178,11 +178,7 @@ def measure_api(
     host: Any = None,
 ) -> list[Any]:
     """Every (model, k) block of one API session; no warm-up (billed tokens per k from the first call)."""
-    from bench.latency.accuracy import read_reference, reference_path
-    from bench.latency.harness import BlockSpec, Environment, run_block
     from bench.latency.order import seeded_order
-    from bench.latency.run import block_calls
-    from bench.latency.telemetry import Sampler, host_probes
     from bench.plan import SEED
 
     stream = stream if stream is not None else sys.stderr
@@ -194,40 +190,8 @@ def measure_api(
         try:
             caller = ApiCaller(voyage)
             for k in depths:
-                why = unrated.get(model)
-                marks = (
-                    (f"not publishable: {model} has no passed adapter check ({why}); --allow-unrated",)
-                    if why
-                    else ()
-                )
-                spec = BlockSpec(
-                    kind="api",
-                    machine=str(manifest.get("host", {}).get("hostname", "desktop")),
-                    session=session.session,
-                    target=model,
-                    k=k,
-                    pass_=1,
-                    published=not why,
-                    warmup=(),
-                    measured=block_calls(inputs, order, k),
-                    query_seed=SEED,
-                    allow_busy=allow_busy,
-                    allow_unrated=bool(why),
-                    marks=marks,
-                    api=api_facts(session, connect_ns(session.endpoint)),
-                    candidates=dict(inputs.source),
-                )
-                ref = reference_path(runs_dir, stage, model, k) if runs_dir is not None else None
-                env = Environment(
-                    out_root=out_root,
-                    manifest=manifest,
-                    reference=read_reference(ref) if ref is not None else None,
-                    reference_label=str(ref) if ref is not None else None,
-                    reference_missing=f"no quality run of {model} on {stage} under {runs_dir}",
-                    sampler=lambda: Sampler(host_probes(), interval_s=1.0),
-                    stream=stream,
-                    **({"host": host} if host is not None else {}),
-                )
+                spec = _block_spec(model, k, unrated.get(model), inputs, order, session, manifest, allow_busy)
+                env = _environment(model, k, out_root, runs_dir, stage, manifest, stream, host)
                 block, measured = run_block(spec, caller, env)
                 verb = "measured" if measured else "already measured, kept"
                 print(f"latency: {model} k={k}: {verb} ({spec.relpath()})", file=stream)
@@ -237,3 +201,65 @@ def measure_api(
             if callable(close):
                 close()
     return blocks
+
+
+def _block_spec(
+    model: str,
+    k: int,
+    why: str | None,
+    inputs: Any,
+    order: Sequence[str],
+    session: ApiSession,
+    manifest: Mapping[str, Any],
+    allow_busy: bool,
+) -> BlockSpec:
+    """One (model, k) block of the session: its measured calls in the seeded order, no warm-up; ``why``
+    (the model has no passed adapter check) marks it not publishable. The TCP connect is measured now."""
+    from bench.latency.run import block_calls
+    from bench.plan import SEED
+
+    marks = (f"not publishable: {model} has no passed adapter check ({why}); --allow-unrated",) if why else ()
+    return BlockSpec(
+        kind="api",
+        machine=str(manifest.get("host", {}).get("hostname", "desktop")),
+        session=session.session,
+        target=model,
+        k=k,
+        pass_=1,
+        published=not why,
+        warmup=(),
+        measured=block_calls(inputs, order, k),
+        query_seed=SEED,
+        allow_busy=allow_busy,
+        allow_unrated=bool(why),
+        marks=marks,
+        api=api_facts(session, connect_ns(session.endpoint)),
+        candidates=dict(inputs.source),
+    )
+
+
+def _environment(
+    model: str,
+    k: int,
+    out_root: Path,
+    runs_dir: Path | None,
+    stage: str,
+    manifest: Mapping[str, Any],
+    stream: TextIO,
+    host: Any,
+) -> Environment:
+    """Where the block goes, the quality run its scores are checked against, and the telemetry beside it."""
+    from bench.latency.accuracy import read_reference, reference_path
+    from bench.latency.telemetry import Sampler, host_probes
+
+    ref = reference_path(runs_dir, stage, model, k) if runs_dir is not None else None
+    return Environment(
+        out_root=out_root,
+        manifest=manifest,
+        reference=read_reference(ref) if ref is not None else None,
+        reference_label=str(ref) if ref is not None else None,
+        reference_missing=f"no quality run of {model} on {stage} under {runs_dir}",
+        sampler=lambda: Sampler(host_probes(), interval_s=1.0),
+        stream=stream,
+        **({"host": host} if host is not None else {}),
+    )

@@ -53,47 +53,18 @@ def execute(
     corpus), or is a function of the frozen candidates that returns either.
     """
     stream = stream if stream is not None else sys.stderr
-
-    def on_loaded(model: str, reranker: Reranker) -> None:
-        entry = study.manifest["models"].setdefault(model, {})
-        entry["meta"] = reranker.meta.to_dict()
-        if "host_after_load" not in study.session:
-            # torch is imported by now: torch threads and the GPU name/driver/clocks are known
-            from bench.provenance import host_info
-
-            study.session["host_after_load"] = host_info()
-        study.save()
-
     try:
         with interruptible():
-            candidates = freeze(study.dir, sources)
-            study.manifest["candidates"] = dict(candidates.sha256)
-            study.save()
-            if callable(texts):  # texts of exactly the frozen candidates (the full corpus is not in memory)
-                texts = texts(candidates)
-            with Journal(study.journal_path, stream=stream) as journal:
-                outcome = run_phase(
-                    journal, candidates, queries, texts, load, spec, stream=stream, on_loaded=on_loaded
-                )
-                runs = write_runs(journal, candidates, spec, runs_dir)
-                records = journal.records
-                consistency = pointwise_consistency(journal, spec)
+            candidates, outcome, runs, records, consistency = _score(
+                study, sources, queries, texts, load, spec, runs_dir, stream
+            )
     except KeyboardInterrupt:
         study.end("interrupted")
         raise Interrupted(what, resume_hint) from None
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise
-    for (
-        model
-    ) in outcome.meta:  # loaded in this session: "not run" now, or no longer (the session keeps history)
-        entry = study.manifest["models"].setdefault(model, {})
-        entry.pop("not_run", None)
-        if model in outcome.not_run:
-            entry["not_run"] = {
-                "reason": outcome.not_run[model],
-                "session_started_utc": study.session["started_utc"],
-            }
+    _record_not_run(study, outcome)
     summaries = model_summaries(records)
     for model, summary in summaries.items():
         study.manifest["models"].setdefault(model, {})["summary"] = summary
@@ -105,17 +76,72 @@ def execute(
         errors=outcome.errors,
         retried=outcome.retried,
         not_run=dict(outcome.not_run),
-        runs=[
-            {
-                "stage": r.stage,
-                "model": r.model,
-                "depth": r.depth,
-                "path": str(r.path) if r.path else None,
-                "sha256": sha256_file(r.path) if r.path else None,
-                "queries": r.queries,
-                "errors": r.errors,
-            }
-            for r in runs
-        ],
+        runs=[_run_record(r) for r in runs],
     )
     return SessionResult(candidates, outcome, runs, summaries, latency, consistency)
+
+
+def _score(
+    study: Study,
+    sources: Mapping[str, Path],
+    queries: Mapping[str, str],
+    texts: Texts | Callable[[Candidates], Texts],
+    load: Loader,
+    spec: PhaseSpec,
+    runs_dir: Path,
+    stream: TextIO,
+) -> tuple[Candidates, PhaseOutcome, list[RunFileInfo], list[dict[str, Any]], dict[str, float]]:
+    """Freeze the candidates, score them through the journal and write the run files."""
+    candidates = freeze(study.dir, sources)
+    study.manifest["candidates"] = dict(candidates.sha256)
+    study.save()
+    if callable(texts):  # texts of exactly the frozen candidates (the full corpus is not in memory)
+        texts = texts(candidates)
+    with Journal(study.journal_path, stream=stream) as journal:
+        outcome = run_phase(
+            journal, candidates, queries, texts, load, spec, stream=stream, on_loaded=_on_loaded(study)
+        )
+        runs = write_runs(journal, candidates, spec, runs_dir)
+        records = journal.records
+        consistency = pointwise_consistency(journal, spec)
+    return candidates, outcome, runs, records, consistency
+
+
+def _on_loaded(study: Study) -> Callable[[str, Reranker], None]:
+    """Record each model's metadata, and the host once torch is loaded, in the manifest as it loads."""
+
+    def on_loaded(model: str, reranker: Reranker) -> None:
+        entry = study.manifest["models"].setdefault(model, {})
+        entry["meta"] = reranker.meta.to_dict()
+        if "host_after_load" not in study.session:
+            # torch is imported by now: torch threads and the GPU name/driver/clocks are known
+            from bench.provenance import host_info
+
+            study.session["host_after_load"] = host_info()
+        study.save()
+
+    return on_loaded
+
+
+def _record_not_run(study: Study, outcome: PhaseOutcome) -> None:
+    # a model loaded in this session is "not run" now, or no longer (the session keeps history)
+    for model in outcome.meta:
+        entry = study.manifest["models"].setdefault(model, {})
+        entry.pop("not_run", None)
+        if model in outcome.not_run:
+            entry["not_run"] = {
+                "reason": outcome.not_run[model],
+                "session_started_utc": study.session["started_utc"],
+            }
+
+
+def _run_record(r: RunFileInfo) -> dict[str, Any]:
+    return {
+        "stage": r.stage,
+        "model": r.model,
+        "depth": r.depth,
+        "path": str(r.path) if r.path else None,
+        "sha256": sha256_file(r.path) if r.path else None,
+        "queries": r.queries,
+        "errors": r.errors,
+    }

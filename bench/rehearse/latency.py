@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from analysis.latency import block_summary, per_query_ns
+from analysis.latency import Block, block_summary, per_query_ns
 from analysis.trec import read_run
 from bench.latency.presets import Preset
 from bench.plan import CPU_DEPTHS, SEED
+
+if TYPE_CHECKING:
+    from bench.latency.run import Inputs, Settings
 
 REHEARSAL_MODEL = "minilm-standin"
 # bm25-standin is timed too (about a millisecond a call), so that the decision figure has several options per
@@ -60,74 +63,106 @@ def latency_step(
     """Measure the stand-ins' blocks and convert the first-stage records; a summary for rehearsal.json.
     ``bm25-standin`` gets its statistics from ``texts`` (the rehearsal's corpus)."""
     from bench.latency.commands import measure_all
-    from bench.latency.firststage import convert
-    from bench.latency.run import Inputs, Settings
     from bench.latency.telemetry import Sampler, host_probes
     from bench.latency.timer import timer_for
     from bench.provenance import collect_manifest
 
     out_root = directory / "latency"
-    run_path = directory / "runs" / "first-stage" / f"{stage}.trec"
-    run = read_run(run_path, allow_unknown_queries=True)
-    k_max = max(CPU_DEPTHS)
-    lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries if q in run}
-    from bench.integrity.hashing import sha256_file
-
-    inputs = Inputs(
-        {q: queries[q] for q in lists},
-        lists,
-        texts,
-        {"stage": stage, "run_file": str(run_path), "sha256": sha256_file(run_path)},
-    )
+    inputs = _inputs(directory, queries, texts, stage)
     manifest = collect_manifest(kind="rehearsal", device=device, dtype="float32", root=None)
-    settings = Settings(
-        preset=REHEARSAL_PRESET,
-        machine="rehearsal machine (shared, not published)",
-        session=SESSION,
-        out_root=out_root,
-        runs_dir=directory / "runs",
-        stage=stage,
-        allow_busy=True,
-        unrated={m: "a stand-in, never adapter-checked" for m in models},
-        sample=min(REHEARSAL_QUERIES, len(inputs.queries)),
-    )
-    if load is None:
-        from bench.rerankers.registry import load_reranker
-
-        corpus = list(texts.values())  # the corpus in import order, as the quality phase builds it
-
-        def load(model: str) -> Any:
-            if model == "bm25-standin":
-                return load_reranker(model, device=device, corpus=corpus)
-            return load_reranker(model, device=device)
-
     result = measure_all(
         models,
-        settings,
+        _settings(directory, stage, models, len(inputs.queries)),
         inputs,
         timer=timer_for(device),
         manifest=manifest,
         refused={},
         sampler=lambda: Sampler(host_probes(), interval_s=0.5),
         stream=stream,
-        load=load,
+        load=load if load is not None else _standin_loader(texts, device),
     )
-    fs_manifest = {**manifest, "kind": "rehearsal"}
-    first = []
+    first = _first_stage_blocks(directory, {**manifest, "kind": "rehearsal"}, log)
+    rows, fp32 = _summary_rows([*result["records"], *(b for b, _ in first)])
+    return {
+        "dir": str(out_root),
+        "rows": rows,
+        "fp32_ns": fp32,
+        "query_ids": sorted(next(iter(fp32.values()), {})),
+    }
+
+
+def _inputs(directory: Path, queries: Mapping[str, str], texts: Mapping[str, str], stage: str) -> Inputs:
+    """The timed calls' inputs: the stage's first-stage lists, cut at the largest CPU depth."""
+    from bench.integrity.hashing import sha256_file
+    from bench.latency.run import Inputs
+
+    run_path = directory / "runs" / "first-stage" / f"{stage}.trec"
+    run = read_run(run_path, allow_unknown_queries=True)
+    k_max = max(CPU_DEPTHS)
+    lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries if q in run}
+    return Inputs(
+        {q: queries[q] for q in lists},
+        lists,
+        texts,
+        {"stage": stage, "run_file": str(run_path), "sha256": sha256_file(run_path)},
+    )
+
+
+def _settings(directory: Path, stage: str, models: tuple[str, ...], n_queries: int) -> Settings:
+    from bench.latency.run import Settings
+
+    return Settings(
+        preset=REHEARSAL_PRESET,
+        machine="rehearsal machine (shared, not published)",
+        session=SESSION,
+        out_root=directory / "latency",
+        runs_dir=directory / "runs",
+        stage=stage,
+        allow_busy=True,
+        unrated={m: "a stand-in, never adapter-checked" for m in models},
+        sample=min(REHEARSAL_QUERIES, n_queries),
+    )
+
+
+def _standin_loader(texts: Mapping[str, str], device: str) -> Callable[[str], Any]:
+    """The registry's stand-ins; ``bm25-standin`` with the rehearsal's corpus for its statistics."""
+    from bench.rerankers.registry import load_reranker
+
+    corpus = list(texts.values())  # the corpus in import order, as the quality phase builds it
+
+    def load(model: str) -> Any:
+        if model == "bm25-standin":
+            return load_reranker(model, device=device, corpus=corpus)
+        return load_reranker(model, device=device)
+
+    return load
+
+
+def _first_stage_blocks(
+    directory: Path, manifest: Mapping[str, Any], log: Callable[[str], None]
+) -> list[tuple[Block, bool]]:
+    """The first-stage query times converted to latency blocks; [] when they cannot be (said in the log)."""
+    from bench.latency.firststage import convert
+
     try:
-        first = convert(
+        return convert(
             directory / "first-stage",
-            out_root,
+            directory / "latency",
             machine="rehearsal machine",
             session=SESSION,
             published=False,
-            manifest=fs_manifest,
+            manifest=manifest,
         )
     except Exception as exc:  # a resumed rehearsal's older record without per-query ids: said, not hidden
         log(f"latency: first-stage times not converted ({exc})")
+        return []
+
+
+def _summary_rows(blocks: list[Block]) -> tuple[list[dict[str, Any]], dict[int, dict[str, int]]]:
+    """One summary row per block, and the MiniLM stand-in's per-query ns by k (for the int8 step)."""
     rows = []
     fp32: dict[int, dict[str, int]] = {}
-    for block in [*result["records"], *(b for b, _ in first)]:
+    for block in blocks:
         s = block_summary(block)
         rows.append(
             {
@@ -145,12 +180,7 @@ def latency_step(
         )
         if block.target == REHEARSAL_MODEL:
             fp32[block.k] = per_query_ns(block)
-    return {
-        "dir": str(out_root),
-        "rows": rows,
-        "fp32_ns": fp32,
-        "query_ids": sorted(next(iter(fp32.values()), {})),
-    }
+    return rows, fp32
 
 
 def format_latency_table(rows: list[dict[str, Any]]) -> str:

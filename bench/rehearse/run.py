@@ -6,12 +6,15 @@ by name); the quality phase with the stand-in reranker through ``bench.quality.d
 timing, run files; pointwise model also called at depths 20 and 50 so that each depth is timed); then
 ``analysis.report.write_report``. Everything goes to ``rehearsal/<utc-time>/`` (git-ignored), never to
 ``runs/`` or ``results/``. ``--resume DIR`` continues an interrupted rehearsal with its recorded settings.
+The steps are declared in ``STEPS`` (name, function, what it needs and gives) and run by ``run_steps``.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -20,7 +23,7 @@ from analysis.atomic import write_json_atomic
 from bench import clock
 from bench.errors import BenchError
 from bench.hints import bench_command
-from bench.interrupt import Interrupted, interruptible
+from bench.interrupt import Interrupted, interruptible, raise_if_interrupted
 from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
@@ -101,15 +104,7 @@ def rehearse(
     """Run (or resume) a rehearsal; returns its directory. Raises ``Interrupted`` on Ctrl-C/SIGTERM."""
     stream = stream if stream is not None else sys.stderr
     out = out if out is not None else sys.stdout
-    from bench.guard import preflight
-    from bench.interrupt import raise_if_interrupted
-    from bench.provenance import collect_manifest
-
-    def log(msg: str) -> None:
-        print(f"rehearse: {msg}", file=stream, flush=True)
-
     t_start = time.perf_counter()
-    times: dict[str, float] = {}
     if resume:
         if out_dir is None or not (out_dir / MANIFEST).is_file():
             raise BenchError(f"--resume {out_dir}: no {MANIFEST} there; not a rehearsal directory")
@@ -118,97 +113,224 @@ def rehearse(
         check_port(opts.port)  # refuse before anything is written
     directory = out_dir if out_dir is not None else new_dir(root)
     hint = bench_command("rehearse", "--resume", directory, root=root)
-    t = time.perf_counter()
-    pre = preflight("rehearsal", lock_names=["bundled"], root=root)
-    times["lock check"] = time.perf_counter() - t
-    t = time.perf_counter()
-    inputs = load_inputs(opts.dataset, opts.max_queries)
-    times["load inputs"] = time.perf_counter() - t
-    log(f"{inputs.name}: {len(inputs.queries)} queries, {len(inputs.corpus):,} passages -> {directory}")
-    prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
-    study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
-                        provenance=prov, preflight=pre, resume_only=resume)  # fmt: skip
-    qrels_path = inputs.write_qrels(directory / "qrels.tsv")
+    ctx = Context(directory, opts, root, resume, hint, stream)
+    got, times = run_steps(STEPS, ctx)
+    times["total"] = time.perf_counter() - t_start
+    summary = _summary(directory, got, times)
+    write_json_atomic(directory / SUMMARY, summary)
+    _print(out, summary, got["title"], _latency_note(opts.passage_cache))
+    return directory
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every step of one rehearsal sees: its folder, options and checkout, the resume hint, stderr."""
+
+    directory: Path
+    opts: Options
+    root: Path
+    resume: bool
+    hint: str
+    stream: TextIO
+
+    def log(self, msg: str) -> None:
+        print(f"rehearse: {msg}", file=self.stream, flush=True)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the rehearsal. ``run`` gets the context and what the earlier steps gave (at least
+    ``needs``) and returns exactly ``gives``. A ``timed`` step's seconds go to rehearsal.json's ``times_s``
+    under its name. An interrupt or failure inside a ``study_guard`` step is recorded in the study's
+    manifest (session ``interrupted`` or ``failed``); from "rerank" on, ``execute`` records its own."""
+
+    name: str
+    run: Callable[[Context, Mapping[str, Any]], dict[str, Any]]
+    needs: tuple[str, ...] = ()
+    gives: tuple[str, ...] = ()
+    timed: bool = True
+    study_guard: bool = False
+
+
+def run_steps(steps: Sequence[Step], ctx: Context) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run ``steps`` in order: progress on stderr, the timing, and after each step the check for an
+    interrupt a library swallowed (a bare ``except:``), which then still ends the rehearsal there.
+    Returns what the steps gave and the seconds of the timed ones."""
+    got: dict[str, Any] = {}
+    times: dict[str, float] = {}
+    for i, step in enumerate(steps, 1):
+        lacking = [n for n in step.needs if n not in got]
+        if lacking:
+            missing = ", ".join(lacking)
+            raise RuntimeError(f"rehearsal step {step.name!r} needs {missing}: no earlier step gave it")
+        ctx.log(f"step {i}/{len(steps)}: {step.name}")
+        t = time.perf_counter()
+        with _study_guard(ctx, got.get("study")) if step.study_guard else nullcontext():
+            gave = step.run(ctx, got)
+            if step.timed:
+                times[step.name] = time.perf_counter() - t
+            raise_if_interrupted()
+        if sorted(gave) != sorted(step.gives):
+            raise RuntimeError(f"rehearsal step {step.name!r} gave {sorted(gave)}, not {sorted(step.gives)}")
+        got.update(gave)
+    return got, times
+
+
+@contextmanager
+def _study_guard(ctx: Context, study: Study | None) -> Iterator[None]:
+    """Ctrl-C/SIGTERM inside: the session ends ``interrupted`` and ``Interrupted`` names the resume command;
+    any other failure ends it ``failed`` with the error and passes on."""
+    if study is None:
+        raise RuntimeError("a step that records its failure in the study must come after 'start study'")
     try:
         with interruptible():
-            t = time.perf_counter()
-            from bench.rehearse.int8 import quantized_standin
-
-            # Quantised first, while this process holds only its imports: the child's peak (about 1.4 GB)
-            # would otherwise add to the embedder, the rerankers and the texts held by the later steps.
-            quantized = quantized_standin(log)
-            times["int8 quantise"] = time.perf_counter() - t
-            raise_if_interrupted()
-            t = time.perf_counter()
-            stages = run_first_stages(
-                directory, inputs, qrels_path, port=opts.port, embedder_factory=_embedder, log=log
-            )
-            times["first stages"] = time.perf_counter() - t
-            raise_if_interrupted()  # an interrupt a library swallowed (bare except:) still ends it here
+            yield
     except KeyboardInterrupt:
         study.end("interrupted")
-        raise Interrupted("rehearsal", hint) from None
+        raise Interrupted("rehearsal", ctx.hint) from None
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise
-    ran = tuple(s for s, st in stages.items() if st["status"] == "ran")
+
+
+def _lock_check(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    from bench.guard import preflight
+
+    return {"preflight": preflight("rehearsal", lock_names=["bundled"], root=ctx.root)}
+
+
+def _load_inputs(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    inputs = load_inputs(ctx.opts.dataset, ctx.opts.max_queries)
+    return {"inputs": inputs}
+
+
+def _start_study(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    """Open the study (new, or the one being resumed) and write the qrels file the later steps read."""
+    from bench.provenance import collect_manifest
+
+    inputs = got["inputs"]
+    n_queries, n_passages = len(inputs.queries), len(inputs.corpus)
+    ctx.log(f"{inputs.name}: {n_queries} queries, {n_passages:,} passages -> {ctx.directory}")
+    prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=ctx.root)
+    study = Study.start(ctx.directory, kind="rehearsal", plan_path=ctx.root / "PLAN.md",
+                        params=ctx.opts.params(), provenance=prov, preflight=got["preflight"],
+                        resume_only=ctx.resume)  # fmt: skip
+    return {"study": study, "qrels_path": inputs.write_qrels(ctx.directory / "qrels.tsv")}
+
+
+def _quantise(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    from bench.rehearse.int8 import quantized_standin
+
+    # Quantised first, while this process holds only its imports: the child's peak (about 1.4 GB)
+    # would otherwise add to the embedder, the rerankers and the texts held by the later steps.
+    return {"quantized": quantized_standin(ctx.log)}
+
+
+def _first_stages(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    stages = run_first_stages(ctx.directory, got["inputs"], got["qrels_path"], port=ctx.opts.port,
+                              embedder_factory=_embedder, log=ctx.log)  # fmt: skip
+    return {"stages": stages}
+
+
+def _choose_stages(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    """The stages to rerank; none at all ends the session ``failed``."""
+    ran = tuple(s for s, st in got["stages"].items() if st["status"] == "ran")
     if not ran:
-        study.end("failed", error="no first stage could run")
+        got["study"].end("failed", error="no first stage could run")
         raise BenchError("no first stage could run on this server; see the refusals above")
-    ran = reranked_stages(ran)
-    spec = PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS, extra_timing_depths=True)
-    t = time.perf_counter()
+    return {"ran": reranked_stages(ran)}
+
+
+def _rerank(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    inputs, ran = got["inputs"], got["ran"]
+    spec = PhaseSpec(stages=ran, models=ctx.opts.models, depths=DEPTHS, extra_timing_depths=True)
     texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
-        study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts=texts, load=_loader(opts.passage_cache, [p.passage_text for p in inputs.corpus]), spec=spec,
-        runs_dir=directory / "runs", resume_hint=hint, what="rehearsal", stream=stream,
+        got["study"], sources={s: stage_paths(ctx.directory, s)[0] for s in ran}, queries=inputs.queries,
+        texts=texts, load=_loader(ctx.opts.passage_cache, [p.passage_text for p in inputs.corpus]),
+        spec=spec, runs_dir=ctx.directory / "runs", resume_hint=ctx.hint, what="rehearsal", stream=ctx.stream,
     )  # fmt: skip
-    times["rerank"] = time.perf_counter() - t
-    raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
-    latency_note = _latency_note(opts.passage_cache)
-    t = time.perf_counter()
+    return {"texts": texts, "session": session}
+
+
+def _latency(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     from bench.rehearse.latency import latency_step
 
-    timing_stage = timed_stage(ran)
-    lat = latency_step(directory, inputs.queries, texts, timing_stage,
-                       stream=stream, log=log)  # fmt: skip
-    times["latency"] = time.perf_counter() - t
-    raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
-    t = time.perf_counter()
+    lat = latency_step(ctx.directory, got["inputs"].queries, got["texts"], timed_stage(got["ran"]),
+                       stream=ctx.stream, log=ctx.log)  # fmt: skip
+    return {"latency_step": lat}
+
+
+def _int8(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     from bench.rehearse.int8 import run_int8_step
 
-    timed_run = stage_paths(directory, timing_stage)[0]
-    int8 = run_int8_step(directory, queries=inputs.queries, first_stage_run=timed_run,
-                         texts=texts, qrels=inputs.qrels, log=log, fp32_latency=lat,
-                         quantized=quantized)  # fmt: skip
-    times["int8"] = time.perf_counter() - t
-    raise_if_interrupted()  # an interrupt a library swallowed still ends the rehearsal here
+    inputs = got["inputs"]
+    timed_run = stage_paths(ctx.directory, timed_stage(got["ran"]))[0]
+    int8 = run_int8_step(ctx.directory, queries=inputs.queries, first_stage_run=timed_run,
+                         texts=got["texts"], qrels=inputs.qrels, log=ctx.log,
+                         fp32_latency=got["latency_step"], quantized=got["quantized"])  # fmt: skip
+    return {"int8": int8}
+
+
+def _judged(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     from bench.rehearse.judged import judged_step
 
-    judged = judged_step(directory, ran, opts.models, qrels_path, inputs.queries, texts, log=log)
-    t = time.perf_counter()
+    inputs = got["inputs"]
+    judged = judged_step(ctx.directory, got["ran"], ctx.opts.models, got["qrels_path"], inputs.queries,
+                         got["texts"], log=ctx.log)  # fmt: skip
+    return {"judged": judged}
+
+
+def _report(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     from analysis.report import write_report
     from bench.rehearse.costs import rehearsal_costs
 
+    inputs, stages, ran, directory = got["inputs"], got["stages"], got["ran"], ctx.directory
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
-    costs = rehearsal_costs(directory, ran, list(inputs.queries), texts, root=root)
+    costs = rehearsal_costs(directory, ran, list(inputs.queries), got["texts"], root=ctx.root)
+    header = [*header_lines(stages, ran, _latency_note(ctx.opts.passage_cache)), *got["judged"]["lines"]]
     # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
-    report = write_report(directory / "runs", qrels_path, directory, title=title,
-                          header_lines=[*header_lines(stages, ran, latency_note), *judged["lines"]],
+    report = write_report(directory / "runs", got["qrels_path"], directory, title=title, header_lines=header,
                           stage_flags={}, section_options={"int8_record": directory / "int8.json"},
                           latency_dir=directory / "latency", costs=costs)  # fmt: skip
-    times["report"] = time.perf_counter() - t
-    rows = metrics_table(directory / "runs", qrels_path, ran, opts.models, DEPTHS, session.latency)
-    times["total"] = time.perf_counter() - t_start
-    summary = {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
-               "passages": len(inputs.corpus), **inputs.notes}, "stages": stages, "times_s": times,
-               "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-               "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
-               "latency_step": lat, "costs": str(directory / "costs.json"), "judged": judged}  # fmt: skip
-    write_json_atomic(directory / SUMMARY, summary)
-    _print(out, summary, title, latency_note)
-    return directory
+    return {"title": title, "report": report}
+
+
+def _metrics(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
+    rows = metrics_table(ctx.directory / "runs", got["qrels_path"], got["ran"], ctx.opts.models, DEPTHS,
+                         got["session"].latency)  # fmt: skip
+    return {"table": rows}
+
+
+# The rehearsal, in order. "times_s" of rehearsal.json: the timed steps' names, then "total".
+STEPS: tuple[Step, ...] = (
+    Step("lock check", _lock_check, gives=("preflight",)),
+    Step("load inputs", _load_inputs, gives=("inputs",)),
+    Step("start study", _start_study, needs=("inputs", "preflight"), gives=("study", "qrels_path"),
+         timed=False),
+    Step("int8 quantise", _quantise, needs=("study",), gives=("quantized",), study_guard=True),
+    Step("first stages", _first_stages, needs=("study", "inputs", "qrels_path"), gives=("stages",),
+         study_guard=True),
+    Step("reranked stages", _choose_stages, needs=("study", "stages"), gives=("ran",), timed=False),
+    Step("rerank", _rerank, needs=("study", "inputs", "ran"), gives=("texts", "session")),
+    Step("latency", _latency, needs=("inputs", "texts", "ran"), gives=("latency_step",)),
+    Step("int8", _int8, needs=("inputs", "texts", "ran", "latency_step", "quantized"), gives=("int8",)),
+    Step("judged", _judged, needs=("inputs", "texts", "ran", "qrels_path"), gives=("judged",), timed=False),
+    Step("report", _report, needs=("inputs", "texts", "stages", "ran", "qrels_path", "judged"),
+         gives=("title", "report")),
+    Step("metrics table", _metrics, needs=("qrels_path", "ran", "session"), gives=("table",), timed=False),
+)  # fmt: skip
+
+
+def _summary(directory: Path, got: Mapping[str, Any], times: dict[str, float]) -> dict[str, Any]:
+    """rehearsal.json."""
+    inputs, session = got["inputs"], got["session"]
+    return {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
+            "passages": len(inputs.corpus), **inputs.notes}, "stages": got["stages"], "times_s": times,
+            "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
+            "int8": got["int8"], "table": got["table"], "report": str(got["report"]),
+            "errors": session.outcome.errors, "latency_step": got["latency_step"],
+            "costs": str(directory / "costs.json"), "judged": got["judged"]}  # fmt: skip
 
 
 def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
