@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.typesense, pytest.mark.model, pytest.mark.timeout(1800
 RAN = ("keyword-71k", "vector-71k", "keyword-plain-71k")
 RERANKED = ("keyword-71k", "vector-71k")  # keyword-plain-71k is reference only (plan): no rerankers
 MODELS = ("minilm-standin", "bm25-standin")
+CTRL_C_QUERIES = 2  # --max-queries of the interrupted rehearsal
 
 
 def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
@@ -161,7 +162,9 @@ def test_ctrl_c_then_resume(rehearsal: Rehearsal, tmp_path: Path, mini_beir: Pat
     tmp.mkdir()
     out = tmp_path / "reh"
     env = rehearsal.env(TMPDIR=str(tmp))
-    cmd = rehearsal.command("--dataset", str(mini_beir), "--out", str(out))
+    # two queries: the resume still runs every step (the latency and int8 steps time each query at k = 100)
+    limit = ("--max-queries", str(CTRL_C_QUERIES))
+    cmd = rehearsal.command("--dataset", str(mini_beir), *limit, "--out", str(out))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_server(proc, tmp)
     proc.send_signal(signal.SIGINT)
@@ -176,6 +179,7 @@ def test_ctrl_c_then_resume(rehearsal: Rehearsal, tmp_path: Path, mini_beir: Pat
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert (out / "report.md").read_text().startswith("# REHEARSAL")
     with Journal(out / "journal.jsonl") as j:
-        assert len(j) == len(MODELS) * len(RERANKED) * N_QUERIES * 3
+        assert len(j) == len(MODELS) * len(RERANKED) * CTRL_C_QUERIES * 3
+        assert len({r["qid"] for r in j}) == CTRL_C_QUERIES
     manifest = json.loads((out / "manifest.json").read_text())
     assert [s["status"] for s in manifest["sessions"]] == ["interrupted", "complete"]
