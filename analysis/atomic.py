@@ -1,18 +1,79 @@
 """The project's one atomic file write: a temporary file in the same folder, fsynced, renamed over the
 target, then the folder fsynced. A reader (or a crash) sees the old file or the new one, never half of one.
-And a folder's content built beside it and swapped in whole (:func:`built_beside`, ``analysis report``).
+The project's one JSON file format (:func:`json_bytes`, :func:`write_json_atomic`), the one folder fsync
+(:func:`fsync_dir`), and a folder's content built beside it and swapped in whole (:func:`built_beside`,
+``analysis report``).
 
-Lives in ``analysis`` because ``analysis`` may not import ``bench``; ``bench`` uses it too.
+Lives in ``analysis`` because ``analysis`` may not import ``bench``; ``bench`` uses it too (it is a leaf:
+it imports nothing of the project).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import tempfile
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+JSON_INDENT = 1
+"""Every JSON file the project writes: indent 1, keys sorted, ASCII only (non-ASCII as ``\\u`` escapes, so
+the bytes do not depend on an editor's encoding), NaN and infinity refused, one trailing newline."""
+
+
+class NonFiniteJSONError(ValueError):
+    """A NaN or an infinity on its way into a JSON file (JSON has no such numbers)."""
+
+
+def _non_finite_at(obj: Any, where: str = "$") -> str | None:
+    """The JSON path of the first NaN/infinity in ``obj`` (dicts, lists, tuples, floats), or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else where
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found = _non_finite_at(value, f"{where}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(obj, list | tuple):
+        for i, value in enumerate(obj):
+            found = _non_finite_at(value, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def json_bytes(
+    obj: Any, *, default: Callable[[Any], Any] | None = None, path: Path | str | None = None
+) -> bytes:
+    """``obj`` in the project's one JSON format (:data:`JSON_INDENT`), with its trailing newline.
+
+    A NaN or an infinity raises :class:`NonFiniteJSONError` naming the file (``path``, when given) and where
+    in ``obj`` the number is, so the caller records null with a reason instead. ``default`` converts objects
+    JSON does not know (``str`` for paths, as ``json.dumps`` does).
+    """
+    try:
+        text = json.dumps(
+            obj, indent=JSON_INDENT, sort_keys=True, ensure_ascii=True, allow_nan=False, default=default
+        )
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        where = _non_finite_at(obj) or "a value"
+        name = f"{path}: " if path is not None else ""
+        raise NonFiniteJSONError(
+            f"{name}refusing to write NaN or infinity at {where}: JSON has no such number; record null "
+            "with a reason instead"
+        ) from exc
+    return (text + "\n").encode("ascii")
+
+
+def write_json_atomic(path: Path | str, obj: Any, *, default: Callable[[Any], Any] | None = None) -> None:
+    """Write ``obj`` to ``path`` atomically in the project's one JSON format (:func:`json_bytes`)."""
+    write_bytes_atomic(path, json_bytes(obj, default=default, path=path))
 
 
 def write_bytes_atomic(path: Path | str, data: bytes, *, mode: int = 0o644) -> None:
@@ -30,14 +91,11 @@ def write_bytes_atomic(path: Path | str, data: bytes, *, mode: int = 0o644) -> N
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_dir(path.parent)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path | str) -> None:
+    """fsync a folder, so a rename or a new file in it survives a crash (the entry lives in the folder)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -64,7 +122,7 @@ def built_beside(out_dir: Path | str, owned: Collection[str]) -> Iterator[Path]:
         yield build
         if not out_dir.exists():
             os.rename(build, out_dir)
-            _fsync_dir(out_dir.parent)
+            fsync_dir(out_dir.parent)
             return
         trash = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".old"))
         moved: list[tuple[Path, Path]] = []  # (from, to) in the order done, for the way back
@@ -82,7 +140,7 @@ def built_beside(out_dir: Path | str, owned: Collection[str]) -> Iterator[Path]:
                 os.rename(dst, src)
             raise
         finally:
-            _fsync_dir(out_dir)
+            fsync_dir(out_dir)
             shutil.rmtree(trash, ignore_errors=True)
     finally:
         shutil.rmtree(build, ignore_errors=True)

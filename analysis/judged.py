@@ -27,7 +27,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.plan import CONFIDENCE, JUDGED_CONTROL_MIN_AGREEMENT, JUDGED_CONTROL_PAIRS
 
 __all__ = [
@@ -269,6 +269,5 @@ def report_section(out_dir: Path, build_dir: Path | None = None) -> list[str]:
     if not path.is_file():
         return []
     summary = summarise(read_labels(path))
-    text = json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
-    write_bytes_atomic(Path(build_dir or out_dir) / "judged.json", text.encode())
+    write_json_atomic(Path(build_dir or out_dir) / "judged.json", summary)
     return markdown(summary)

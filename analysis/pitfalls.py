@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.metrics import Judgments, evaluate_table
 from analysis.multiple import holm
 from analysis.plan import (
@@ -203,13 +203,10 @@ def report_section(
     """``analysis report`` hook: when pitfall runs (``<out>/pitfalls/runs``) or both Typesense first-stage
     runs exist, write ``pitfalls.json`` (into ``build_dir``, the report's temporary folder swapped into
     ``<out>`` whole, else ``out_dir``) and return the Markdown section. The runs are read from ``out_dir``."""
-    import json
-
     pitfall_runs = Path(out_dir) / "pitfalls" / "runs"
     firsts = [Path(runs_dir) / "first-stage" / f"{s}.trec" for s in PITFALL_TYPESENSE]
     if not pitfall_runs.is_dir() and not all(p.is_file() for p in firsts):
         return []
     result = analyse_pitfalls(Path(runs_dir), pitfall_runs, qrels)
-    text = json.dumps(result, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n"
-    write_bytes_atomic(Path(build_dir or out_dir) / "pitfalls.json", text.encode())
+    write_json_atomic(Path(build_dir or out_dir) / "pitfalls.json", result)
     return markdown(result)

@@ -33,6 +33,7 @@ INT8_QUALITY_STAGE: Final = "hybrid-71k"
 INT8_QUALITY_DEPTH: Final = 100
 INT8_QUALITY_QUERIES: Final = 305
 INT8_FP32_MODEL: Final = "bge-v2-m3"
+INT8_MODEL: Final = f"{INT8_FP32_MODEL}-int8"  # the variant's id: its one spelling (bench uses it too)
 
 
 class Contamination(NamedTuple):
@@ -104,7 +105,7 @@ RUN_IDS: Final = MappingProxyType(
         **{m: RunId(m, "plan reranker (section Rerankers)") for m in CONTAMINATION},
         "minilm-standin": RunId(None, "rehearsal stand-in: all-MiniLM-L6-v2 bi-encoder (README, rehearsal)"),
         "bm25-standin": RunId(None, "rehearsal stand-in: BM25 over the rehearsal corpus (docs/rehearsal.md)"),
-        "bge-v2-m3-int8": RunId("bge-v2-m3", "OpenVINO int8 variant of bge-v2-m3 (section OpenVINO int8)"),
+        INT8_MODEL: RunId(INT8_FP32_MODEL, "OpenVINO int8 variant of bge-v2-m3 (section OpenVINO int8)"),
         **{v: RunId("qwen3-0.6b", "declared Qwen3 variant (section Pitfalls)") for v in PITFALL_RUN_IDS},
     }
 )

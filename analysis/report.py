@@ -14,14 +14,13 @@ figure; so does the first-stage row of the stages whose passages the flagged emb
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis import judged, pitfalls
-from analysis.atomic import built_beside, write_bytes_atomic
+from analysis.atomic import built_beside, write_bytes_atomic, write_json_atomic
 from analysis.costs.report import check_missing, compute_costs, write_costs
 from analysis.int8.comparison import compare_int8
 from analysis.int8.comparison import markdown as int8_markdown
@@ -75,10 +74,6 @@ SETTINGS: dict[str, Any] = {
     "hit_rates": HIT_RATE_NOTE,
     "main_metric": MAIN_METRIC,
 }
-
-
-def _dump(obj: Any) -> bytes:
-    return (json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
 def _run_record(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> dict[str, Any]:
@@ -266,7 +261,7 @@ def _int8(context: ReportContext) -> list[str]:
         return []
     # a top-level file, not results/int8/ (bench int8 keeps its calibration set there; the report owns
     # only what it writes)
-    write_bytes_atomic(context.build_dir / "int8-quality.json", _dump(record))
+    write_json_atomic(context.build_dir / "int8-quality.json", record)
     return int8_markdown(record)
 
 
@@ -332,7 +327,7 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
                    options: Mapping[str, Any]) -> None:
     records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
     for stage, rec in records.items():
-        write_bytes_atomic(out_dir / "quality" / f"{stage}.json", _dump(rec))
+        write_json_atomic(out_dir / "quality" / f"{stage}.json", rec)
     study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
              "flags": {m: all_flags[m] for m in sorted(all_flags)},
              "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
@@ -389,5 +384,5 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
                             options)
     for section in SECTIONS:
         md += section.write(context)
-    write_bytes_atomic(out_dir / "quality" / "study.json", _dump(study))
+    write_json_atomic(out_dir / "quality" / "study.json", study)
     write_bytes_atomic(out_dir / "report.md", ("\n".join(md).rstrip() + "\n").encode("utf-8"))

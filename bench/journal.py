@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
+from analysis.atomic import fsync_dir
 from bench.errors import BenchError
 
 KEY_FIELDS: tuple[str, str, str, str] = ("stage", "model", "depth", "qid")
@@ -64,14 +65,6 @@ def encode(record: Mapping[str, Any]) -> bytes:
     return text.encode("utf-8") + b"\n"
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Journal:
     """An open journal: ``records`` in file order, ``completed`` keys, ``append`` (fsynced).
 
@@ -93,7 +86,7 @@ class Journal:
                 "before resuming"
             ) from exc
         if created:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         self.dropped_torn_line: bytes | None = None
         self._records: list[dict[str, Any]] = []
         self._lines: list[int] = []  # file line of each record in ``_records``

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench.plan import CPU_INT8_MODEL
+from analysis.plan import INT8_MODEL
 
 
 def repo_root() -> Path:
@@ -31,7 +31,7 @@ def models_dir() -> Path:
 
 def int8_model_dir() -> Path:
     """Where ``bench int8 quantize`` writes and the ``bge-v2-m3-int8`` adapter reads (git-ignored)."""
-    return models_dir() / f"{CPU_INT8_MODEL}-int8"
+    return models_dir() / INT8_MODEL
 
 
 def model_snapshot_dir(repo: str, revision: str, root: Path | None = None) -> Path:

@@ -9,7 +9,6 @@ Every field is always present (null when unknown), so manifests compare field by
 
 from __future__ import annotations
 
-import datetime as _dt
 import importlib.metadata
 import os
 import platform
@@ -21,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench import clock
 from bench.codeversion import code_record
 from bench.errors import BenchError
 from bench.integrity import git, timestamps
@@ -122,7 +122,7 @@ def collect_manifest(
         stamp = {"verdict": "error", "detail": exc.message}
     manifest: dict[str, Any] = {
         "kind": kind,
-        "utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "utc": clock.utc_iso(),
         "git": _git(root),
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in PACKAGES},

@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from analysis.plan import INT8_MODEL
 from bench import plan
 from bench.errors import BenchError
 from bench.hints import hint
@@ -28,7 +29,7 @@ from bench.paths import RUN_FOLDERS
 from bench.runbook import MACHINES, Step, read_runbook
 
 DONE, PARTIAL, NOT_STARTED, TO_CHECK = "done", "partial", "not started", "to check"
-INT8_ID = f"{plan.CPU_INT8_MODEL}-int8"
+INT8_ID = INT8_MODEL
 RUNNABLE_ON = {  # steps a machine can run (a machine with internet is assumed to be any machine)
     "gpu-desktop": ("gpu-desktop", "internet", "any"),
     "cpu-server": ("cpu-server", "internet", "any"),

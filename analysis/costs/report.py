@@ -3,12 +3,11 @@ written), then write ``costs.json`` and the decision figures, and hand the Markd
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.costs.markdown import costs_markdown
 from analysis.costs.section import CostInputs, build_costs
 from analysis.trec import read_qrels
@@ -32,8 +31,7 @@ def write_costs(
     costs: Mapping[str, Any], quality: Mapping[str, Mapping[str, Any]], out_dir: Path, *, figures: bool
 ) -> list[str]:
     """Write ``<out>/costs.json`` and ``<out>/figures/costs-<stage>.png``; returns the report's lines."""
-    data = json.dumps(costs, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n"
-    write_bytes_atomic(out_dir / COSTS_FILE, data.encode())
+    write_json_atomic(out_dir / COSTS_FILE, costs)
     names: list[str] = []
     if figures:
         from analysis.costs.figure import decision_figure  # matplotlib only when figures are wanted

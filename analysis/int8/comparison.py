@@ -30,6 +30,7 @@ from analysis.plan import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
     INT8_FP32_MODEL,
+    INT8_MODEL,
     INT8_QUALITY_DEPTH,
     INT8_QUALITY_STAGE,
     MAIN_METRIC,
@@ -45,7 +46,6 @@ from analysis.resampling import (
 from analysis.trec import read_qrels, read_run
 from analysis.wording import word
 
-INT8_MODEL: Final = f"{INT8_FP32_MODEL}-int8"  # the registry id of the variant (bench.rerankers.registry)
 FP32_MODEL: Final = INT8_FP32_MODEL
 STAGE: Final = INT8_QUALITY_STAGE
 DEPTH: Final = INT8_QUALITY_DEPTH

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import json_bytes
 from analysis.latency.summary import block_summary
 
 FORMAT = "latency-block/1"
@@ -213,7 +214,7 @@ class Block:
         return out
 
     def to_json_bytes(self) -> bytes:
-        return (json.dumps(self.to_dict(), sort_keys=True, indent=1, allow_nan=False) + "\n").encode()
+        return json_bytes(self.to_dict())
 
 
 def _sample_dict(s: Sample) -> dict[str, Any]:

@@ -11,12 +11,11 @@ holds the same numbers at full precision, no timestamps, so a rerun writes the s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.latency.records import Block, read_blocks
 from analysis.latency.summary import PERCENTILE_METHOD, block_summary
 from analysis.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
@@ -181,8 +180,7 @@ def latency_section(folder: Path | str, out_dir: Path | str, *, figures: bool = 
                 "percentile_method": PERCENTILE_METHOD,
                 "rows": rows,
             }
-            text = json.dumps(record, sort_keys=True, indent=1, allow_nan=False) + "\n"
-            write_bytes_atomic(out_dir / "latency-summary" / f"{name}.json", text.encode())
+            write_json_atomic(out_dir / "latency-summary" / f"{name}.json", record)
             md += [f"#### {kind}: {session} ({group[0].machine})", "", *_table(kind, rows)]
             if figures and kind != "first-stage":
                 _figure(

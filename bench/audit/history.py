@@ -10,6 +10,7 @@ import datetime as dt
 import re
 from pathlib import Path
 
+from bench import clock
 from bench.audit.rows import Row
 from bench.errors import BenchError
 from bench.hints import hint
@@ -150,7 +151,7 @@ def deviations_row(root: Path, blocked: str | None, today: dt.date | None = None
     if not path.is_file():
         return Row(3, check, "FAIL", f"{DEVIATIONS} is missing")
     current = path.read_bytes()
-    today = today or dt.datetime.now(dt.UTC).date()
+    today = today or clock.today()
     headings = plan_headings((root / PLAN).read_text(encoding="utf-8"))
     problems = [f"{DEVIATIONS} {p}" for p in deviation_problems(current.decode("utf-8"), headings, today)]
     versions = git.file_versions(root, DEVIATIONS)

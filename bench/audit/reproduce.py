@@ -12,7 +12,6 @@ the committed manifests ("same GPU"); a different or unknown GPU is said plainly
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from bench import clock
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
 from bench.errors import BenchError
 from bench.hints import bench_command
@@ -185,11 +185,12 @@ def reproduce(
 ) -> Reproduction:
     """Rerun ``models`` on the committed first-stage runs of ``stages`` (default: every committed stage)
     at the main depth and compare nDCG@10 with the committed results."""
+    from analysis.atomic import write_json_atomic
     from analysis.metrics import Judgments, evaluate_table
     from analysis.trec import read_qrels, read_run_table
     from bench.quality.driver import execute
     from bench.quality.phase import PhaseSpec
-    from bench.quality.study import Study, write_json
+    from bench.quality.study import Study
 
     stream = stream if stream is not None else sys.stderr
     chosen = list(stages) if stages else committed_stages(root)
@@ -241,7 +242,7 @@ def reproduce(
     result = Reproduction(
         str(out_dir), comparisons, here, theirs, gpu_note(here, theirs), manifest=dict(provenance)
     )
-    write_json(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
+    write_json_atomic(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
     return result
 
 
@@ -267,4 +268,4 @@ def format_result(result: Reproduction) -> str:
 
 
 def new_dir(root: Path) -> Path:
-    return root / "reproduce" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return root / "reproduce" / clock.stamp()

@@ -9,11 +9,11 @@ stages' candidate texts are read and counted, and one JSON record is written ato
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from bench.folder_options import runs_option
 from bench.plan import RERANKED_STAGES, STAGES
 
 
@@ -23,13 +23,8 @@ def costs() -> None:
 
 
 @costs.command("passage-tokens")
-@click.option(
-    "--runs",
-    "runs_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("runs"),
-    show_default=True,
-    help="Folder with first-stage/<stage>.trec.",
+@runs_option(
+    "Folder with first-stage/<stage>.trec.", dest="runs_dir", default=Path("runs"), show_default=True
 )
 @click.option(
     "--stage",
@@ -50,7 +45,7 @@ def passage_tokens(
     runs_dir: Path, stages: tuple[str, ...], model: str, revision: str | None, out: Path
 ) -> None:
     """Mean Voyage-tokenizer tokens of each stage's first-stage top-100 passages."""
-    from analysis.atomic import write_bytes_atomic
+    from analysis.atomic import write_json_atomic
     from analysis.trec import read_run_table
     from bench.codeversion import require_clean_code
     from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
@@ -84,7 +79,7 @@ def passage_tokens(
         tok, lists, texts, shas, progress_factory=lambda label, n: Progress(label, n, "passages")
     )
     record["manifest"] = collect_manifest(kind="costs-passage-tokens", extra={"preflight": pre})
-    write_bytes_atomic(out, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+    write_json_atomic(out, record)
     for stage, rec in record["stages"].items():
         click.echo(f"{stage}: {rec['passages']:,} passages, mean {rec['mean_tokens']:.1f} tokens")
     click.echo(f"written: {out}")

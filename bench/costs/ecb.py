@@ -19,14 +19,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-import json
 import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_bytes_atomic, write_json_atomic
 from analysis.costs.ecb import (
     COMMITTED_CSV,
     COMMITTED_RECORD,
@@ -35,6 +34,7 @@ from analysis.costs.ecb import (
     read_ecb,
 )
 from analysis.costs.errors import CostInputError
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import hint
 
@@ -101,11 +101,10 @@ def download_ecb_rates(
     record."""
     data = fetch_bytes(url)
     csv_bytes, usd = checked_csv(url, data)
-    when = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     record: dict[str, Any] = {
         "format": DOWNLOAD_FORMAT,
         "source_url": url,
-        "downloaded_utc": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "downloaded_utc": clock.utc_z(when=now),
         "zip": {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)},
         "csv": {
             "file": COMMITTED_CSV,
@@ -117,5 +116,5 @@ def download_ecb_rates(
     }
     csv_path, record_path = out_dir / COMMITTED_CSV, out_dir / COMMITTED_RECORD
     write_bytes_atomic(csv_path, csv_bytes)
-    write_bytes_atomic(record_path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    write_json_atomic(record_path, record)
     return record

@@ -20,7 +20,6 @@ import gzip
 import hashlib
 import heapq
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
 from bench.data import DocidKey, Passage, docid_key
 from bench.data.hub import iter_jsonl_gz
 from bench.errors import BenchError
@@ -173,10 +173,7 @@ def external_sort(
             "sha256": sha256_of(target),
             "inputs": dict(inputs or {}),
         }
-        with (build / MANIFEST).open("w", encoding="utf-8") as fh:
-            json.dump(manifest, fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
+        write_json_atomic(build / MANIFEST, manifest)
         old = None
         if out_dir.exists():
             old = out_dir.with_name(f".{out_dir.name}.old")

@@ -11,6 +11,7 @@ from bench.equality.id_map_option import id_map_option
 from bench.equality.results import SCORING_DEVICE, device_kind
 from bench.equality.runner import TORCH_DTYPES
 from bench.errors import BenchError
+from bench.folder_options import checks_option
 from bench.hints import hint
 from bench.plan import RERANKERS
 
@@ -48,12 +49,7 @@ def require_cuda_for_checks(device: str, cuda: object | None = None) -> None:
     help="default: the adapter's choice on the device, as bench quality makes it (vendor dtype on CUDA, "
     "float32 on the CPU)",
 )
-@click.option(
-    "--results-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="where <model>.json go (default: results/adapter-checks)",
-)
+@checks_option("where <model>.json go (default: results/adapter-checks)", dest="results_dir")
 @id_map_option
 def check_adapters(
     models: tuple[str, ...], device: str, dtype: str | None, results_dir: Path | None, id_map: str

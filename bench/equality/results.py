@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from bench.errors import BenchError
 from bench.hints import CPU, GPU, hint
 from bench.paths import repo_root
@@ -77,13 +77,12 @@ def _setting_of(payload: dict[str, Any]) -> dict[str, str] | None:
 
 
 def write_result(model_id: str, payload: dict[str, Any], directory: Path) -> Path:
-    """Atomic write (temp file, fsync, rename); ``payload`` must carry ``rated`` and ``reason``; its
-    ``device`` and ``dtype`` choose the file (:func:`result_path`)."""
+    """Atomic write (``analysis.atomic.write_json_atomic``); ``payload`` must carry ``rated`` and
+    ``reason``; its ``device`` and ``dtype`` choose the file (:func:`result_path`)."""
     if not isinstance(payload.get("rated"), bool) or not isinstance(payload.get("reason"), str):
         raise ValueError("an adapter-check result needs `rated` (bool) and `reason` (str)")
     path = result_path(model_id, directory, _setting_of(payload))
-    text = json.dumps(payload, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_json_atomic(path, payload)
     return path
 
 

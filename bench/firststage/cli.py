@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from bench.firststage.definitions import STAGE_DEFS
+from bench.folder_options import runs_option
 
 IMAGE_ENV = "BENCH_TYPESENSE_IMAGE"  # set by compose from the image its typesense service starts (recorded)
 
@@ -44,9 +45,7 @@ def reported_image() -> str | None:
 @click.argument("stage", type=click.Choice(list(STAGE_DEFS)))
 @click.option("--device", default="cuda", show_default=True, help="Device for the Arctic embeddings.")
 @click.option("--batch-size", default=500, show_default=True, help="Documents per import request.")
-@click.option(
-    "--runs", "runs_dir", type=click.Path(path_type=Path), default=None, help="Default: <repo>/runs"
-)
+@runs_option("Default: <repo>/runs", dest="runs_dir")
 @click.option(
     "--results", "results_dir", type=click.Path(path_type=Path), default=None, help="Default: <repo>/results"
 )

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
 from bench.data import DocidKey, Passage, docid_key, format_docid_key
 from bench.errors import BenchError
-from bench.firststage.atomic import write_json_atomic
 from bench.firststage.collection import (
     DEFAULT_BACKOFF,
     Backoff,

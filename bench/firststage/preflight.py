@@ -123,7 +123,7 @@ def write_fit(
     provenance: Mapping[str, Any],
     path: Path = FIT_PATH,
 ) -> None:
-    from bench.firststage.atomic import write_json_atomic
+    from analysis.atomic import write_json_atomic
 
     write_json_atomic(
         path,

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
+
 PREFIX = "bench-typesense-"
 OWNER_FILE = "owner.json"
 FORMAT = "bench-typesense-owner/1"
@@ -55,9 +57,7 @@ def write_owner(folder: Path, server_pid: int) -> None:
         "server_pid": server_pid,
         "server_start": process_start(server_pid),
     }
-    tmp = folder / (OWNER_FILE + ".tmp")
-    tmp.write_text(json.dumps(record), encoding="utf-8")
-    os.replace(tmp, folder / OWNER_FILE)
+    write_json_atomic(folder / OWNER_FILE, record)
 
 
 def stale_reason(folder: Path) -> str | None:

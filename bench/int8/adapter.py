@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.plan import INT8_MODEL
 from bench.errors import BenchError
 from bench.int8.manifest import installed, verify_folder
 from bench.int8.runtime import compile_int8, runtime_properties
@@ -71,7 +72,7 @@ def _meta(
 class Int8CrossEncoder:
     """``bge-v2-m3-int8``: int8 sequence-classification model, sigmoid of its one logit."""
 
-    def __init__(self, folder: Path, *, model_id: str = "bge-v2-m3-int8") -> None:
+    def __init__(self, folder: Path, *, model_id: str = INT8_MODEL) -> None:
         self.model, self.tokenizer, manifest = _load(folder, "text-classification")
         self.max_length = int(manifest["max_length"])
         self._meta = _meta(

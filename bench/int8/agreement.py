@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from bench.equality.spearman import spearman
 from bench.errors import BenchError
 from bench.hints import hint
@@ -65,7 +65,7 @@ def scores_record(
 
 
 def write_scores(path: Path, record: Mapping[str, Any]) -> None:
-    write_bytes_atomic(path, json.dumps(record, indent=1, sort_keys=True).encode("utf-8") + b"\n")
+    write_json_atomic(path, record)
 
 
 def read_scores(path: Path) -> dict[str, tuple[list[str], list[float]]]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from bench.data import Passage
 from bench.errors import BenchError
 from bench.hints import hint
@@ -127,8 +127,7 @@ def draw_pairs(
 
 
 def write_set(path: Path, cal: CalibrationSet) -> None:
-    data = json.dumps(cal.to_dict(), indent=1, ensure_ascii=False).encode("utf-8") + b"\n"
-    write_bytes_atomic(path, data)
+    write_json_atomic(path, cal.to_dict())
 
 
 def read_set(path: Path, *, dev_queries: Iterable[str] = ()) -> CalibrationSet:

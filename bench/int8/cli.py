@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from bench.equality.id_map_option import id_map_option
+from bench.folder_options import checks_option, first_stage_option, runs_option, study_option
 from bench.paths import repo_root
 
 
@@ -118,26 +119,10 @@ def agreement(
 
 
 @int8.command("quality")
-@click.option(
-    "--study",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Study directory (default studies/int8-quality); resumed if it exists.",
-)
-@click.option(
-    "--runs",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Where run files go (default runs/).",
-)
-@click.option(
-    "--first-stage",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Folder of the first-stage runs (default runs/first-stage).",
-)
-@click.option("--checks", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Adapter-check results (default results/adapter-checks).")  # fmt: skip
+@study_option("Study directory (default studies/int8-quality); resumed if it exists.")
+@runs_option("Where run files go (default runs/).")
+@first_stage_option()
+@checks_option()
 def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None) -> None:
     """bge-v2-m3-int8 on hybrid-71k at k = 100 through the quality phase, its own run (resumable)."""
     from bench.int8.commands import quality as run

@@ -4,13 +4,12 @@ int8 variant"). Each verifies datasets.lock first (``bench.guard.preflight``) an
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import write_bytes_atomic
-from analysis.plan import INT8_FP32_MODEL, INT8_QUALITY_STAGE
+from analysis.atomic import write_json_atomic
+from analysis.plan import INT8_FP32_MODEL, INT8_MODEL, INT8_QUALITY_STAGE
 from bench.errors import BenchError
 from bench.int8 import agreement as agr
 from bench.int8.calibration import read_set, write_set
@@ -20,7 +19,7 @@ from bench.paths import bundled_dir
 from bench.plan import RERANKERS
 
 FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
-INT8_ID = f"{FP32_ID}-int8"
+INT8_ID = INT8_MODEL
 HUB_LOCK = ["miracl", "corpus-71k", "corpus-full"]
 INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
 
@@ -44,7 +43,7 @@ def calibration_set(out: Path, *, root: Path) -> dict[str, Any]:
         "preflight": pre,
         "provenance": collect_manifest(kind="int8-calibration-set", root=root),
     }
-    write_bytes_atomic(out.with_suffix(".manifest.json"), json.dumps(record, indent=1).encode() + b"\n")
+    write_json_atomic(out.with_suffix(".manifest.json"), record)
     return record
 
 
@@ -181,7 +180,7 @@ def _write_verdict(
         "provenance": collect_manifest(kind="int8-agreement", device="cpu", dtype="int8", root=root),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(out, json.dumps(body, indent=1, sort_keys=True, default=str).encode() + b"\n")
+    write_json_atomic(out, body, default=str)
 
 
 def fp32_reference_setting(root: Path) -> tuple[str, str | None]:

@@ -10,13 +10,13 @@ OpenVINO stack other than the locked one.
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib.metadata
 import json
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.int8.config import (
@@ -105,7 +105,7 @@ def write_manifest(
 ) -> dict[str, Any]:
     manifest = {
         "kind": "openvino-int8",
-        "utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "utc": clock.utc_iso(),
         "task": task,
         "max_length": max_length,
         "quantization": spec.to_dict(),
@@ -118,8 +118,7 @@ def write_manifest(
         "files": file_hashes(folder),
         **record,
     }
-    data = json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
-    write_bytes_atomic(folder / MANIFEST, data)
+    write_json_atomic(folder / MANIFEST, manifest)
     return manifest
 
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity.hashing import sha256_file
@@ -137,8 +137,8 @@ def read_notes(path: Path) -> dict[str, Any]:
 
 
 def write_lock(path: Path, entries: Mapping[str, Entry], notes: Mapping[str, Any] | None = None) -> None:
-    """Atomic write (temp file, fsync, rename), keys sorted, one trailing newline. ``notes`` replaces the
-    lock's notes; None keeps those already in the file."""
+    """Atomic write in the project's one JSON format (``analysis.atomic.write_json_atomic``). ``notes``
+    replaces the lock's notes; None keeps those already in the file."""
     kept = dict(notes) if notes is not None else read_notes(path)
     doc: dict[str, Any] = {
         "format": FORMAT,
@@ -147,7 +147,7 @@ def write_lock(path: Path, entries: Mapping[str, Entry], notes: Mapping[str, Any
     }
     if kept:
         doc["notes"] = kept
-    write_bytes_atomic(path, (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
+    write_json_atomic(path, doc)
 
 
 def set_note(path: Path, key: str, value: Any) -> None:

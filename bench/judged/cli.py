@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from bench.folder_options import checks_option, runs_option, study_option
 from bench.paths import repo_root
 from bench.plan import JUDGE_MODEL
 
@@ -57,12 +58,9 @@ def sha256(path: Path) -> str:
 
 
 @judged.command("prepare")
-@click.option("--runs", type=_dir, default=None, help="Runs folder of the quality study (default runs).")
-@click.option("--study", type=_dir, default=None,
-              help="The study directory that wrote them; default: the runs must be committed, unchanged.")
-@click.option(
-    "--checks", type=_dir, default=None, help="Adapter-check results (default results/adapter-checks)."
-)
+@runs_option("Runs folder of the quality study (default runs).")
+@study_option("The study directory that wrote them; default: the runs must be committed, unchanged.")
+@checks_option()
 @click.option(
     "--out", type=_dir, default=None, help="Packet, key and journal folder (default studies/judged)."
 )

@@ -20,13 +20,12 @@ is recorded (outcome, HTTP status, request id, tokens, wait, time); the API key 
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
+from bench import backoff, clock
 from bench.errors import BenchError
 from bench.hints import hint as command_hint
 
@@ -72,29 +71,9 @@ def parse_answer(message: Any) -> tuple[int | str | None, str]:
     return LABELS.get(raw.strip()), raw
 
 
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds from a ``retry-after`` header (seconds or an HTTP date); None if absent or unreadable."""
-    value = headers.get("retry-after") if headers is not None else None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
-
-
 def backoff_s(failures: int, retry_after: float | None) -> float:
-    wait = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (failures - 1))
-    return max(wait, retry_after) if retry_after is not None else wait
-
-
-def _utc() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The judge's wait (``bench.backoff.backoff_s`` with its base and cap; retry-after honoured in full)."""
+    return backoff.backoff_s(failures, base_s=BACKOFF_BASE_S, cap_s=BACKOFF_CAP_S, retry_after=retry_after)
 
 
 class JudgeStopped(BenchError):
@@ -147,7 +126,7 @@ class Judge:
         attempts: list[dict[str, Any]] = []
         transient = malformed = 0
         while True:
-            base = {"pair": pair, "attempt": len(attempts) + 1, "utc": _utc()}
+            base = {"pair": pair, "attempt": len(attempts) + 1, "utc": clock.utc_z("microseconds")}
             t0 = time.perf_counter_ns()
             try:
                 message = self.client.messages.create(
@@ -158,7 +137,7 @@ class Judge:
                 )
             except anthropic.APIStatusError as exc:
                 status = exc.status_code
-                after = retry_after_s(exc.response.headers)
+                after = backoff.retry_after_s(exc.response.headers.get("retry-after"))
                 error = f"{exc.type or ''}: {exc.api_message or exc.message}".strip(": ")
                 attempt = {
                     **base,

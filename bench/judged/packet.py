@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import json_bytes, write_bytes_atomic
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity.hashing import sha256_file
@@ -39,7 +39,7 @@ KEY_FORMAT = "judged-key/1"
 
 
 def _dump(obj: Any) -> bytes:
-    return (json.dumps(obj, indent=1, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n").encode()
+    return json_bytes(obj)
 
 
 def packet_payload(

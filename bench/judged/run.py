@@ -14,7 +14,6 @@ id (and the prompt's SHA-256 and settings), no texts.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sys
@@ -23,7 +22,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import json_bytes, write_bytes_atomic, write_json_atomic
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity.hashing import sha256_file
@@ -71,12 +71,8 @@ class _AttemptLog:
             os.fsync(fh.fileno())
 
 
-def _utc() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
 def _save_run(path: Path, data: Mapping[str, Any]) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
+    write_json_atomic(path, data)
 
 
 def run_judge(
@@ -103,7 +99,7 @@ def run_judge(
     run_path = directory / RUN
     run = json.loads(run_path.read_text(encoding="utf-8")) if run_path.is_file() else {"sessions": []}
     entry: dict[str, Any] = {
-        "started_utc": _utc(),
+        "started_utc": clock.utc_iso(),
         "ended_utc": None,
         "status": "running",
         "settings": {**judge.settings(), "prompt_sha256": prompt_sha, "prompt_file": prompt_path.name},
@@ -129,7 +125,7 @@ def run_judge(
                             "qid": prompt_sha,
                             "pair": item["pair"],
                             "prompt_sha256": prompt_sha,
-                            "utc": _utc(),
+                            "utc": clock.utc_iso(),
                             **result,
                         }
                     )
@@ -137,11 +133,12 @@ def run_judge(
                     progress.advance()
             records = [r for r in journal if r["model"] == model and r["qid"] == prompt_sha]
     except KeyboardInterrupt:
-        entry.update(ended_utc=_utc(), status="interrupted", **counts)
+        entry.update(ended_utc=clock.utc_iso(), status="interrupted", **counts)
         _save_run(run_path, run)
         raise
     except BaseException as exc:
-        entry.update(ended_utc=_utc(), status="failed", error=f"{type(exc).__name__}: {exc}", **counts)
+        error = f"{type(exc).__name__}: {exc}"
+        entry.update(ended_utc=clock.utc_iso(), status="failed", error=error, **counts)
         _save_run(run_path, run)
         raise
     labels = published_labels(
@@ -157,7 +154,7 @@ def run_judge(
     if publish_dir is not None:
         target, data = publish_dir / LABELS, _dump(labels)
         if target.is_file() and target.read_bytes() != data:
-            entry.update(ended_utc=_utc(), status="complete, not published", **counts)
+            entry.update(ended_utc=clock.utc_iso(), status="complete, not published", **counts)
             _save_run(run_path, run)
             raise BenchError(
                 f"{target} holds other labels (another packet, prompt or model); results are never "
@@ -165,13 +162,13 @@ def run_judge(
             )
         write_bytes_atomic(target, data)
         counts["published"] = str(target)
-    entry.update(ended_utc=_utc(), status="complete", **counts)
+    entry.update(ended_utc=clock.utc_iso(), status="complete", **counts)
     _save_run(run_path, run)
     return counts
 
 
 def _dump(obj: Any) -> bytes:
-    return (json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=True, allow_nan=False) + "\n").encode()
+    return json_bytes(obj)
 
 
 def published_labels(

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from analysis.latency import Attempt, Sample
+from bench import clock
 from bench.errors import BenchError
 from bench.latency.harness import Call, Observation
 from bench.rerankers.voyage import RETRY_STATUS, VoyageError
@@ -143,10 +144,10 @@ class ApiSession:
 
 
 def new_session(opt_out: str, endpoint: str, label: str | None, session: str | None) -> ApiSession:
-    now = dt.datetime.now(dt.UTC)
+    now = clock.now()
     label = label or time_of_day(now)
-    name = session or f"{now.strftime('%Y%m%dT%H%MZ')}-{label}"
-    return ApiSession(name, now.isoformat(timespec="seconds"), label, opt_out, endpoint)
+    name = session or f"{clock.stamp(now, seconds=False)}-{label}"
+    return ApiSession(name, clock.utc_iso(when=now), label, opt_out, endpoint)
 
 
 def api_facts(s: ApiSession, connect: list[int | None]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from bench.folder_options import checks_option, first_stage_option, options, runs_option
 from bench.latency.presets import PRESETS
 from bench.paths import repo_root
 from bench.plan import STAGES
@@ -29,59 +30,40 @@ def _label(value: str) -> str:
         raise click.BadParameter(str(exc)) from None
 
 
-def _common(f: click.decorators.FC) -> click.decorators.FC:
-    options = [
-        click.option("--models", "-m", multiple=True, help="Only these model ids (default: the preset's)."),
-        click.option(
-            "--k", "depths", type=int, multiple=True, help="Only these depths (default: the plan's)."
-        ),
-        click.option(
-            "--stage",
-            type=click.Choice(sorted(STAGES)),
-            default=DEFAULT_STAGE,
-            show_default=True,
-            help="First stage whose top-k candidates are reranked.",
-        ),
-        click.option(
-            "--allow-busy",
-            is_flag=True,
-            help="Measure although the load average is above half the "
-            "cores (recorded as a mark on the block).",
-        ),
-        click.option(
-            "--allow-unrated",
-            is_flag=True,
-            help="Measure models without a passed adapter check; their numbers are marked not publishable.",
-        ),
-        click.option(
-            "--out",
-            "out_root",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="Results folder (default results/latency).",
-        ),
-        click.option(
-            "--first-stage-dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="First-stage run files (default runs/first-stage).",
-        ),
-        click.option(
-            "--runs-dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="Quality run files for the accuracy check (default runs).",
-        ),
-        click.option(
-            "--checks-dir",
-            type=click.Path(path_type=Path, file_okay=False),
-            default=None,
-            help="Adapter-check results (default results/adapter-checks).",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+_common = options(
+    click.option("--models", "-m", multiple=True, help="Only these model ids (default: the preset's)."),
+    click.option(
+        "--k", "depths", type=int, multiple=True, help="Only these depths (default: the plan's)."
+    ),
+    click.option(
+        "--stage",
+        type=click.Choice(sorted(STAGES)),
+        default=DEFAULT_STAGE,
+        show_default=True,
+        help="First stage whose top-k candidates are reranked.",
+    ),
+    click.option(
+        "--allow-busy",
+        is_flag=True,
+        help="Measure although the load average is above half the "
+        "cores (recorded as a mark on the block).",
+    ),
+    click.option(
+        "--allow-unrated",
+        is_flag=True,
+        help="Measure models without a passed adapter check; their numbers are marked not publishable.",
+    ),
+    click.option(
+        "--out",
+        "out_root",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        help="Results folder (default results/latency).",
+    ),
+    first_stage_option("First-stage run files (default runs/first-stage).", dest="first_stage_dir"),
+    runs_option("Quality run files for the accuracy check (default runs).", dest="runs_dir"),
+    checks_option(dest="checks_dir"),
+)
 
 
 def _run_local(

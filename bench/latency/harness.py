@@ -19,7 +19,6 @@ warm-up. Nothing of an unfinished block is kept.
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ import numpy as np
 
 from analysis.atomic import write_bytes_atomic
 from analysis.latency import Accuracy, Block, Sample, read_block
+from bench import clock
 from bench.interrupt import raise_if_interrupted
 from bench.latency.accuracy import accuracy_mark, check_accuracy
 from bench.latency.host import busy_mark, host_state
@@ -108,10 +108,6 @@ class Environment:
     stream: TextIO = field(default_factory=lambda: sys.stderr)
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
 def _chunk_mark(spec: BlockSpec, chunk: int | None, samples: Sequence[Sample]) -> str | None:
     if chunk is None:
         return None
@@ -137,7 +133,7 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
     busy = busy_mark(before, allow_busy=spec.allow_busy, what=what)
     if busy:
         marks.append(busy)
-    started = utc_now()
+    started = clock.utc_iso("milliseconds")
     sampler = env.sampler() if env.sampler is not None else None
     if sampler is not None:
         sampler.start()
@@ -181,7 +177,7 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
         allow_busy=spec.allow_busy,
         allow_unrated=spec.allow_unrated,
         started_utc=started,
-        finished_utc=utc_now(),
+        finished_utc=clock.utc_iso("milliseconds"),
         query_seed=spec.query_seed,
         query_ids=tuple(c.query_id for c in spec.measured),
         warmup_query_ids=tuple(c.query_id for c in spec.warmup),

@@ -22,7 +22,6 @@ process list shows none of the host's other processes. The load average stays in
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 import time
@@ -30,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from bench import clock
 from bench.errors import BenchError
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -152,7 +152,7 @@ def host_state(
     affinity = _affinity()
     torch = sys.modules.get("torch")
     return {
-        "utc": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+        "utc": clock.utc_iso("milliseconds"),
         "load1": load1,
         "load5": load5,
         "load15": load15,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from analysis.plan import INT8_MODEL
 from bench.errors import BenchError
 from bench.plan import (
     API_DEPTHS,
     API_RERANKERS,
     CPU_DEPTHS,
-    CPU_INT8_MODEL,
     CPU_MODELS,
     CPU_PASSES,
     CPU_QWEN4B_DEPTH,
@@ -34,7 +34,7 @@ from bench.plan import (
     WARMUP_CALLS,
 )
 
-INT8_ID = f"{CPU_INT8_MODEL}-int8"  # the OpenVINO int8 adapter's registry id (int8 issue)
+INT8_ID = INT8_MODEL  # the OpenVINO int8 adapter's registry id (int8 issue)
 QWEN4B_ID = "qwen3-4b"
 
 

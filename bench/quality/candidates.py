@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.trec import TrecFormatError, read_run
 from bench.errors import BenchError
 from bench.hints import hint
@@ -37,10 +37,6 @@ class Candidates:
 
     def qids(self, stage: str) -> list[str]:
         return list(self.lists[stage])
-
-
-def _atomic_write_json(path: Path, data: Any) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _read_lists(path: Path, depth: int) -> dict[str, tuple[str, ...]]:
@@ -80,7 +76,7 @@ def freeze(study_dir: Path, sources: Mapping[str, Path], *, depth: int = QUALITY
             if sha256_file(src) != digest:
                 raise BenchError(f"{src} changed while it was being copied into {dest}; start again")
             recorded["stages"][stage] = {"source": str(src), "sha256": digest}
-        _atomic_write_json(record_path, recorded)
+        write_json_atomic(record_path, recorded)
     lists = {s: _read_lists(frozen_dir / f"{s}.trec", int(recorded["depth"])) for s in sources}
     return Candidates(lists=lists, sha256={s: recorded["stages"][s]["sha256"] for s in sources})
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from bench.folder_options import checks_option, first_stage_option, options, runs_option, study_option
 from bench.hints import bench_command
 from bench.interrupt import whole_command
 from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS, repo_root
@@ -42,19 +43,12 @@ def _setup(study: Path | None, default_study: str, runs: Path | None, default_ru
     )
 
 
-def _common(f: click.decorators.FC) -> click.decorators.FC:
-    for opt in reversed([
-        click.option("--study", type=click.Path(path_type=Path, file_okay=False), default=None,
-                     help="Study directory (journal, manifest, frozen candidates); resumed if it exists."),
-        click.option("--runs", type=click.Path(path_type=Path, file_okay=False), default=None,
-                     help="Where run files go (<runs>/<stage>/<model>@<k>.trec)."),
-        click.option("--first-stage", type=click.Path(path_type=Path, file_okay=False), default=None,
-                     help="Folder of the first-stage runs (default runs/first-stage)."),
-        click.option("--checks", type=click.Path(path_type=Path, file_okay=False), default=None,
-                     help="Adapter-check results (default results/adapter-checks)."),
-    ]):  # fmt: skip
-        f = opt(f)
-    return f
+_common = options(
+    study_option("Study directory (journal, manifest, frozen candidates); resumed if it exists."),
+    runs_option("Where run files go (<runs>/<stage>/<model>@<k>.trec)."),
+    first_stage_option(),
+    checks_option(),
+)
 
 
 @click.command("quality")

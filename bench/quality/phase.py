@@ -25,7 +25,6 @@ is per process). ``TIMING_FIELDS`` are the fields that differ between two otherw
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 import time
@@ -33,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
+from bench import clock
 from bench.interrupt import raise_if_interrupted
 from bench.journal import Journal
 from bench.progress import Progress
@@ -95,10 +95,6 @@ class PhaseOutcome:
     not_run: dict[str, str] = field(default_factory=dict)  # model -> why it was stopped (ModelUnavailable)
 
 
-def _utc() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def is_transient(exc: BaseException) -> bool:
     """Failures that may pass: an API that stayed unavailable through every retry (429, 5xx, timeouts),
     and running out of GPU memory (another process may have held it). Anything else is final."""
@@ -124,12 +120,12 @@ def score_unit(
         raise  # not this query's failure: the model is stopped and recorded as not run (``run_phase``)
     except Exception as exc:  # recorded, counted, reported: never swallowed
         rec.update(status="error", scores=None, call=None, error=f"{type(exc).__name__}: {exc}")
-        rec.update(latency_ns=None, utc=_utc())
+        rec.update(latency_ns=None, utc=clock.utc_z("microseconds"))
         if is_transient(exc):
             rec["retry"] = True  # a resume tries this query again (bench.journal: superseded, kept)
         return rec
     rec.update(status="ok", scores=[float(s) for s in result.scores.tolist()], call=dict(result.record))
-    rec.update(error=None, latency_ns=latency, utc=_utc())
+    rec.update(error=None, latency_ns=latency, utc=clock.utc_z("microseconds"))
     return rec
 
 

@@ -22,7 +22,6 @@ power loss) is marked ``ended without a record (killed)`` by the next start of t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import socket
@@ -30,8 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.atomic import write_json_atomic
 from analysis.ranking import TIE_RULE
+from bench import clock
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.quality.depths import DEPTH_RULE, TAIL_SCORE_RULE
@@ -41,16 +41,6 @@ MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 MANIFEST_VERSION = 1
 KILLED = "ended without a record (killed)"
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Atomic JSON write (temp file, fsync, rename): a crash leaves the old or the new file, never half."""
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def read_manifest(study_dir: Path) -> dict[str, Any]:
@@ -133,7 +123,7 @@ class Study:
                 "version": MANIFEST_VERSION,
                 "study": {
                     "kind": kind,
-                    "created_utc": utc_now(),
+                    "created_utc": clock.utc_iso(),
                     "plan_sha256": plan_sha,
                     "params": params,
                     "depth_rule": DEPTH_RULE,
@@ -150,7 +140,7 @@ class Study:
         mark_killed_sessions(manifest)
         manifest["sessions"].append(
             {
-                "started_utc": utc_now(),
+                "started_utc": clock.utc_iso(),
                 "ended_utc": None,
                 "status": "running",
                 "pid": os.getpid(),
@@ -165,10 +155,10 @@ class Study:
         return study
 
     def save(self) -> None:
-        write_json(self.dir / MANIFEST, self.manifest)
+        write_json_atomic(self.dir / MANIFEST, self.manifest)
 
     def end(self, status: str, **fields: Any) -> None:
-        self.session.update(ended_utc=utc_now(), status=status, **fields)
+        self.session.update(ended_utc=clock.utc_iso(), status=status, **fields)
         self.save()
 
 
@@ -195,7 +185,7 @@ def mark_killed_sessions(manifest: dict[str, Any]) -> list[int]:
             continue
         if session.get("host") == host and _alive(session.get("pid")):
             continue
-        session.update(status=KILLED, marked_utc=utc_now())
+        session.update(status=KILLED, marked_utc=clock.utc_iso())
         marked.append(i)
     return marked
 

@@ -60,9 +60,9 @@ def compare_runs(
 
 
 def write_verdicts(path: Path, verdicts: list[dict[str, Any]], extra: Mapping[str, Any]) -> None:
-    from bench.quality.study import write_json
+    from analysis.atomic import write_json_atomic
 
-    write_json(path, {**extra, "verdicts": verdicts})
+    write_json_atomic(path, {**extra, "verdicts": verdicts})
 
 
 def decide(

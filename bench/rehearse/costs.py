@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
 from analysis.costs.latency import INT8_SUFFIX
 from analysis.costs.prices import EMPTY, read_prices
 from analysis.costs.section import CostInputs
@@ -142,7 +143,7 @@ def _passage_tokens(
         shas[stage] = table.sha256 or ""
     record = passage_tokens_record(tok, lists, texts, shas)
     path = directory / "costs-passage-tokens.json"
-    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_json_atomic(path, record)
     return path, f"passage tokens: {tok.repo}@{tok.revision} (local snapshot)"
 
 

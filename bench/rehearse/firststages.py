@@ -20,9 +20,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
 from bench.errors import BenchError
 from bench.plan import STAGES
-from bench.quality.study import write_json
 from bench.rehearse.inputs import Inputs
 
 
@@ -105,7 +105,7 @@ def run_first_stages(
                     "status": "refused", "feature": exc.feature, "first_version": exc.first_version,
                     "server_version": exc.server_version, "reason": exc.message,
                 }  # fmt: skip
-                write_json(refusal_path(out_dir, stage), state[stage])
+                write_json_atomic(refusal_path(out_dir, stage), state[stage])
                 log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
                 continue
             state[stage] = {"status": "ran", "seconds": time.perf_counter() - t0, "resumed": False,

@@ -28,6 +28,7 @@ import numpy as np
 
 from analysis.metrics import evaluate
 from analysis.ranking import rank_by_score
+from bench import clock
 from bench.errors import BenchError
 from bench.quality.timing import percentiles_ms, timed_score
 from bench.rerankers.protocol import Reranker
@@ -205,7 +206,7 @@ def compare_with_latency_step(
     load = {"before": os.getloadavg()}
     for k in TIMED_DEPTHS:
         warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
-        before, started = host_state(), _utc()
+        before, started = host_state(), clock.utc_iso("milliseconds")
         for q in warm:
             int8.score(queries[q], [texts[d] for d in candidates[q][:k]])
         lat["fp32"][k] = [int(fp32_ns[k][q]) for q in qids]
@@ -217,7 +218,8 @@ def compare_with_latency_step(
             calls.append(TimedCall(q, ns, tuple(candidates[q][:k]), res))
             if k == SPEARMAN_DEPTH:
                 scores["int8"][q] = res.scores
-        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, _utc())
+        finished = clock.utc_iso("milliseconds")
+        timed[k] = TimedDepth(k, tuple(warm), tuple(calls), before, host_state(), started, finished)
     load["after"] = os.getloadavg()
     for q in qids:
         by_doc = dict(fp32_run[q])
@@ -231,12 +233,6 @@ def compare_with_latency_step(
         "loadavg": load,
         "_timed": timed,  # taken out by run_int8_step and written as latency blocks, not into int8.json
     }
-
-
-def _utc() -> str:
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def run_int8_step(
@@ -259,7 +255,7 @@ def run_int8_step(
     With ``fp32_latency`` (the rehearsal's latency step summary) fp32 is not timed again: its times come
     from there and its scores from ``<directory>/runs/<stage>/minilm-standin@100.trec``.
     """
-    from analysis.atomic import write_bytes_atomic
+    from analysis.atomic import write_json_atomic
     from analysis.trec import read_run
     from bench.int8.adapter import Int8BiEncoder
     from bench.int8.manifest import read_manifest
@@ -303,7 +299,7 @@ def run_int8_step(
         **result,
         **precision_and_isa(int8_model.meta.extra["openvino_runtime"]),
     }  # fmt: skip
-    write_bytes_atomic(directory / "int8.json", json.dumps(record, indent=1, default=str).encode() + b"\n")
+    write_json_atomic(directory / "int8.json", record, default=str)
     return record
 
 

@@ -10,20 +10,21 @@ timing, run files; pointwise model also called at depths 20 and 50 so that each 
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.atomic import write_json_atomic
+from bench import clock
 from bench.errors import BenchError
 from bench.hints import bench_command
 from bench.interrupt import Interrupted, interruptible
 from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
-from bench.quality.study import MANIFEST, Study, read_manifest, write_json
+from bench.quality.study import MANIFEST, Study, read_manifest
 from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
 from bench.rehearse.inputs import load_inputs
 from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP
@@ -62,7 +63,7 @@ class Options:
 
 
 def new_dir(root: Path) -> Path:
-    return root / "rehearsal" / dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return root / "rehearsal" / clock.stamp()
 
 
 def _loader(passage_cache: bool, corpus: list[str]) -> Any:
@@ -205,7 +206,7 @@ def rehearse(
                "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
                "int8": int8, "table": rows, "report": str(report), "errors": session.outcome.errors,
                "latency_step": lat, "costs": str(directory / "costs.json"), "judged": judged}  # fmt: skip
-    write_json(directory / SUMMARY, summary)
+    write_json_atomic(directory / SUMMARY, summary)
     _print(out, summary, title, latency_note)
     return directory
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.plan import INT8_MODEL
 from bench.errors import BenchError
 from bench.paths import int8_model_dir
 from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS, RERANKERS, RerankerPlan
@@ -30,7 +31,7 @@ from bench.rerankers.standin import MiniLMStandin
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin", "bm25-standin")
 # Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
-VARIANT_IDS: tuple[str, ...] = ("bge-v2-m3-int8",)
+VARIANT_IDS: tuple[str, ...] = (INT8_MODEL,)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,6 @@ text passes through ``_redact`` first.
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import json
 import os
 import time
@@ -25,6 +23,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from bench import backoff, clock
 from bench.errors import BenchError
 from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
 from bench.rerankers.protocol import (
@@ -100,25 +99,6 @@ def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = Non
     )
 
 
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/unreadable."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
-
-
 def parse_response(body: bytes, n: int) -> tuple[np.ndarray, int]:
     """Scores in input order (float64) and billed tokens; ValueError on any deviation from the schema."""
     try:
@@ -181,7 +161,7 @@ class VoyageReranker:
         self.max_backoff_s = max_backoff_s
         self.max_wait_s = max_wait_s
         self._sleep = sleep
-        self.measurement_date = dt.datetime.now(dt.UTC).date().isoformat()
+        self.measurement_date = clock.today().isoformat()
         self.calls: list[dict[str, Any]] = []  # one API record per score() call, attempts included
         self.log = RecordLog()
         self._client = httpx.Client(
@@ -263,7 +243,7 @@ class VoyageReranker:
         for number in range(1, self.max_attempts + 1):
             rec: dict[str, Any] = {
                 "attempt": number,
-                "utc": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+                "utc": clock.utc_iso("milliseconds"),
                 "status": None,
                 "error": None,
                 "retry_after_s": None,
@@ -286,7 +266,7 @@ class VoyageReranker:
                         rec["parsed_ns"] = time.perf_counter_ns() - start  # request sent to response parsed
                         return scores, tokens, attempts, rec["duration_s"]
                 elif response.status_code in RETRY_STATUS:
-                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                    retry_after = backoff.retry_after_s(response.headers.get("Retry-After"))
                     rec["retry_after_s"] = retry_after
                     rec["error"] = self._redact(f"HTTP {response.status_code}: {response.text[:300]}")
                 else:
@@ -303,9 +283,13 @@ class VoyageReranker:
                 rec["error"] = self._redact(f"{type(exc).__name__}: {exc}")
             if number == self.max_attempts:
                 break
-            wait = min(self.backoff_s * 2 ** (number - 1), self.max_backoff_s)
-            if retry_after is not None:  # honoured in full up to max_wait_s (a guard against absurd values)
-                wait = max(wait, min(retry_after, self.max_wait_s))
+            wait = backoff.backoff_s(
+                number,
+                base_s=self.backoff_s,
+                cap_s=self.max_backoff_s,
+                retry_after=retry_after,  # honoured in full up to max_wait_s (a guard against absurd values)
+                max_wait_s=self.max_wait_s,
+            )
             rec["waited_s"] = wait
             self._sleep(wait)
         last = attempts[-1]["error"]

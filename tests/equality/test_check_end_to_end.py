@@ -34,7 +34,7 @@ def test_check_adapters_bge_end_to_end(
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
     results = tmp_path / "results"
     res = CliRunner().invoke(
-        cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(results), "--device", "cpu"]
+        cli, ["check-adapters", "bge-v2-m3", "--checks", str(results), "--device", "cpu"]
     )  # CPU in place of the default CUDA: the file of that setting, not the quality default's
     assert res.exit_code == 0, res.output
     payload = json.loads((results / "bge-v2-m3@cpu-float32.json").read_text())

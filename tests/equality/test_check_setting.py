@@ -55,7 +55,7 @@ def test_a_cuda_check_without_cuda_is_refused_before_anything(tmp_path: Path) ->
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA; the refusal is for machines without it")
     out = tmp_path / "checks"
-    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(out)])
+    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--checks", str(out)])
     assert res.exit_code == 1 and "torch.cuda.is_available() is False" in res.output
     assert "pass --device cpu" in res.output and not out.exists()
 

@@ -152,7 +152,7 @@ def test_cli_check_adapters(
     )
     monkeypatch.setattr("bench.equality.cli.require_cuda_for_checks", lambda device: None)  # CUDA stand-in
     out_dir = tmp_path / "results"
-    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--results-dir", str(out_dir)])
+    res = CliRunner().invoke(cli, ["check-adapters", "bge-v2-m3", "--checks", str(out_dir)])
     assert seen == ["measurement"]
     payload = json.loads((out_dir / "bge-v2-m3.json").read_text())
     assert (payload["device"], payload["dtype"]) == ("cuda", "float16")  # what bench quality scores with

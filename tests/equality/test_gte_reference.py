@@ -12,7 +12,6 @@ import pytest
 
 from bench.equality.data import EqualityQuery, EqualitySet
 from bench.equality.runner import check_one
-from bench.paths import repo_root
 from bench.plan import REFERENCE_TRANSFORMERS_VERSION, RERANKERS
 from bench.rerankers.snapshots import snapshot_path
 
@@ -22,13 +21,8 @@ WORDS = ["berlin", "hamburg", "zug", "ist", "die", "hauptstadt"]
 
 @pytest.fixture(scope="module")
 def gte_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import sys
+    from tests.rerankers.rerankers_fake_gte import build_fake_gte  # builds with torch: imported when used
 
-    sys.path.insert(0, str(repo_root() / "tests" / "rerankers"))
-    try:
-        from rerankers_fake_gte import build_fake_gte
-    finally:
-        sys.path.pop(0)
     plan = RERANKERS["gte-base"]
     assert plan.revision and plan.code_repo and plan.code_revision
     root = tmp_path_factory.mktemp("gte")

@@ -60,7 +60,7 @@ def test_broken_reference_lock_fails_instead_of_skipping(tmp_path: Path) -> None
     import shutil
     import subprocess
 
-    from reference_sync import OFFLINE_SKIP_SWITCH, sync_failure_verdict
+    from tests.equality.reference_sync import OFFLINE_SKIP_SWITCH, sync_failure_verdict
 
     uv = shutil.which("uv")
     assert uv is not None, "uv must be on PATH for the reference environments"
@@ -77,7 +77,7 @@ def test_broken_reference_lock_fails_instead_of_skipping(tmp_path: Path) -> None
 
 
 def test_network_failure_skips_only_with_the_switch() -> None:
-    from reference_sync import OFFLINE_SKIP_SWITCH, sync_failure_verdict
+    from tests.equality.reference_sync import OFFLINE_SKIP_SWITCH, sync_failure_verdict
 
     stderr = "error: Failed to fetch: `https://pypi.org/simple/torch/`\n  Caused by: dns error"
     assert sync_failure_verdict("tf457", stderr, {})[0] == "fail"

@@ -15,10 +15,10 @@ import pytest
 
 from bench.int8.manifest import cpu_flags
 from bench.int8.runtime import above_cap, isa_summary, kernel_isa
+from tests.support.scripts import benchmark
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_int8_isa.py"
-sys.path.insert(0, str(SCRIPT.parent))
-import bench_int8_isa as isa  # noqa: E402
+isa = benchmark("bench_int8_isa")
 
 XEON = {"avx512_vnni": True, "avx_vnni": True, "amx_int8": True, "amx_tile": True, "avx512f": True,
         "avx2": True, "avx512_bf16": True, "amx_bf16": True}  # fmt: skip

@@ -3,24 +3,19 @@ and under TYPE_CHECKING (issue 24); and the counter itself finds the cycles that
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.support.scripts import load_file
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "import_cycles.py"
 
 
 @pytest.fixture(scope="module")
 def counter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("import_cycles", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["import_cycles"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(SCRIPT)
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judged_inputs import tiny_inputs
-from messages_server import MessagesServer
 
 from bench.judged.packet import write_prepared
 from bench.judged.selection import select
+from tests.judged.judged_inputs import tiny_inputs
+from tests.support.messages_api import MessagesServer
 
 
 @pytest.fixture

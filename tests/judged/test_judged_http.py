@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from messages_server import MessagesServer
 
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
@@ -18,6 +17,7 @@ from bench.journal import Journal
 from bench.judged.judge import HTTP_ATTEMPTS, MAX_TOKENS, PARSE_ATTEMPTS, THINKING, JudgeStopped, backoff_s
 from bench.judged.run import PROMPT_PATH, make_client, run_judge
 from bench.plan import JUDGE_MODEL
+from tests.support.messages_api import MessagesServer
 
 KEY = "sk-ant-test-0123456789-never-written"
 

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from messages_server import MessagesServer
 
 from bench.journal import Journal
 from bench.judged.run import make_client, run_judge
+from tests.support.messages_api import MessagesServer
 
 SCRIPT = """
 import sys

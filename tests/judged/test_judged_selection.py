@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from judged_inputs import tiny_inputs
 
 from bench.errors import BenchError
 from bench.judged.packet import load_prepared, write_prepared
 from bench.judged.selection import GroupSpec, draw, select, top_pairs, unjudged
 from bench.plan import SEED
+from tests.judged.judged_inputs import tiny_inputs
 
 
 def test_draw_is_numpy_choice_with_the_plan_seed() -> None:

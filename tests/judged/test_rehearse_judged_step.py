@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from judged_inputs import tiny_inputs
-from messages_server import MessagesServer
 
 from analysis.judged import CAVEAT, report_section
 from analysis.trec import write_run
 from bench.rehearse.judged import PITFALLS_REFUSED, judged_step
+from tests.judged.judged_inputs import tiny_inputs
+from tests.support.messages_api import MessagesServer
 
 
 def rehearsal_dir(tmp_path: Path) -> tuple[Path, Path, dict[str, str], dict[str, str]]:

@@ -16,7 +16,7 @@ from bench.latency.api import measure_api, new_session
 from bench.latency.run import Inputs
 from bench.rerankers.voyage import VoyageReranker
 from tests.latency.fakes import quiet_host
-from tests.latency.loopback import Reply, voyage_server
+from tests.support.voyage_api import FakeVoyage, Reply, first_stage_order
 
 
 def inputs(n: int = 4, k: int = 100) -> Inputs:
@@ -28,13 +28,13 @@ def inputs(n: int = 4, k: int = 100) -> Inputs:
 
 def test_api_blocks_with_retries_failures_and_billed_tokens(tmp_path: Path) -> None:
     waits: list[float] = []
-    with voyage_server() as server:
-        server.script["wer war nummer 1"] = [
+    with FakeVoyage(score=first_stage_order) as server:
+        server.by_query["wer war nummer 1"] = [
             Reply(429, headers={"Retry-After": "2"}),
             Reply(200, delay_s=0.05),
         ]
-        server.script["wer war nummer 2"] = [Reply(503)] * 3  # fails for good with max_attempts=3
-        server.script["wer war nummer 3"] = [Reply(200, delay_s=0.03)]
+        server.by_query["wer war nummer 2"] = [Reply(503)] * 3  # fails for good with max_attempts=3
+        server.by_query["wer war nummer 3"] = [Reply(200, delay_s=0.03)]
 
         def make(model: str) -> Any:
             return VoyageReranker(model, api_key="k-TEST", base_url=server.url, max_attempts=3, backoff_s=0.0,
@@ -92,14 +92,14 @@ def test_the_endpoint_is_voyage_base_url_as_for_every_other_voyage_phase(
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
     monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: inputs(n=2, k=20))
-    with voyage_server() as server:
+    with FakeVoyage(score=first_stage_order) as server:
         monkeypatch.setenv("VOYAGE_BASE_URL", server.url)
         req = ApiRequest(opt_out="yes", label="test", session=None, base_url=None,
                          models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
                          allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
                          checks_dir=root)  # fmt: skip
         run_api(req, host=quiet_host)
-    assert sorted(r["query"] for r in server.requests) == ["wer war nummer 0", "wer war nummer 1"]
+    assert sorted(r["json"]["query"] for r in server.requests) == ["wer war nummer 0", "wer war nummer 1"]
     (block,) = read_blocks(out)
     assert block.api is not None and block.api["endpoint"] == server.url
     assert all(s.ns is not None and s.attempts is not None and len(s.attempts) == 1 for s in block.samples)

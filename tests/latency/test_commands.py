@@ -43,7 +43,7 @@ def test_bad_input_is_one_line_nonzero_and_writes_nothing(
     # no torch import here: the real timer_for, handed a torch.cuda stand-in without a device
     monkeypatch.setattr("bench.latency.commands.timer_for", lambda d: timer.timer_for(d, FakeCuda(False)))
     out = tmp_path / "latency"
-    r = CliRunner().invoke(cli, ["latency", *args, "--out", str(out), "--checks-dir", str(tmp_path / "c")])
+    r = CliRunner().invoke(cli, ["latency", *args, "--out", str(out), "--checks", str(tmp_path / "c")])
     assert r.exit_code != 0 and message in r.output, r.output
     assert not out.exists()
 

@@ -72,7 +72,7 @@ def test_published_cpu_latency_names_what_the_int8_variant_lacks(tmp_path: Path)
     out = tmp_path / "latency"
     checks = tmp_path / "c"
     r = CliRunner().invoke(cli, ["latency", "cpu", "--published", "--models", INT8_ID, "--out", str(out),
-                                 "--checks-dir", str(checks)])  # fmt: skip
+                                 "--checks", str(checks)])  # fmt: skip
     assert r.exit_code == 1, r.output
     assert f"{INT8_ID} is not rated (rated by bge-v2-m3's adapter check" in r.output
     # the int8 variant runs on the CPU: its base model's check must be the CPU one (issue 20, break 6)
@@ -88,7 +88,7 @@ def test_the_pre_measurement_goes_without_the_servers_int8_verdict(tmp_path: Pat
     tests/runbook); a plan model without its check still is."""
     out = tmp_path / "latency"
     checks = tmp_path / "c"
-    base = ["latency", "cpu", "--pre-measurement", "--out", str(out), "--checks-dir", str(checks)]
+    base = ["latency", "cpu", "--pre-measurement", "--out", str(out), "--checks", str(checks)]
     r = CliRunner().invoke(cli, [*base, "--models", INT8_ID])
     assert f"{INT8_ID} is not rated" not in r.output, r.output
     r = CliRunner().invoke(cli, [*base, "--models", "gte-base"])

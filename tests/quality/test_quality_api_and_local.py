@@ -7,9 +7,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,63 +21,24 @@ from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase
 from bench.rerankers.voyage import VoyageReranker
 from tests.quality.fakes import make_inputs
+from tests.support.voyage_api import FakeVoyage
 
 KEY = "pa-LOOPBACK-test-key"
 MODELS = ("bge-v2-m3", "voyage-rerank-3")
 
 
-class LoopbackVoyage:
-    """POST /v1/rerank: 401 while ``key_ok`` is False; 503 for queries in ``fail_queries``; else scores."""
-
-    def __init__(self) -> None:
-        self.key_ok = True
-        self.fail_queries: set[str] = set()
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                outer.requests += 1
-                if not outer.key_ok:
-                    status, reply = 401, {"detail": "Provided API key is invalid."}
-                elif body["query"] in outer.fail_queries:
-                    status, reply = 503, {"detail": "Service unavailable"}
-                else:
-                    docs = body["documents"]
-                    data = [{"index": i, "relevance_score": 1 / (1 + len(d) + i)} for i, d in enumerate(docs)]
-                    data.sort(key=lambda x: -x["relevance_score"])
-                    status, reply = 200, {"object": "list", "data": data, "model": body["model"],
-                                          "usage": {"total_tokens": 7 * len(docs)}}  # fmt: skip
-                raw = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def _score(query: str, index: int, passage: str) -> float:
+    return 1 / (1 + len(passage) + index)
 
 
 @pytest.fixture
-def voyage() -> Iterator[LoopbackVoyage]:
-    server = LoopbackVoyage()
-    yield server
-    server.close()
+def voyage() -> Iterator[FakeVoyage]:
+    with FakeVoyage(score=_score, key=KEY, keep_alive=False) as server:  # 401 for any other key
+        yield server
 
 
 @pytest.fixture
-def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: LoopbackVoyage) -> dict[str, Path]:
+def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage) -> dict[str, Path]:
     """A measurement setting on loopback: tiny bge snapshot, the Voyage fake, 4 queries on hybrid-71k, both
     models rated; lock, stamp and clean-tree checks replaced (they have their own tests)."""
     from bench.rerankers.testing import tiny_models_root
@@ -144,18 +103,18 @@ def test_local_and_voyage_model_in_one_study(study_env: dict[str, Path]) -> None
 
 
 def test_rejected_key_stops_the_model_as_not_run_and_a_resume_scores_it(
-    study_env: dict[str, Path], voyage: LoopbackVoyage
+    study_env: dict[str, Path], voyage: FakeVoyage
 ) -> None:
-    voyage.key_ok = False
+    voyage.key = "pa-another-key"  # the server no longer takes ours
     res = _quality(study_env)
     assert res.exit_code == 1 and "not run: voyage-rerank-3" in res.output
-    assert voyage.requests == 1  # the model was stopped at the first 401, not called for every query
+    assert len(voyage.requests) == 1  # the model was stopped at the first 401, not called for every query
     assert _run_files(study_env) == {f"bge-v2-m3@{k}.trec" for k in (20, 50, 100)}
     manifest = json.loads((study_env["study"] / "manifest.json").read_text(encoding="utf-8"))
     assert "401" in manifest["models"]["voyage-rerank-3"]["not_run"]["reason"]
     with Journal(study_env["study"] / "journal.jsonl") as j:
         assert not [r for r in j if r["model"] == "voyage-rerank-3"]  # no per-query errors recorded
-    voyage.key_ok = True  # the key is fixed
+    voyage.key = KEY  # the key is fixed
     res = _quality(study_env)
     assert res.exit_code == 0, res.output
     assert _run_files(study_env) == {f"{m}@{k}.trec" for m in MODELS for k in (20, 50, 100)}
@@ -164,7 +123,7 @@ def test_rejected_key_stops_the_model_as_not_run_and_a_resume_scores_it(
     assert manifest["sessions"][0]["not_run"] and manifest["sessions"][1]["not_run"] == {}
 
 
-def test_transient_failure_is_retried_on_resume(tmp_path: Path, voyage: LoopbackVoyage) -> None:
+def test_transient_failure_is_retried_on_resume(tmp_path: Path, voyage: FakeVoyage) -> None:
     sources, queries, texts = make_inputs(tmp_path / "in", n_queries=3, stages=("s1",))
     cands = freeze(tmp_path / "study", sources)
     spec = PhaseSpec(stages=("s1",), models=("voyage-rerank-3",), depths=(100,))

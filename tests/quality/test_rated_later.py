@@ -22,8 +22,9 @@ from bench.quality.study import Study, read_manifest
 from tests.conftest import git
 from tests.quality.test_dtype_check_sessions import _dtype_check
 from tests.quality.test_dtype_check_sessions import project as dtype_project  # noqa: F401 (fixture)
-from tests.quality.test_quality_api_and_local import LoopbackVoyage, voyage  # noqa: F401 (fixture)
+from tests.quality.test_quality_api_and_local import voyage  # noqa: F401 (fixture)
 from tests.quality.test_resume_after_commit import API, _quality, _sessions, project  # noqa: F401 (fixture)
+from tests.support.voyage_api import FakeVoyage
 
 
 def _file(model: str, setting: dict[str, str]) -> str:
@@ -39,7 +40,7 @@ def _manifest(root: Path) -> dict[str, Any]:
 
 def test_model_rated_after_the_first_session_joins_the_study(
     project: Path,  # noqa: F811
-    voyage: LoopbackVoyage,  # noqa: F811
+    voyage: FakeVoyage,  # noqa: F811
 ) -> None:
     root = project
     checks = root / "results" / "adapter-checks"

@@ -21,14 +21,15 @@ from bench.equality.results import scoring_setting, write_result
 from bench.paths import repo_root
 from tests.conftest import git
 from tests.quality.fakes import make_inputs
-from tests.quality.test_quality_api_and_local import KEY, LoopbackVoyage, voyage  # noqa: F401 (fixture)
+from tests.quality.test_quality_api_and_local import KEY, voyage  # noqa: F401 (fixture)
+from tests.support.voyage_api import FakeVoyage
 
 MODELS = ("bge-v2-m3", "voyage-rerank-3")
 API = {"device": "api", "dtype": "api"}  # the setting an API model's check records (issue 20, break 6)
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: LoopbackVoyage) -> Path:  # noqa: F811
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage) -> Path:  # noqa: F811
     from bench.rerankers.testing import tiny_models_root
 
     root = tmp_path / "repo"
@@ -75,10 +76,10 @@ def _sessions(root: Path) -> list[dict[str, Any]]:
 
 def test_not_run_then_commit_the_run_files_then_resume(
     project: Path,
-    voyage: LoopbackVoyage,  # noqa: F811
+    voyage: FakeVoyage,  # noqa: F811
 ) -> None:
     root = project
-    voyage.key_ok = False
+    voyage.key = "pa-another-key"  # the server no longer takes ours
     res = _quality()
     assert res.exit_code == 1 and "not run: voyage-rerank-3" in res.output
     written = {p.name for p in (root / "runs" / "hybrid-71k").glob("*.trec")}
@@ -91,7 +92,7 @@ def test_not_run_then_commit_the_run_files_then_resume(
 
     git(root, "add", "runs")
     git(root, "commit", "-q", "-m", "quality: finished run files")
-    voyage.key_ok = True  # the cause is fixed
+    voyage.key = KEY  # the cause is fixed
     res = _quality()
     assert res.exit_code == 0, res.output
     assert len(list((root / "runs" / "hybrid-71k").glob("voyage-rerank-3@*.trec"))) == 3

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rerankers_tiny import qwen_dir
 
 from bench.plan import RERANKERS
 from bench.rerankers.snapshots import snapshot_path
 from bench.rerankers.testing import tiny_models_root
+from tests.rerankers.rerankers_tiny import qwen_dir
 
 
 @pytest.fixture(scope="session")

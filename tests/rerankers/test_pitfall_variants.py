@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rerankers_tiny import LONG, QUERY, qwen_dir
 
 from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS, QWEN3_INSTRUCTION
 from bench.rerankers.decoder import PITFALL_VARIANTS, QWEN3_PREFIX, QWEN3_SUFFIX
 from bench.rerankers.registry import load_reranker
+from tests.rerankers.rerankers_tiny import LONG, QUERY, qwen_dir
 
 SHORT = "Berlin ist die Hauptstadt."
 LONGER = LONG * 2  # longer than 256 tokens with the tiny tokenizer (LONG alone fits)

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rerankers_tiny import PASSAGES, QUERY, qwen_dir
 
 from bench.errors import BenchError
 from bench.plan import QWEN3_INSTRUCTION, RERANKERS
 from bench.rerankers.decoder import QWEN3_PREFIX, QWEN3_SUFFIX, DecoderCrossEncoder, MxbaiFormat, Qwen3Format
 from bench.rerankers.registry import load_reranker
 from bench.rerankers.snapshots import snapshot_path
+from tests.rerankers.rerankers_tiny import PASSAGES, QUERY, qwen_dir
 
 LONG = "Berlin ist die Hauptstadt von Deutschland " * 30
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rerankers_tiny import PASSAGES, QUERY
 
 from analysis.ranking import rank_by_score
 from bench.rerankers.cross_encoder import EncoderCrossEncoder
+from tests.rerankers.rerankers_tiny import PASSAGES, QUERY
 
 
 def test_scores_are_the_crossencoder_predict_scores(bge: Any) -> None:

@@ -1,13 +1,9 @@
-"""The Voyage adapter against a local HTTP server on 127.0.0.1 that speaks the rerank endpoint's JSON."""
+"""The Voyage adapter against the loopback Voyage rerank endpoint (``tests.support.voyage_api``)."""
 
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,85 +12,16 @@ import pytest
 
 from bench.errors import BenchError
 from bench.rerankers.protocol import Reranker
-from bench.rerankers.voyage import VoyageError, VoyageReranker, parse_retry_after, read_api_key
+from bench.rerankers.voyage import VoyageError, VoyageReranker, read_api_key
+from tests.support.voyage_api import FakeVoyage, Reply
 
 KEY = "pa-TESTKEY-0123456789abcdef"
 
 
-def ok_body(request: dict[str, Any], score: Callable[[str, str], float] | None = None) -> bytes:
-    """A well-formed answer: data sorted by score descending, as the real endpoint returns it."""
-    score = score or (lambda q, d: float(len(d)) / 100.0)
-    docs = request["documents"]
-    items = [{"index": i, "relevance_score": score(request["query"], d)} for i, d in enumerate(docs)]
-    items.sort(key=lambda it: -it["relevance_score"])
-    tokens = sum(len(d.split()) + len(request["query"].split()) for d in docs)
-    return json.dumps(
-        {"object": "list", "data": items, "model": request["model"], "usage": {"total_tokens": tokens}}
-    ).encode()
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes | None = None  # None: a well-formed answer
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-class FakeVoyage:
-    def __init__(self) -> None:
-        self.script: list[Reply] = []
-        self.requests: list[dict[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, so a persistent client connection is visible
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                payload = json.loads(self.rfile.read(length))
-                outer.requests.append(
-                    {
-                        "path": self.path,
-                        "json": payload,
-                        "auth": self.headers.get("Authorization"),
-                        "client_port": self.client_address[1],
-                    }
-                )
-                reply = outer.script.pop(0) if outer.script else Reply()
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                body = ok_body(payload) if reply.body is None else reply.body
-                try:
-                    self.send_response(reply.status)
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeVoyage]:
-    server = FakeVoyage()
-    yield server
-    server.close()
+    with FakeVoyage() as server:  # HTTP/1.1 keep-alive: a persistent client connection is visible
+        yield server
 
 
 def make(fake: FakeVoyage, sleeps: list[float] | None = None, **kw: Any) -> VoyageReranker:
@@ -244,13 +171,6 @@ def test_read_api_key(tmp_path: Path) -> None:
     with pytest.raises(BenchError) as info:
         read_api_key(env={}, dotenv=tmp_path / "missing.env")
     assert "VOYAGE_API_KEY" in str(info.value)
-
-
-def test_parse_retry_after() -> None:
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after("Sun, 29 Nov 2026 10:00:10 GMT", now=1795946400.0) == pytest.approx(10.0)
 
 
 def test_not_a_voyage_model() -> None:

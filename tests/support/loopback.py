@@ -1,0 +1,115 @@
+"""The tests' one loopback HTTP server: ``ThreadingHTTPServer`` on 127.0.0.1 (a free port), each request
+handed to a ``respond`` function, every request kept in ``requests``. A server we start dies with us: use it
+as a context manager (or call ``close``); its threads are daemons. The API scripts on it:
+``tests.support.voyage_api`` (the Voyage rerank endpoint) and ``tests.support.messages_api`` (Anthropic's
+Messages API); ``tests.bench_costs.ecb_files`` serves files on it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+    client_port: int
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Response:
+    """``status`` with ``body`` and ``headers`` after ``delay_s``; ``stall_s`` instead: say nothing for that
+    long, then close the connection without an answer (a stalled server)."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    stall_s: float | None = None
+
+
+def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})}
+    )
+
+
+class Loopback:
+    """``respond(request) -> Response``; ``keep_alive`` answers in HTTP/1.1 (persistent connections)."""
+
+    def __init__(self, respond: Callable[[Request], Response], *, keep_alive: bool = False) -> None:
+        self.requests: list[Request] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                request = Request(
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length) if length else b"",
+                    self.client_address[1],
+                )
+                with outer.lock:
+                    outer.requests.append(request)
+                reply = respond(request)
+                if reply.stall_s is not None:
+                    time.sleep(reply.stall_s)
+                    self.close_connection = True
+                    return
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                try:
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                    pass
+
+            do_GET = do_POST = _handle
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (no trailing slash)."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+    def __enter__(self) -> Loopback:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
