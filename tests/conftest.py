@@ -6,8 +6,13 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from bench.firststage.server import TypesenseServer
+    from tests.support.rehearsal import Rehearsal
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,3 +112,46 @@ def _lock_enforcement_ends_with_the_test() -> Iterator[None]:
     enforce = sys.modules.get("bench.integrity.enforce")
     if enforce is not None:
         enforce.deactivate()
+
+
+@pytest.fixture(scope="session")
+def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> Rehearsal:
+    """The session's one ``bench rehearse`` run on the mini dataset with issue 21's bad input
+    (``tests.support.rehearsal``): tests read it; a test that resumes or changes a rehearsal copies it first.
+    Under pytest-xdist one worker makes it and the others wait for it."""
+    from tests.support.rehearsal import shared_rehearsal
+
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+    return shared_rehearsal(tmp_path_factory.mktemp("rehearsal"), shared)
+
+
+@pytest.fixture(scope="session")
+def typesense() -> Iterator[TypesenseServer]:
+    """The session's one PyPI Typesense 0.24.1 server (tests/support/typesense.py), for tests that only need a
+    server: they never kill or restart it, and tests/firststage's ``server`` hands it to each module empty."""
+    from bench.firststage.server import local_typesense
+
+    with local_typesense() as server:
+        yield server
+
+
+# Folders whose session fixtures are expensive: all their tests run on one pytest-xdist worker
+ONE_WORKER_FOLDERS = ("audit",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """For pytest-xdist's ``--dist loadgroup`` (``uv run pytest -n 2 --dist loadgroup``): each module's tests
+    on one worker (module fixtures such as a loaded collection are made once), the tests of the shared
+    rehearsal run on one worker (the others would wait for it), and ONE_WORKER_FOLDERS together. Without
+    xdist the marks change nothing."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        rel = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else path.as_posix()
+        parts = rel.split("/")
+        if "rehearsal" in getattr(item, "fixturenames", ()):
+            group = "rehearsal"
+        elif len(parts) > 2 and parts[0] == "tests" and parts[1] in ONE_WORKER_FOLDERS:
+            group = "/".join(parts[:2])
+        else:
+            group = rel
+        item.add_marker(pytest.mark.xdist_group(group))

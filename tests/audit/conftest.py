@@ -22,7 +22,7 @@ import pytest
 from analysis.report import write_report
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
-from tests.rehearse.conftest import write_mini_beir
+from tests.support.rehearsal import write_mini_beir
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
 SETUP_FILES = ("DEVIATIONS.md", "datasets.lock", "LICENSE", "LICENSES", "runs/README.md", "runs/LICENSE",

@@ -1,5 +1,6 @@
-"""Fixtures for the first-stage tests: one real Typesense 0.24.1 per module, a small real German sample,
-a deterministic fake embedder (fast), and the real MiniLM stand-in with a session-wide embedding cache."""
+"""Fixtures for the first-stage tests: the session's real Typesense 0.24.1 (empty for each module), a small
+real German sample, a deterministic fake embedder (fast), and the real MiniLM stand-in with a session-wide
+embedding cache."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from bench.data import Passage, sort_passages
 from bench.data.bundled import Sample, load_sample
 from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder, l2_normalise
 from bench.firststage.embed_cache import EmbeddingCache
-from bench.firststage.server import TypesenseServer, local_typesense
+from bench.firststage.server import TypesenseServer
+from tests.support.typesense import drop_collections
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the hub is unreachable here: never wait for it
 
@@ -56,9 +58,12 @@ def small(sample: Sample) -> tuple[dict[str, str], list[Passage], Path]:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[TypesenseServer]:
-    with local_typesense() as s:
-        yield s
+def server(typesense: TypesenseServer) -> Iterator[TypesenseServer]:
+    """The session's server (tests/conftest.py) with no collections, as a fresh one would be; what the
+    module made is dropped when it ends."""
+    drop_collections(typesense)
+    yield typesense
+    drop_collections(typesense)
 
 
 @pytest.fixture(scope="session")

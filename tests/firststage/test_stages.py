@@ -14,6 +14,7 @@ from bench.firststage.collection import ensure_collection
 from bench.firststage.features import ServerRefused, StageRefused
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stages import run_stage
+from tests.support.typesense import drop_collections
 
 from .conftest import HashEmbedder
 
@@ -23,8 +24,7 @@ Small = tuple[dict[str, str], list[Passage], Path]
 
 @pytest.fixture(autouse=True)
 def _empty_server(server: TypesenseServer) -> None:
-    for c in server.request("GET", "/collections"):
-        server.request("DELETE", f"/collections/{c['name']}")
+    drop_collections(server)
 
 
 def test_keyword_plain_end_to_end(server: TypesenseServer, small: Small, tmp_path: Path) -> None:

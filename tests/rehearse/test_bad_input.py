@@ -13,7 +13,7 @@ from bench.cli import cli
 from bench.paths import repo_root
 from bench.quality.study import Study
 from bench.rehearse.run import Options
-from tests.rehearse.conftest import write_mini_beir
+from tests.support.rehearsal import write_mini_beir
 
 
 def _invoke(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:

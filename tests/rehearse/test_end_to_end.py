@@ -1,15 +1,14 @@
 """`bench rehearse` end to end on a small real subset (5 MIRACL-de queries, their judged passages and 20
 NoMIRACL passages, in BEIR layout): the real PyPI Typesense, the real MiniLM stand-ins, the quality phase
-and `analysis report`. Then Ctrl-C at some point and `--resume`."""
+and `analysis report`. The run is the session's shared one (``rehearsal`` fixture,
+tests/support/rehearsal.py); the resume works on a copy of it. Then Ctrl-C at a known point (its Typesense
+server is up) and `--resume`."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,24 +16,29 @@ from click.testing import CliRunner
 
 from bench.cli import cli
 from bench.journal import Journal
-from tests.rehearse.conftest import N_QUERIES, STOP_WORD_QUERY
+from tests.support.rehearsal import (
+    N_QUERIES,
+    ROOT,
+    STOP_WORD_QUERY,
+    Rehearsal,
+    servers_under,
+    wait_for_server,
+)
 
-pytestmark = [pytest.mark.typesense, pytest.mark.model]
-ROOT = Path(__file__).resolve().parents[2]
+# the shared run is made inside the first test that asks for it: up to a whole rehearsal on a loaded machine
+pytestmark = [pytest.mark.typesense, pytest.mark.model, pytest.mark.timeout(1800)]
 RAN = ("keyword-71k", "vector-71k", "keyword-plain-71k")
 RERANKED = ("keyword-71k", "vector-71k")  # keyword-plain-71k is reference only (plan): no rerankers
 MODELS = ("minilm-standin", "bm25-standin")
+CTRL_C_QUERIES = 2  # --max-queries of the interrupted rehearsal
 
 
-def test_rehearsal_end_to_end_then_resume_is_a_no_op(
-    tmp_path: Path, mini_beir_bad: Path, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
     """On the mini dataset without titles and with one query of stop words only (issue 21's bad input): the
     run goes on, that query has no keyword-71k candidates, scores 0, and the report counts it."""
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(shared_cache))
-    out = tmp_path / "reh"
-    result = CliRunner().invoke(cli, ["rehearse", "--dataset", str(mini_beir_bad), "--out", str(out)])
-    assert result.exit_code == 0, result.output + (result.stderr or "")
+    out = rehearsal.dir
+    assert rehearsal.returncode == 0, rehearsal.stdout + rehearsal.stderr
+    printed = rehearsal.stdout
     first = (out / "report.md").read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# REHEARSAL, not study results")
     assert "first stages run: keyword-71k (REHEARSAL SUBSTITUTE: the plan's German fields" in first
@@ -71,8 +75,8 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
             vs_first = next(f for i, f in fams.items() if i.endswith(f"@{k}/vs-first-stage"))
             assert sorted(c["model"] for c in vs_first["comparisons"]) == sorted(MODELS)
     assert {"lock check", "first stages", "rerank", "report", "total"} <= set(summary["times_s"])
-    assert "| vector-71k | minilm-standin‡@20 |" in result.output
-    assert "| keyword-71k | bm25-standin‡@100 |" in result.output
+    assert "| vector-71k | minilm-standin‡@20 |" in printed
+    assert "| keyword-71k | bm25-standin‡@100 |" in printed
     # the latency step: the stand-in encodes query and all k passages per call; never published
     blocks = sorted(p.relative_to(out).as_posix() for p in (out / "latency").rglob("k*-pass1.json"))
     assert blocks == sorted(
@@ -99,16 +103,24 @@ def test_rehearsal_end_to_end_then_resume_is_a_no_op(
     int8 = json.loads((out / "int8.json").read_text())  # the int8 step on the latency step's queries
     assert int8["queries"] == summary["latency_step"]["query_ids"] and int8["calibration"]["n"] == 300
     assert int8["latency"]["int8"]["100"]["n"] == len(int8["queries"]) and -1 <= int8["spearman_min"] <= 1
-    assert "int8 (stand-in," in result.output
+    assert "int8 (stand-in," in printed
     assert int8["inference_precision"] == "f32" and int8["int8_isa"] is not None  # issue 22
-    assert "  int8 precision f32, int8 kernels on " in result.output
-    assert "| minilm-standin | 20 |" in result.output
+    assert "  int8 precision f32, int8 kernels on " in printed
+    assert "| minilm-standin | 20 |" in printed
     assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/
     assert (out / "judged" / "packet.json").is_file() and not (out / "judged" / "labels.json").exists()
-    assert "judge not run: ANTHROPIC_API_KEY is not set" in result.output
-    assert "pitfalls experiment refused" in result.output
-    runs_before = {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")}
+    assert "judge not run: ANTHROPIC_API_KEY is not set" in printed
+    assert "pitfalls experiment refused" in printed
 
+
+def test_resume_of_a_finished_rehearsal_is_a_no_op(
+    rehearsal: Rehearsal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert rehearsal.returncode == 0, rehearsal.stderr
+    out = rehearsal.copy_to(tmp_path / "reh")
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(rehearsal.cache))
+    runs_before = {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")}
+    assert runs_before
     again = CliRunner().invoke(cli, ["rehearse", "--resume", str(out)])
     assert again.exit_code == 0, again.output + (again.stderr or "")
     manifest = json.loads((out / "manifest.json").read_text())
@@ -143,26 +155,31 @@ def _communicate_or_explain(proc: subprocess.Popen[bytes], timeout: float) -> by
         )
 
 
-def test_ctrl_c_then_resume(tmp_path: Path, mini_beir: Path, shared_cache: Path) -> None:
+def test_ctrl_c_then_resume(rehearsal: Rehearsal, tmp_path: Path, mini_beir: Path) -> None:
+    """Ctrl-C once the rehearsal's Typesense server is up (its first stages: an event, not a time), then
+    `--resume` to the end. The shared run's cache holds the quantised stand-in, so no second quantisation."""
+    tmp = tmp_path / "tmp"  # the rehearsal's own TMPDIR tells its server apart from other tests' servers
+    tmp.mkdir()
     out = tmp_path / "reh"
-    env = {**os.environ, "BENCH_CACHE_DIR": str(shared_cache)}
-    cmd = [sys.executable, "-m", "bench.cli", "rehearse", "--dataset", str(mini_beir), "--out", str(out)]
+    env = rehearsal.env(TMPDIR=str(tmp))
+    # two queries: the resume still runs every step (the latency and int8 steps time each query at k = 100)
+    limit = ("--max-queries", str(CTRL_C_QUERIES))
+    cmd = rehearsal.command("--dataset", str(mini_beir), *limit, "--out", str(out))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not (out / "manifest.json").exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    time.sleep(1.0)
+    wait_for_server(proc, tmp)
     proc.send_signal(signal.SIGINT)
-    err = _communicate_or_explain(proc, timeout=120)
-    if proc.returncode == 0:
-        pytest.skip("the rehearsal finished before the interrupt landed")
+    err = _communicate_or_explain(proc, timeout=600)
     assert proc.returncode == 130, err.decode()
     assert b"rehearsal interrupted" in err and b"--resume" in err
+    assert servers_under(tmp) == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sessions"][-1]["status"] == "interrupted"
-    resumed = subprocess.run([sys.executable, "-m", "bench.cli", "rehearse", "--resume", str(out)], cwd=ROOT,
-                             env=env, capture_output=True, timeout=300)  # fmt: skip
+    # no time limit of its own: a loaded machine takes what it takes (pytest's timeout is the guard)
+    resumed = subprocess.run(rehearsal.command("--resume", str(out)), cwd=ROOT, env=env, capture_output=True)
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert (out / "report.md").read_text().startswith("# REHEARSAL")
     with Journal(out / "journal.jsonl") as j:
-        assert len(j) == len(MODELS) * len(RERANKED) * N_QUERIES * 3
+        assert len(j) == len(MODELS) * len(RERANKED) * CTRL_C_QUERIES * 3
+        assert len({r["qid"] for r in j}) == CTRL_C_QUERIES
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["status"] for s in manifest["sessions"]] == ["interrupted", "complete"]

@@ -9,7 +9,7 @@ import pytest
 from analysis.trec import read_qrels
 from bench.errors import BenchError
 from bench.rehearse.inputs import load_beir, load_inputs
-from tests.rehearse.conftest import N_QUERIES, write_mini_beir
+from tests.support.rehearsal import N_QUERIES, write_mini_beir
 
 
 def test_bundled_sample_with_subset(tmp_path: Path) -> None:

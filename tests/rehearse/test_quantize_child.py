@@ -86,7 +86,12 @@ def test_a_parent_killed_with_sigkill_takes_the_quantising_child_with_it(tiny: P
             child = next((k for k in kids if "bench.rehearse.quantize_child" in " ".join(k.cmdline())), None)
             time.sleep(0.2)
         assert child is not None, "the quantising child never started"
-        time.sleep(3)  # the child is importing or calibrating now
+        # the event: the child's build folder beside the target appears once the model is exported and the
+        # calibration starts (bench.int8.quantize); the deadline only guards against a hang
+        while not list(out.parent.glob(f".{out.name}.*")) and time.monotonic() < deadline + 600:
+            assert child.is_running(), "the quantising child ended before it calibrated"
+            time.sleep(0.05)
+        assert list(out.parent.glob(f".{out.name}.*")), "the child never started calibrating"
         assert child.is_running()
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait(timeout=30)

@@ -99,8 +99,10 @@ def test_5xx_backoff_then_success(fake: FakeVoyage) -> None:
 
 
 def test_timeout_is_retried(fake: FakeVoyage) -> None:
-    fake.script = [Reply(delay_s=1.0), Reply()]
-    with make(fake, timeout_s=0.2) as r:
+    # no answer until the client's timeout (the default 5 s, far above a loaded machine's answer time: a 0.2 s
+    # limit could time out the second, plain answer too) closes the connection; 120 s is a hang guard only
+    fake.script = [Reply(stall_s=120), Reply()]
+    with make(fake) as r:
         res = r.score("q", DOCS)
     attempts = r.calls[0]["attempts"]
     assert attempts[0]["status"] is None and "Timeout" in attempts[0]["error"]

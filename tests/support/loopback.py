@@ -8,6 +8,8 @@ Messages API); ``tests.bench_costs.ecb_files`` serves files on it.
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -31,8 +33,9 @@ class Request:
 
 @dataclass(frozen=True)
 class Response:
-    """``status`` with ``body`` and ``headers`` after ``delay_s``; ``stall_s`` instead: say nothing for that
-    long, then close the connection without an answer (a stalled server)."""
+    """``status`` with ``body`` and ``headers`` after ``delay_s``; ``stall_s`` instead: say nothing until the
+    client gives up and closes the connection (the event a timeout test waits for; ``stall_s`` only bounds
+    the wait, for a client that never gives up), then close it without an answer (a stalled server)."""
 
     status: int = 200
     body: bytes = b""
@@ -45,6 +48,20 @@ def json_response(status: int, payload: Any, headers: dict[str, str] | None = No
     return Response(
         status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})}
     )
+
+
+def wait_for_close(conn: socket.socket, limit_s: float) -> None:
+    """Until the peer closes ``conn`` (end of stream or a reset), at most ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([conn], [], [], left)
+        if not ready:
+            continue
+        try:
+            if not conn.recv(4096):
+                return
+        except OSError:
+            return
 
 
 class Loopback:
@@ -74,7 +91,7 @@ class Loopback:
                     outer.requests.append(request)
                 reply = respond(request)
                 if reply.stall_s is not None:
-                    time.sleep(reply.stall_s)
+                    wait_for_close(self.connection, reply.stall_s)
                     self.close_connection = True
                     return
                 if reply.delay_s:

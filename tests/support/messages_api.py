@@ -6,7 +6,8 @@
 * ``("answer", text)``: 200 with a message holding one text block, ``stop_reason`` "end_turn", usage and a
   ``request-id`` header;
 * ``("status", code, headers)``: that status with an Anthropic error body;
-* ``("stall", seconds)``: accept the request and say nothing for ``seconds`` (bounded), then close.
+* ``("stall", seconds)``: accept the request and say nothing until the client gives up (at most ``seconds``),
+  then close.
 
 Every request's JSON body and headers are kept in ``requests`` (``path``, ``body``, ``headers``).
 """

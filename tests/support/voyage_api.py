@@ -43,6 +43,7 @@ class Reply:
     body: bytes | None = None  # None: a well-formed answer (status 200) or a short error body
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    stall_s: float | None = None  # no answer until the client gives up (tests.support.loopback.Response)
 
 
 class FakeVoyage:
@@ -82,7 +83,7 @@ class FakeVoyage:
         else:
             body = answer(payload, self.score) if reply.status == 200 else b'{"detail": "scripted error"}'
         headers = {**reply.headers, "Content-Type": "application/json"}
-        return Response(reply.status, body, headers, delay_s=reply.delay_s)
+        return Response(reply.status, body, headers, delay_s=reply.delay_s, stall_s=reply.stall_s)
 
     def close(self) -> None:
         self.server.close()

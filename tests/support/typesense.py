@@ -1,0 +1,21 @@
+"""One Typesense 0.24.1 server per test session (per pytest-xdist worker) for the tests that only need a
+server (issue 24, item 6): a server start per test module cost a launcher process, a health wait and a
+sweep each time.
+
+``typesense`` (session fixture, tests/conftest.py) starts it; tests/firststage's module fixture ``server``
+hands it to a module with no collections in it (``drop_collections``), as a fresh server would be, and drops
+what the module made when it ends. Tests that kill, restart or time a server start their own
+(``bench.firststage.server.local_typesense``), never this one.
+"""
+
+from __future__ import annotations
+
+from bench.firststage.server import TypesenseServer
+
+
+def drop_collections(server: TypesenseServer) -> list[str]:
+    """Delete every collection on ``server``; returns their names."""
+    names = [c["name"] for c in server.request("GET", "/collections")]
+    for name in names:
+        server.request("DELETE", f"/collections/{name}", ok=(200, 404))
+    return names
