@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# Under pytest-xdist (``-n 2``) each worker, and every process it starts, runs torch (and OpenMP/MKL/BLAS) with
-# one intra-op thread: two workers on a 2-core machine that each spin two threads wait at the threads' barriers
-# (the runbook chain's tiny models were about 40x slower so, issue 20). Set before anything imports torch; a
-# value the environment already sets is kept. Without xdist nothing changes.
+# Under pytest-xdist (``-n 2``) each worker, and every process it starts, runs torch (and OpenMP, MKL, BLAS)
+# with one intra-op thread: two workers on a 2-core machine that each spin two threads wait at the threads'
+# barriers (the runbook chain's tiny models were about 40x slower so, issue 20). Set before anything imports
+# torch; a value the environment already sets is kept. Without xdist nothing changes.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
