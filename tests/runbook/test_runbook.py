@@ -604,7 +604,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
 # 27 s (matplotlib figures), audit 22 s, stamp 21 s (the fork server's imports), models 21 s (the tiny models,
 # built in this process), quality 19 s, latency-cpu 19 s, the rest under 15 s each. With torch's default two
 # intra-op threads (before OMP_NUM_THREADS above) the same chain took 665 s at load 5-6. On the idle machine
-# (2026-12-01 16:26 UTC, the full suite in a fresh clone under pytest-xdist, the other worker busy throughout):
+# (2026-12-01 16:26 UTC, the full suite in a fresh clone under pytest-xdist, the other worker busy):
 # 196 s. `uv run pytest tests/runbook -q -s -n 0` prints the time of every command and step.
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
