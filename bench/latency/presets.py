@@ -33,7 +33,6 @@ from bench.plan import (
     SEED,
     WARMUP_CALLS,
 )
-from bench.rerankers.registry import registered_ids
 
 INT8_ID = INT8_MODEL  # the OpenVINO int8 adapter's registry id (int8 issue)
 QWEN4B_ID = "qwen3-4b"
@@ -104,6 +103,9 @@ def availability(model_id: str) -> str | None:
     The one place that decides whether a model (the int8 variant above all) can be measured: it becomes
     measurable by merely being registered (a registered adapter that cannot load, e.g. its quantised folder
     is missing, is refused by name when it is loaded)."""
+    # lazy: the registry pulls numpy and httpx, which `bench status` must not load (test_status.py)
+    from bench.rerankers.registry import registered_ids
+
     if model_id in registered_ids():
         return None
     if model_id == INT8_ID:
