@@ -85,7 +85,6 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     def load(model: str) -> Any:
         return load_reranker(model, device=device)
 
-
     log = out_dir / "libraries.log"
 
     hint = bench_command("reproduce", "--out", out_dir, root=root)

@@ -33,7 +33,6 @@ from analysis.trec import read_run
 from bench import clock
 from bench.equality.spearman import spearman
 from bench.errors import BenchError
-from bench.errors import BenchError as _E
 from bench.int8.adapter import Int8BiEncoder
 from bench.int8.calibration import text_sha256
 from bench.int8.config import CHOSEN
@@ -78,7 +77,7 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
             verify_folder(folder)
             log(f"int8: reusing {folder}")
             return folder, {"calibration": cal_record, "reused": True}
-        except _E as exc:
+        except BenchError as exc:
             log(f"int8: cached folder refused ({exc.message}); quantising again")
     pairs = cal.texts(queries, texts, "rehearsal calibration set")
     log(f"int8: quantising the stand-in (300 pairs, configuration {CHOSEN.name!r}) -> {folder}")

@@ -80,7 +80,6 @@ def main(argv: list[str]) -> int:
     args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     result = Path(args["result"])
 
-
     block = (
         library_log(Path(args["library_log"]), verbose=args["verbose"])
         if args["library_log"]

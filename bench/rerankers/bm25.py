@@ -38,7 +38,6 @@ def german_tokenizer() -> Any:
     import Stemmer
     from bm25s.tokenization import Tokenizer
 
-
     stemmer = Stemmer.Stemmer("german")
     return Tokenizer(lower=True, stopwords=read_snowball_list(default_path()), stemmer=stemmer.stemWord)
 
