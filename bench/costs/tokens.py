@@ -69,6 +69,7 @@ def load_voyage_tokenizer(
         raise BenchError(f"{snapshots}: several snapshots of {repo} ({', '.join(found)}); pass --revision")
     path = snapshots / found[0] / "tokenizer.json"
     try:
+        # lazy: tokenizers is imported only when a tokenizer is built
         from tokenizers import Tokenizer
     except ModuleNotFoundError as exc:
         raise BenchError("counting Voyage tokens needs the package `tokenizers`: `uv sync`") from exc

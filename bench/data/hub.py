@@ -46,6 +46,7 @@ def corpus_71k_id_column(snapshot: Path) -> str:
         raise BenchError(f"{path}: 71k corpus file missing; run `{hint('data fetch')}` (expected hub layout)")
     require_locked(path)
     try:
+        # lazy: pyarrow is heavy; only when parquet is read
         import pyarrow.parquet as pq
     except ModuleNotFoundError as exc:
         raise BenchError("reading the 71k corpus needs pyarrow: `uv sync`") from exc
@@ -65,6 +66,7 @@ def corpus_71k_id_column(snapshot: Path) -> str:
 
 def read_corpus_71k(snapshot: Path) -> list[Passage]:
     """All passages of the 71k corpus in import order (ascending MIRACL id)."""
+    # lazy: pyarrow is heavy; only when parquet is read
     import pyarrow.parquet as pq
 
     path = snapshot / CORPUS_71K_FILE

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import write_json_atomic
-from bench.data import DocidKey, Passage, docid_key
+from bench import paths
+from bench.data import DocidKey, Passage, docid_key, hub
 from bench.data.hub import iter_jsonl_gz
 from bench.errors import BenchError
 from bench.integrity import datalock
@@ -247,23 +248,21 @@ def full_corpus_in_import_order(
 ) -> tuple[Iterable[Passage], dict[str, Any]]:
     """The full corpus as the importer needs it: the locked shards as they are when ``bench data lock``
     found them in order, else their external sort (made once in ``sort_dir``, reused while it matches)."""
-    from bench.data.hub import iter_corpus_full
-    from bench.paths import repo_root
-
-    lock_path = lock_path or repo_root() / datalock.LOCK_NAME
+    lock_path = lock_path or paths.repo_root() / datalock.LOCK_NAME
     note = datalock.read_notes(lock_path).get("corpus-full")
     order = note.get("import_order") if isinstance(note, dict) else None
     if not isinstance(order, dict):
-        return iter_corpus_full(snapshot), {
+        return hub.iter_corpus_full(snapshot), {
             "source": "locked shards as they are",
             "lock_note": None,
             "checked": "not at lock time (the lock has no import-order note); the importer checks on the fly",
         }
     if order.get("ascending") is True:
-        return iter_corpus_full(snapshot), {"source": "locked shards as they are", "lock_note": order["note"]}
+        source = {"source": "locked shards as they are", "lock_note": order["note"]}
+        return hub.iter_corpus_full(snapshot), source
     entries = datalock.read_lock(lock_path)
     inputs = {e.source.path: e.sha256 for e in entries.values() if e.dataset == "corpus-full"}
-    stream = sorted_corpus(iter_corpus_full(snapshot), sort_dir, inputs, run_size=run_size)
+    stream = sorted_corpus(hub.iter_corpus_full(snapshot), sort_dir, inputs, run_size=run_size)
     return stream, {
         "source": f"external sort in {sort_dir}",
         "lock_note": order["note"],

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
+from bench import codeversion, guard, paths
+from bench.equality import runner
 from bench.equality.id_map_option import id_map_option
 from bench.equality.results import SCORING_DEVICE, device_kind
-from bench.equality.runner import TORCH_DTYPES
+from bench.equality.runner import TORCH_DTYPES, check_models, id_map_lock_names, resolve_id_map_method
 from bench.errors import BenchError
 from bench.folder_options import checks_option
 from bench.hints import hint
@@ -20,6 +22,7 @@ def require_cuda_for_checks(device: str, cuda: object | None = None) -> None:
     """Refuse a CUDA check where CUDA is not usable, before anything is read or written."""
     if cuda is None:
         try:
+            # lazy: torch is heavy and is needed only here
             import torch
         except ModuleNotFoundError:
             message = "CUDA requested but torch is not installed; run `uv sync` on the GPU machine."
@@ -60,22 +63,12 @@ def check_adapters(
     dtype than bench quality's default: <model>@<device>-<dtype>.json), each recording the device and
     dtype it ran with; a model whose reference cannot run or that fails is "not rated" with the reason.
     """
-    from bench.codeversion import require_clean_code
-    from bench.equality.runner import (
-        check_models,
-        id_map_lock_names,
-        load_equality_set,
-        resolve_id_map_method,
-    )
-    from bench.guard import preflight
-    from bench.paths import repo_root
-
     if device_kind(device) == "cuda":
         require_cuda_for_checks(device)
     method = resolve_id_map_method(id_map)
-    record = preflight("measurement", lock_names=id_map_lock_names(method))
-    require_clean_code(repo_root())
-    data = load_equality_set(id_map_method=method)
+    record = guard.preflight("measurement", lock_names=id_map_lock_names(method))
+    codeversion.require_clean_code(paths.repo_root())
+    data = runner.load_equality_set(id_map_method=method)
     results = check_models(
         list(models) or list(RERANKERS),
         data,

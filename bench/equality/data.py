@@ -70,6 +70,7 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
             f"{path}: file missing; run `{hint('data fetch reranking')}` (pinned MIRACLReranking)."
         )
     require_locked(path)
+    # lazy: pyarrow is heavy; only when parquet is read
     import pyarrow.parquet as pq
 
     rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()

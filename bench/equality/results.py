@@ -25,6 +25,7 @@ from bench.errors import BenchError
 from bench.hints import CPU, GPU, hint
 from bench.paths import repo_root
 from bench.plan import RERANKERS
+from bench.rerankers.base import choose_dtype
 
 #: The device ``bench quality`` (and ``bench determinism``, ``bench latency gpu``) scores on by default.
 SCORING_DEVICE: Final = "cuda"
@@ -38,8 +39,6 @@ def device_kind(device: str) -> str:
 def scoring_setting(model_id: str, device: str = SCORING_DEVICE, dtype: str | None = None) -> dict[str, str]:
     """The device kind and dtype the scores of plan model ``model_id`` are produced with on ``device`` with
     the requested ``dtype`` (None: the adapter's own choice, as every loading command makes it)."""
-    from bench.rerankers.base import choose_dtype
-
     plan = RERANKERS.get(model_id)
     if plan is None:
         raise BenchError(f"unknown model {model_id!r}; the plan's models: {', '.join(RERANKERS)}")

@@ -14,7 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import bench.provenance as provenance_mod
 from bench import plan
+from bench.data import hub
+from bench.data.miracl import read_topics
 from bench.equality.check import ReferenceRunner, adapter_scores, evaluate
 from bench.equality.data import (
     ID_MAP_METHODS,
@@ -40,6 +43,8 @@ from bench.integrity.hub import snapshot_dir
 from bench.paths import bundled_dir, repo_root
 from bench.progress import Progress
 from bench.rerankers.protocol import Reranker
+from bench.rerankers.registry import load_reranker, spec_for
+from bench.rerankers.snapshots import resolve_snapshot
 
 Loader = Callable[..., Reranker]
 TORCH_DTYPES = ("float32", "float16", "bfloat16")
@@ -72,8 +77,6 @@ def load_equality_set(
 
     ``id_map_method`` ``de.gz`` maps ids through ``data/bm25/de.gz``; ``corpus`` through one streamed pass
     over the full corpus snapshot (whose shards ``preflight`` has verified against datasets.lock)."""
-    from bench.data.miracl import read_topics
-
     snap = reranking_snapshot or snapshot_dir(plan.RERANKING)
     id_map_path = id_map_file or snapshot_dir(plan.RERANKING_ID_MAP) / plan.RERANKING_ID_MAP_PATH
     topics_path = topics_file or bundled_dir() / "miracl-de-dev" / "topics.miracl-v1.0-de-dev.tsv"
@@ -92,12 +95,10 @@ def load_equality_set(
             f"{plan.RERANKING_ID_MAP.repo}@{plan.RERANKING_ID_MAP.revision}:{plan.RERANKING_ID_MAP_PATH}"
         ] = sha256_file(id_map_path)
     elif id_map_method == "corpus":
-        from bench.data.hub import iter_corpus_full
-
         corpus = corpus_snapshot or snapshot_dir(plan.CORPUS_FULL)
         data = build_equality_set_from_corpus(
             rows,
-            iter_corpus_full(corpus),
+            hub.iter_corpus_full(corpus),
             topics,
             corpus_label=f"{plan.CORPUS_FULL.repo}@{plan.CORPUS_FULL.revision}",
             total=plan.CORPUS_FULL_PASSAGES,
@@ -119,15 +120,10 @@ def load_equality_set(
 
 
 def _default_loader(model_id: str, **kw: Any) -> Reranker:
-    from bench.rerankers.registry import load_reranker
-
     return load_reranker(model_id, **kw)
 
 
 def _model_dir(model_id: str) -> Path:
-    from bench.rerankers.registry import spec_for
-    from bench.rerankers.snapshots import resolve_snapshot
-
     return resolve_snapshot(spec_for(model_id))
 
 
@@ -281,9 +277,7 @@ def check_models(
     """Run the checks and write one result file per model (``results/adapter-checks/<model>.json``, or
     ``<model>@<device>-<dtype>.json`` for a setting other than the quality phase's default); every payload
     records the device and dtype the check ran with. Returns the payloads."""
-    from bench.provenance import collect_manifest
-
-    make_manifest = manifest or collect_manifest
+    make_manifest = manifest or provenance_mod.collect_manifest
     directory = directory or results_dir()
     out = []
     scored: list[_Scored] = []

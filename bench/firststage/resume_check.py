@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench.data import Passage
+from bench.data.bundled import load_sample
 from bench.errors import BenchError
 from bench.firststage.collection import Backoff, collection_digest, count_documents
 from bench.firststage.importer import import_passages
@@ -52,8 +53,6 @@ RESTART_TIMEOUT_S = 7200.0
 
 
 def sample_corpus() -> list[Passage]:
-    from bench.data.bundled import load_sample
-
     return load_sample().corpus
 
 

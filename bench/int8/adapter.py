@@ -35,6 +35,7 @@ def _load(folder: Path, task: str) -> tuple[Any, Any, dict[str, Any]]:
     manifest = verify_folder(folder)  # before the heavy imports: a bad folder is refused at once
     if manifest["task"] != task:
         raise BenchError(f"{folder}: a {manifest['task']} model, expected {task}")
+    # lazy: optimum and transformers are heavy; only for the int8 variant
     from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
     from transformers import AutoTokenizer
 

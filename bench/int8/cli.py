@@ -9,6 +9,11 @@ import click
 
 from bench.equality.id_map_option import id_map_option
 from bench.folder_options import checks_option, first_stage_option, runs_option, study_option
+from bench.hints import bench_command
+from bench.int8 import commands
+from bench.int8.commands import calibration_set as run
+from bench.int8.manifest import default_folder
+from bench.interrupt import whole_command
 from bench.paths import repo_root
 
 
@@ -26,8 +31,6 @@ def int8() -> None:
 )
 def calibration_set(out: Path | None) -> None:
     """300 pairs: MIRACL de test-B queries x full-corpus passages outside 71k, seed 20261009."""
-    from bench.int8.commands import calibration_set as run
-
     root = repo_root()
     target = out or root / "results" / "int8" / "calibration-set.json"
     record = run(target, root=root)
@@ -55,12 +58,10 @@ def calibration_set(out: Path | None) -> None:
 )
 def quantize(calibration: Path | None, out: Path | None, snapshot_dir: Path | None) -> None:
     """Static int8 quantisation of bge-reranker-v2-m3 with OpenVINO, calibrated on the calibration set."""
-    from bench.int8.commands import quantize as run
-    from bench.int8.manifest import default_folder
 
     root = repo_root()
     target = out or default_folder()
-    manifest = run(
+    manifest = commands.quantize(
         calibration or root / "results" / "int8" / "calibration-set.json",
         target,
         root=root,
@@ -104,11 +105,9 @@ def agreement(
     """Spearman per query (20 queries) of this machine's int8 scores against FILE; < 0.99 anywhere exits 1.
 
     FILE must have been made with the same quantisation configuration and inference precision."""
-    from bench.int8.commands import agreement as run
-    from bench.int8.manifest import default_folder
 
-    result = run(int8_dir or default_folder(), against=against, write=write, root=repo_root(), id_map=id_map,
-                 verdict=verdict)  # fmt: skip
+    result = commands.agreement(int8_dir or default_folder(), against=against, write=write, root=repo_root(),
+                                id_map=id_map, verdict=verdict)  # fmt: skip
     shown = {k: v for k, v in result.items() if k not in ("per_query", "machines", "cpu_flags")}
     click.echo(json.dumps(shown, indent=1))
     if "cpu_flags" in result:
@@ -125,15 +124,12 @@ def agreement(
 @checks_option()
 def quality(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None) -> None:
     """bge-v2-m3-int8 on hybrid-71k at k = 100 through the quality phase, its own run (resumable)."""
-    from bench.int8.commands import quality as run
-    from bench.interrupt import whole_command
 
     root = repo_root()
     study_dir = study or root / "studies" / "int8-quality"
-    from bench.hints import bench_command
 
     with whole_command("int8 quality run", bench_command("int8", "quality", "--study", study_dir)):
-        session = run(root, study_dir=study_dir, runs_dir=runs or root / "runs",
+        session = commands.quality(root, study_dir=study_dir, runs_dir=runs or root / "runs",
                       first_stage_dir=first_stage or root / "runs" / "first-stage",
                       checks_dir=checks or root / "results" / "adapter-checks")  # fmt: skip
     click.echo(f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "

@@ -10,13 +10,30 @@ from typing import Any, TextIO
 
 from analysis.atomic import write_json_atomic
 from analysis.plan import INT8_FP32_MODEL, INT8_MODEL, INT8_QUALITY_STAGE
+from bench import guard, provenance
+from bench.data.miracl import read_topics
+from bench.equality import runner
+from bench.equality.results import quality_setting
+from bench.equality.runner import id_map_lock_names, resolve_id_map_method
 from bench.errors import BenchError
+from bench.hints import bench_command
 from bench.int8 import agreement as agr
+from bench.int8.adapter import Int8CrossEncoder
 from bench.int8.calibration import read_set, write_set
 from bench.int8.config import CHOSEN, INFERENCE_PRECISION, QuantSpec
-from bench.int8.manifest import MANIFEST, cpu_flags
+from bench.int8.manifest import MANIFEST, cpu_flags, read_manifest, verify_folder
+from bench.int8.quantize import MAX_LENGTH_CROSS, quantize_model
+from bench.int8.study_data import study_calibration, study_texts
+from bench.integrity import hashing
 from bench.paths import bundled_dir
-from bench.plan import RERANKERS
+from bench.plan import DEPTHS, RERANKERS
+from bench.progress import Progress
+from bench.quality import commands, inputs
+from bench.quality.commands import Setup, lock_names, open_measurement
+from bench.quality.driver import execute
+from bench.quality.phase import PhaseSpec
+from bench.rerankers.registry import load_reranker, spec_for
+from bench.rerankers.snapshots import resolve_snapshot
 
 FP32_ID = INT8_FP32_MODEL  # plan: "bge-v2-m3 with OpenVINO int8"
 INT8_ID = INT8_MODEL
@@ -25,23 +42,17 @@ INT8_STAGE = INT8_QUALITY_STAGE  # plan: quality measured on hybrid-71k, k = 100
 
 
 def dev_query_ids() -> set[str]:
-    from bench.data.miracl import read_topics
-
     return set(read_topics(bundled_dir() / "miracl-de-dev" / "topics.miracl-v1.0-de-dev.tsv"))
 
 
 def calibration_set(out: Path, *, root: Path) -> dict[str, Any]:
-    from bench.guard import preflight
-    from bench.int8.study_data import study_calibration
-    from bench.provenance import collect_manifest
-
-    pre = preflight("measurement", lock_names=HUB_LOCK, root=root)
+    pre = guard.preflight("measurement", lock_names=HUB_LOCK, root=root)
     cal, _, _ = study_calibration(dev_query_ids())
     write_set(out, cal)
     record = {
         "calibration_sha256": cal.digest(),
         "preflight": pre,
-        "provenance": collect_manifest(kind="int8-calibration-set", root=root),
+        "provenance": provenance.collect_manifest(kind="int8-calibration-set", root=root),
     }
     write_json_atomic(out.with_suffix(".manifest.json"), record)
     return record
@@ -49,16 +60,9 @@ def calibration_set(out: Path, *, root: Path) -> dict[str, Any]:
 
 def quantize(calibration: Path, out: Path, *, root: Path, snapshot_dir: Path | None = None,
              spec: QuantSpec = CHOSEN) -> dict[str, Any]:  # fmt: skip
-    from bench.guard import preflight
-    from bench.int8.quantize import MAX_LENGTH_CROSS, quantize_model
-    from bench.int8.study_data import study_texts
-    from bench.provenance import collect_manifest
-    from bench.rerankers.registry import spec_for
-    from bench.rerankers.snapshots import resolve_snapshot
-
     cal = read_set(calibration, dev_queries=dev_query_ids())
     source = resolve_snapshot(spec_for(FP32_ID), snapshot_dir)  # refuses another revision
-    pre = preflight("measurement", lock_names=["miracl", "corpus-full"], root=root)
+    pre = guard.preflight("measurement", lock_names=["miracl", "corpus-full"], root=root)
     pairs = study_texts(cal)
     plan = RERANKERS[FP32_ID]
     return quantize_model(
@@ -74,7 +78,9 @@ def quantize(calibration: Path, out: Path, *, root: Path, snapshot_dir: Path | N
             "calibration_file": calibration.name,
             "calibration_sha256": cal.digest(),
             "preflight": pre,
-            "provenance": collect_manifest(kind="int8-quantize", device="cpu", dtype="int8", root=root),
+            "provenance": provenance.collect_manifest(
+                kind="int8-quantize", device="cpu", dtype="int8", root=root
+            ),
         },
     )
 
@@ -83,13 +89,7 @@ def machine_scores(
     folder: Path, *, id_map_method: str = "de.gz", stream: TextIO | None = None
 ) -> dict[str, Any]:
     """This machine's int8 scores on the 20 equality queries, as a scores record."""
-    from bench.equality.runner import load_equality_set
-    from bench.int8.adapter import Int8CrossEncoder
-    from bench.int8.manifest import read_manifest
-    from bench.integrity.hashing import sha256_file
-    from bench.progress import Progress
-
-    data = load_equality_set(id_map_method=id_map_method)
+    data = runner.load_equality_set(id_map_method=id_map_method)
     model = Int8CrossEncoder(folder)
     runtime = model.meta.extra["openvino_runtime"]
     scores: dict[str, tuple[list[str], list[float]]] = {}
@@ -103,7 +103,7 @@ def machine_scores(
         scores,
         model=INT8_ID,
         machine=cpu_flags(),
-        manifest_sha256=sha256_file(folder / MANIFEST),
+        manifest_sha256=hashing.sha256_file(folder / MANIFEST),
         inputs={"equality_set": data.provenance.get("files_sha256"), "id_map_method": id_map_method},
         config=agr.configuration(read_manifest(folder), runtime),
         runtime=runtime,
@@ -120,10 +120,6 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
     with this folder's configuration and precision. A comparison's verdict (pass or fail, both machines' CPU
     flags) is written to ``verdict`` (default ``results/int8/agreement.json``) before a failure is raised.
     """
-    from bench.equality.runner import id_map_lock_names, resolve_id_map_method
-    from bench.guard import preflight
-    from bench.int8.manifest import verify_folder
-
     if against is None and write is None:
         raise BenchError("give --against FILE (compare) and/or --write FILE (record this machine's scores)")
     # a bad or differently made file is refused before anything is scored
@@ -133,7 +129,7 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
         agr.require_same_configuration(local, f"{folder} (this machine)", theirs_rec.get("configuration"),
                                        str(against))  # fmt: skip
     method = resolve_id_map_method(id_map)
-    preflight("measurement", lock_names=id_map_lock_names(method), root=root)
+    guard.preflight("measurement", lock_names=id_map_lock_names(method), root=root)
     record = machine_scores(folder, id_map_method=method, stream=stream)
     if write is not None:
         agr.write_scores(write, record)
@@ -163,21 +159,20 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
 def _write_verdict(
     out: Path, result: dict[str, Any], record: dict[str, Any], against: Path, root: Path
 ) -> None:
-    from bench.integrity.hashing import sha256_file
-    from bench.provenance import collect_manifest
-
     body = {
         "format": agr.VERDICT_FORMAT,
         "model": INT8_ID,
         **result,
         "queries_passed": result["passed"],
         "passed": not result["failed"],  # the verdict (``result["passed"]`` counts queries)
-        "against": {"file": against.name, "sha256": sha256_file(against)},
+        "against": {"file": against.name, "sha256": hashing.sha256_file(against)},
         "int8_manifest_sha256": record["int8_manifest_sha256"],
         "configuration": record["configuration"],
         "openvino_runtime": record["openvino_runtime"],
         "inputs": record["inputs"],
-        "provenance": collect_manifest(kind="int8-agreement", device="cpu", dtype="int8", root=root),
+        "provenance": provenance.collect_manifest(
+            kind="int8-agreement", device="cpu", dtype="int8", root=root
+        ),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, body, default=str)
@@ -187,8 +182,6 @@ def fp32_reference_setting(root: Path) -> tuple[str, str | None]:
     """(device, requested dtype) of the quality session that wrote the run the int8 variant is compared with
     (``runs/hybrid-71k/bge-v2-m3@100.trec``): ``bench.equality.results.quality_setting`` (found by
     tests/runbook, where the quality phase ran on the CPU and its check is ``<model>@cpu-float32.json``)."""
-    from bench.equality.results import quality_setting
-
     return quality_setting(root)
 
 
@@ -199,15 +192,8 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
     The int8 variant is compared with the fp32 model (``analysis.int8``), so it runs only if bge-v2-m3 is
     rated by the adapter checks; the plan's check of the variant is its agreement and quality against fp32.
     """
-    from bench.plan import DEPTHS
-    from bench.quality.commands import Setup, lock_names, open_measurement, rated
-    from bench.quality.driver import execute
-    from bench.quality.inputs import candidate_texts, study_queries
-    from bench.quality.phase import PhaseSpec
-    from bench.rerankers.registry import load_reranker
-
     device, dtype = fp32_reference_setting(root)
-    keep, skipped, outcomes = rated([FP32_ID], checks_dir, device=device, dtype=dtype)
+    keep, skipped, outcomes = commands.rated([FP32_ID], checks_dir, device=device, dtype=dtype)
     if not keep:
         raise BenchError(f"{FP32_ID} is not rated ({skipped[FP32_ID]}); its int8 variant is compared with it "
                          "and is not run either")  # fmt: skip
@@ -217,12 +203,12 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
               "dtype": "int8", "per_depth": [], "max_queries": None,
               "fp32_adapter_check": outcomes[FP32_ID]}  # fmt: skip
     study = open_measurement(setup, params, lock_names=lock_names([stage]))
-    queries, _ = study_queries()
-    from bench.hints import bench_command
+    queries, _ = inputs.study_queries()
 
     hint = bench_command("int8", "quality", "--study", study_dir, root=root)
     return execute(
-        study, sources={stage: first_stage_dir / f"{stage}.trec"}, queries=queries, texts=candidate_texts,
+        study, sources={stage: first_stage_dir / f"{stage}.trec"}, queries=queries,
+        texts=inputs.candidate_texts,
         load=lambda m: load_reranker(m, device="cpu"), spec=PhaseSpec(stages=(stage,), models=(INT8_ID,),
         depths=tuple(DEPTHS)), runs_dir=runs_dir, resume_hint=hint, what="int8 quality run",
     )  # fmt: skip

@@ -48,6 +48,7 @@ def calibration_features(
 
 
 def _model_class(task: Task) -> Any:
+    # lazy: optimum and OpenVINO are heavy; only for the int8 variant
     from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
 
     return OVModelForSequenceClassification if task == "text-classification" else OVModelForFeatureExtraction
@@ -74,6 +75,7 @@ def quantize_model(
         )
     if not (source / "config.json").is_file():
         raise BenchError(f"{source}: no config.json; expected a transformers model folder")
+    # lazy: optimum and transformers are heavy; only for the int8 variant
     import nncf
     from optimum.intel import OVConfig, OVQuantizationConfig, OVQuantizer
     from transformers import AutoTokenizer

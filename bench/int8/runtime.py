@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from bench.errors import BenchError
 from bench.int8.config import COMPILE_CONFIG, INFERENCE_PRECISION
+from bench.int8.manifest import cpu_flags
 
 ISA_ENV: Final = "ONEDNN_MAX_CPU_ISA"
 
@@ -95,8 +96,6 @@ def _text(value: Any) -> Any:
 
 def runtime_properties(compiled: Any) -> dict[str, Any]:
     """What the compiled model reports, its kernels' instruction sets, the CPU's flags and any ISA cap."""
-    from bench.int8.manifest import cpu_flags
-
     def prop(name: str) -> Any:
         try:
             return _text(compiled.get_property(name))

@@ -234,6 +234,7 @@ def _file_problem(path: Path, spec: FileSpec) -> str | None:
         return None
     try:
         if spec.kind == "parquet":
+            # lazy: pyarrow is heavy; only when parquet is read
             import pyarrow.parquet as pq
 
             names = list(pq.ParquetFile(path).schema_arrow.names)
@@ -292,6 +293,7 @@ def describe(ds: HubDataset) -> list[str]:
 def fetch(ds: HubDataset) -> Path:
     """Download the German files of the pinned revision (needs the network and ``huggingface_hub``)."""
     try:
+        # lazy: huggingface_hub is heavy and needed only to download
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import RevisionNotFoundError
     except ModuleNotFoundError as exc:  # pragma: no cover - a bench-group dependency

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.data.order import check_order
 from bench.errors import BenchError
+from bench.hints import bench_command
 from bench.integrity import datalock, hub
 from bench.integrity.bundled import bundled_entries
 
@@ -90,8 +91,6 @@ def order_note(root: Path, lock_path: Path, shards: dict[str, datalock.Entry]) -
     report = check_order(paths)
     total = sum(e.rows for e in shards.values())
     if report.passages != total:
-        from bench.hints import bench_command
-
         raise BenchError(
             f"import-order check read {report.passages:,} passages, the locked rows say {total:,}: "
             f"a shard changed while locking; run `{bench_command('data', 'lock', 'corpus-full')}` again"

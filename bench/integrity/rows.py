@@ -45,6 +45,7 @@ def count_snowball_words(path: Path) -> int:
 
 def count_parquet_rows(path: Path) -> int:
     try:
+        # lazy: pyarrow is heavy; only when parquet is read
         import pyarrow.parquet as pq
     except ModuleNotFoundError as exc:  # pragma: no cover - pyarrow comes with the bench group
         raise BenchError(f"{path}: counting parquet rows needs the package 'pyarrow'.") from exc

@@ -9,9 +9,22 @@ from typing import Any
 
 import click
 
+import bench.judged.prepare as prepare_mod
+from analysis.trec import read_qrels
+from bench import codeversion, guard, provenance
+from bench.equality.results import quality_setting
 from bench.folder_options import checks_option, runs_option, study_option
+from bench.hints import bench_command
+from bench.integrity import hashing
+from bench.interrupt import whole_command
+from bench.judged.judge import TIMEOUT_S
+from bench.judged.packet import write_prepared
+from bench.judged.prepare import plan_groups
+from bench.judged.run import check_model, make_client, run_judge
+from bench.judged.selection import select
 from bench.paths import repo_root
 from bench.plan import JUDGE_MODEL
+from bench.quality import inputs
 
 _dir = click.Path(path_type=Path, file_okay=False)
 
@@ -23,38 +36,26 @@ def judged() -> None:
 
 def prepare_study(root: Path, runs: Path, study: Path | None, checks: Path, out: Path) -> dict[str, Any]:
     """Preflight, the plan's groups, the selection, packet and sealed key in ``out``."""
-    from analysis.trec import read_qrels
-    from bench.codeversion import require_clean_code
-    from bench.guard import preflight
-    from bench.judged.packet import write_prepared
-    from bench.judged.prepare import passage_texts, plan_groups
-    from bench.judged.selection import select
-    from bench.provenance import collect_manifest
-    from bench.quality.inputs import study_queries
-
-    require_clean_code(root)  # the packet and key must name the code that drew them
-    pre = preflight("measurement", lock_names=["miracl", "corpus-71k", "corpus-full"], root=root)
-    queries, qrels_path = study_queries()
+    codeversion.require_clean_code(root)  # the packet and key must name the code that drew them
+    pre = guard.preflight("measurement", lock_names=["miracl", "corpus-71k", "corpus-full"], root=root)
+    queries, qrels_path = inputs.study_queries()
     qrels = read_qrels(qrels_path)
-    from bench.equality.results import quality_setting
 
     setting = quality_setting(root, study)  # the models are rated as the quality phase rated them
     groups, record = plan_groups(runs, qrels, checks_dir=checks, study_dir=study, setting=setting)
     selection = select(groups, qrels)
-    texts = passage_texts({p.docid for p in selection.pairs})
+    texts = prepare_mod.passage_texts({p.docid for p in selection.pairs})
     record = {
         **record,
         "qrels_sha256": sha256(qrels_path),
         "preflight": pre,
-        "provenance": collect_manifest(kind="judged-prepare", root=root),
+        "provenance": provenance.collect_manifest(kind="judged-prepare", root=root),
     }
     return write_prepared(out, selection, queries, texts, record)
 
 
 def sha256(path: Path) -> str:
-    from bench.integrity.hashing import sha256_file
-
-    return sha256_file(path)
+    return hashing.sha256_file(path)
 
 
 @judged.command("prepare")
@@ -90,21 +91,14 @@ def prepare(runs: Path | None, study: Path | None, checks: Path | None, out: Pat
 @click.option("--timeout", default=None, type=float, help="Seconds per HTTP attempt (default 120).")
 def run(directory: Path | None, model: str, publish: Path | None, timeout: float | None) -> None:
     """Ask the judge about every pair not yet in the journal; publish ids and labels when complete."""
-    from bench.codeversion import require_clean_code
-    from bench.guard import preflight
-    from bench.interrupt import whole_command
-    from bench.judged.judge import TIMEOUT_S
-    from bench.judged.run import check_model, make_client, run_judge
-    from bench.provenance import collect_manifest
-
     root = repo_root()
     directory = directory or root / "studies" / "judged"
     check_model(model)
     client = make_client(timeout=timeout or TIMEOUT_S)  # refuses a missing key before anything is written
-    require_clean_code(root)
-    pre = preflight("measurement", lock_names=["miracl"], root=root)
-    session = {"preflight": pre, "provenance": collect_manifest(kind="judged-run", device="api", root=root)}
-    from bench.hints import bench_command
+    codeversion.require_clean_code(root)
+    pre = guard.preflight("measurement", lock_names=["miracl"], root=root)
+    manifest = provenance.collect_manifest(kind="judged-run", device="api", root=root)
+    session = {"preflight": pre, "provenance": manifest}
 
     with whole_command("judged run", bench_command("judged", "run", "--dir", directory, root=root)):
         publish_dir = publish or root / "results" / "judged"

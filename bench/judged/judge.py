@@ -152,6 +152,7 @@ class Judge:
         """One request: its attempt record and the answer's label (None: no answer, or not one of the labels).
         A failure that may pass is returned for a retry; one that retrying cannot change is recorded and
         raised as ``JudgeStopped``."""
+        # lazy: the anthropic client is heavy and needed only for judged calls
         import anthropic
 
         base = {"pair": pair, "attempt": len(attempts) + 1, "utc": clock.utc_z("microseconds")}

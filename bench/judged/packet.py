@@ -15,6 +15,7 @@ journal belongs to it).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -85,7 +86,6 @@ def write_prepared(
     An existing folder with the same packet and key is left as it is; a different one is refused.
     """
     packet, key = _dump(packet_payload(selection, queries, texts)), _dump(key_payload(selection))
-    import hashlib
 
     prepare = {
         **record,

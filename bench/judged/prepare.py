@@ -17,11 +17,16 @@ from typing import Any
 
 from analysis.metrics import mean_scores
 from analysis.trec import read_run_table
+from bench.data import hub as data_hub
 from bench.errors import BenchError
 from bench.hints import hint
+from bench.integrity import git
+from bench.integrity import hub as integrity_hub
 from bench.integrity.hashing import sha256_file
 from bench.judged.selection import GroupSpec
 from bench.plan import (
+    CORPUS_71K,
+    CORPUS_FULL,
     JUDGED_SAMPLE_FULL_STAGE,
     JUDGED_SAMPLE_STAGE,
     JUDGED_SAMPLE_TOP_MODELS,
@@ -29,6 +34,8 @@ from bench.plan import (
     QUALITY_DEPTH,
     RERANKERS,
 )
+from bench.quality import commands
+from bench.quality.study import read_manifest
 
 
 def group_id(stage: str, model: str, depth: int = QUALITY_DEPTH) -> str:
@@ -42,8 +49,6 @@ def ranked(path: Path, qrels: Mapping[str, Mapping[str, int]]) -> dict[str, list
 
 def study_runs(study_dir: Path) -> dict[str, dict[str, Any]]:
     """``<stage>/<model>@<depth>`` -> the latest record of that run in the study's sessions."""
-    from bench.quality.study import read_manifest
-
     manifest = read_manifest(study_dir)
     return {
         group_id(str(r["stage"]), str(r["model"]), int(r["depth"])): r
@@ -70,8 +75,6 @@ def _not_recorded(key: str, path: Path, recorded: dict[str, dict[str, Any]]) -> 
 
 def uncommitted_run(path: Path) -> str | None:
     """Why ``path`` is not a committed, unchanged file of its git checkout, or None when it is."""
-    from bench.integrity import git
-
     folder = path.resolve().parent
     if not git.is_repo(folder):
         return "not in a git checkout"
@@ -131,10 +134,8 @@ def plan_groups(
     ``setting``: the (device, requested dtype) the runs were scored with (``quality_setting``); a model is
     rated by its check in that setting, as the quality phase rated it (None: ``<model>.json`` whatever it
     records)."""
-    from bench.quality.commands import rated
-
     device, dtype = setting if setting is not None else (None, None)
-    keep, skipped, _ = rated(list(RERANKERS), checks_dir, device=device, dtype=dtype)
+    keep, skipped, _ = commands.rated(list(RERANKERS), checks_dir, device=device, dtype=dtype)
     hybrid = best_models(runs_dir, JUDGED_SAMPLE_STAGE, keep, qrels)
     if len(hybrid) < JUDGED_SAMPLE_TOP_MODELS:
         raise BenchError(
@@ -176,14 +177,11 @@ def plan_groups(
 
 def passage_texts(docids: set[str]) -> dict[str, str]:
     """docid -> ``title + "\\n" + text`` from the 71k corpus, the rest streamed from the full corpus."""
-    from bench.data.hub import iter_corpus_full, read_corpus_71k
-    from bench.integrity.hub import snapshot_dir
-    from bench.plan import CORPUS_71K, CORPUS_FULL
-
-    texts = {p.docid: p.passage_text for p in read_corpus_71k(snapshot_dir(CORPUS_71K)) if p.docid in docids}
+    passages = data_hub.read_corpus_71k(integrity_hub.snapshot_dir(CORPUS_71K))
+    texts = {p.docid: p.passage_text for p in passages if p.docid in docids}
     rest = docids - set(texts)
     if rest:
-        for p in iter_corpus_full(snapshot_dir(CORPUS_FULL)):
+        for p in data_hub.iter_corpus_full(integrity_hub.snapshot_dir(CORPUS_FULL)):
             if p.docid in rest:
                 texts[p.docid] = p.passage_text
     return texts

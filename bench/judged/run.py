@@ -47,6 +47,7 @@ def make_client(*, base_url: str | None = None, timeout: float = TIMEOUT_S) -> A
     key = os.environ.get(KEY_ENV)
     if not key:
         raise BenchError(f"{KEY_ENV} is not set: the judge needs an Anthropic API key in the environment")
+    # lazy: the anthropic client is heavy and needed only for judged calls
     import anthropic
 
     return anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)

@@ -27,7 +27,12 @@ from urllib.parse import urlsplit
 from analysis.latency import Attempt, Sample
 from bench import clock
 from bench.errors import BenchError
+from bench.latency.accuracy import read_reference, reference_path
 from bench.latency.harness import BlockSpec, Call, Environment, Observation, run_block
+from bench.latency.order import seeded_order
+from bench.latency.run import block_calls
+from bench.latency.telemetry import Sampler, host_probes
+from bench.plan import SEED
 from bench.rerankers.voyage import RETRY_STATUS, VoyageError
 
 CONNECT_SAMPLES = 5
@@ -178,9 +183,6 @@ def measure_api(
     host: Any = None,
 ) -> list[Any]:
     """Every (model, k) block of one API session; no warm-up (billed tokens per k from the first call)."""
-    from bench.latency.order import seeded_order
-    from bench.plan import SEED
-
     stream = stream if stream is not None else sys.stderr
     unrated = unrated or {}
     order = seeded_order(list(inputs.queries), SEED)
@@ -215,9 +217,6 @@ def _block_spec(
 ) -> BlockSpec:
     """One (model, k) block of the session: its measured calls in the seeded order, no warm-up; ``why``
     (the model has no passed adapter check) marks it not publishable. The TCP connect is measured now."""
-    from bench.latency.run import block_calls
-    from bench.plan import SEED
-
     marks = (f"not publishable: {model} has no passed adapter check ({why}); --allow-unrated",) if why else ()
     return BlockSpec(
         kind="api",
@@ -249,9 +248,6 @@ def _environment(
     host: Any,
 ) -> Environment:
     """Where the block goes, the quality run its scores are checked against, and the telemetry beside it."""
-    from bench.latency.accuracy import read_reference, reference_path
-    from bench.latency.telemetry import Sampler, host_probes
-
     ref = reference_path(runs_dir, stage, model, k) if runs_dir is not None else None
     return Environment(
         out_root=out_root,

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.latency.records import check_name
+from bench import guard, provenance
 from bench.codeversion import require_clean_code
+from bench.errors import BenchError
 from bench.latency.api import measure_api, new_session, require_opt_out
 from bench.latency.commands import (
     choose_models,
@@ -17,6 +20,8 @@ from bench.latency.commands import (
 )
 from bench.latency.host import judge_before_run
 from bench.latency.presets import PRESETS
+from bench.reads import stage_reads
+from bench.rerankers.voyage import VoyageReranker, base_url_from_env, read_api_key
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,6 @@ class ApiRequest:
 
 
 def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) -> list[Any]:
-    from bench.rerankers.voyage import VoyageReranker, base_url_from_env, read_api_key
-
     stream = stream if stream is not None else sys.stderr
     preset = PRESETS["api"]
     opt_out = require_opt_out(req.opt_out)
@@ -49,30 +52,23 @@ def run_api(req: ApiRequest, *, stream: TextIO | None = None, host: Any = None) 
     key = read_api_key()  # a missing key is refused here, before anything is written
     unrated = unrated_models(models, req.checks_dir, req.allow_unrated, device="api")
     if req.label is not None or req.session is not None:
-        from analysis.latency.records import check_name
-
         for value, what in ((req.label, "--time-of-day"), (req.session, "--session")):
             if value is not None:
                 try:
                     check_name(value, what)
                 except ValueError as exc:
-                    from bench.errors import BenchError
-
                     raise BenchError(str(exc)) from None
     if req.clean_tree:
         require_clean_code(req.root)
-    from bench.guard import preflight
-    from bench.provenance import collect_manifest
-    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
+    pre = guard.preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     inputs = study_inputs(req.first_stage_dir, req.stage, max(depths))
     base_url = req.base_url or base_url_from_env()
     session = new_session(opt_out, base_url, req.label, req.session)
     host_run, busy = judge_before_run("bench latency api", allow_busy=req.allow_busy, state=host)
     if busy:
         print(f"latency: {busy}", file=stream)
-    manifest = collect_manifest(
+    manifest = provenance.collect_manifest(
         kind="measurement",
         device="api",
         root=req.root,

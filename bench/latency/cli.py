@@ -13,17 +13,21 @@ from pathlib import Path
 
 import click
 
+from analysis.latency.records import check_name
+from bench import provenance
 from bench.folder_options import checks_option, first_stage_option, options, runs_option
+from bench.interrupt import whole_command
+from bench.latency.api_command import ApiRequest, run_api
+from bench.latency.commands import LocalRequest, run_local
+from bench.latency.firststage import convert
 from bench.latency.presets import PRESETS
 from bench.paths import repo_root
-from bench.plan import STAGES
+from bench.plan import CPU_PRE_THREADS, STAGES
 
 DEFAULT_STAGE = "hybrid-71k"
 
 
 def _label(value: str) -> str:
-    from analysis.latency.records import check_name
-
     try:
         return check_name(value, "--machine")
     except ValueError as exc:
@@ -81,9 +85,6 @@ def _run_local(
     interval: float,
     cpus: int | None,
 ) -> None:
-    from bench.interrupt import whole_command
-    from bench.latency.commands import LocalRequest, run_local
-
     root = repo_root()
     req = LocalRequest(
         preset=PRESETS[preset_name],
@@ -149,8 +150,6 @@ def gpu(machine: str, interval: float, **kw: object) -> None:
 def cpu(mode: str | None, machine: str | None, cpus: int | None, interval: float, **kw: object) -> None:
     """gte-base, bge-v2-m3, jina-v3.5, qwen3-0.6b fp32 and bge-v2-m3 int8 on 100 sampled queries, k = 20
     and 100; qwen3-4b on 5 queries at k = 20."""
-    from bench.plan import CPU_PRE_THREADS
-
     if mode is None:
         raise click.UsageError(
             "say which run this is: --published (CPU server) or --pre-measurement (desktop)"
@@ -191,9 +190,6 @@ def api(
     checks_dir: Path | None,
 ) -> None:
     """Voyage rerank-3 and rerank-3-lite, 305 queries, k = 20 and 100, full HTTP time, no warm-up."""
-    from bench.interrupt import whole_command
-    from bench.latency.api_command import ApiRequest, run_api
-
     root = repo_root()
     req = ApiRequest(
         opt_out=opt_out,
@@ -244,12 +240,10 @@ def first_stage(
     not_published: bool,
 ) -> None:
     """Typesense query time per stage and query (client and server), from the first-stage records."""
-    from bench.latency.firststage import convert
-    from bench.provenance import collect_manifest
-
     root = repo_root()
     out_root = out_root or root / "results" / "latency"
-    manifest = collect_manifest(kind="measurement" if not not_published else "rehearsal", root=root)
+    kind = "measurement" if not not_published else "rehearsal"
+    manifest = provenance.collect_manifest(kind=kind, root=root)
     done = convert(
         records_dir or root / "results" / "first-stage",
         out_root,

@@ -11,6 +11,7 @@ others are measured.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -18,17 +19,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import bench.quality.inputs as inputs_mod
 from analysis.trec import TrecFormatError, read_run
-from bench.codeversion import require_clean_code
+from bench import guard, provenance
+from bench.codeversion import different_code, require_clean_code
+from bench.equality.results import outcome, outcome_for
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.int8.agreement import VERDICT as INT8_VERDICT
+from bench.int8.agreement import int8_outcome
+from bench.int8.manifest import MANIFEST, default_folder
+from bench.integrity import hashing
+from bench.latency.gpu import GpuProbe, require_free_gpu
 from bench.latency.host import host_state, judge_before_run, snapshot
 from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
 from bench.plan import CPU_INT8_MODEL, RERANKERS
+from bench.quality.candidates import Candidates
+from bench.reads import stage_reads
+from bench.rerankers.registry import STANDIN_IDS, load_reranker
 
 
 @dataclass(frozen=True)
@@ -52,8 +63,6 @@ class LocalRequest:
 
 def choose_models(preset: Preset, requested: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """(models to measure, refused model -> reason). Ids outside the preset are an error."""
-    from bench.rerankers.registry import STANDIN_IDS
-
     wanted = list(requested) or list(preset.models)
     allowed = (*preset.models, *(STANDIN_IDS if preset.device != "api" else ()))
     unknown = [m for m in wanted if m not in allowed]
@@ -76,8 +85,6 @@ def model_outcome(
     plan models): it is rated by its base model's check (on ``device`` when given) plus the plan's int8
     agreement (the verdict of ``bench int8 agreement --against``, default ``results/int8/agreement.json``
     beside ``checks_dir``) for the quantised folder in use."""
-    from bench.equality.results import outcome, outcome_for
-
     def base(m: str) -> dict[str, Any]:
         return (
             outcome_for(m, checks_dir, device)
@@ -87,13 +94,10 @@ def model_outcome(
 
     if model != INT8_ID:
         return base(model)
-    from bench.int8.agreement import int8_outcome
-    from bench.int8.manifest import MANIFEST, default_folder
-    from bench.integrity.hashing import sha256_file
 
     verdict = int8_verdict if int8_verdict is not None else checks_dir.parent.parent / INT8_VERDICT
     manifest = default_folder() / MANIFEST
-    digest = sha256_file(manifest) if manifest.is_file() else None
+    digest = hashing.sha256_file(manifest) if manifest.is_file() else None
     return int8_outcome(base(CPU_INT8_MODEL), verdict, digest)
 
 
@@ -135,6 +139,7 @@ def pin_cpus(n: int) -> list[int]:
     chosen = allowed[:n]
     os.sched_setaffinity(0, chosen)
     os.environ["OMP_NUM_THREADS"] = str(n)
+    # lazy: torch is heavy and is needed only here
     import torch
 
     torch.set_num_threads(n)
@@ -146,10 +151,6 @@ def require_same_code_as_blocks(out_root: Path, kind: str, session: str, now: Ma
     """The finished blocks of one machine (or API session) are measured by one version of the code, as the
     sessions of a quality study are (``bench.codeversion``): a resume with other code is refused, naming
     what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
-    import json
-
-    from bench.codeversion import different_code
-
     for path in sorted(out_root.glob(f"*/{kind}/{session}/*/*.json")):
         if path.name.startswith("."):
             continue  # a temporary file of an unfinished write
@@ -169,10 +170,6 @@ def require_same_code_as_blocks(out_root: Path, kind: str, session: str, now: Ma
 
 def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
     """MIRACL de dev queries, the top ``k_max`` candidates of ``stage`` and their passage texts."""
-    from bench.integrity.hashing import sha256_file
-    from bench.quality.candidates import Candidates
-    from bench.quality.inputs import candidate_texts, study_queries
-
     path = first_stage_dir / f"{stage}.trec"
     if not path.is_file():
         raise BenchError(f"{path}: first-stage run missing; run `{hint(f'first-stage {stage}')}` first")
@@ -180,10 +177,11 @@ def study_inputs(first_stage_dir: Path, stage: str, k_max: int) -> Inputs:
         run = read_run(path, allow_unknown_queries=True)
     except TrecFormatError as exc:
         raise BenchError(f"first-stage run {exc}") from exc
-    queries, _ = study_queries()
+    queries, _ = inputs_mod.study_queries()
     lists = {q: tuple(d for d, _ in run.get(q, [])[:k_max]) for q in queries}
-    texts = candidate_texts(Candidates({stage: lists}, {stage: sha256_file(path)})).for_stage(stage)
-    return Inputs(queries, lists, texts, {"stage": stage, "run_file": str(path), "sha256": sha256_file(path)})
+    digest = hashing.sha256_file(path)
+    texts = inputs_mod.candidate_texts(Candidates({stage: lists}, {stage: digest})).for_stage(stage)
+    return Inputs(queries, lists, texts, {"stage": stage, "run_file": str(path), "sha256": digest})
 
 
 def _sampler_factory(kind: str, interval_s: float, gpu: Any) -> Any:
@@ -234,22 +232,19 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
             rest, req.checks_dir, False, int8_verdict=req.root / INT8_VERDICT, device=preset.device
         )
     if preset.device.startswith("cuda"):
-        from bench.latency.gpu import GpuProbe, require_free_gpu
-
         gpu = GpuProbe()
         require_free_gpu(gpu)
     pinned = pin_cpus(req.cpus) if req.cpus is not None else None
     require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
-    from bench.guard import preflight
-    from bench.provenance import collect_manifest
-    from bench.reads import stage_reads
 
-    pre = preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
+    pre = guard.preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
     extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused,
              "host_before_run": _host_before_run(req, gpu, stream)}  # fmt: skip
-    manifest = collect_manifest(kind="measurement", device=preset.device, root=req.root, extra=extra)
+    manifest = provenance.collect_manifest(
+        kind="measurement", device=preset.device, root=req.root, extra=extra
+    )
     require_same_code_as_blocks(req.out_root, preset.kind, req.session, manifest["git"], req.root)
     settings = Settings(
         preset=preset,
@@ -288,8 +283,6 @@ def measure_all(
     load: Any = None,
     host: Any = None,
 ) -> dict[str, Any]:
-    from bench.rerankers.registry import load_reranker
-
     load = load or (lambda m: load_reranker(m, device=settings.preset.device))
     written: list[str] = []
     blocks: list[Any] = []

@@ -36,6 +36,7 @@ class GpuProbe:
         nvml: Any = nvml_module
         if nvml is None:
             try:
+                # lazy: pynvml: NVIDIA only, absent on CPU machines
                 import pynvml
 
                 nvml = pynvml

@@ -31,7 +31,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from analysis.atomic import write_bytes_atomic
-from analysis.latency import Accuracy, Block, Sample, read_block
+from analysis.latency import Accuracy, Block, Sample, block_relpath, read_block
 from bench import clock
 from bench.errors import BenchError
 from bench.interrupt import raise_if_interrupted
@@ -86,8 +86,6 @@ class BlockSpec:
     candidates: Mapping[str, Any] | None = None
 
     def relpath(self) -> Path:
-        from analysis.latency import block_relpath
-
         return block_relpath(
             published=self.published,
             kind=self.kind,

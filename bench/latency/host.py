@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import psutil
+
 from bench import clock
 from bench.errors import BenchError
 
@@ -54,16 +56,12 @@ CounterFn = Callable[[], float]
 
 def system_busy_seconds() -> float:
     """CPU seconds the whole host has spent busy since boot (all CPUs)."""
-    import psutil
-
     times = psutil.cpu_times()
     return float(sum(getattr(times, name, 0.0) for name in BUSY_FIELDS))
 
 
 def own_cpu_seconds() -> float:
     """CPU seconds of this process (all its threads) and its descendants, reaped ones included."""
-    import psutil
-
     me = psutil.Process()
     procs = [me]
     try:

@@ -103,6 +103,7 @@ def availability(model_id: str) -> str | None:
     The one place that decides whether a model (the int8 variant above all) can be measured: it becomes
     measurable by merely being registered (a registered adapter that cannot load, e.g. its quantised folder
     is missing, is refused by name when it is loaded)."""
+    # lazy: the registry pulls numpy and httpx, which `bench status` must not load (test_status.py)
     from bench.rerankers.registry import registered_ids
 
     if model_id in registered_ids():

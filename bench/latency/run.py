@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.latency import read_block
 from bench.errors import BenchError
 from bench.latency.accuracy import read_reference, reference_path
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import BlockSpec, Call, Environment, run_block
 from bench.latency.order import fixed_sample, seeded_order, warmup_ids
-from bench.latency.presets import ModelRule, Preset
+from bench.latency.presets import INT8_ID, ModelRule, Preset
 from bench.latency.telemetry import Sampler
 from bench.latency.timer import CallTimer
+from bench.plan import RERANKERS
 from bench.rerankers.protocol import Reranker
 
 
@@ -68,9 +70,6 @@ def block_calls(inputs: Inputs, ids: Sequence[str], k: int) -> tuple[Call, ...]:
 
 
 def _plan_model(model: str) -> bool:
-    from bench.latency.presets import INT8_ID
-    from bench.plan import RERANKERS
-
     return model in RERANKERS or model == INT8_ID
 
 
@@ -114,8 +113,6 @@ def specs_for(model: str, settings: Settings, inputs: Inputs, pool: Sequence[str
 
 def finished_blocks(model: str, settings: Settings, inputs: Inputs) -> list[Any] | None:
     """Every block of ``model`` read back if all are finished already (no need to load it), else None."""
-    from analysis.latency import read_block
-
     pool = query_set(settings.preset, list(inputs.queries), settings.sample)
     paths = [settings.out_root / s.relpath() for s in specs_for(model, settings, inputs, pool)]
     if not all(p.is_file() for p in paths):

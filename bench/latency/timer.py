@@ -63,6 +63,7 @@ def require_cuda(cuda: Any | None = None) -> Any:
     """``torch.cuda`` if a CUDA device is usable; a one-line BenchError naming the fix otherwise."""
     if cuda is None:
         try:
+            # lazy: torch is heavy and is needed only here
             import torch
         except ModuleNotFoundError:
             raise BenchError(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.pytrec_check import compare_with_pytrec_eval
 from analysis.trec import read_qrels, read_run
 from bench.quality.runs import RunFileInfo
 from bench.quality.study import Study
@@ -19,8 +20,6 @@ from bench.quality.study import Study
 
 def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
     """``{"passed": bool, "runs": [...], "error": str | None}`` over every written run file."""
-    from analysis.pytrec_check import compare_with_pytrec_eval
-
     qrels = read_qrels(qrels_path)
     out: list[dict[str, Any]] = []
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from bench.errors import BenchError
 from bench.folder_options import checks_option, first_stage_option, options, runs_option, study_option
 from bench.hints import bench_command
 from bench.interrupt import whole_command
@@ -24,7 +25,10 @@ from bench.plan import (
     RERANKED_STAGES,
     RERANKERS,
 )
+from bench.quality import commands, inputs
+from bench.quality.check2 import record_check
 from bench.quality.commands import Setup
+from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
 _MODELS = click.Choice(sorted(RERANKERS))
 _STAGES = click.Choice(sorted(RERANKED_STAGES))
@@ -66,8 +70,6 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
             stages: tuple[str, ...], models: tuple[str, ...], device: str,
             pitfalls: bool) -> None:  # fmt: skip
     """Rerank the frozen top 100 of every stage with every rated reranker (resumable)."""
-    from bench.quality.commands import run_session
-
     if pitfalls:
         if stages or models:
             raise click.UsageError("--pitfalls runs the plan's variants on hybrid-71k; drop --stage/--model")
@@ -78,7 +80,7 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
     hint = bench_command("quality", *(["--pitfalls"] if pitfalls else []), "--study", setup.study_dir) + (
         " (same options)")  # fmt: skip
     with whole_command("quality phase", hint):
-        study_obj, session, skipped = run_session(
+        study_obj, session, skipped = commands.run_session(
             setup, stages=stages or RERANKED_STAGES, models=models or tuple(RERANKERS), depths=DEPTHS,
             resume_hint=hint, what="quality phase",
         )  # fmt: skip
@@ -88,13 +90,10 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
         f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
         f"{session.outcome.errors} failed; {len(session.runs)} run files under {setup.runs_dir}"
     )
-    from bench.errors import BenchError
-    from bench.quality.check2 import record_check
-    from bench.quality.inputs import study_queries
 
     problems = []
     if session.runs:  # plan check 2 on every run this session wrote (none written: nothing to check)
-        check2, failed = record_check(study_obj, session.runs, study_queries()[1])
+        check2, failed = record_check(study_obj, session.runs, inputs.study_queries()[1])
         click.echo(f"plan check 2 (nDCG@10 vs pytrec_eval, {len(check2['runs'])} runs): "
                    f"{'passed' if check2['passed'] else 'FAILED'}")  # fmt: skip
         problems += [failed] if failed is not None else []
@@ -111,20 +110,16 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
 def determinism(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
                 device: str) -> None:  # fmt: skip
     """Rerun bge-v2-m3, qwen3-0.6b and jina-v3.5 on hybrid-71k; nDCG@10 must agree within 0.1 points."""
-    from bench.quality.commands import run_session
-    from bench.quality.inputs import study_queries
-    from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
-
     setup = _setup(
         study, "studies/determinism", runs, RUN_FOLDERS["determinism"], device, first_stage, checks
     )
     hint = bench_command("determinism", "--study", setup.study_dir) + " (same options)"
     with whole_command("determinism rerun", hint):
-        _, _, skipped = run_session(
+        _, _, skipped = commands.run_session(
             setup, stages=(DETERMINISM_STAGE,), models=DETERMINISM_MODELS, depths=DEPTHS,
             resume_hint=hint, what="determinism rerun",
         )  # fmt: skip
-    _, qrels = study_queries()
+    _, qrels = inputs.study_queries()
     verdicts = compare_runs("determinism", setup.root / "runs", setup.runs_dir, stage=DETERMINISM_STAGE,
                             models=DETERMINISM_MODELS, depths=DEPTHS, qrels_path=qrels)  # fmt: skip
     decision = decide(verdicts, [(m, k) for m in DETERMINISM_MODELS for k in DEPTHS], skipped)
@@ -141,10 +136,6 @@ def determinism(study: Path | None, runs: Path | None, first_stage: Path | None,
 def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None, checks: Path | None,
                 gpu: str) -> None:  # fmt: skip
     """gte, bge, jina, qwen3-0.6b on 20 queries: CPU fp32 against the GPU (plan rule 0.5 points)."""
-    from bench.quality.commands import run_session
-    from bench.quality.inputs import study_queries
-    from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
-
     base = study or repo_root() / "studies" / "dtype-check"
     out = runs or repo_root() / DTYPE_CHECK_DIR  # the sessions' runs: RUN_FOLDERS["dtype-check <name>"]
     dirs = {}
@@ -153,7 +144,7 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
         setup = _setup(base / name, "", out / name / "runs", "", device, first_stage, checks)
         hint = bench_command("dtype-check", "--study", base) + " (same options)"
         with whole_command(f"dtype check ({name})", hint):
-            _, _, not_rated = run_session(
+            _, _, not_rated = commands.run_session(
                 setup, stages=(DETERMINISM_STAGE,), models=DTYPE_CHECK_MODELS, depths=(QUALITY_DEPTH,),
                 resume_hint=hint, what=f"dtype check ({name})",
                 max_queries=DTYPE_CHECK_QUERIES, dtype=dtype,
@@ -161,7 +152,7 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
             )  # fmt: skip
         dirs[name] = setup.runs_dir
         skipped.update(not_rated)
-    queries, qrels = study_queries()
+    queries, qrels = inputs.study_queries()
     qids = sorted(queries)[:DTYPE_CHECK_QUERIES]
     verdicts = compare_runs(
         "dtype",
@@ -182,7 +173,5 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
 
 def _exit_on(decision: dict[str, object]) -> None:
     """Exit 1 (message on stderr) unless every required model was checked and passed the plan's rule."""
-    from bench.errors import BenchError
-
     if decision["exit_code"] != 0:
         raise BenchError(f"{decision['problem']}; all_passed: false")

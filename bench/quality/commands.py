@@ -13,22 +13,28 @@ Measurements refuse uncommitted code (``bench.codeversion.require_clean_code``) 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import codeversion, guard, provenance
+from bench.equality.results import outcome, outcome_for
+from bench.errors import BenchError
 from bench.plan import RERANKERS
+from bench.quality import inputs
 from bench.quality.driver import SessionResult, execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import Study
+from bench.reads import stage_reads
+from bench.rerankers import registry
 from bench.rerankers.protocol import Reranker
+from bench.rerankers.registry import base_model
 
 
 def lock_names(stages: Sequence[str]) -> list[str]:
     """datasets.lock entries a quality session reads (``bench.reads.stage_reads``)."""
-    from bench.reads import stage_reads
-
     return stage_reads(stages)
 
 
@@ -63,9 +69,6 @@ def rated(
     With ``device`` (and the requested ``dtype``), a plan model counts as rated only by a check that ran in
     the setting its scores will be produced with (issue 20): a model checked only on another device or
     dtype is refused, before anything is written, naming both settings and the check to run."""
-    from bench.equality.results import outcome, outcome_for
-    from bench.rerankers.registry import base_model
-
     def check(model: str) -> dict[str, Any]:
         base = base_model(model)  # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed
         if device is None or base not in RERANKERS:
@@ -75,8 +78,6 @@ def rated(
     outcomes = {m: check(m) for m in models}
     elsewhere = {m: o for m, o in outcomes.items() if "checked_setting" in o}
     if elsewhere:
-        from bench.errors import BenchError
-
         raise BenchError(
             "refused: "
             + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
@@ -101,24 +102,18 @@ def model_dtype(model: str, dtype: str | None) -> str | None:
 
 def _loader(device: str, dtype: str | None = None) -> Any:
     def load(model: str) -> Reranker:
-        from bench.rerankers.registry import load_run_model
-
         if model_device(model, device) == "api":  # an API model takes no local device or dtype
-            return load_run_model(model, device="api")
-        return load_run_model(model, device=device, dtype=dtype)
+            return registry.load_run_model(model, device="api")
+        return registry.load_run_model(model, device=device, dtype=dtype)
 
     return load
 
 
 def open_measurement(setup: Setup, params: Mapping[str, Any], *, lock_names: Sequence[str]) -> Study:
     """Clean code, preflight, provenance, then create or resume the study (refusals named there)."""
-    from bench.codeversion import require_clean_code
-    from bench.guard import preflight
-    from bench.provenance import collect_manifest
-
-    require_clean_code(setup.root)
-    pre = preflight("measurement", lock_names=lock_names, root=setup.root)
-    prov = collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
+    codeversion.require_clean_code(setup.root)
+    pre = guard.preflight("measurement", lock_names=lock_names, root=setup.root)
+    prov = provenance.collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
     return Study.start(setup.study_dir, kind="measurement", plan_path=setup.root / "PLAN.md", params=params,
                        provenance=prov, preflight=pre, root=setup.root)  # fmt: skip
 
@@ -140,8 +135,6 @@ def run_session(
     the data-type check's CPU session passes it, the GPU setting it compares with (the plan's comparison of
     CPU fp32 against the checked GPU setting; with ``--gpu cpu`` that check is ``<model>@cpu-float32.json``,
     not ``<model>.json``)."""
-    from bench.quality.inputs import candidate_texts, study_queries
-
     check_device, check_dtype = rated_by or (setup.device, dtype)
     keep, skipped, outcomes = rated(list(models), setup.checks_dir, device=check_device, dtype=check_dtype)
     per_depth = per_depth_models(keep, outcomes)
@@ -155,14 +148,12 @@ def run_session(
     study.manifest["adapter_checks"] = outcomes
     study.save()
     if study.rated_later:  # not rated in an earlier session, rated now: runs in this one
-        import sys
-
         study.record_rated_later(outcomes, setup.root)
         for m in study.rated_later:
             entry = study.manifest["study"]["rated_later"][m]
             print(f"{m}: rated since the study began ({entry['check_file']}, SHA-256 "
                   f"{entry['check_sha256']}); it runs in this session", file=sys.stderr)  # fmt: skip
-    queries, _ = study_queries()
+    queries, _ = inputs.study_queries()
     only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
     spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths), per_depth=per_depth,
                      queries=only)  # fmt: skip
@@ -171,7 +162,7 @@ def run_session(
         study,
         sources=sources,
         queries=queries,
-        texts=candidate_texts,
+        texts=inputs.candidate_texts,
         load=_loader(setup.device, dtype),
         spec=spec,
         runs_dir=setup.runs_dir,

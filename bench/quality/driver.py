@@ -16,6 +16,7 @@ from bench.integrity.hashing import sha256_file
 from bench.interrupt import Interrupted, interruptible
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
+from bench.provenance import host_info
 from bench.quality.candidates import Candidates, freeze
 from bench.quality.phase import Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
 from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
@@ -115,8 +116,6 @@ def _on_loaded(study: Study) -> Callable[[str, Reranker], None]:
         entry["meta"] = reranker.meta.to_dict()
         if "host_after_load" not in study.session:
             # torch is imported by now: torch threads and the GPU name/driver/clocks are known
-            from bench.provenance import host_info
-
             study.session["host_after_load"] = host_info()
         study.save()
 

@@ -1,7 +1,7 @@
 """The study's inputs for the quality phase: MIRACL de dev queries and the passage texts of the candidates.
 
 Plan section "Data": passage text is ``title + "\\n" + text`` everywhere. The 71k corpus is read whole
-(``bench.data.hub.read_corpus_71k``); the full corpus (15.9 M passages) is streamed once and only the
+(``bench.data.data_hub.read_corpus_71k``); the full corpus (15.9 M passages) is streamed once and only the
 frozen candidates' passages are kept. Texts are keyed by (corpus, docid): a docid of the 71k corpus and
 the same docid of the full corpus are different passages as far as the rerankers are concerned. A
 candidate id missing from its corpus is an error.
@@ -13,19 +13,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import plan
 from bench.data import Passage
+from bench.data import hub as data_hub
+from bench.data.miracl import hub_topics_and_qrels
 from bench.errors import BenchError
-from bench.plan import CORPUS_71K, CORPUS_FULL, MIRACL, STAGES
+from bench.integrity import hub as integrity_hub
+from bench.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL, STAGES
 from bench.progress import Progress
 from bench.quality.candidates import Candidates
 
 
 def study_queries() -> tuple[dict[str, str], Path]:
     """(queries, qrels path) of MIRACL de dev from the pinned ``miracl/miracl`` snapshot."""
-    from bench.data.miracl import hub_topics_and_qrels
-    from bench.integrity.hub import snapshot_dir
-
-    return hub_topics_and_qrels(snapshot_dir(MIRACL))
+    return hub_topics_and_qrels(integrity_hub.snapshot_dir(MIRACL))
 
 
 def _keep(passages: Iterable[Passage], wanted: set[str], label: str, total: int | None) -> dict[str, str]:
@@ -52,20 +53,17 @@ class StageTexts:
 
 def candidate_texts(candidates: Candidates) -> StageTexts:
     """(corpus, docid) -> passage text for every frozen candidate, read from the stage's own corpus."""
-    from bench.data.hub import iter_corpus_full, read_corpus_71k
-    from bench.integrity.hub import snapshot_dir
-    from bench.plan import CORPUS_71K_PASSAGES, CORPUS_FULL_PASSAGES
-
     need: dict[str, set[str]] = {"71k": set(), "full": set()}
     for stage, lists in candidates.lists.items():
         for docids in lists.values():
             need[STAGES[stage].corpus].update(docids)
     texts: dict[str, dict[str, str]] = {"71k": {}, "full": {}}
     if need["71k"]:
-        corpus = read_corpus_71k(snapshot_dir(CORPUS_71K))
-        texts["71k"] = _keep(corpus, need["71k"], "candidate texts (71k)", CORPUS_71K_PASSAGES)
+        corpus = data_hub.read_corpus_71k(integrity_hub.snapshot_dir(CORPUS_71K))
+        texts["71k"] = _keep(corpus, need["71k"], "candidate texts (71k)", plan.CORPUS_71K_PASSAGES)
     if need["full"]:
-        texts["full"] = _keep(iter_corpus_full(snapshot_dir(CORPUS_FULL)), need["full"],
+        full = data_hub.iter_corpus_full(integrity_hub.snapshot_dir(CORPUS_FULL))
+        texts["full"] = _keep(full, need["full"],
                               "candidate texts (full)", CORPUS_FULL_PASSAGES)  # fmt: skip
     for corpus_name, wanted in need.items():
         missing = wanted - set(texts[corpus_name])

@@ -32,6 +32,7 @@ from typing import Any
 from analysis.atomic import write_json_atomic
 from analysis.ranking import TIE_RULE
 from bench import clock
+from bench.codeversion import different_code
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.quality.depths import DEPTH_RULE, TAIL_SCORE_RULE
@@ -224,8 +225,6 @@ def _check_same_study(
             "Resume with the recorded parameters, or start a new study directory."
         )
     if kind == "measurement":
-        from bench.codeversion import different_code
-
         earlier = [s["provenance"].get("git") or {} for s in manifest["sessions"]]
         now = provenance.get("git") or {}
         why = different_code(earlier, now, directory_root)

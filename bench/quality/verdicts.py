@@ -12,6 +12,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_json_atomic
+from analysis.checks import determinism, dtype_rule
 from analysis.metrics import mean_scores
 from analysis.trec import read_qrels, read_run
 from bench.errors import BenchError
@@ -43,8 +45,6 @@ def compare_runs(
     qids: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """One verdict per (model, depth) whose two run files exist: ``determinism`` or ``dtype``."""
-    from analysis.checks import determinism, dtype_rule
-
     rule = determinism if kind == "determinism" else dtype_rule
     qrels = restricted_qrels(qrels_path, qids)
     out = []
@@ -60,8 +60,6 @@ def compare_runs(
 
 
 def write_verdicts(path: Path, verdicts: list[dict[str, Any]], extra: Mapping[str, Any]) -> None:
-    from analysis.atomic import write_json_atomic
-
     write_json_atomic(path, {**extra, "verdicts": verdicts})
 
 

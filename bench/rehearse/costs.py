@@ -24,6 +24,8 @@ from analysis.costs.latency import INT8_SUFFIX
 from analysis.costs.prices import EMPTY, read_prices
 from analysis.costs.section import CostInputs
 from analysis.latency import Accuracy, Block, Sample, block_files, read_blocks
+from analysis.trec import read_run_table
+from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
 from bench.errors import BenchError
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
@@ -129,9 +131,6 @@ def standin_blocks(directory: Path, stages: Sequence[str], queries: Sequence[str
 def _passage_tokens(
     directory: Path, stages: Sequence[str], texts: Mapping[str, str]
 ) -> tuple[Path | None, str]:
-    from analysis.trec import read_run_table
-    from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
-
     try:
         tok = load_voyage_tokenizer()
     except BenchError as exc:

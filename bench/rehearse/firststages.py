@@ -22,6 +22,9 @@ from typing import Any
 
 from analysis.atomic import write_json_atomic
 from bench.errors import BenchError
+from bench.firststage import stages
+from bench.firststage.features import StageRefused
+from bench.firststage.server import local_typesense
 from bench.plan import STAGES
 from bench.rehearse.inputs import Inputs
 
@@ -47,8 +50,6 @@ def check_port(port: int) -> None:
 
 
 def server_context(port: int | None) -> AbstractContextManager[Any]:
-    from bench.firststage.server import local_typesense
-
     if port is None:
         return local_typesense()
     check_port(port)
@@ -65,9 +66,6 @@ def run_first_stages(
     log: Callable[[str], None],
 ) -> dict[str, dict[str, Any]]:
     """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order."""
-    from bench.firststage.features import StageRefused
-    from bench.firststage.stages import run_stage
-
     state: dict[str, dict[str, Any]] = {}
     todo = []
     for stage in STAGES:
@@ -94,7 +92,7 @@ def run_first_stages(
                 embedder = embedder_factory()
             t0 = time.perf_counter()
             try:
-                result = run_stage(
+                result = stages.run_stage(
                     stage, server=server, corpus=inputs.corpus, queries=inputs.queries,
                     embedder=embedder, mode="rehearsal", out_run=run_path, out_json=json_path,
                     qrels_path=qrels_path, expected_passages=len(inputs.corpus),

@@ -18,6 +18,7 @@ from typing import Any
 
 from analysis.trec import TrecFormatError, read_qrels
 from bench.data import Passage, sort_passages
+from bench.data.bundled import load_sample
 from bench.data.textfile import open_text
 from bench.errors import BenchError
 
@@ -97,8 +98,6 @@ def load_beir(directory: Path) -> Inputs:
 
 
 def load_bundled() -> Inputs:
-    from bench.data.bundled import load_sample
-
     sample = load_sample()
     try:
         qrels = read_qrels(sample.qrels_path)

@@ -26,12 +26,28 @@ from typing import Any
 
 import numpy as np
 
+from analysis.atomic import write_json_atomic
 from analysis.metrics import evaluate
 from analysis.ranking import rank_by_score
+from analysis.trec import read_run
 from bench import clock
+from bench.equality.spearman import spearman
 from bench.errors import BenchError
+from bench.int8.adapter import Int8BiEncoder
+from bench.int8.calibration import text_sha256
+from bench.int8.config import CHOSEN
+from bench.int8.manifest import installed, read_manifest, verify_folder
+from bench.int8.rehearsal_data import rehearsal_calibration
+from bench.latency.host import snapshot  # judged over the timed calls (int8_blocks), no window
+from bench.memory import release_memory
+from bench.paths import cache_dir
 from bench.quality.timing import percentiles_ms, timed_score
+from bench.rehearse.int8_blocks import TimedCall, TimedDepth, write_int8_blocks
+from bench.rehearse.latency import REHEARSAL_WARMUP
+from bench.rehearse.quantize_child import run_in_child
 from bench.rerankers.protocol import Reranker
+from bench.rerankers.registry import load_reranker
+from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_path, standin_revision
 
 QUERIES = 20
 TIMED_DEPTHS = (20, 100)
@@ -41,15 +57,6 @@ SPEARMAN_DEPTH = 100
 
 def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
     """The int8 stand-in folder (made or reused) and the calibration set's record."""
-    from bench.errors import BenchError as _E
-    from bench.int8.calibration import text_sha256
-    from bench.int8.config import CHOSEN
-    from bench.int8.manifest import installed, verify_folder
-    from bench.int8.rehearsal_data import rehearsal_calibration
-    from bench.paths import cache_dir
-    from bench.rehearse.quantize_child import run_in_child
-    from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_path, standin_revision
-
     cal, queries, texts = rehearsal_calibration()
     key_src = json.dumps(
         [
@@ -70,7 +77,7 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
             verify_folder(folder)
             log(f"int8: reusing {folder}")
             return folder, {"calibration": cal_record, "reused": True}
-        except _E as exc:
+        except BenchError as exc:
             log(f"int8: cached folder refused ({exc.message}); quantising again")
     pairs = cal.texts(queries, texts, "rehearsal calibration set")
     log(f"int8: quantising the stand-in (300 pairs, configuration {CHOSEN.name!r}) -> {folder}")
@@ -102,8 +109,6 @@ def _agreement(
     qrels: Mapping[str, Mapping[str, int]],
 ) -> dict[str, Any]:
     """Per-query Spearman int8 vs fp32, top-10 overlap and nDCG@10 of both (the one tie rule) at k = 100."""
-    from bench.equality.spearman import spearman
-
     per_query: dict[str, Any] = {}
     runs: dict[str, dict[str, list[tuple[str, float]]]] = {"fp32": {}, "int8": {}}
     for q in qids:
@@ -189,16 +194,12 @@ def compare_with_latency_step(
 ) -> dict[str, Any]:
     """int8 timed here on the latency step's queries with its warm-up count; fp32 times are the latency
     step's (nothing timed twice) and fp32 scores are the quality run's depth-100 scores of the stand-in."""
-    from bench.rehearse.latency import REHEARSAL_WARMUP
-
     fp32_ns = {int(k): v for k, v in fp32_latency["fp32_ns"].items()}
     qids = [q for q in fp32_latency["query_ids"] if q in candidates and q in fp32_run]
     if len(qids) < 2:
         raise BenchError(
             f"int8 step: only {len(qids)} of the latency step's queries have candidates and scores"
         )
-    from bench.latency.host import snapshot  # judged over the timed calls (int8_blocks), no window
-    from bench.rehearse.int8_blocks import TimedCall, TimedDepth
 
     lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
     scores: dict[str, dict[str, np.ndarray]] = {"fp32": {}, "int8": {}}
@@ -255,14 +256,7 @@ def run_int8_step(
     With ``fp32_latency`` (the rehearsal's latency step summary) fp32 is not timed again: its times come
     from there and its scores from ``<directory>/runs/<stage>/minilm-standin@100.trec``.
     """
-    from analysis.atomic import write_json_atomic
-    from analysis.trec import read_run
-    from bench.int8.adapter import Int8BiEncoder
-    from bench.int8.manifest import read_manifest
-    from bench.rerankers.registry import load_reranker
-
     folder, made = quantized if quantized is not None else quantized_standin(log)
-    from bench.memory import release_memory
 
     release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
     int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
@@ -275,7 +269,6 @@ def run_int8_step(
         result = compare_with_latency_step(int8_model, fp32_latency,
                                            read_run(fp32_path, allow_unknown_queries=True),
                                            queries, candidates, texts, qrels)  # fmt: skip
-        from bench.rehearse.int8_blocks import write_int8_blocks
 
         result["latency_blocks"] = write_int8_blocks(
             directory, result.pop("_timed"), int8_model.meta.to_dict(), fp32_path, first_stage_run

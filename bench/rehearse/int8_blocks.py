@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.atomic import write_bytes_atomic
 from analysis.latency import Block, Sample
+from bench import provenance
+from bench.integrity import hashing
+from bench.latency.accuracy import accuracy_mark, check_accuracy, read_reference
+from bench.latency.host import busy_mark, foreign_over
 from bench.plan import SEED
 from bench.rerankers.protocol import ScoreResult
 
@@ -61,9 +66,6 @@ def int8_block(
     manifest: Mapping[str, Any],
 ) -> Block:
     """The block of one k; ``reference``: the fp32 stand-in's quality run (the accuracy check's reference)."""
-    from bench.latency.accuracy import accuracy_mark, check_accuracy, read_reference
-    from bench.latency.host import busy_mark, foreign_over
-
     observed = {c.query_id: (c.docids, c.result.scores) for c in t.calls}
     acc = check_accuracy(observed, read_reference(reference), label=str(reference))
     marks = ["rehearsal stand-in", "not publishable: the int8 stand-in has no adapter check (a stand-in)"]
@@ -125,13 +127,9 @@ def write_int8_blocks(
 ) -> list[str]:
     """Write one block per k under ``<directory>/latency`` (atomically, replacing a block of an earlier
     attempt of this step); returns their paths relative to ``directory``."""
-    from analysis.atomic import write_bytes_atomic
-    from bench.integrity.hashing import sha256_file
-    from bench.provenance import collect_manifest
-
-    manifest = collect_manifest(kind="rehearsal", device="cpu", dtype="int8", root=None)
+    manifest = provenance.collect_manifest(kind="rehearsal", device="cpu", dtype="int8", root=None)
     candidates = {"stage": first_stage_run.stem, "run_file": str(first_stage_run),
-                  "sha256": sha256_file(first_stage_run)}  # fmt: skip
+                  "sha256": hashing.sha256_file(first_stage_run)}  # fmt: skip
     out: list[str] = []
     root = directory / "latency"
     for k in sorted(timed):

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
-from analysis.latency import Block, block_summary, per_query_ns
+from analysis.latency import Block, block_summary, per_query_ns, read_blocks
 from analysis.trec import read_run
+from bench import provenance
+from bench.integrity import hashing
+from bench.latency import timer
+from bench.latency.commands import measure_all
+from bench.latency.firststage import convert
 from bench.latency.presets import Preset
+from bench.latency.run import Inputs, Settings
+from bench.latency.telemetry import Sampler, host_probes
 from bench.plan import CPU_DEPTHS, SEED
-
-if TYPE_CHECKING:
-    from bench.latency.run import Inputs, Settings
+from bench.rerankers.registry import load_reranker
 
 REHEARSAL_MODEL = "minilm-standin"
 # bm25-standin is timed too (about a millisecond a call), so that the decision figure has several options per
@@ -62,19 +67,14 @@ def latency_step(
 ) -> dict[str, Any]:
     """Measure the stand-ins' blocks and convert the first-stage records; a summary for rehearsal.json.
     ``bm25-standin`` gets its statistics from ``texts`` (the rehearsal's corpus)."""
-    from bench.latency.commands import measure_all
-    from bench.latency.telemetry import Sampler, host_probes
-    from bench.latency.timer import timer_for
-    from bench.provenance import collect_manifest
-
     out_root = directory / "latency"
     inputs = _inputs(directory, queries, texts, stage)
-    manifest = collect_manifest(kind="rehearsal", device=device, dtype="float32", root=None)
+    manifest = provenance.collect_manifest(kind="rehearsal", device=device, dtype="float32", root=None)
     result = measure_all(
         models,
         _settings(directory, stage, models, len(inputs.queries)),
         inputs,
-        timer=timer_for(device),
+        timer=timer.timer_for(device),
         manifest=manifest,
         refused={},
         sampler=lambda: Sampler(host_probes(), interval_s=0.5),
@@ -93,9 +93,6 @@ def latency_step(
 
 def _inputs(directory: Path, queries: Mapping[str, str], texts: Mapping[str, str], stage: str) -> Inputs:
     """The timed calls' inputs: the stage's first-stage lists, cut at the largest CPU depth."""
-    from bench.integrity.hashing import sha256_file
-    from bench.latency.run import Inputs
-
     run_path = directory / "runs" / "first-stage" / f"{stage}.trec"
     run = read_run(run_path, allow_unknown_queries=True)
     k_max = max(CPU_DEPTHS)
@@ -104,13 +101,11 @@ def _inputs(directory: Path, queries: Mapping[str, str], texts: Mapping[str, str
         {q: queries[q] for q in lists},
         lists,
         texts,
-        {"stage": stage, "run_file": str(run_path), "sha256": sha256_file(run_path)},
+        {"stage": stage, "run_file": str(run_path), "sha256": hashing.sha256_file(run_path)},
     )
 
 
 def _settings(directory: Path, stage: str, models: tuple[str, ...], n_queries: int) -> Settings:
-    from bench.latency.run import Settings
-
     return Settings(
         preset=REHEARSAL_PRESET,
         machine="rehearsal machine (shared, not published)",
@@ -126,8 +121,6 @@ def _settings(directory: Path, stage: str, models: tuple[str, ...], n_queries: i
 
 def _standin_loader(texts: Mapping[str, str], device: str) -> Callable[[str], Any]:
     """The registry's stand-ins; ``bm25-standin`` with the rehearsal's corpus for its statistics."""
-    from bench.rerankers.registry import load_reranker
-
     corpus = list(texts.values())  # the corpus in import order, as the quality phase builds it
 
     def load(model: str) -> Any:
@@ -142,8 +135,6 @@ def _first_stage_blocks(
     directory: Path, manifest: Mapping[str, Any], log: Callable[[str], None]
 ) -> list[tuple[Block, bool]]:
     """The first-stage query times converted to latency blocks; [] when they cannot be (said in the log)."""
-    from bench.latency.firststage import convert
-
     try:
         return convert(
             directory / "first-stage",
@@ -201,8 +192,6 @@ def format_latency_table(rows: list[dict[str, Any]]) -> str:
 
 def fp32_timings(directory: Path) -> dict[int, dict[str, int]]:
     """k -> query id -> ns of the stand-in's fp32 blocks of a rehearsal (for the int8 step); {} if none."""
-    from analysis.latency import read_blocks
-
     folder = directory / "latency" / "not-published" / REHEARSAL_PRESET.kind / SESSION / REHEARSAL_MODEL
     if not folder.is_dir():
         return {}

@@ -14,6 +14,7 @@ and raised again in the parent with the same message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.firststage.launcher import EXIT_PARENT_GONE, set_parent_death_signal
+from bench.int8.config import QuantSpec
+from bench.int8.quantize import quantize_model
+from bench.liblog import active, library_log
 
 EXIT_REFUSED = 3
 
@@ -38,8 +43,6 @@ def run_in_child(
     record: dict[str, Any],
 ) -> dict[str, Any]:
     """``bench.int8.quantize.quantize_model`` in a child process; returns the manifest it wrote."""
-    from bench.liblog import active
-
     log = active()
     args = {
         "source": str(source), "out": str(out), "task": task, "pairs": [list(p) for p in pairs],
@@ -67,8 +70,6 @@ def run_in_child(
 
 
 def main(argv: list[str]) -> int:
-    from bench.firststage.launcher import EXIT_PARENT_GONE, set_parent_death_signal
-
     if len(argv) != 2 or not argv[1].isdigit():
         print("usage: python -m bench.rehearse.quantize_child ARGS_JSON PARENT_PID", file=sys.stderr)
         return 2
@@ -78,11 +79,6 @@ def main(argv: list[str]) -> int:
         return EXIT_PARENT_GONE
     args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     result = Path(args["result"])
-    import contextlib
-
-    from bench.int8.config import QuantSpec
-    from bench.int8.quantize import quantize_model
-    from bench.liblog import library_log
 
     block = (
         library_log(Path(args["library_log"]), verbose=args["verbose"])

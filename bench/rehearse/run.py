@@ -20,18 +20,26 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.atomic import write_json_atomic
-from bench import clock
+from analysis.report import write_report
+from bench import clock, guard, provenance
 from bench.errors import BenchError
+from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder
+from bench.firststage.embed_cache import EmbeddingCache
 from bench.hints import bench_command
 from bench.interrupt import Interrupted, interruptible, raise_if_interrupted
 from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import MANIFEST, Study, read_manifest
+from bench.rehearse.costs import rehearsal_costs
 from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
 from bench.rehearse.inputs import load_inputs
-from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP
+from bench.rehearse.int8 import quantized_standin, run_int8_step, summary_lines
+from bench.rehearse.judged import judged_step
+from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP, format_latency_table, latency_step
+from bench.rehearse.standin import CachedPassageStandin
 from bench.rehearse.summary import first_line, format_table, header_lines, metrics_table
+from bench.rerankers.registry import load_reranker
 
 DEFAULT_MODELS = ("minilm-standin", "bm25-standin")
 SUMMARY = "rehearsal.json"
@@ -71,15 +79,11 @@ def new_dir(root: Path) -> Path:
 
 def _loader(passage_cache: bool, corpus: list[str]) -> Any:
     def load(model: str) -> Any:
-        from bench.rerankers.registry import load_reranker
-
         if model == "bm25-standin":  # lexical stand-in: statistics of the rehearsal's corpus (issue 21)
             return load_reranker(model, device="cpu", corpus=corpus)
         inner = load_reranker(model, device="cpu")
         if not passage_cache:
             return inner
-        from bench.firststage.embed_cache import EmbeddingCache
-        from bench.rehearse.standin import CachedPassageStandin
 
         return CachedPassageStandin(inner, EmbeddingCache.default())
 
@@ -87,8 +91,6 @@ def _loader(passage_cache: bool, corpus: list[str]) -> Any:
 
 
 def _embedder() -> Any:
-    from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder
-
     return CachedEmbeddings(MiniLMEmbedder())
 
 
@@ -194,9 +196,7 @@ def _study_guard(ctx: Context, study: Study | None) -> Iterator[None]:
 
 
 def _lock_check(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    from bench.guard import preflight
-
-    return {"preflight": preflight("rehearsal", lock_names=["bundled"], root=ctx.root)}
+    return {"preflight": guard.preflight("rehearsal", lock_names=["bundled"], root=ctx.root)}
 
 
 def _load_inputs(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
@@ -206,12 +206,10 @@ def _load_inputs(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 def _start_study(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     """Open the study (new, or the one being resumed) and write the qrels file the later steps read."""
-    from bench.provenance import collect_manifest
-
     inputs = got["inputs"]
     n_queries, n_passages = len(inputs.queries), len(inputs.corpus)
     ctx.log(f"{inputs.name}: {n_queries} queries, {n_passages:,} passages -> {ctx.directory}")
-    prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=ctx.root)
+    prov = provenance.collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=ctx.root)
     study = Study.start(ctx.directory, kind="rehearsal", plan_path=ctx.root / "PLAN.md",
                         params=ctx.opts.params(), provenance=prov, preflight=got["preflight"],
                         resume_only=ctx.resume)  # fmt: skip
@@ -219,8 +217,6 @@ def _start_study(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _quantise(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    from bench.rehearse.int8 import quantized_standin
-
     # Quantised first, while this process holds only its imports: the child's peak (about 1.4 GB)
     # would otherwise add to the embedder, the rerankers and the texts held by the later steps.
     return {"quantized": quantized_standin(ctx.log)}
@@ -254,16 +250,12 @@ def _rerank(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _latency(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    from bench.rehearse.latency import latency_step
-
     lat = latency_step(ctx.directory, got["inputs"].queries, got["texts"], timed_stage(got["ran"]),
                        stream=ctx.stream, log=ctx.log)  # fmt: skip
     return {"latency_step": lat}
 
 
 def _int8(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    from bench.rehearse.int8 import run_int8_step
-
     inputs = got["inputs"]
     timed_run = stage_paths(ctx.directory, timed_stage(got["ran"]))[0]
     int8 = run_int8_step(ctx.directory, queries=inputs.queries, first_stage_run=timed_run,
@@ -273,8 +265,6 @@ def _int8(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _judged(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    from bench.rehearse.judged import judged_step
-
     inputs = got["inputs"]
     judged = judged_step(ctx.directory, got["ran"], ctx.opts.models, got["qrels_path"], inputs.queries,
                          got["texts"], log=ctx.log)  # fmt: skip
@@ -282,9 +272,6 @@ def _judged(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _report(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    from analysis.report import write_report
-    from bench.rehearse.costs import rehearsal_costs
-
     inputs, stages, ran, directory = got["inputs"], got["stages"], got["ran"], ctx.directory
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
     costs = rehearsal_costs(directory, ran, list(inputs.queries), got["texts"], root=ctx.root)
@@ -371,12 +358,10 @@ def _print(out: TextIO, summary: dict[str, Any], title: str, latency_note: str) 
     print(format_table(summary["table"]), file=out)
     print("", file=out)
     print(latency_note, file=out)
-    from bench.rehearse.latency import format_latency_table
 
     print("", file=out)
     print(f"Latency step ({summary['latency_step']['dir']}, not published):", file=out)
     print(format_latency_table(summary["latency_step"]["rows"]), file=out)
-    from bench.rehearse.int8 import summary_lines
 
     print("\n".join(summary_lines(summary["int8"])), file=out)
     for line in summary["judged"]["lines"]:

@@ -43,6 +43,7 @@ def choose_dtype(model_id: str, device: str, dtype: str | None) -> str:
 
 
 def torch_dtype(name: str) -> Any:
+    # lazy: torch is heavy and is needed only here
     import torch
 
     if name == "auto":
@@ -86,6 +87,7 @@ class ChunkedTorchReranker:
         raise NotImplementedError
 
     def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
+        # lazy: torch is heavy and is needed only here
         import torch
 
         items = list(passages)
@@ -112,6 +114,7 @@ class ChunkedTorchReranker:
         )
 
     def _run(self, query: str, items: list[str], size: int) -> tuple[np.ndarray, list[int], list[bool]]:
+        # lazy: torch is heavy and is needed only here
         import torch
 
         parts: list[np.ndarray] = []
@@ -129,6 +132,7 @@ class ChunkedTorchReranker:
 
 
 def to_device(features: dict[str, Any], device: str) -> dict[str, Any]:
+    # lazy: torch is heavy and is needed only here
     import torch
 
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}

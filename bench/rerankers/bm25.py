@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench.errors import BenchError
+from bench.firststage.stopwords import default_path, read_snowball_list
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
 BM25_ID = "bm25-standin"
@@ -33,10 +34,9 @@ BM25_PACKAGES = ("bm25s", "PyStemmer", "numpy")
 
 def german_tokenizer() -> Any:
     """bm25s's tokenizer with the Snowball German stop list and stemmer (one place for index and query)."""
+    # lazy: bm25s/PyStemmer: only when the bm25 stand-in is built
     import Stemmer
     from bm25s.tokenization import Tokenizer
-
-    from bench.firststage.stopwords import default_path, read_snowball_list
 
     stemmer = Stemmer.Stemmer("german")
     return Tokenizer(lower=True, stopwords=read_snowball_list(default_path()), stemmer=stemmer.stemWord)
@@ -46,6 +46,7 @@ class BM25Standin:
     """``Reranker`` protocol: BM25 scores of each candidate for the query, statistics from ``corpus``."""
 
     def __init__(self, corpus: Sequence[str], *, device: str = "cpu", chunk_size: int | None = None) -> None:
+        # lazy: bm25s/PyStemmer: only when the bm25 stand-in is built
         import bm25s
 
         texts = list(corpus)

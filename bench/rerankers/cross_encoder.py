@@ -60,6 +60,7 @@ def load_cross_encoder(
     code_revision: str | None = None,
 ) -> Any:
     """A CrossEncoder loaded from a local snapshot only (no hub access)."""
+    # lazy: sentence-transformers pulls torch; only when a model is loaded
     from sentence_transformers import CrossEncoder
 
     extra: dict[str, Any] = {"code_revision": code_revision} if code_revision else {}

@@ -197,6 +197,7 @@ class DecoderCrossEncoder(ChunkedTorchReranker):
         self.side = "right" if fmt.variant == "right-padding" else "left"
 
     def _chunk(self, query: str, passages: Sequence[str]) -> Chunk:
+        # lazy: torch is heavy and is needed only here
         import torch
 
         pairs = [self.fmt.pair(query, p) for p in passages]
@@ -221,6 +222,7 @@ def load_decoder_cross_encoder(
     path: Path, *, device: str, dtype: str, true_token: str, false_token: str
 ) -> Any:
     """CrossEncoder([Transformer(text-generation), LogitScore(true, false)]) from a local snapshot."""
+    # lazy: sentence-transformers pulls torch; only when a model is loaded
     from sentence_transformers import CrossEncoder
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.cross_encoder.modules import LogitScore

@@ -30,6 +30,7 @@ def restore_non_persistent_buffers(model: Any) -> list[str]:
     ``model`` is the transformers model (``CrossEncoder.model``). Returns the restored buffer names.
     Raises BenchError if the model does not have new-impl's layout (a different code revision).
     """
+    # lazy: torch is heavy and is needed only here
     import torch
 
     backbone = getattr(model, "new", None)

@@ -44,6 +44,7 @@ class JinaListwise:
         return [len(x) for x in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
     def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
+        # lazy: torch is heavy and is needed only here
         import torch
 
         docs = list(passages)  # first-stage order, as the plan requires
@@ -132,6 +133,7 @@ def observe_inputs(model: Any) -> Iterator[_Seen]:
 
 
 def load_jina(path: Path, *, device: str, dtype: str) -> tuple[Any, Any | None]:
+    # lazy: transformers is heavy; only when a model is built
     from transformers import AutoModel, AutoTokenizer
 
     model = AutoModel.from_pretrained(

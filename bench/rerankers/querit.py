@@ -39,6 +39,7 @@ def querit_length(tokenizer: Any) -> int:
 
 def content_cls_mask(block_types: list[int]) -> Any:
     """[1, n, n] bool mask: 0 pad (sees nothing), 1 content (causal, content), 2 [CLS] (causal, all)."""
+    # lazy: torch is heavy and is needed only here
     import torch
 
     kinds = torch.tensor(block_types, dtype=torch.long)
@@ -62,6 +63,7 @@ class QueritReranker(ChunkedTorchReranker):
         self.length = querit_length(tokenizer)
 
     def _chunk(self, query: str, passages: Sequence[str]) -> Chunk:
+        # lazy: torch is heavy and is needed only here
         import torch
 
         texts = [TEMPLATE.format(query=query, doc=p) for p in passages]
@@ -91,6 +93,7 @@ class QueritReranker(ChunkedTorchReranker):
 
 def load_querit(path: Path, *, device: str, dtype: str) -> tuple[Any, Any, str]:
     """Model (class from the snapshot's auto_map, loaded explicitly), tokenizer and the class reference."""
+    # lazy: transformers is heavy; only when a model is built
     from transformers import AutoConfig, AutoTokenizer
     from transformers.dynamic_module_utils import get_class_from_dynamic_module
 

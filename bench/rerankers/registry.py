@@ -1,9 +1,9 @@
 """Registry of reranker adapters keyed by the plan's model ids (plan section "Rerankers").
 
-``@register("id", ...)`` adds a builder; a duplicate id raises. Local builders live here and import
-their family module (and torch) only when called, so listing ids stays cheap; the Voyage API ids build
-``bench.rerankers.voyage.VoyageReranker`` (owned by the checks part). ``STANDIN_IDS`` are offline
-stand-ins for the rehearsal, never plan models.
+``@register("id", ...)`` adds a builder; a duplicate id raises. Local builders live here; the family
+modules import torch only inside the functions that load a model, so listing ids stays cheap; the Voyage
+API ids build ``bench.rerankers.voyage.VoyageReranker`` (owned by the checks part). ``STANDIN_IDS`` are
+offline stand-ins for the rehearsal, never plan models.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from typing import Any
 
 from analysis.plan import INT8_MODEL
 from bench.errors import BenchError
+
+# a higher layer, the one exception (pyproject: bench-layers ignore_imports): the adapter is in bench/int8
+from bench.int8.adapter import Int8CrossEncoder
 from bench.paths import int8_model_dir
 from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS, RERANKERS, RerankerPlan
 from bench.rerankers import decoder as dec
@@ -23,11 +26,13 @@ from bench.rerankers.base import choose_dtype, dtype_name
 from bench.rerankers.bm25 import BM25Standin
 from bench.rerankers.cross_encoder import MAX_LENGTH, EncoderCrossEncoder, load_cross_encoder, model_dtype
 from bench.rerankers.decoder import PITFALL_VARIANTS
+from bench.rerankers.gte import restore_non_persistent_buffers
 from bench.rerankers.jina import DOCUMENT_LIMIT, QUERY_LIMIT, JinaListwise, load_jina
 from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.querit import QueritReranker, load_querit, querit_length
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
 from bench.rerankers.standin import MiniLMStandin
+from bench.rerankers.voyage import VoyageReranker, base_url_from_env
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin", "bm25-standin")
 # Variants of plan models that the plan names outside its reranker table ("OpenVINO int8 variant").
@@ -156,8 +161,6 @@ def _encoder(model_id: str, opts: LoadOptions) -> Reranker:
     )
     extra: dict[str, Any] = {"activation": type(model.activation_fn).__name__, "snapshot": str(path)}
     if is_gte:
-        from bench.rerankers.gte import restore_non_persistent_buffers
-
         extra["restored_buffers"] = restore_non_persistent_buffers(model.model)
         extra["code"] = f"{plan.code_repo}@{plan.code_revision}"
     meta = _meta(plan, opts, dtype=model_dtype(model), max_length=max_length, **extra)
@@ -259,9 +262,6 @@ def _bm25(model_id: str, opts: LoadOptions) -> Reranker:
 @register(*VARIANT_IDS)
 def _int8(model_id: str, opts: LoadOptions) -> Reranker:
     """bge-reranker-v2-m3 quantised by ``bench int8 quantize`` (plan: OpenVINO int8 variant), CPU only."""
-    # a higher layer, the one exception (pyproject: bench-layers ignore_imports): the adapter is in bench/int8
-    from bench.int8.adapter import Int8CrossEncoder
-
     _only_correct(model_id, opts)
     if opts.device != "cpu" or opts.dtype not in (None, "int8") or opts.chunk_size is not None:
         raise BenchError(f"{model_id} runs on the CPU in int8, all k pairs in one pass (OpenVINO)")
@@ -270,8 +270,6 @@ def _int8(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("voyage-rerank-3", "voyage-rerank-3-lite")
 def _voyage(model_id: str, opts: LoadOptions) -> Reranker:
-    from bench.rerankers.voyage import VoyageReranker, base_url_from_env
-
     _only_correct(model_id, opts)
     if opts.device not in ("cpu", "api") or opts.dtype is not None or opts.snapshot_dir is not None:
         raise BenchError(f"{model_id} is an API model: device, dtype and snapshot_dir do not apply")

@@ -108,6 +108,7 @@ def resolve_snapshot(spec: SnapshotSpec, snapshot_dir: Path | None = None, root:
 
 def fetch(spec: SnapshotSpec, root: Path | None = None) -> list[Path]:
     """Download the pinned snapshot(s) with huggingface_hub (needs internet). Returns the folders."""
+    # lazy: huggingface_hub is heavy and needed only to download
     from huggingface_hub import snapshot_download
 
     cache = root or models_dir()
@@ -124,6 +125,7 @@ def fetch(spec: SnapshotSpec, root: Path | None = None) -> list[Path]:
 def fetch_voyage_tokenizer(root: Path | None = None) -> Path:
     """Download ``tokenizer.json`` of the Voyage tokenizer at the hub's current revision (needs internet);
     returns its path, ``.../snapshots/<revision>/tokenizer.json`` (the folder records the revision)."""
+    # lazy: huggingface_hub is heavy and needed only to download
     from huggingface_hub import hf_hub_download
 
     cache = root or models_dir()

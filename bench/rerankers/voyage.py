@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench import backoff, clock
+from bench import backoff, clock, paths
 from bench.errors import BenchError
 from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
 from bench.rerankers.protocol import (
@@ -80,9 +80,7 @@ def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = Non
     if key:
         return key
     if dotenv is None:
-        from bench.paths import repo_root
-
-        dotenv = repo_root() / ".env"
+        dotenv = paths.repo_root() / ".env"
     if dotenv.is_file():
         for line in dotenv.read_text(encoding="utf-8").splitlines():
             line = line.strip()
