@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,24 @@ class Loopback:
         self.thread.join()
 
     def __enter__(self) -> Loopback:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class OnLoopback:
+    """Base of the API scripts that answer on a :class:`Loopback` (``self.server``): closing one, directly or
+    as a context manager, shuts its server down."""
+
+    server: Loopback
+
+    def close(self) -> None:
+        self.server.close()
+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any
 
-from tests.support.loopback import Loopback, Request, Response, json_response
+from tests.support.loopback import Loopback, OnLoopback, Request, Response, json_response
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -31,7 +30,7 @@ ERROR_TYPES = {
 }
 
 
-class MessagesServer:
+class MessagesServer(OnLoopback):
     def __init__(
         self, script: Iterable[tuple[Any, ...]] = (), default: tuple[Any, ...] = ("answer", "1")
     ) -> None:
@@ -71,13 +70,3 @@ class MessagesServer:
     def url(self) -> str:
         return self.server.url
 
-    def close(self) -> None:
-        self.server.close()
-
-    def __enter__(self) -> MessagesServer:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
-from tests.support.loopback import Loopback, Request, Response
+from tests.support.loopback import Loopback, OnLoopback, Request, Response
 
 Score = Callable[[str, int, str], float]
 
@@ -46,7 +45,7 @@ class Reply:
     stall_s: float | None = None  # no answer until the client gives up (tests.support.loopback.Response)
 
 
-class FakeVoyage:
+class FakeVoyage(OnLoopback):
     """``url`` is the API base (``.../v1``); ``requests`` the parsed requests (path, json, auth, port)."""
 
     def __init__(self, *, score: Score = by_length, key: str | None = None, keep_alive: bool = True) -> None:
@@ -85,13 +84,3 @@ class FakeVoyage:
         headers = {**reply.headers, "Content-Type": "application/json"}
         return Response(reply.status, body, headers, delay_s=reply.delay_s, stall_s=reply.stall_s)
 
-    def close(self) -> None:
-        self.server.close()
-
-    def __enter__(self) -> FakeVoyage:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
