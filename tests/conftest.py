@@ -143,23 +143,18 @@ def typesense() -> Iterator[TypesenseServer]:
         yield server
 
 
-# Folders whose session fixtures are expensive: all their tests run on one pytest-xdist worker
-ONE_WORKER_FOLDERS = ("audit",)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup`` (pyproject's default) shares the tests out as tests/support/xdist_groups.py says:
+    the shared rehearsal's tests on one worker, a module's tests on one worker, the longest units first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.support.xdist_groups import GroupScheduling
+
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """For pytest-xdist's ``--dist loadgroup`` (``uv run pytest -n 2 --dist loadgroup``): each module's tests
-    on one worker (module fixtures such as a loaded collection are made once), the tests of the shared
-    rehearsal run on one worker (the others would wait for it), and ONE_WORKER_FOLDERS together. Without
-    xdist the marks change nothing."""
-    for item in items:
-        path = Path(str(item.path)).resolve()
-        rel = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else path.as_posix()
-        parts = rel.split("/")
-        if "rehearsal" in getattr(item, "fixturenames", ()):
-            group = "rehearsal"
-        elif len(parts) > 2 and parts[0] == "tests" and parts[1] in ONE_WORKER_FOLDERS:
-            group = "/".join(parts[:2])
-        else:
-            group = rel
-        item.add_marker(pytest.mark.xdist_group(group))
+    from tests.support.xdist_groups import check_rehearsal_users
+
+    check_rehearsal_users(items)
