@@ -16,7 +16,6 @@ from bench.firststage.embed import (
     arctic_embedder,
 )
 from bench.firststage.embed_cache import EmbeddingCache
-
 from tests.support import tiny_models
 
 from .conftest import HashEmbedder

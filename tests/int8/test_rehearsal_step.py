@@ -3,7 +3,6 @@ k = 20 and 100 for both, Spearman against scipy, nDCG@10 and top-10 overlap from
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from scipy.stats import spearmanr
 

@@ -1,4 +1,4 @@
-"""Fixtures of the reranker tests: tiny random models in the hub cache layout (tests/support/tiny_models.py)."""
+"""Fixtures of the reranker tests: tiny random models in the hub cache layout (tests/support/tiny_models)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,9 @@ LONGER = LONG * 2  # longer than 256 tokens with the tiny tokenizer (LONG alone 
 @pytest.fixture(scope="module")
 def variants(models_root: Path) -> dict[str, Any]:
     return {
-        v.letter: load_reranker(PITFALL_MODEL, snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root), **v.load_kwargs())
+        v.letter: load_reranker(
+            PITFALL_MODEL, snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root), **v.load_kwargs()
+        )
         for v in PITFALL_VARIANTS.values()
     }
 

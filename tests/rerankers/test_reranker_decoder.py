@@ -51,7 +51,8 @@ def model_card_reference(path: Path, query: str, passages: list[str], max_length
 
 
 def variant(models_root: Path, name: str, **kw: Any) -> Any:
-    return load_reranker("qwen3-0.6b", snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root), variant=name, **kw)
+    snapshot = tiny_snapshot("qwen3-0.6b", models_root)
+    return load_reranker("qwen3-0.6b", snapshot_dir=snapshot, variant=name, **kw)
 
 
 def test_matches_the_model_card_recipe(qwen: Any, models_root: Path) -> None:
@@ -162,7 +163,8 @@ def test_pitfall_variants_cover_the_plan(models_root: Path) -> None:
     assert [v.letter for v in PITFALL_VARIANTS.values()] == ["a", "b", "c", "d1", "d2"]
     scores = {}
     for v in PITFALL_VARIANTS.values():
-        r = load_reranker(PITFALL_MODEL, snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root), **v.load_kwargs())
+        snapshot = tiny_snapshot("qwen3-0.6b", models_root)
+        r = load_reranker(PITFALL_MODEL, snapshot_dir=snapshot, **v.load_kwargs())
         assert r.meta.max_length == (v.max_length or 8192) and r.meta.variant == v.variant
         scores[v.letter] = r.score(QUERY, [LONG * 2, *PASSAGES]).scores
     assert PITFALL_MAX_LENGTH == 256
