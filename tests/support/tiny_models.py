@@ -178,7 +178,7 @@ def build_sentence_transformer(
     if seed is not None:
         torch.manual_seed(seed)
     word = Transformer(str(encoder))
-    dim = word.get_word_embedding_dimension()
+    dim = word.get_embedding_dimension()
     modules: list[Any] = [word, Pooling(dim, pooling_mode=pooling)]
     if dense_dims is not None:
         modules.append(Dense(dim, dense_dims))
