@@ -8,11 +8,10 @@ BERT builder: layers, sizes, vocabulary, with or without the sequence-classifica
 ``build_qwen`` (the one Qwen3/Qwen2 causal-LM builder) and ``tiny_snapshot`` (the one hub-snapshot path
 helper). Families built from them: the BERT cross-encoder (bge-v2-m3, and the int8 source it is), Qwen3
 causal LMs (qwen3-0.6b, qwen3-4b), the Qwen2-based mxbai, Querit's remote code (a fake with its interface),
-jina's remote code (a fake ``rerank``, tests/equality), the Arctic embedder (1024 dimensions); gte's remote
-code is built by tests/rerankers/rerankers_fake_gte.py. Weights are random with fixed seeds: scores mean
-nothing, but they differ between inputs, so formatting mistakes (the wrong variants of
-``bench.rerankers.decoder``) change them. Each builder keeps the seed and configuration its tests' expected
-values were computed with.
+jina's remote code (a fake ``rerank``), gte's remote code (a fake ``new-impl``), the Arctic embedder (1024
+dimensions). Weights are random with fixed seeds: scores mean nothing, but they differ between inputs, so
+formatting mistakes (the wrong variants of ``bench.rerankers.decoder``) change them. Each builder keeps the
+seed and configuration its tests' expected values were computed with.
 """
 
 from __future__ import annotations
@@ -253,14 +252,51 @@ def tiny_models_root(root: Path, model_ids: tuple[str, ...] = tuple(TINY_BUILDER
 VOYAGE_TOKENIZER_REVISION = "0" * 40  # a stand-in folder name; the hub would give the commit
 
 
+JINA_MODELING = """
+import torch
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+
+
+class FakeJinaConfig(PretrainedConfig):
+    model_type = "fake_jina"
+
+    def __init__(self, hidden_size=8, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+
+
+class FakeJina(PreTrainedModel):
+    config_class = FakeJinaConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.emb = nn.Embedding(256, config.hidden_size)
+        self.head = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def _init_weights(self, module):
+        pass
+
+    @torch.no_grad()
+    def rerank(self, query, documents, top_n=None, **kwargs):
+        context = " ".join(documents)[:200]  # listwise: each score depends on the whole list
+        scores = []
+        for doc in documents:
+            ids = torch.tensor([min(ord(c), 255) for c in (query + "|" + doc + "|" + context)])
+            scores.append(float(self.head(self.emb(ids).mean(0))))
+        order = sorted(range(len(documents)), key=lambda i: -scores[i])
+        return [{"index": i, "relevance_score": scores[i], "document": documents[i]} for i in order]
+"""
+
+
 def write_jina(path: Path) -> Path:
+    """jina's remote code: a fake whose ``rerank`` returns results sorted by score (as the card's)."""
     import torch
     from transformers import BertTokenizer
 
-    from tests.equality.test_jina_reference import MODELING
-
     path.mkdir(parents=True, exist_ok=True)
-    (path / "modeling.py").write_text(MODELING)
+    (path / "modeling.py").write_text(JINA_MODELING)
     spec = importlib.util.spec_from_file_location("fake_jina_modeling_for_runbook", path / "modeling.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -300,8 +336,6 @@ def write_models(root: Path) -> Path:
     write_mxbai(tiny_snapshot("mxbai-large-v2", root))
     gte = RERANKERS["gte-base"]
     assert gte.code_repo is not None and gte.code_revision is not None
-    from tests.rerankers.rerankers_fake_gte import build_fake_gte
-
     build_fake_gte(tiny_snapshot("gte-base", root), snapshot_path(gte.code_repo, gte.code_revision, root))
     write_jina(tiny_snapshot("jina-v3.5", root))
     write_querit(tiny_snapshot("querit-4b", root))
@@ -385,3 +419,139 @@ def write_arctic(root: Path) -> Path:
     normalisation) at the Arctic embedder's pinned revision."""
     return build_sentence_transformer(tiny_snapshot(EMBEDDER, root), pooling="cls", dense_dims=EMBEDDING_DIMS,
                                       normalize=True, seed=6)  # fmt: skip
+
+
+# gte's remote code (Alibaba-NLP/new-impl), a tiny stand-in written for these tests. It mimics only what the
+# adapter relies on: ``model_type "new"``, ``model.new.embeddings`` with a ``position_ids`` buffer and
+# ``_init_rope(config)`` that builds ``rotary_emb`` with non-persistent ``inv_freq``/``cos_cached``/
+# ``sin_cached`` buffers used in the forward pass, and classes referenced from the weights' config.json as
+# ``Alibaba-NLP/new-impl--module.Class`` (resolved at ``code_revision``).
+GTE_CONFIGURATION = """
+from transformers import PretrainedConfig
+
+
+class NewConfig(PretrainedConfig):
+    model_type = "new"
+
+    def __init__(self, vocab_size=64, hidden_size=16, max_position_embeddings=64, rope_theta=10000.0,
+                 num_labels=1, **kwargs):
+        super().__init__(num_labels=num_labels, **kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_position_embeddings = max_position_embeddings
+        self.rope_theta = rope_theta
+"""
+
+GTE_MODELING = """
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+from .configuration import NewConfig
+
+
+class NewRotaryEmbedding(nn.Module):
+    def __init__(self, dim, max_position_embeddings, base):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        t = torch.arange(max_position_embeddings, dtype=torch.float32)
+        freqs = torch.outer(t, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos().to(torch.get_default_dtype()), persistent=False)
+        self.register_buffer("sin_cached", emb.sin().to(torch.get_default_dtype()), persistent=False)
+
+
+class NewEmbeddings(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.register_buffer("position_ids", torch.arange(config.max_position_embeddings), persistent=False)
+        self._init_rope(config)
+
+    def _init_rope(self, config):
+        self.rotary_emb = NewRotaryEmbedding(
+            config.hidden_size, config.max_position_embeddings, config.rope_theta
+        )
+
+    def forward(self, input_ids):
+        n = input_ids.shape[1]
+        pos = self.position_ids[:n]
+        if not torch.equal(pos, torch.arange(n, device=pos.device)):
+            # A loader that leaves the non-persistent buffer uninitialised fails here every time, instead of
+            # indexing with whatever the memory held (which may even happen to be in range).
+            raise RuntimeError("uninitialised non-persistent buffer: position_ids is not arange(n)")
+        x = self.word_embeddings(input_ids)
+        return x * self.rotary_emb.cos_cached[pos] + x * self.rotary_emb.sin_cached[pos]
+
+
+class NewModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embeddings = NewEmbeddings(config)
+
+
+class NewForSequenceClassification(PreTrainedModel):
+    config_class = NewConfig
+    base_model_prefix = "new"
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.new = NewModel(config)
+        self.classifier = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, return_dict=True, **kwargs):
+        h = self.new.embeddings(input_ids)
+        m = attention_mask.unsqueeze(-1).to(h.dtype)
+        pooled = (h * m).sum(1) / m.sum(1)
+        return SequenceClassifierOutput(logits=self.classifier(pooled))
+"""
+
+
+def build_fake_gte(weights: Path, code: Path) -> None:
+    """gte: write remote code at ``code`` and a tiny checkpoint at ``weights`` (both snapshot folders)."""
+    import torch
+    from transformers import BertTokenizer
+
+    code.mkdir(parents=True, exist_ok=True)
+    (code / "configuration.py").write_text(GTE_CONFIGURATION)
+    (code / "modeling.py").write_text(GTE_MODELING)
+    # import the code once, outside transformers, to create the checkpoint
+    pkg = "fake_new_impl_for_tests"
+    for name in ("configuration", "modeling"):
+        spec = importlib.util.spec_from_file_location(f"{pkg}.{name}", code / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[f"{pkg}.{name}"] = module
+        if name == "modeling":
+            module.__package__ = pkg
+        spec.loader.exec_module(module)
+    sys.modules.setdefault(pkg, type(sys)(pkg))
+    torch.manual_seed(2)
+    config_cls = sys.modules[f"{pkg}.configuration"].NewConfig
+    model = sys.modules[f"{pkg}.modeling"].NewForSequenceClassification(config_cls())
+    weights.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(weights)
+    cfg = json.loads((weights / "config.json").read_text())
+    cfg["auto_map"] = {
+        "AutoConfig": "Alibaba-NLP/new-impl--configuration.NewConfig",
+        "AutoModelForSequenceClassification": "Alibaba-NLP/new-impl--modeling.NewForSequenceClassification",
+    }
+    cfg["architectures"] = ["NewForSequenceClassification"]
+    (weights / "config.json").write_text(json.dumps(cfg))
+    words = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "berlin",
+        "hamburg",
+        "zug",
+        "ist",
+        "die",
+        "hauptstadt",
+    ]
+    BertTokenizer(vocab={w: i for i, w in enumerate(words)}, model_max_length=64).save_pretrained(weights)
