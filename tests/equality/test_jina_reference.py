@@ -15,43 +15,6 @@ from bench.rerankers.snapshots import snapshot_path
 
 pytestmark = pytest.mark.model
 
-MODELING = """
-import torch
-from torch import nn
-from transformers import PretrainedConfig, PreTrainedModel
-
-
-class FakeJinaConfig(PretrainedConfig):
-    model_type = "fake_jina"
-
-    def __init__(self, hidden_size=8, **kwargs):
-        super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-
-
-class FakeJina(PreTrainedModel):
-    config_class = FakeJinaConfig
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.emb = nn.Embedding(256, config.hidden_size)
-        self.head = nn.Linear(config.hidden_size, 1)
-        self.post_init()
-
-    def _init_weights(self, module):
-        pass
-
-    @torch.no_grad()
-    def rerank(self, query, documents, top_n=None, **kwargs):
-        context = " ".join(documents)[:200]  # listwise: each score depends on the whole list
-        scores = []
-        for doc in documents:
-            ids = torch.tensor([min(ord(c), 255) for c in (query + "|" + doc + "|" + context)])
-            scores.append(float(self.head(self.emb(ids).mean(0))))
-        order = sorted(range(len(documents)), key=lambda i: -scores[i])
-        return [{"index": i, "relevance_score": scores[i], "document": documents[i]} for i in order]
-"""
-
 
 def tf457_only(root: Path):  # type: ignore[no-untyped-def]
     """Runs only the tf457 (deciding) reference: each further subprocess would cost a torch import."""

@@ -16,36 +16,19 @@ from bench.firststage.embed import (
     arctic_embedder,
 )
 from bench.firststage.embed_cache import EmbeddingCache
-from bench.paths import model_snapshot_dir
-from bench.plan import EMBEDDING_MODEL
+from tests.support import tiny_models
 
 from .conftest import HashEmbedder
 
 
 @pytest.fixture(scope="module")
 def tiny_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A random 32-dim BERT sentence-transformer saved in the HF cache layout of the Arctic snapshot."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    raw = tmp_path_factory.mktemp("raw")
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", ":", "haus", "wo", "ist", "das"]
-    BertTokenizer(vocab={w: i for i, w in enumerate(words)}).save_pretrained(raw)
-    cfg = BertConfig(
-        vocab_size=len(words),
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    BertModel(cfg).save_pretrained(raw)
-    root = tmp_path_factory.mktemp("models")
-    snap = model_snapshot_dir(EMBEDDING_MODEL.repo, EMBEDDING_MODEL.revision, root)
-    modules = [Transformer(str(raw)), Pooling(32, pooling_mode="mean")]
-    SentenceTransformer(modules=modules, device="cpu").save(str(snap))
-    return snap
+    """A random 32-dim BERT sentence-transformer (one layer, mean pooling) saved in the HF cache layout of
+    the Arctic snapshot."""
+    snap = tiny_models.tiny_snapshot(tiny_models.EMBEDDER, tmp_path_factory.mktemp("models"))
+    words = ["query", ":", "haus", "wo", "ist", "das"]
+    return tiny_models.build_sentence_transformer(snap, pooling="mean", words=words, model_max_length=None,
+                                                  layers=1, max_positions=64, classifier=False)  # fmt: skip
 
 
 @pytest.mark.model

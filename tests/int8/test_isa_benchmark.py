@@ -96,7 +96,7 @@ def test_children_read_the_kernels_that_really_ran(tmp_path: Path) -> None:
     both compiled in f32."""
     from bench.int8.config import CHOSEN
     from bench.int8.quantize import quantize_model
-    from bench.rerankers.testing import build_bert
+    from tests.support.tiny_models import build_bert
 
     words = ["berlin ist die hauptstadt", "hamburg liegt im norden", "der rhein ist ein fluss", "die katze"]
     pairs = [(words[i % 4], words[(i + 1) % 4]) for i in range(12)]

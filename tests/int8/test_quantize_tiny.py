@@ -12,7 +12,7 @@ from bench.int8.adapter import Int8BiEncoder, Int8CrossEncoder
 from bench.int8.config import CHOSEN
 from bench.int8.manifest import MANIFEST, verify_folder
 from bench.int8.quantize import quantize_model
-from bench.rerankers.testing import build_bert
+from tests.support.tiny_models import build_bert
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

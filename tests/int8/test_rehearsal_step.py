@@ -3,32 +3,18 @@ k = 20 and 100 for both, Spearman against scipy, nDCG@10 and top-10 overlap from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
 from analysis.metrics import evaluate
 from analysis.ranking import rank_by_score
 from bench.rehearse import int8 as step
-from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result
+from tests.support.fakes import FakeReranker
 
 
-class Fake:
-    def __init__(self, name: str, noise: float) -> None:
-        self._meta = RerankerMeta(name, name, None, "float32", "cpu", None, False)
-        self.noise, self.calls, self.log = noise, [], RecordLog()
-
-    @property
-    def meta(self) -> RerankerMeta:
-        return self._meta
-
-    def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
-        self.calls.append(len(passages))
-        base = np.array([float(p.split("-")[1]) for p in passages])  # deterministic per passage
-        wiggle = self.noise * np.sin(base * 7.0 + len(query))
-        return make_result(base + wiggle, max_input_tokens=1, truncated_pairs=0, chunk_size=len(passages))
+def fake(name: str, noise: float) -> FakeReranker:
+    """Scores: the passage's number ("q03-17" -> 17) plus ``noise`` times a sine (deterministic)."""
+    return FakeReranker(name, score="passage_number", noise=noise)
 
 
 def test_compare_times_both_models_and_scores_agreement() -> None:
@@ -36,12 +22,13 @@ def test_compare_times_both_models_and_scores_agreement() -> None:
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}
     qrels = {q: {f"{q}-{d}": 1 for d in range(0, 120, 9)} for q in queries}
-    fp32, int8 = Fake("fp32", 0.0), Fake("int8", 3.0)
+    fp32, int8 = fake("fp32", 0.0), fake("int8", 3.0)
     rec = step.compare(fp32, int8, queries, candidates, texts, qrels)
     qids = sorted(queries)[: step.QUERIES]
     assert rec["queries"] == qids
     # per k: WARMUP untimed calls, then one timed call per query
-    assert fp32.calls == int8.calls == [20] * (step.WARMUP + 20) + [100] * (step.WARMUP + 20)
+    sizes = [20] * (step.WARMUP + 20) + [100] * (step.WARMUP + 20)
+    assert [c["n"] for c in fp32.calls] == [c["n"] for c in int8.calls] == sizes
     assert {k: v["n"] for k, v in rec["latency"]["int8"].items()} == {"20": 20, "100": 20}
     q = qids[3]
     docs = candidates[q][:100]
@@ -67,13 +54,14 @@ def test_with_the_latency_step_fp32_is_not_timed_again() -> None:
     sampled = ["q04", "q01", "q03"]
     fp32_ns = {k: {q: 1_000_000 * (i + 1) * k for i, q in enumerate(sampled)} for k in (20, 100)}
     fp32_run = {q: [(d, float(d.split("-")[1])) for d in reversed(candidates[q][:100])] for q in queries}
-    int8 = Fake("int8", 0.0)
+    int8 = fake("int8", 0.0)
     rec = step.compare_with_latency_step(
         int8, {"fp32_ns": fp32_ns, "query_ids": sampled}, fp32_run, queries, candidates, texts, qrels
     )
     assert rec["queries"] == sampled and rec["latency_ns"]["fp32"]["100"] == [100e6, 200e6, 300e6]
     assert rec["latency"]["fp32"]["20"]["p50_ms"] == pytest.approx(40.0)
-    assert int8.calls == [20] * (5 + 3) + [100] * (5 + 3)  # the latency step's 5 warm-up calls, then 3
+    # the latency step's 5 warm-up calls, then 3
+    assert [c["n"] for c in int8.calls] == [20] * (5 + 3) + [100] * (5 + 3)
     assert rec["spearman_min"] == pytest.approx(1.0)  # same ordering as the quality run's scores
     assert rec["ndcg@10"]["fp32"]["mean"] == pytest.approx(rec["ndcg@10"]["int8"]["mean"])
 
@@ -83,7 +71,7 @@ def test_precision_and_isa_stand_next_to_the_speed_up() -> None:
     queries = {f"q{i:02d}": "x" * i for i in range(4)}
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}
-    rec = step.compare(Fake("fp32", 0.0), Fake("int8", 0.0), queries, candidates, texts, {})
+    rec = step.compare(fake("fp32", 0.0), fake("int8", 0.0), queries, candidates, texts, {})
     runtime = {"inference_precision": "f32", "int8_isa": "avx2", "threads": 2,
                "cpu": {"vnni": False, "bf16": False}}  # fmt: skip
     rec.update(step.precision_and_isa(runtime))

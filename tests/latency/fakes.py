@@ -1,4 +1,4 @@
-"""Fake adapters and helpers for the latency tests (no torch, no model)."""
+"""The latency tests' use of the one fake adapter (``tests.support.fakes``) and their helpers (no torch)."""
 
 from __future__ import annotations
 
@@ -8,42 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.latency.harness import BlockSpec, Call, Environment
-from bench.rerankers.protocol import RerankerMeta, ScoreResult, make_result
+from tests.support.fakes import FakeReranker
 
 
-class FakeReranker:
-    """Scores = minus the passage index (first-stage order kept), optional sleep, chunk size as configured."""
-
-    def __init__(self, *, delay_s: float = 0.0, chunk: int | None = None, fail_at: int | None = None) -> None:
-        self.meta = RerankerMeta(
-            id="fake",
-            model="fake/model",
-            revision="0" * 40,
-            dtype="float32",
-            device="cpu",
-            chunk_size=chunk,
-            listwise=False,
-        )
-        self.delay_s = delay_s
-        self.chunk = chunk
-        self.calls = 0
-        self.fail_at = fail_at
-
-    def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
-        self.calls += 1
-        if self.fail_at is not None and self.calls == self.fail_at:
-            raise KeyboardInterrupt
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        n = len(passages)
-        chunk = min(self.chunk or n, n)
-        return make_result(
-            [float(-i) for i in range(n)],
-            max_input_tokens=7,
-            truncated_pairs=0,
-            chunk_size=chunk,
-            input_tokens=5 * n,
-        )
+def ordered_fake(**kw: Any) -> FakeReranker:
+    """The one fake reranker as the latency tests use it: scores = minus the passage index (first-stage order
+    kept, what ``reference_for`` expects), longest input 7 tokens, 5 tokens a passage; ``kw``: delay_s, chunk,
+    fail_at, on_call, ..."""
+    return FakeReranker(score="minus_index", max_input_tokens=7, input_tokens=5, **kw)
 
 
 def calls(n: int, k: int = 5, prefix: str = "q") -> tuple[Call, ...]:

@@ -13,24 +13,23 @@ from pathlib import Path
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
 from bench.latency.timer import WallTimer
-from bench.rerankers.protocol import ScoreResult
-from tests.latency.fakes import FakeReranker, env, spec
+from tests.latency.fakes import env, ordered_fake, spec
+from tests.support.fakes import FakeReranker
 
 
-class Marking(FakeReranker):
-    def __init__(self, marker: Path) -> None:
-        super().__init__(delay_s=0.05)
-        self.marker = marker
+def marking(marker: Path) -> FakeReranker:
+    """Sleeps 50 ms a call and creates ``marker`` at its 5th call."""
 
-    def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
-        if self.calls == 4:
-            self.marker.touch()
-        return super().score(query, passages)
+    def mark(fake: FakeReranker, query: str, passages: Sequence[str]) -> None:
+        if len(fake.calls) == 5:
+            marker.touch()
+
+    return ordered_fake(delay_s=0.05, on_call=mark)
 
 
 def main(argv: list[str]) -> int:
     out_root, marker = Path(argv[0]), Path(argv[1])
-    run_block(spec(measured=200), RerankerCaller(Marking(marker), WallTimer()), env(out_root))
+    run_block(spec(measured=200), RerankerCaller(marking(marker), WallTimer()), env(out_root))
     return 0
 
 

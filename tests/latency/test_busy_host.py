@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -36,7 +35,8 @@ from bench.latency.host import (
     snapshot,
 )
 from bench.latency.timer import WallTimer
-from tests.latency.fakes import FakeReranker, env, host_sequence, spec
+from tests.latency.fakes import env, host_sequence, ordered_fake, spec
+from tests.support.fakes import FakeReranker
 
 SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
 NEEDED_CPU_S = 0.5  # how much CPU the spinners must have used before the window closes
@@ -135,7 +135,7 @@ def test_run_block_judges_by_other_processes(tmp_path: Path) -> None:
     """Over the block our own threads used 7.8 cores of 8 and the load average is 7.9: not busy; other
     processes' 0.1 cores decide."""
     block, measured = run_block(
-        spec(), RerankerCaller(FakeReranker(), WallTimer()),
+        spec(), RerankerCaller(ordered_fake(), WallTimer()),
         env(tmp_path, host=host_sequence(0.1, load1=7.9, own=7.8)),
     )  # fmt: skip
     assert measured and not any("busy" in m or "load" in m for m in block.marks)
@@ -143,16 +143,10 @@ def test_run_block_judges_by_other_processes(tmp_path: Path) -> None:
     assert block.host_after["foreign"]["own_cpu_s"] == pytest.approx(7.8)
 
 
-class WaitingReranker(FakeReranker):
+def waiting(used: Callable[[], float], needed: float) -> FakeReranker:
     """Each call returns once ``used()`` has grown by ``needed`` CPU seconds (an event, not a sleep)."""
-
-    def __init__(self, used: Callable[[], float], needed: float) -> None:
-        super().__init__()
-        self.wait = wait_until(used, needed)
-
-    def score(self, query: str, passages: Any) -> Any:
-        self.wait(0.0)
-        return super().score(query, passages)
+    wait = wait_until(used, needed)
+    return ordered_fake(on_call=lambda fake, query, passages: wait(0.0))
 
 
 def test_a_real_busy_neighbour_during_a_block_refuses_it(tmp_path: Path) -> None:
@@ -164,12 +158,12 @@ def test_a_real_busy_neighbour_during_a_block_refuses_it(tmp_path: Path) -> None
         used = lambda: cpu_of(pid)  # noqa: E731
         host = lambda: {**snapshot(), "cpu_count": 0.01}  # noqa: E731
         with pytest.raises(BenchError, match=r"host busy during fake k=5 pass 1.*This block was not written"):
-            caller = RerankerCaller(WaitingReranker(used, NEEDED_CPU_S), WallTimer())
+            caller = RerankerCaller(waiting(used, NEEDED_CPU_S), WallTimer())
             run_block(spec(measured=1, warmup=0), caller, env(tmp_path, host=host))
         assert not list(tmp_path.rglob("*.json"))
         block, _ = run_block(
             spec(measured=1, warmup=0, allow_busy=True),
-            RerankerCaller(WaitingReranker(used, NEEDED_CPU_S), WallTimer()),
+            RerankerCaller(waiting(used, NEEDED_CPU_S), WallTimer()),
             env(tmp_path, host=host),
         )
     foreign = block.host_after["foreign"]

@@ -20,7 +20,7 @@ from bench.latency.firststage import convert
 from bench.latency.harness import run_block
 from bench.latency.presets import INT8_ID, PRESETS, availability
 from bench.latency.timer import WallTimer
-from tests.latency.fakes import FakeReranker, env, spec
+from tests.latency.fakes import env, ordered_fake, spec
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_int8_is_refused_by_name_until_registered(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr("bench.rerankers.registry._REGISTRY", {})
     reason = availability(INT8_ID)
     assert reason is not None and reason.startswith("bge-v2-m3-int8 refused: the reranker registry has no")
-    monkeypatch.setattr("bench.rerankers.registry._REGISTRY", {INT8_ID: lambda m, o: FakeReranker()})
+    monkeypatch.setattr("bench.rerankers.registry._REGISTRY", {INT8_ID: lambda m, o: ordered_fake()})
     assert availability(INT8_ID) is None  # measurable by merely existing
 
 
@@ -97,10 +97,10 @@ def test_report_section_keeps_published_and_not_published_apart(tmp_path: Path) 
     from dataclasses import replace
 
     root = tmp_path / "latency"
-    run_block(spec(), RerankerCaller(FakeReranker(), WallTimer()), env(root))
+    run_block(spec(), RerankerCaller(ordered_fake(), WallTimer()), env(root))
     run_block(
         replace(spec(), published=True, session="server"),
-        RerankerCaller(FakeReranker(), WallTimer()),
+        RerankerCaller(ordered_fake(), WallTimer()),
         env(root),
     )
     md = latency_section(root, tmp_path / "out", figures=True)

@@ -13,7 +13,7 @@ from bench.latency.host import host_state
 from bench.latency.presets import PRESETS
 from bench.latency.run import Inputs, Settings
 from bench.latency.timer import CudaTimer
-from tests.latency.fakes import FakeReranker
+from tests.latency.fakes import ordered_fake
 from tests.latency.test_timer_telemetry import FakeCuda, FakeNvml
 
 
@@ -33,7 +33,7 @@ def test_gpu_preset_with_fake_cuda_and_nvml(tmp_path: Path) -> None:
         depths=(20,),
         allow_busy=True,
     )
-    fake = FakeReranker()
+    fake = ordered_fake()
     measure_all(
         ["gte-base"],
         settings,
@@ -50,7 +50,7 @@ def test_gpu_preset_with_fake_cuda_and_nvml(tmp_path: Path) -> None:
     assert [(b.kind, b.target, b.k, b.pass_, b.published) for b in blocks] == [
         ("gpu", "gte-base", 20, p, True) for p in (1, 2, 3)
     ]
-    assert fake.calls == 3 * (20 + 25)
+    assert len(fake.calls) == 3 * (20 + 25)
     b = blocks[0]
     assert all(s.cuda_ns == 1_250_000 for s in b.samples) and block_summary(b).cuda.p50_ms == 1.25
     assert b.host_before["gpu"][0]["power_w"] == 31.5 and b.host_after["gpu"][0]["sm_clock_mhz"] == 2800

@@ -13,7 +13,7 @@ from analysis.latency import read_blocks
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
 from bench.latency.timer import WallTimer
-from tests.latency.fakes import FakeReranker, env, spec
+from tests.latency.fakes import env, ordered_fake, spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def test_sigkill_mid_block_then_rerun(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert [p for p in out.rglob("*") if p.is_file()] == []  # no block, no half-written file
-    fresh = FakeReranker()
+    fresh = ordered_fake()
     block, measured = run_block(spec(measured=200), RerankerCaller(fresh, WallTimer()), env(out))
-    assert measured and fresh.calls == 2 + 200 and len(block.samples) == 200
+    assert measured and len(fresh.calls) == 2 + 200 and len(block.samples) == 200
     assert [b.target for b in read_blocks(out)] == ["fake"]

@@ -1,58 +1,20 @@
-"""A fast, deterministic fake adapter and tiny study inputs for the quality-phase tests."""
+"""The quality-phase tests' loader of the one fake adapter (``tests.support.fakes``) and tiny study inputs."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from analysis.trec import write_run
-from bench.rerankers.protocol import Reranker, RerankerMeta, ScoreResult, make_result
-
-
-class FakeReranker:
-    """Pointwise: score = a hash of (query, passage) mapped to [0, 1) in float32 (some ties on purpose).
-    Listwise variant: the score also depends on the number of passages (as a listwise model may)."""
-
-    def __init__(self, model_id: str = "fake", *, listwise: bool = False, fail_on: str | None = None) -> None:
-        self._meta = RerankerMeta(
-            id=model_id,
-            model=f"test/{model_id}",
-            revision="0" * 40,
-            dtype="float32",
-            device="cpu",
-            chunk_size=None,
-            listwise=listwise,
-        )
-        self.fail_on = fail_on
-        self.calls = 0
-
-    @property
-    def meta(self) -> RerankerMeta:
-        return self._meta
-
-    def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
-        self.calls += 1
-        if self.fail_on is not None and self.fail_on in query:
-            raise RuntimeError(f"simulated failure on {query!r}")
-        out = []
-        for p in passages:
-            h = hashlib.sha256(f"{self._meta.id}|{query}|{p}".encode()).digest()
-            v = int.from_bytes(h[:2], "big") / 2**16 * 0.999  # coarse -> ties happen
-            if self._meta.listwise:
-                v += len(passages) / 1000
-            out.append(v)
-        return make_result(
-            np.asarray(out, dtype=np.float32),
-            max_input_tokens=max((len(p.split()) for p in passages), default=0),
-            truncated_pairs=0,
-            chunk_size=len(passages),
-        )
+from bench.rerankers.protocol import Reranker
+from tests.support.fakes import FakeReranker
 
 
 def loader(fail_on: str | None = None) -> object:
+    """Pointwise fakes, listwise ones for model ids starting with "list"."""
+
     def load(model_id: str) -> Reranker:
         return FakeReranker(model_id, listwise=model_id.startswith("list"), fail_on=fail_on)
 

@@ -7,7 +7,6 @@ listwise), two stages, six queries, every depth; each call sleeps DELAY_S so a s
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,8 @@ from bench.errors import BenchError
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import Study
-from tests.quality.fakes import FakeReranker, make_inputs
+from tests.quality.fakes import make_inputs
+from tests.support.fakes import FakeReranker
 
 SPEC = PhaseSpec(
     stages=("s1", "s2"), models=("point", "listy"), depths=(20, 50, 100), per_depth=frozenset({"listy"})
@@ -28,15 +28,7 @@ def main(argv: list[str]) -> int:
     sources, queries, texts = make_inputs(inputs)
 
     def load(model: str) -> Any:
-        fake = FakeReranker(model, listwise=model == "listy")
-        inner = fake.score
-
-        def slow(q: str, p: Any) -> Any:
-            time.sleep(delay)
-            return inner(q, p)
-
-        fake.score = slow  # type: ignore[method-assign]
-        return fake
+        return FakeReranker(model, listwise=model == "listy", delay_s=delay)
 
     plan = Path(__file__).resolve().parents[2] / "PLAN.md"
     try:

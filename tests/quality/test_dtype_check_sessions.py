@@ -21,7 +21,8 @@ from bench.equality.results import scoring_setting, write_result
 from bench.paths import repo_root
 from bench.plan import DTYPE_CHECK_MODELS
 from tests.conftest import git
-from tests.quality.fakes import FakeReranker, make_inputs
+from tests.quality.fakes import make_inputs
+from tests.support.fakes import FakeReranker
 
 
 @pytest.fixture

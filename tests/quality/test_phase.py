@@ -14,7 +14,8 @@ from bench.journal import Journal
 from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase, strip_timing
 from bench.quality.runs import pointwise_consistency, write_runs
-from tests.quality.fakes import FakeReranker, make_inputs
+from tests.quality.fakes import make_inputs
+from tests.support.fakes import FakeReranker
 
 SPEC = PhaseSpec(
     stages=("s1", "s2"), models=("point", "listy"), depths=(20, 50, 100), per_depth=frozenset({"listy"})
@@ -34,21 +35,15 @@ def _run(
     cands = freeze(study, sources)
     count = {"n": 0}
 
+    def limited(fake: FakeReranker, q: str, p: Any) -> None:  # Ctrl-C after max_units calls of all models
+        count["n"] += 1
+        if max_units is not None and count["n"] > max_units:
+            raise KeyboardInterrupt
+
     def load(model: str) -> FakeReranker:
         if loads is not None:
             loads.append(model)
-        fake = FakeReranker(model, listwise=model == "listy", fail_on=fail_on)
-        if max_units is not None:
-            inner = fake.score
-
-            def limited(q: str, p: Any) -> Any:
-                count["n"] += 1
-                if count["n"] > max_units:
-                    raise KeyboardInterrupt
-                return inner(q, p)
-
-            fake.score = limited  # type: ignore[method-assign]
-        return fake
+        return FakeReranker(model, listwise=model == "listy", fail_on=fail_on, on_call=limited)
 
     with Journal(study / "journal.jsonl") as j:
         outcome = run_phase(j, cands, queries, texts, load, spec, stream=io.StringIO())

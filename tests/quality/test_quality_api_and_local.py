@@ -41,7 +41,7 @@ def voyage() -> Iterator[FakeVoyage]:
 def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage) -> dict[str, Path]:
     """A measurement setting on loopback: tiny bge snapshot, the Voyage fake, 4 queries on hybrid-71k, both
     models rated; lock, stamp and clean-tree checks replaced (they have their own tests)."""
-    from bench.rerankers.testing import tiny_models_root
+    from tests.support.tiny_models import tiny_models_root
 
     root = tmp_path / "repo"
     root.mkdir()

@@ -30,7 +30,7 @@ API = {"device": "api", "dtype": "api"}  # the setting an API model's check reco
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage) -> Path:  # noqa: F811
-    from bench.rerankers.testing import tiny_models_root
+    from tests.support.tiny_models import tiny_models_root
 
     root = tmp_path / "repo"
     root.mkdir()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from bench.journal import Journal
 from bench.quality.candidates import Candidates
 from bench.quality.inputs import candidate_texts
 from bench.quality.phase import PhaseSpec, run_phase
-from tests.quality.fakes import FakeReranker
+from tests.support.fakes import FakeReranker
 
 DOCS = ("100#0", "100#1", "200#0")
 
@@ -38,15 +37,13 @@ def _seen(tmp: Path, stages: tuple[str, ...]) -> dict[str, list[str]]:
     texts = candidate_texts(cands)
     seen: dict[str, list[str]] = {}
 
-    class Recording(FakeReranker):
-        def score(self, query: str, passages: Any) -> Any:
-            seen[query] = list(passages)
-            return super().score(query, passages)
+    def recording(model: str) -> FakeReranker:
+        return FakeReranker(model, on_call=lambda fake, query, passages: seen.update({query: list(passages)}))
 
     for stage in stages:  # the query text names the stage, so each stage's inputs are recorded apart
         spec = PhaseSpec(stages=(stage,), models=("m",), depths=(100,))
         with Journal(tmp / f"{'+'.join(stages)}-{stage}.jsonl") as j:
-            run_phase(j, cands, {"q1": stage}, texts, Recording, spec, stream=io.StringIO())
+            run_phase(j, cands, {"q1": stage}, texts, recording, spec, stream=io.StringIO())
     return seen
 
 

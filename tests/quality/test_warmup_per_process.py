@@ -13,7 +13,8 @@ from bench.journal import Journal
 from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase
 from bench.quality.summary import latency_table
-from tests.quality.fakes import FakeReranker, make_inputs
+from tests.quality.fakes import make_inputs
+from tests.support.fakes import FakeReranker
 
 SPEC = PhaseSpec(stages=("s1",), models=("point",), depths=(100,))
 
@@ -24,18 +25,13 @@ def test_resumed_process_warms_up_anew(tmp_path: Path) -> None:
     n_queries = len(cands.qids("s1"))
     calls = {"n": 0}
 
+    def after_4(fake: FakeReranker, q: str, p: Any) -> None:  # Ctrl-C at the 5th call of all models
+        calls["n"] += 1
+        if calls["n"] > 4:
+            raise KeyboardInterrupt
+
     def interrupted_after_4(model: str) -> FakeReranker:
-        fake = FakeReranker(model)
-        inner = fake.score
-
-        def score(q: str, p: Any) -> Any:
-            calls["n"] += 1
-            if calls["n"] > 4:
-                raise KeyboardInterrupt
-            return inner(q, p)
-
-        fake.score = score  # type: ignore[method-assign]
-        return fake
+        return FakeReranker(model, on_call=after_4)
 
     path = tmp_path / "study" / "journal.jsonl"
     with Journal(path) as j, pytest.raises(KeyboardInterrupt):

@@ -20,7 +20,7 @@ from bench.errors import BenchError
 from bench.int8.config import CHOSEN
 from bench.int8.manifest import verify_folder
 from bench.rehearse.quantize_child import run_in_child
-from bench.rerankers.testing import build_bert
+from tests.support.tiny_models import build_bert
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [("was ist die hauptstadt", "berlin ist die hauptstadt"), ("der rhein", "ein fluss im westen")] * 6

@@ -1,4 +1,4 @@
-"""Fixtures of the reranker tests: tiny random models in the hub cache layout (see rerankers_tiny.py)."""
+"""Fixtures of the reranker tests: tiny random models in the hub cache layout (tests/support/tiny_models)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.plan import RERANKERS
-from bench.rerankers.snapshots import snapshot_path
-from bench.rerankers.testing import tiny_models_root
-from tests.rerankers.rerankers_tiny import qwen_dir
+from tests.support.tiny_models import tiny_models_root, tiny_snapshot
 
 
 @pytest.fixture(scope="session")
@@ -32,17 +29,13 @@ def bge(models_root: Path):  # type: ignore[no-untyped-def]
 
     from bench.rerankers.registry import load_reranker
 
-    plan = RERANKERS["bge-v2-m3"]
-    assert plan.revision is not None
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     # the tiny BERT has 128 positions; the adapter's 512 default is for the real model
-    return load_reranker(
-        "bge-v2-m3", snapshot_dir=snapshot_path(plan.model, plan.revision, models_root), max_length=64
-    )
+    return load_reranker("bge-v2-m3", snapshot_dir=tiny_snapshot("bge-v2-m3", models_root), max_length=64)
 
 
 @pytest.fixture(scope="session")
 def qwen(models_root: Path):  # type: ignore[no-untyped-def]
     from bench.rerankers.registry import load_reranker
 
-    return load_reranker("qwen3-0.6b", snapshot_dir=qwen_dir(models_root))
+    return load_reranker("qwen3-0.6b", snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root))

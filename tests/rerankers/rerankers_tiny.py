@@ -1,17 +1,6 @@
-"""Constants and helpers of the reranker tests; the tiny models come from ``bench.rerankers.testing``."""
+"""Inputs of the reranker tests; the tiny models come from ``tests.support.tiny_models``."""
 
 from __future__ import annotations
-
-from pathlib import Path
-
-from bench.rerankers.testing import build_bert, build_qwen3, build_word_tokenizer, tiny_snapshot
-
-__all__ = ["LONG", "PASSAGES", "QUERY", "build_bert", "build_qwen3", "build_word_tokenizer", "qwen_dir"]
-
-
-def qwen_dir(models_root: Path, model_id: str = "qwen3-0.6b") -> Path:
-    return tiny_snapshot(model_id, models_root)
-
 
 PASSAGES = [
     "Berlin ist die Hauptstadt von Deutschland",

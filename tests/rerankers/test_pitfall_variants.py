@@ -1,6 +1,6 @@
 """Pitfalls experiment (PLAN.md "Pitfalls experiment"): each declared Qwen3 variant differs from (a) on the
 token ids exactly as the plan describes, on a tiny offline Qwen3-shaped model with a real byte-level BPE
-tokenizer (``bench.rerankers.testing.build_qwen3``).
+tokenizer (``tests.support.tiny_models.build_qwen``).
 
 The expected ids are built here from the model card's recipe (prefix + body + suffix, body cut from the end
 to ``max_length - len(prefix) - len(suffix)``), independently of ``Qwen3Format``.
@@ -16,7 +16,8 @@ import pytest
 from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS, QWEN3_INSTRUCTION
 from bench.rerankers.decoder import PITFALL_VARIANTS, QWEN3_PREFIX, QWEN3_SUFFIX
 from bench.rerankers.registry import load_reranker
-from tests.rerankers.rerankers_tiny import LONG, QUERY, qwen_dir
+from tests.rerankers.rerankers_tiny import LONG, QUERY
+from tests.support.tiny_models import tiny_snapshot
 
 SHORT = "Berlin ist die Hauptstadt."
 LONGER = LONG * 2  # longer than 256 tokens with the tiny tokenizer (LONG alone fits)
@@ -25,7 +26,9 @@ LONGER = LONG * 2  # longer than 256 tokens with the tiny tokenizer (LONG alone 
 @pytest.fixture(scope="module")
 def variants(models_root: Path) -> dict[str, Any]:
     return {
-        v.letter: load_reranker(PITFALL_MODEL, snapshot_dir=qwen_dir(models_root), **v.load_kwargs())
+        v.letter: load_reranker(
+            PITFALL_MODEL, snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root), **v.load_kwargs()
+        )
         for v in PITFALL_VARIANTS.values()
     }
 
@@ -121,7 +124,7 @@ def test_bench_quality_loads_each_run_id_in_its_configuration(models_root: Path)
     from bench.rerankers.registry import base_model, load_run_model
 
     for run_id, v in PITFALL_VARIANTS.items():
-        r = load_run_model(run_id, snapshot_dir=qwen_dir(models_root))
+        r = load_run_model(run_id, snapshot_dir=tiny_snapshot("qwen3-0.6b", models_root))
         assert base_model(run_id) == PITFALL_MODEL and r.meta.id == PITFALL_MODEL
         assert (r.meta.variant, r.meta.max_length) == (v.variant, v.max_length or 8192)
     assert base_model("bge-v2-m3") == "bge-v2-m3"

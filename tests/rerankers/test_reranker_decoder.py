@@ -19,7 +19,8 @@ from bench.plan import QWEN3_INSTRUCTION, RERANKERS
 from bench.rerankers.decoder import QWEN3_PREFIX, QWEN3_SUFFIX, DecoderCrossEncoder, MxbaiFormat, Qwen3Format
 from bench.rerankers.registry import load_reranker
 from bench.rerankers.snapshots import snapshot_path
-from tests.rerankers.rerankers_tiny import PASSAGES, QUERY, qwen_dir
+from tests.rerankers.rerankers_tiny import PASSAGES, QUERY
+from tests.support.tiny_models import tiny_snapshot
 
 LONG = "Berlin ist die Hauptstadt von Deutschland " * 30
 
@@ -50,13 +51,14 @@ def model_card_reference(path: Path, query: str, passages: list[str], max_length
 
 
 def variant(models_root: Path, name: str, **kw: Any) -> Any:
-    return load_reranker("qwen3-0.6b", snapshot_dir=qwen_dir(models_root), variant=name, **kw)
+    snapshot = tiny_snapshot("qwen3-0.6b", models_root)
+    return load_reranker("qwen3-0.6b", snapshot_dir=snapshot, variant=name, **kw)
 
 
 def test_matches_the_model_card_recipe(qwen: Any, models_root: Path) -> None:
     res = qwen.score(QUERY, PASSAGES)
     assert res.scores.dtype == np.float32
-    ref = model_card_reference(qwen_dir(models_root), QUERY, PASSAGES)
+    ref = model_card_reference(tiny_snapshot("qwen3-0.6b", models_root), QUERY, PASSAGES)
     np.testing.assert_allclose(res.scores, ref, atol=1e-5)
     assert qwen.meta.extra["instruction"] == QWEN3_INSTRUCTION and qwen.meta.extra["padding"] == "left"
     assert qwen.meta.max_length == 8192
@@ -161,7 +163,8 @@ def test_pitfall_variants_cover_the_plan(models_root: Path) -> None:
     assert [v.letter for v in PITFALL_VARIANTS.values()] == ["a", "b", "c", "d1", "d2"]
     scores = {}
     for v in PITFALL_VARIANTS.values():
-        r = load_reranker(PITFALL_MODEL, snapshot_dir=qwen_dir(models_root), **v.load_kwargs())
+        snapshot = tiny_snapshot("qwen3-0.6b", models_root)
+        r = load_reranker(PITFALL_MODEL, snapshot_dir=snapshot, **v.load_kwargs())
         assert r.meta.max_length == (v.max_length or 8192) and r.meta.variant == v.variant
         scores[v.letter] = r.score(QUERY, [LONG * 2, *PASSAGES]).scores
     assert PITFALL_MAX_LENGTH == 256

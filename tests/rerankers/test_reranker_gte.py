@@ -12,7 +12,7 @@ from bench.plan import RERANKERS
 from bench.rerankers.gte import restore_non_persistent_buffers
 from bench.rerankers.registry import load_reranker
 from bench.rerankers.snapshots import snapshot_path
-from tests.rerankers.rerankers_fake_gte import build_fake_gte
+from tests.support.tiny_models import build_fake_gte
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from bench.rerankers.protocol import (
     package_versions,
     summarise,
 )
+from tests.support.fakes import FakeReranker
 
 META = RerankerMeta(
     id="x", model="org/x", revision="r", dtype="float32", device="cpu", chunk_size=None, listwise=False
@@ -67,10 +68,5 @@ def test_package_versions_and_protocol_shape() -> None:
     versions = package_versions(("numpy", "surely-not-installed-pkg"))
     assert versions["numpy"] == np.__version__ and versions["surely-not-installed-pkg"] == "absent"
 
-    class Fake:
-        meta = META
-
-        def score(self, query: str, passages: list[str]) -> ScoreResult:
-            return make_result([0.0] * len(passages), max_input_tokens=0, truncated_pairs=0, chunk_size=1)
-
-    assert isinstance(Fake(), Reranker)
+    assert isinstance(FakeReranker(), Reranker)  # the tests' one fake (tests/support/fakes.py)
+    assert not isinstance(object(), Reranker)

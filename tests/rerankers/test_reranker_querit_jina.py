@@ -12,7 +12,7 @@ from bench.errors import BenchError
 from bench.rerankers.jina import JinaListwise
 from bench.rerankers.protocol import RerankerMeta
 from bench.rerankers.querit import TEMPLATE, QueritReranker, content_cls_mask, querit_length
-from tests.rerankers.rerankers_tiny import build_word_tokenizer
+from tests.support.tiny_models import build_word_tokenizer
 
 META = RerankerMeta(
     id="t", model="org/t", revision="r", dtype="float32", device="cpu", chunk_size=None, listwise=False

@@ -2,7 +2,7 @@
 models exactly as ``bench models fetch`` leaves them, offline-built proofs as ``bench timestamps stamp``
 leaves them. Sizes: ``tests.support.minibench.SIZES`` (the launcher sets the same numbers on bench.plan).
 
-Texts come from the tiny models' vocabulary (``bench.rerankers.testing.WORDS``) so that every word is a
+Texts come from the tiny models' vocabulary (``tests.support.tiny_models.WORDS``) so that every word is a
 known token and scores differ between passages.
 """
 
