@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 
 from analysis.metrics import evaluate
 from analysis.ranking import rank_by_score
@@ -32,6 +31,7 @@ class Fake:
 
 
 def test_compare_times_both_models_and_scores_agreement() -> None:
+    from scipy.stats import spearmanr  # heavy: not at collection
     queries = {f"q{i:02d}": "x" * i for i in range(25)}
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}
