@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 
 from analysis.int8.comparison import compare_int8
 from analysis.metrics import evaluate
@@ -45,6 +44,7 @@ def test_identical_scores_are_on_par_with_p_one(tmp_path: Path) -> None:
 
 
 def test_noisy_int8_against_references(tmp_path: Path) -> None:
+    from scipy.stats import spearmanr  # heavy: not at collection
     runs, qrels_path, data = _layout(tmp_path, int8_noise=0.5)
     rec = compare_int8(runs, qrels_path)
     assert rec is not None

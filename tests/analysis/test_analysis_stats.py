@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from statsmodels.stats.multitest import multipletests
 
 from analysis.metrics import Judgments
 from analysis.multiple import holm
@@ -24,6 +22,7 @@ from analysis.resampling import (
 
 
 def test_bootstrap_equals_scipy_with_the_same_draw() -> None:
+    import scipy.stats  # heavy: not at collection
     rng = np.random.default_rng(5)
     x = rng.random(305)
     ours = bootstrap_intervals(x)
@@ -141,6 +140,7 @@ def test_p_value_convention_and_matrix_form() -> None:
 @settings(max_examples=30, deadline=None)  # statsmodels' multipletests takes ~0.1 s a call here
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=15), st.floats(0.001, 0.2))
 def test_holm_equals_statsmodels(p: list[float], alpha: float) -> None:
+    from statsmodels.stats.multitest import multipletests  # heavy: not at collection
     reject, adjusted = holm(p, alpha)
     _, ref_adj, _, _ = multipletests(p, alpha=alpha, method="holm")
     # the same products, running maximum and clip as statsmodels: equal to the last bit

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.stats
 
-from analysis.figures import VERDICT_MARKERS, paired_differences_vs_first
 from analysis.int8.rehearsal import cpu_flags_text, int8_rehearsal_section, read_int8_record
 from analysis.plan import SEED, STANDIN_MARK, is_standin
 from analysis.report import write_report
@@ -36,6 +34,9 @@ def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels) -> Path
 
 
 def test_paired_panel_equals_scipy_paired_bootstrap_and_holm(study: Path, miracl_qrels_path: Path) -> None:
+    import scipy.stats  # heavy: not at collection
+
+    from analysis.figures import VERDICT_MARKERS, paired_differences_vs_first  # imports matplotlib
     stages, _ = analyse_study(study, miracl_qrels_path)
     stage = stages[0]
     rows = paired_differences_vs_first(stage)

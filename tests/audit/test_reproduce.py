@@ -63,13 +63,22 @@ class _Reversed:
 
 
 def test_a_different_scorer_fails_with_both_numbers(study_repo: StudyRepo, tmp_path: Path) -> None:
+    from bench.firststage.embed_cache import EmbeddingCache
+    from bench.rehearse.standin import CachedPassageStandin
     from bench.rerankers.registry import load_reranker
+
+    def load(model: str) -> _Reversed:
+        # the stand-in with the rehearsal's passage-vector cache, which the study's quality phase filled
+        # (tests/audit/conftest.py): the same vectors, not encoded a second time; what is checked here is
+        # the verdict on a different scorer, not the scoring (test_rehearsal_outputs_reproduce_within_a_tenth
+        # reruns the plain stand-in)
+        return _Reversed(CachedPassageStandin(load_reranker(model, device="cpu"), EmbeddingCache.default()))
 
     inputs = load_inputs(study_repo.rehearsal.parent / "mini-beir", None)
     result = reproduce(
         study_repo.root, models=[MODEL], stages=["vector-71k"], qrels=study_repo.qrels,
         queries=inputs.queries, texts={p.docid: p.passage_text for p in inputs.corpus},
-        load=lambda m: _Reversed(load_reranker(m, device="cpu")), out_dir=tmp_path / "rerun",
+        load=load, out_dir=tmp_path / "rerun",
         provenance={"host": {}}, preflight=None, kind="rehearsal", stream=io.StringIO(),
     )  # fmt: skip
     (row,) = result.comparisons

@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from bench.data.bundled import Sample
 from bench.errors import BenchError
 from bench.firststage import preflight as pf
 from bench.integrity import datalock
 from bench.plan import CORPUS_FULL_PASSAGES
 
 NS = [100_000.0, 300_000.0, 1_000_000.0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sample_read_once(sample: Sample) -> Iterator[None]:
+    """Every prediction reads the bundled sample and gzips it (twice) for its byte figures; the module's
+    tests share one reading and one set of figures (the real ones: the sample is fixed, locked data)."""
+    mp, real = pytest.MonkeyPatch(), pf.load_sample
+    mp.setattr(pf, "load_sample", lambda root=None: sample if root is None else real(root))
+    mp.setattr(pf, "_sample_bytes", functools.cache(pf._sample_bytes))
+    mp.setattr(pf, "_sample_sorted_ratio", functools.cache(pf._sample_sorted_ratio))
+    yield
+    mp.undo()
 
 
 def test_power_law_and_affine_fits_recover_their_parameters() -> None:
@@ -131,10 +146,9 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
     the lock's import-order note (None: no note)."""
     import gzip
 
-    from bench.data.bundled import load_sample
     from bench.integrity.hashing import sha256_file
 
-    corpus = load_sample().corpus
+    corpus = pf.load_sample().corpus  # the module's one reading (sample_read_once)
     third = len(corpus) // 3
     idx = list(range(len(corpus)))
     idx[10], idx[11] = idx[11], idx[10]

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from scipy.stats import spearmanr
 
 from bench.errors import BenchError
 from bench.int8.agreement import compare, read_scores, scores_record, summary, write_scores
@@ -16,6 +15,7 @@ BASE = [float(i) for i in range(10)]
 
 
 def test_compare_matches_scipy_and_names_failures() -> None:
+    from scipy.stats import spearmanr  # heavy: not at collection
     swapped = BASE.copy()
     swapped[0], swapped[9] = swapped[9], swapped[0]  # rho = 1 - 6*2*81/(10*99) = 0.018...
     near = BASE.copy()

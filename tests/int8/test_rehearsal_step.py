@@ -4,7 +4,6 @@ k = 20 and 100 for both, Spearman against scipy, nDCG@10 and top-10 overlap from
 from __future__ import annotations
 
 import pytest
-from scipy.stats import spearmanr
 
 from analysis.metrics import evaluate
 from analysis.ranking import rank_by_score
@@ -18,6 +17,7 @@ def fake(name: str, noise: float) -> FakeReranker:
 
 
 def test_compare_times_both_models_and_scores_agreement() -> None:
+    from scipy.stats import spearmanr  # heavy: not at collection
     queries = {f"q{i:02d}": "x" * i for i in range(25)}
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from bench.errors import BenchError
 from bench.rerankers.jina import JinaListwise
@@ -98,34 +97,38 @@ def test_jina_maps_sorted_results_back_to_input_order() -> None:
     assert "no input embeddings" in res.record["tokens_unmeasured"]
 
 
-class ListwiseModel(torch.nn.Module):
+def listwise_model(tokenizer: Any) -> Any:
     """Like jina's listwise ``rerank``: one model input holds a prompt, the query and every document; the
     length of that input, not of a document, is what ``max_input_tokens`` must report (issue 9, item 5)."""
+    import torch  # heavy: kept out of the module's top so that collecting this file does not load torch
 
-    PROMPT = ("[CLS]", "berlin", "ist")  # stands in for the vendor's instruction and special tokens
+    class ListwiseModel(torch.nn.Module):
+        PROMPT = ("[CLS]", "berlin", "ist")  # stands in for the vendor's instruction and special tokens
 
-    def __init__(self, tokenizer: Any) -> None:
-        super().__init__()
-        self.tok = tokenizer
-        self.embed = torch.nn.Embedding(len(tokenizer.get_vocab()) + 1, 4)
-        self.inputs: list[int] = []
+        def __init__(self, tokenizer: Any) -> None:
+            super().__init__()
+            self.tok = tokenizer
+            self.embed = torch.nn.Embedding(len(tokenizer.get_vocab()) + 1, 4)
+            self.inputs: list[int] = []
 
-    def get_input_embeddings(self) -> torch.nn.Module:
-        return self.embed
+        def get_input_embeddings(self) -> torch.nn.Module:
+            return self.embed
 
-    def rerank(self, query: str, documents: list[str]) -> list[dict[str, Any]]:
-        words = [*self.PROMPT, *query.lower().split()]
-        for d in documents:
-            words += d.lower().split()
-        ids = torch.tensor([self.tok.convert_tokens_to_ids(words)])
-        self.inputs.append(ids.shape[1])
-        hidden = self.embed(ids)[0]
-        return [{"index": i, "relevance_score": float(hidden[i].sum())} for i in range(len(documents))]
+        def rerank(self, query: str, documents: list[str]) -> list[dict[str, Any]]:
+            words = [*self.PROMPT, *query.lower().split()]
+            for d in documents:
+                words += d.lower().split()
+            ids = torch.tensor([self.tok.convert_tokens_to_ids(words)])
+            self.inputs.append(ids.shape[1])
+            hidden = self.embed(ids)[0]
+            return [{"index": i, "relevance_score": float(hidden[i].sum())} for i in range(len(documents))]
+
+    return ListwiseModel(tokenizer)
 
 
 def test_jina_records_the_length_of_the_real_model_input() -> None:
     tok = build_word_tokenizer()
-    model = ListwiseModel(tok)
+    model = listwise_model(tok)
     docs = ["Berlin ist die Hauptstadt", "Zug", "Hamburg liegt im Norden"]
     res = JinaListwise(META, model, tok).score("Berlin", docs)
     doc_only = max(len(tok(d, add_special_tokens=False)["input_ids"]) for d in docs)

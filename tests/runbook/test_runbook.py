@@ -504,6 +504,17 @@ def start_typesense(study: Study, stack: ExitStack) -> None:
 # --- the test -------------------------------------------------------------------------------------------
 
 
+def own_and_forked_cpu(study: Study) -> float:
+    """CPU seconds (user + system) of this process, of the children it waited for, and of the fork server's
+    commands so far: the figure printed beside each command's wall time."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    forked = sum(study.forks.cpu_s) if study.forks is not None else 0.0
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + forked
+
+
 def status(study: Study) -> dict[str, dict]:
     proc = minibench(study, ["status", "--json"], timeout=600)
     if proc.returncode != 0:
@@ -626,9 +637,13 @@ def test_runbook_end_to_end(study: Study) -> None:
             if step.id in BEFORE_STEP:
                 BEFORE_STEP[step.id](study)
             for command in step.commands:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), own_and_forked_cpu(study)
                 run_line(study, step, command, stack)
-                print(f"runbook {step.id}: {time.perf_counter() - start:6.1f} s  {command}", file=sys.stderr)
+                print(
+                    f"runbook {step.id}: {time.perf_counter() - start:6.1f} s "
+                    f"({own_and_forked_cpu(study) - cpu:5.1f} s CPU)  {command}",
+                    file=sys.stderr,
+                )
             state = status(study)[step.id]
             print(
                 f"runbook {step.id}: {time.perf_counter() - step_start:6.1f} s in all, "

@@ -13,7 +13,8 @@ anything but the variables only ``bench`` reads (``RUN_TIME_ENV``).
 
 Protocol, one JSON object per line: a request on stdin ``{"argv", "env", "cwd", "stdout", "stderr"}`` (the
 last two: files the command's output goes to); answers on stdout ``{"pid": N}`` when the command started and
-``{"rc": N}`` when it ended (a signal's death as ``-signum``, as ``subprocess`` reports it).
+``{"rc": N, "cpu_s": S}`` when it ended (a signal's death as ``-signum``, as ``subprocess`` reports it; S: its
+CPU seconds, user + system, with the children it waited for).
 """
 
 from __future__ import annotations
@@ -86,9 +87,10 @@ def serve() -> None:
             child(req)
         answers.write(json.dumps({"pid": pid}) + "\n")
         answers.flush()
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         rc = os.waitstatus_to_exitcode(status)
-        answers.write(json.dumps({"rc": rc}) + "\n")
+        # the command's CPU time (user + system, with the children it waited for), for the caller's log
+        answers.write(json.dumps({"rc": rc, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2)}) + "\n")
         answers.flush()
 
 
@@ -117,6 +119,7 @@ class Forks:
         self._env: dict[str, str] | None = None
         self._n = 0
         self._buf = b""
+        self.cpu_s: list[float] = []  # the CPU seconds of each command run, in order
 
     def _server(self, env: dict[str, str], cwd: str) -> Any:
         import subprocess
@@ -148,15 +151,17 @@ class Forks:
         proc.stdin.flush()
         pid = json.loads(self._readline(proc, 600))["pid"]
         try:
-            rc = json.loads(self._readline(proc, timeout))["rc"]
+            answer = json.loads(self._readline(proc, timeout))
         except TimeoutError:
             os.kill(pid, signal.SIGKILL)
             json.loads(self._readline(proc, 60))
             raise subprocess.TimeoutExpired(argv, timeout) from None
-        return subprocess.CompletedProcess(
-            argv, rc, out.read_text(encoding="utf-8", errors="replace"),
+        done = subprocess.CompletedProcess(
+            argv, answer["rc"], out.read_text(encoding="utf-8", errors="replace"),
             err.read_text(encoding="utf-8", errors="replace"),
         )  # fmt: skip
+        self.cpu_s.append(answer["cpu_s"])
+        return done
 
     def _readline(self, proc: Any, timeout: float) -> str:
         import select
