@@ -38,6 +38,7 @@ from bench.int8.calibration import text_sha256
 from bench.int8.config import CHOSEN
 from bench.int8.manifest import installed, read_manifest, verify_folder
 from bench.int8.rehearsal_data import rehearsal_calibration
+from bench.integrity import hashing
 from bench.latency.host import snapshot  # judged over the timed calls (int8_blocks), no window
 from bench.memory import release_memory
 from bench.paths import cache_dir
@@ -50,6 +51,7 @@ from bench.rerankers.registry import load_reranker
 from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_path, standin_revision
 
 QUERIES = 20
+RECORD = "int8.json"
 TIMED_DEPTHS = (20, 100)
 WARMUP = 3
 SPEARMAN_DEPTH = 100
@@ -255,16 +257,25 @@ def run_int8_step(
 
     With ``fp32_latency`` (the rehearsal's latency step summary) fp32 is not timed again: its times come
     from there and its scores from ``<directory>/runs/<stage>/minilm-standin@100.trec``.
+
+    The record names what it was computed from (``computed_from``); an ``int8.json`` computed from the same
+    inputs is returned as it is (a resume does not time the int8 stand-in again), any other is replaced.
     """
     folder, made = quantized if quantized is not None else quantized_standin(log)
-
-    release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
-    int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
     run = read_run(first_stage_run, allow_unknown_queries=True)
     qids = [q for q in sorted(queries) if q in run]
     candidates = {q: [d for d, _ in run[q][:SPEARMAN_DEPTH]] for q in qids}
+    fp32_path = directory / "runs" / first_stage_run.stem / f"minilm-standin@{SPEARMAN_DEPTH}.trec"
+    basis = computed_from(folder, first_stage_run, fp32_path if fp32_latency is not None else None,
+                          fp32_latency, {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
+    finished = finished_record(directory, basis)
+    if finished is not None:  # a resume of a rehearsal whose int8 step had finished
+        log(f"int8: {directory / RECORD} was computed from these same inputs; kept, not timed again")
+        return finished
+
+    release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
+    int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
     if fp32_latency is not None:
-        fp32_path = directory / "runs" / first_stage_run.stem / f"minilm-standin@{SPEARMAN_DEPTH}.trec"
         log(f"int8: timing the int8 stand-in on the latency step's {len(fp32_latency['query_ids'])} queries")
         result = compare_with_latency_step(int8_model, fp32_latency,
                                            read_run(fp32_path, allow_unknown_queries=True),
@@ -291,8 +302,60 @@ def run_int8_step(
         **made,
         **result,
         **precision_and_isa(int8_model.meta.extra["openvino_runtime"]),
+        "computed_from": basis,
     }  # fmt: skip
-    write_json_atomic(directory / "int8.json", record, default=str)
+    write_json_atomic(directory / RECORD, record, default=str)
+    return record
+
+
+def _digest(value: Any) -> str:
+    return text_sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def computed_from(
+    folder: Path,
+    first_stage_run: Path,
+    fp32_run: Path | None,
+    fp32_latency: Mapping[str, Any] | None,
+    queries: Mapping[str, str],
+    candidates: Mapping[str, Sequence[str]],
+    texts: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+) -> dict[str, Any]:
+    """What an int8 record is computed from, as digests: the quantised model's files, the first-stage run
+    and the fp32 stand-in's quality run (their SHA-256), the latency step's fp32 times, and the queries,
+    their candidates' texts and their judgments. A resume keeps ``int8.json`` only when all are the same."""
+    manifest = read_manifest(folder)
+    inputs = {
+        q: [queries[q], [[d, texts[d]] for d in candidates[q]], dict(qrels.get(q, {}))] for q in queries
+    }
+    fp32 = None
+    if fp32_latency is not None:
+        fp32 = {"query_ids": list(fp32_latency["query_ids"]),
+                "fp32_ns": {str(k): dict(v) for k, v in fp32_latency["fp32_ns"].items()}}  # fmt: skip
+    return {
+        "int8_model": _digest([manifest["files"], manifest.get("inference_precision")]),
+        "first_stage_run": hashing.sha256_file(first_stage_run),
+        "fp32_run": hashing.sha256_file(fp32_run) if fp32_run is not None else None,
+        "fp32_latency": _digest(fp32) if fp32 is not None else None,
+        "inputs": _digest(inputs),
+    }
+
+
+def finished_record(directory: Path, basis: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``<directory>/int8.json`` when it was computed from ``basis`` and its latency blocks are all there
+    (a resumed rehearsal does not time the int8 stand-in again); None otherwise (no record, an unreadable
+    one, one from other inputs or older than this check). The record is written last: one there is whole."""
+    path = directory / RECORD
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("computed_from") != dict(basis):
+        return None
+    blocks = record.get("latency_blocks", [])
+    if not all((directory / b).is_file() for b in blocks):
+        return None
     return record
 
 

@@ -12,7 +12,10 @@ from tests.support.rehearsal import write_mini_beir
 
 @pytest.fixture(scope="session")
 def mini_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_mini_beir(tmp_path_factory.mktemp("mini-beir"))
+    """The interrupted rehearsals' dataset (test_end_to_end's Ctrl-C, test_signals): 2 queries, their 20
+    judged passages and 5 NoMIRACL passages. The resumed one runs every step, and its latency and int8 steps
+    encode all candidates of a call (the corpus at k = 100): a small corpus keeps that cheap."""
+    return write_mini_beir(tmp_path_factory.mktemp("mini-beir"), n_queries=2, n_other=5)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""`bench rehearse` end to end on a small real subset (5 MIRACL-de queries, their judged passages and 20
+"""`bench rehearse` end to end on a small real subset (2 MIRACL-de queries, their judged passages and 10
 NoMIRACL passages, in BEIR layout): the real PyPI Typesense, the real MiniLM stand-ins, the quality phase
 and `analysis report`. The run is the session's shared one (``rehearsal`` fixture,
 tests/support/rehearsal.py); the resume works on a copy of it. Then Ctrl-C at a known point (its Typesense
@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from bench.cli import cli
 from bench.journal import Journal
 from tests.support.rehearsal import (
-    N_QUERIES,
     ROOT,
+    SHARED_QUERIES,
     STOP_WORD_QUERY,
     Rehearsal,
     servers_under,
@@ -61,7 +61,7 @@ def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
         assert (out / "quality" / f"{stage}.json").is_file()
     with Journal(out / "journal.jsonl") as j:
         # timing calls at 20 and 50 as well; the stop-word query has vector-71k candidates only
-        assert len(j) == len(MODELS) * (N_QUERIES + N_QUERIES + 1) * 3
+        assert len(j) == len(MODELS) * (SHARED_QUERIES + SHARED_QUERIES + 1) * 3
         assert not any(r["qid"] == STOP_WORD_QUERY[0] and r["stage"] == "keyword-71k" for r in j)
         assert all(r["status"] == "ok" and r["latency_ns"] > 0 for r in j)
     summary = json.loads((out / "rehearsal.json").read_text())
@@ -94,7 +94,8 @@ def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
         "passed"
     }
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert f"Queries without candidates: 1 of {N_QUERIES + 1} ({STOP_WORD_QUERY[0]}; each scores 0" in report
+    n_queries = SHARED_QUERIES + 1  # and the stop-word query
+    assert f"Queries without candidates: 1 of {n_queries} ({STOP_WORD_QUERY[0]}; each scores 0" in report
     assert "1 query consisted of stop words only and got no candidates" in report
     kw_quality = json.loads((out / "quality" / "keyword-71k.json").read_text(encoding="utf-8"))
     assert kw_quality["first_stage"]["queries_missing"] == [STOP_WORD_QUERY[0]]
@@ -121,12 +122,19 @@ def test_resume_of_a_finished_rehearsal_is_a_no_op(
     monkeypatch.setenv("BENCH_CACHE_DIR", str(rehearsal.cache))
     runs_before = {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")}
     assert runs_before
+    # the latency blocks and the int8 record are finished work as well: kept, not timed again
+    timed_before = {p: p.read_bytes() for p in [out / "int8.json", *(out / "latency").rglob("*.json")]}
+    int8_before = json.loads(timed_before[out / "int8.json"])
+    assert int8_before["computed_from"]["fp32_run"]
     again = CliRunner().invoke(cli, ["rehearse", "--resume", str(out)])
     assert again.exit_code == 0, again.output + (again.stderr or "")
     manifest = json.loads((out / "manifest.json").read_text())
     assert [s["status"] for s in manifest["sessions"]] == ["complete", "complete"]
     assert manifest["sessions"][-1]["scored"] == 0
     assert {p: p.read_bytes() for p in (out / "runs").rglob("*.trec")} == runs_before
+    assert "int8.json was computed from these same inputs; kept, not timed again" in again.output
+    assert {p: p.read_bytes() for p in timed_before} == timed_before
+    assert json.loads((out / "rehearsal.json").read_text())["int8"] == int8_before
 
 
 def _communicate_or_explain(proc: subprocess.Popen[bytes], timeout: float) -> bytes:

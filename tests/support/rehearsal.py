@@ -31,27 +31,39 @@ import pytest
 from bench.data.bundled import load_sample
 
 ROOT = Path(__file__).resolve().parents[2]
-N_QUERIES = 5
+N_QUERIES = 5  # write_mini_beir's default
 N_OTHER = 20
+# The shared run: 2 queries (10 judged passages each), 10 NoMIRACL passages and the stop-word query. Its
+# latency and int8 steps encode every candidate of each timed call (all 30 passages at k = 100), so the
+# corpus size drives their time; no test of the run asserts on its size (issue 24 item 6).
+SHARED_QUERIES = 2
+SHARED_OTHER = 10
 STOP_WORD_QUERY = ("stop-words-only", "Was ist das?")  # the keyword stage finds nothing for it (issue 21)
 # Variables a rehearsal process must not inherit: with a key set, the judged step would call the API
 UNSET = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
 
 def write_mini_beir(
-    directory: Path, *, qrels: bool = True, titles: bool = True, bad_query: bool = False
+    directory: Path,
+    *,
+    qrels: bool = True,
+    titles: bool = True,
+    bad_query: bool = False,
+    n_queries: int = N_QUERIES,
+    n_other: int = N_OTHER,
 ) -> Path:
-    """5 MIRACL-de dev queries, their judged passages and 20 NoMIRACL passages (real German text) in BEIR
-    layout. ``titles=False``: a corpus without titles (no ``title`` key); ``bad_query``: one more judged
-    query made of stop words only, for which the keyword stage has no candidates."""
+    """``n_queries`` MIRACL-de dev queries (the first by id), their judged passages and ``n_other`` NoMIRACL
+    passages (real German text) in BEIR layout. ``titles=False``: a corpus without titles (no ``title`` key);
+    ``bad_query``: one more judged query made of stop words only, for which the keyword stage has no
+    candidates."""
     sample = load_sample()
     lines = [
         ln.split("\t") for ln in sample.qrels_path.read_text(encoding="utf-8").splitlines() if ln.strip()
     ]
-    qids = sorted(sample.queries)[:N_QUERIES]
+    qids = sorted(sample.queries)[:n_queries]
     judged = [(q, d, r) for q, _, d, r in lines if q in qids]
     wanted = {d for _, d, _ in judged}
-    passages = [p for p in sample.judged if p.docid in wanted] + sample.nomiracl[:N_OTHER]
+    passages = [p for p in sample.judged if p.docid in wanted] + sample.nomiracl[:n_other]
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / "corpus.jsonl").open("w", encoding="utf-8") as fh:
         for p in passages:
@@ -101,7 +113,8 @@ class Rehearsal:
 
 def run_rehearsal(base: Path) -> Rehearsal:
     """``bench rehearse --dataset <mini, bad input> --out <base>/reh`` in a process of its own."""
-    dataset = write_mini_beir(base / "mini-beir-bad", titles=False, bad_query=True)
+    dataset = write_mini_beir(base / "mini-beir-bad", titles=False, bad_query=True, n_queries=SHARED_QUERIES,
+                              n_other=SHARED_OTHER)  # fmt: skip
     cache = base / "bench-cache"
     cache.mkdir(exist_ok=True)
     out = base / "reh"
