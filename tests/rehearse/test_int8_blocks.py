@@ -12,7 +12,7 @@ from analysis.latency import block_summary, read_blocks
 from analysis.trec import write_run
 from bench.rehearse import int8 as step
 from bench.rehearse.int8_blocks import target_of, write_int8_blocks
-from tests.int8.test_rehearsal_step import Fake
+from tests.int8.test_rehearsal_step import fake
 
 
 def _fixture(tmp_path: Path) -> tuple[dict, dict, dict, dict, dict, Path, Path]:
@@ -35,7 +35,7 @@ def test_blocks_in_the_latency_format(tmp_path: Path, noise: float, status: str)
     queries, candidates, texts, qrels, fp32_run, first, ref = _fixture(tmp_path)
     sampled = ["q04", "q01", "q03"]
     fp32_ns = {k: {q: 1_000_000 * (i + 1) * k for i, q in enumerate(sampled)} for k in (20, 100)}
-    int8 = Fake("minilm-standin-int8", noise)
+    int8 = fake("minilm-standin-int8", noise)
     rec = step.compare_with_latency_step(int8, {"fp32_ns": fp32_ns, "query_ids": sampled}, fp32_run, queries,
                                          candidates, texts, qrels)  # fmt: skip
     paths = write_int8_blocks(tmp_path, rec.pop("_timed"), int8.meta.to_dict(), ref, first)

@@ -8,6 +8,7 @@ decision; the real resume is tests/rehearse/test_end_to_end.py's no-op resume.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +18,17 @@ from analysis.trec import read_run, write_run
 from bench.int8.config import INFERENCE_PRECISION
 from bench.int8.manifest import MANIFEST
 from bench.rehearse import int8 as step
-from bench.rerankers.protocol import RerankerMeta
-from tests.int8.test_rehearsal_step import Fake
+from tests.support.fakes import FakeReranker
 
 RUNTIME = {"inference_precision": INFERENCE_PRECISION, "int8_isa": "avx2", "cpu": {"vnni": False}}
 
 
-class FakeInt8(Fake):
+class FakeInt8(FakeReranker):
     """The int8 stand-in's place: scores like the fp32 run, with the runtime facts int8.json records."""
 
     def __init__(self) -> None:
-        super().__init__("minilm-standin-int8", 0.0)
-        self._meta = RerankerMeta(
-            "minilm-standin-int8",
-            "fake",
-            None,
-            "int8",
-            "cpu",
-            None,
-            False,
-            extra={"openvino_runtime": RUNTIME},
-        )
+        super().__init__("minilm-standin-int8", score="passage_number")
+        self._meta = replace(self._meta, dtype="int8", extra={"openvino_runtime": RUNTIME})
 
 
 def _setup(tmp_path: Path) -> dict[str, Any]:
