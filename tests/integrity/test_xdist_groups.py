@@ -23,12 +23,13 @@ def test_scope_of_node_ids() -> None:
     assert scope_of("tests/analysis/test_a.py::Class::test_b") == "tests/analysis/test_a.py"
 
 
-def test_each_module_runs_on_one_worker() -> None:
+def test_each_module_runs_on_one_worker(tmp_path: Path) -> None:
     """Two real modules under ``-n 2 --dist loadgroup``: each file's tests all on one worker (with pytest 9.2
     and xdist's own loadgroup they were spread over both)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
-                           "-p", "no:cacheprovider", *FILES], cwd=ROOT, capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    inner = str(tmp_path / "inner")  # its own temporary folders, apart from this session's
+    args = ["-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider", "--basetemp", inner]
+    done = subprocess.run([sys.executable, "-m", "pytest", *args, *FILES], cwd=ROOT, capture_output=True,
+                          text=True, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, path in re.findall(r"\[(gw\d+)\].*PASSED (\S+?)::", done.stdout):
