@@ -54,8 +54,11 @@ def cpu_of(pid: int) -> float:
     return t.user + t.system
 
 
-def wait_until(used: Callable[[], float], needed: float, timeout_s: float = 60.0) -> Callable[[float], None]:
-    """A ``wait`` for measure_foreign_load: returns once ``used()`` has grown by ``needed`` CPU seconds."""
+def wait_until(
+    used: Callable[[], float], needed: float, timeout_s: float = 60.0, seen: list[float] | None = None
+) -> Callable[[float], None]:
+    """A ``wait`` for measure_foreign_load: returns once ``used()`` has grown by ``needed`` CPU seconds. The
+    growth it saw, read inside the window, is appended to ``seen``."""
 
     def wait(_window_s: float) -> None:
         start = used()
@@ -64,6 +67,8 @@ def wait_until(used: Callable[[], float], needed: float, timeout_s: float = 60.0
             if time.monotonic() > deadline:
                 raise AssertionError(f"the spinner got less than {needed} s of CPU in {timeout_s} s")
             time.sleep(0.02)
+        if seen is not None:
+            seen.append(used() - start)
 
     return wait
 
@@ -204,11 +209,13 @@ def test_a_real_busy_neighbour_makes_the_host_busy() -> None:
 
 def test_our_own_busy_threads_and_children_are_not_foreign() -> None:
     with own_load() as used:
-        before = used()
+        # what our spinners used inside the window: read between the window's two counter readings (CPU they
+        # used just before or after the window is outside it, and on a busy host that is not small)
+        inside: list[float] = []
         own = measure_foreign_load(
-            wait=wait_until(used, NEEDED_CPU_S), clock=fixed_clock(1.0)
+            wait=wait_until(used, NEEDED_CPU_S, seen=inside), clock=fixed_clock(1.0)
         )
-        spun = used() - before
+        spun = inside[0]
         # the same window on a host where nothing else runs: the host's busy time is ours alone
         alone = measure_foreign_load(
             wait=wait_until(used, NEEDED_CPU_S), clock=fixed_clock(1.0), system=own_cpu_seconds
