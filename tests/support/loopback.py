@@ -64,7 +64,22 @@ def wait_for_close(conn: socket.socket, limit_s: float) -> None:
             return
 
 
-class Loopback:
+class Closing:
+    """``close()`` on leaving a ``with`` block (the servers and the API scripts on them)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Loopback(Closing):
     """``respond(request) -> Response``; ``keep_alive`` answers in HTTP/1.1 (persistent connections)."""
 
     def __init__(self, respond: Callable[[Request], Response], *, keep_alive: bool = False) -> None:
@@ -123,16 +138,8 @@ class Loopback:
         self.httpd.server_close()
         self.thread.join()
 
-    def __enter__(self) -> Loopback:
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class OnLoopback:
+class OnLoopback(Closing):
     """Base of the API scripts that answer on a :class:`Loopback` (``self.server``): closing one, directly or
     as a context manager, shuts its server down."""
 
@@ -140,11 +147,3 @@ class OnLoopback:
 
     def close(self) -> None:
         self.server.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
