@@ -29,6 +29,7 @@ from analysis.costs.prices import read_prices  # noqa: E402
 from analysis.costs.report import compute_costs, write_costs  # noqa: E402
 from analysis.costs.section import CostInputs  # noqa: E402
 from analysis.latency import read_blocks  # noqa: E402
+from analysis.plan import INT8_MODEL  # noqa: E402
 from analysis.report import stage_record  # noqa: E402
 from analysis.study import analyse_study, default_flags  # noqa: E402
 from analysis.synthetic import write_study  # noqa: E402
@@ -83,7 +84,7 @@ def build(root: Path) -> tuple[Path, Path]:
             blocks.append(block("cpu", m, k, {q: float(LOCAL[m] * 15 * k / 20) for q in sample}))
     for k in (20, 100):
         blocks.append(
-            block("cpu", "bge-v2-m3-int8", k, {q: float(LOCAL["bge-v2-m3"] * 5 * k / 20) for q in sample})
+            block("cpu", INT8_MODEL, k, {q: float(LOCAL["bge-v2-m3"] * 5 * k / 20) for q in sample})
         )
         for m in ("voyage-rerank-3", "voyage-rerank-3-lite"):
             blocks.append(block("api", m, k, {q: float(rng.uniform(200, 600)) for q in qids}, billed=40 * k))

@@ -1,17 +1,16 @@
 """A server that stops answering after a batch is waited for (bounded back-off, recorded), not a failure.
 
-The stand-in is a loopback HTTP server speaking the few Typesense endpoints the importer uses; it keeps the
-upserted documents by id in arrival order (like seq ids: an upsert keeps the first position) and can stall
-for a number of import requests (503 "Not Ready or Lagging", or closing the connection without an answer).
+The stand-in answers on the tests' loopback HTTP server (``tests.support.loopback``), speaking the few
+Typesense endpoints the importer uses; it keeps the upserted documents by id in arrival order (like seq ids:
+an upsert keeps the first position) and can stall for a number of import requests (503 "Not Ready or
+Lagging", or closing the connection without an answer).
 The waits go to a fake sleep that advances a fake clock: nothing here depends on timing.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from bench.errors import BenchError
 from bench.firststage.collection import Backoff, import_batch
 from bench.firststage.importer import import_passages
 from bench.firststage.server import TypesenseServer
+from tests.support.loopback import Loopback, Request, Response, json_response
 
 SCHEMA = {"name": "c", "fields": [{"name": "title", "type": "string"}, {"name": "text", "type": "string"}]}
 
@@ -33,73 +33,47 @@ class StandIn:
         self.imports = 0
 
 
-def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def _json(self, code: int, obj: object) -> None:
-            body = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:
-            if self.path == "/debug":
-                return self._json(200, {"version": "stand-in"})
-            if self.path.startswith("/collections/c"):
-                if state.collection is None:
-                    return self._json(404, {"message": "Not Found"})
-                return self._json(200, {**state.collection, "num_documents": len(state.docs)})
-            self._json(404, {"message": "Not Found"})
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            if self.path == "/collections":
-                state.collection = json.loads(body)
-                return self._json(201, state.collection)
-            if self.path.startswith("/collections/c/documents/import"):
-                i = state.imports
-                state.imports += 1
-                mode = state.stall_plan[i] if i < len(state.stall_plan) else "ok"
-                if mode == "503":
-                    return self._json(503, {"message": "Not Ready or Lagging"})
-                if mode == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return None
-                lines = []
-                for line in body.decode().splitlines():
-                    doc = json.loads(line)
-                    state.docs.setdefault(doc["id"], doc)  # an upsert keeps the first position
-                    state.docs[doc["id"]].update(doc)
-                    lines.append(json.dumps({"success": True}))
-                out = "\n".join(lines).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-                return None
-            self._json(404, {"message": "Not Found"})
-
-    return H
+def _respond(state: StandIn, request: Request) -> Response:
+    """The few Typesense endpoints the importer uses, answered from ``state``."""
+    path = request.path
+    if request.method == "GET":
+        if path == "/debug":
+            return json_response(200, {"version": "stand-in"})
+        if path.startswith("/collections/c"):
+            if state.collection is None:
+                return json_response(404, {"message": "Not Found"})
+            return json_response(200, {**state.collection, "num_documents": len(state.docs)})
+        return json_response(404, {"message": "Not Found"})
+    if path == "/collections":
+        state.collection = request.json()
+        return json_response(201, state.collection)
+    if path.startswith("/collections/c/documents/import"):
+        i = state.imports
+        state.imports += 1
+        mode = state.stall_plan[i] if i < len(state.stall_plan) else "ok"
+        if mode == "503":
+            return json_response(503, {"message": "Not Ready or Lagging"})
+        if mode == "drop":
+            return Response(drop=True)
+        lines = []
+        for line in request.body.decode().splitlines():
+            doc = json.loads(line)
+            state.docs.setdefault(doc["id"], doc)  # an upsert keeps the first position
+            state.docs[doc["id"]].update(doc)
+            lines.append(json.dumps({"success": True}))
+        return Response(200, "\n".join(lines).encode())
+    return json_response(404, {"message": "Not Found"})
 
 
 @pytest.fixture()
 def standin() -> Iterator[tuple[StandIn, TypesenseServer]]:
     state = StandIn()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    server = TypesenseServer(f"http://127.0.0.1:{httpd.server_address[1]}", "k", timeout=10.0)
-    try:
-        yield state, server
-    finally:
-        server.close()
-        httpd.shutdown()
-        httpd.server_close()
+    with Loopback(lambda request: _respond(state, request)) as httpd:
+        server = TypesenseServer(httpd.url, "k", timeout=10.0)
+        try:
+            yield state, server
+        finally:
+            server.close()
 
 
 class FakeTime:

@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import orjson
@@ -18,6 +16,7 @@ from bench.errors import BenchError
 from bench.firststage.collection import import_batch, import_body
 from bench.firststage.importer import text_doc
 from bench.firststage.server import TypesenseServer
+from tests.support.loopback import Loopback, Request, Response
 
 TEXTS = [
     ("Größe", 'Ein "Haus" mit \\ und / und\nZeilen\tTabs, \x01, \x7f, \u2028, € und 𝔊.'),
@@ -74,47 +73,25 @@ def test_unserialisable_document_names_the_batch() -> None:
         import_body([{"id": "1#0", "text": "\ud800"}])  # a lone surrogate is not UTF-8
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    bodies: ClassVar[list[bytes]] = []
-
-    def do_GET(self) -> None:  # /debug
-        self._answer(b'{"version":"0.24.1"}')
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).bodies.append(body)
-        n = body.count(b"\n") + 1
-        self._answer(b"\n".join([b'{"success":true}'] * n))
-
-    def _answer(self, payload: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def _answer(request: Request) -> Response:
+    """/debug: a version; an import: one success line per document sent."""
+    if request.method == "GET":
+        return Response(200, b'{"version":"0.24.1"}')
+    return Response(200, b"\n".join([b'{"success":true}'] * (request.body.count(b"\n") + 1)))
 
 
 @pytest.fixture
-def recorder() -> Iterator[str]:
-    httpd = HTTPServer(("127.0.0.1", 0), _Recorder)
-    _Recorder.bodies = []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def recorder() -> Iterator[Loopback]:
+    with Loopback(_answer) as server:
+        yield server
 
 
-def test_import_batch_posts_the_body(recorder: str) -> None:
-    server = TypesenseServer(recorder, "key")
+def test_import_batch_posts_the_body(recorder: Loopback) -> None:
+    server = TypesenseServer(recorder.url, "key")
     passages, m = _passages(5), _matrix(5)
     rows = m.astype(np.float64)
     import_batch(server, "c", [{**text_doc(p), "embedding": rows[i]} for i, p in enumerate(passages)])
     server.close()
-    (sent,) = _Recorder.bodies
+    (sent,) = [r.body for r in recorder.requests if r.method == "POST"]
     before = [{**text_doc(p), "embedding": m[i].tolist()} for i, p in enumerate(passages)]
     assert _parsed(sent) == _parsed(_reference_body(before))

