@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.integrity.test_function_imports import HEAVY_INTERNAL
+from tests.integrity.test_function_imports import HEAVY_INTERNAL, imported_names
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY_AT_COLLECTION = frozenset({
@@ -23,11 +23,8 @@ HEAVY_AT_COLLECTION = frozenset({
 def _top_level_imports(path: Path) -> list[tuple[int, str]]:
     out = []
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Import):
-            out += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            out += [(node.lineno, node.module)]
-            out += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out += [(node.lineno, name) for name in imported_names(node)]
     return out
 
 

@@ -49,7 +49,7 @@ def _in_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
-def _modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
     """What the statement imports: ``(relative)`` for a relative import, else the dotted names."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
@@ -60,7 +60,7 @@ def _modules(node: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 def _allowed(node: ast.Import | ast.ImportFrom) -> bool:
-    names = _modules(node)
+    names = imported_names(node)
     if isinstance(node, ast.ImportFrom):
         # ``from analysis import figures`` imports analysis.figures; ``from torch import nn`` is torch
         return names[0].split(".")[0] in HEAVY or any(name in HEAVY_INTERNAL for name in names)
@@ -115,7 +115,7 @@ def top_level_imports(path: Path, *, dotted: bool = False) -> set[str]:
             guard = parents.get(node)
             if isinstance(guard, ast.If) and "TYPE_CHECKING" in ast.unparse(guard.test):
                 continue
-            out |= {name if dotted else name.split(".")[0] for name in _modules(node)}
+            out |= {name if dotted else name.split(".")[0] for name in imported_names(node)}
     return out
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.integrity.test_function_imports import imported_names
+
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = ROOT / "tests" / "support" / "loopback.py"
 SERVER_MODULES = frozenset({"http.server", "socketserver"})
@@ -21,13 +23,9 @@ def offences(path: Path, root: Path = ROOT) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        else:
+        if not isinstance(node, ast.Import | ast.ImportFrom):
             continue
-        hit = sorted({n for n in names if n in SERVER_MODULES})
+        hit = sorted({n for n in imported_names(node) if n in SERVER_MODULES})
         if hit:
             found.append(f"{rel}:{node.lineno} imports {hit[0]}: {USE_LOOPBACK}")
     return found

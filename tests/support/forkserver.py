@@ -90,7 +90,7 @@ def serve() -> None:
         _, status, usage = os.wait4(pid, 0)
         rc = os.waitstatus_to_exitcode(status)
         # the command's CPU time (user + system, with the children it waited for), for the caller's log
-        answers.write(json.dumps({"rc": rc, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2)}) + "\n")
+        answers.write(json.dumps({"rc": rc, "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
         answers.flush()
 
 
