@@ -5,8 +5,9 @@
 #
 #   .ci/chroot-py314.sh TARGET                 build (or check) the chroot in TARGET, print its Python version
 #   .ci/chroot-py314.sh TARGET -- CMD [ARG..]  the same, then run CMD inside with /proc, /dev, /dev/pts, /sys
-#                                              mounted and each BENCH_CHROOT_BIND="SRC:DST ..." bound; every
-#                                              mount is undone on exit, on failure and on interrupt
+#                                              mounted and each BENCH_CHROOT_BIND="SRC:DST ..." bound (DST
+#                                              inside the chroot); every mount is private to the run (its own
+#                                              mount namespace) and undone on exit, failure and interrupt
 #
 # Idempotent: a finished chroot carries TARGET/etc/bench-chroot.env (Debian release, Python and uv versions, build
 # date) and is not rebuilt; a half-built one (no such file) is completed by running the script again. TARGET must
@@ -39,6 +40,13 @@ case "$target/" in
   "$repo"/*) echo "$0: $target lies inside the repository $repo; choose a directory outside it" >&2; exit 2 ;;
 esac
 
+# Every mount lives in a private mount namespace of this run (unshare): two runs on one TARGET do not see or
+# undo each other's mounts, and a killed run leaves none behind on the host. The trap unmounts them as well.
+if [[ -z "${BENCH_CHROOT_NAMESPACE:-}" ]]; then
+  command -v unshare >/dev/null || { echo "$0: unshare (util-linux) not found" >&2; exit 2; }
+  BENCH_CHROOT_NAMESPACE=1 exec unshare --mount --propagation private "$0" "$target" "$@"
+fi
+
 mounted=()
 cleanup() {
   local i
@@ -60,7 +68,7 @@ mount_into() {  # mount_into DST mount-args...: mount below the chroot and remem
 
 mount_system() {
   mount_into /proc -t proc proc
-  mount_into /sys -t sysfs sysfs
+  mount_into /sys --bind /sys
   mount_into /dev --bind /dev
   mount_into /dev/pts --bind /dev/pts
 }
