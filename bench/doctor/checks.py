@@ -162,12 +162,12 @@ def disk_data(m: Machine, step: str) -> list[Outcome]:
 def disk_models(m: Machine, step: str) -> list[Outcome]:
     """Nothing in the repository records the sizes of the pinned snapshots: ok only when none is missing."""
     missing = [
-        f"{r.model}@{r.revision[:12]}"
+        f"{repo}@{rev[:12]}"
         for mid in plan.LOCAL_RERANKERS
-        if (r := plan.RERANKERS[mid]).model
-        and r.revision
-        and not snapshots.snapshot_path(r.model, r.revision, paths.models_dir()).is_dir()
-    ]
+        for repo, rev in ((plan.RERANKERS[mid].model, plan.RERANKERS[mid].revision),
+                          (plan.RERANKERS[mid].code_repo, plan.RERANKERS[mid].code_revision))
+        if repo and rev and not snapshots.snapshot_path(repo, rev, paths.models_dir()).is_dir()
+    ]  # fmt: skip
     emb = plan.EMBEDDING_MODEL
     if not snapshots.snapshot_path(emb.repo, emb.revision, paths.models_dir()).is_dir():
         missing.append(f"{emb.repo}@{emb.revision[:12]}")
@@ -300,9 +300,9 @@ def keys(m: Machine, step: str) -> list[Outcome]:
 
 
 PROBE = """
-import importlib, json, sys
+import importlib, json, os, sys
 out = {"prefix": sys.prefix, "errors": {}, "versions": {}}
-for name in MODULES:
+for name in MODULES if os.path.realpath(sys.prefix) != MAIN else ():  # the main one: nothing to import
     try:
         out["versions"][name] = getattr(importlib.import_module(name), "__version__", "?")
     except Exception as exc:
@@ -322,11 +322,14 @@ def references(m: Machine, step: str) -> list[Outcome]:
             f"set {var} to the interpreter of references/{env} (the image sets it)",
         )
         if not py.is_file():
-            said = f"{var} is {py}" if m.env.get(var) else f"{var} is not set and the default {py}"
+            said = f"{var} is {py}, which" if m.env.get(var) else f"{var} is not set and the default {py}"
             out.append(problem(check, f"{said} does not exist", fix))
             continue
         env_vars = {k: v for k, v in m.env.items() if k != "PYTHONPATH"}
-        proc = m.run_python(py, f"MODULES = {list(mods)!r}\n" + PROBE, {**env_vars, "PYTHONNOUSERSITE": "1"})
+        main = str(m.prefix.resolve())
+        proc = m.run_python(
+            py, f"MODULES = {list(mods)!r}\nMAIN = {main!r}\n" + PROBE, {**env_vars, "PYTHONNOUSERSITE": "1"}
+        )
         try:
             found = json.loads(proc.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):

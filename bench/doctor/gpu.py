@@ -98,8 +98,8 @@ def gpu(m: Machine, step: str) -> list[Outcome]:
     return [ok("gpu", f"{t.devices[0]} ({sm}) in torch.cuda.get_arch_list()")]
 
 
-def gpu_matmul() -> list[tuple[str, float, float]]:
-    """(dtype, max|gpu - ref| / max|ref|, rtol) per dtype: see ``MATMUL_RTOL``."""
+def gpu_matmul(device: str = "cuda") -> list[tuple[str, float, float]]:
+    """(dtype, max|product on ``device`` - ref| / max|ref|, rtol) per dtype: see ``MATMUL_RTOL``."""
     # lazy: torch only on a GPU check
     import torch
 
@@ -110,7 +110,7 @@ def gpu_matmul() -> list[tuple[str, float, float]]:
         a = (torch.rand(MATMUL_N, MATMUL_N, generator=gen) * 2 - 1).to(dtype)
         b = (torch.rand(MATMUL_N, MATMUL_N, generator=gen) * 2 - 1).to(dtype)
         ref = a.double() @ b.double()
-        got = (a.cuda() @ b.cuda()).double().cpu()
+        got = (a.to(device) @ b.to(device)).double().cpu()
         out.append((name, float((got - ref).abs().max() / ref.abs().max()), rtol))
     return out
 
