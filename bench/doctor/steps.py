@@ -8,7 +8,7 @@ loopback (Typesense) and local processes (the reference interpreters) is asked.
 
 from __future__ import annotations
 
-from bench.doctor import checks, gpu
+from bench.doctor import checks, gpu, space
 from bench.doctor.machine import Machine
 from bench.doctor.outcome import Check, Outcome, cannot_tell
 
@@ -19,9 +19,9 @@ DEFAULT_STEP = "prepare"
 STEP_CHECKS: dict[str, tuple[Check, ...]] = {
     "prepare": (*BASE, *GPU, checks.references),
     "stamp": BASE,
-    "data": (*BASE, checks.disk_data),
-    "models": (*BASE, checks.disk_models),
-    "first-stages": (*BASE, *GPU, checks.typesense, checks.keyword_full),
+    "data": (*BASE, space.disk_data),
+    "models": (*BASE, space.disk_models),
+    "first-stages": (*BASE, *GPU, checks.typesense, space.keyword_full),
     "check-adapters": (*BASE, *GPU, checks.references, checks.keys),
     "quality": (*BASE, *GPU, checks.keys),
     "determinism": (*BASE, *GPU),

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from packaging.markers import Marker
 
 from bench import plan
-from bench.doctor import checks, gpu, packages
+from bench.doctor import checks, gpu, packages, space
 from bench.doctor.cli import doctor
 from bench.doctor.machine import (
     Machine,
@@ -215,24 +215,24 @@ def test_typesense_not_running() -> None:
 
 
 def test_full_disk_and_too_little_memory_for_keyword_full() -> None:
-    out = checks.keyword_full(here(disk_free=lambda p: 0, memory_available=lambda: GIB), "first-stages")
+    out = space.keyword_full(here(disk_free=lambda p: 0, memory_available=lambda: GIB), "first-stages")
     found = one_line_with_fix(out)
     assert found[0].check == "memory" and {o.check for o in found[1:]} == {"disk"}
     want = r"keyword-full's Typesense needs \d+\.\d GiB \(preflight\), this machine has 1\.0 GiB available"
     assert re.fullmatch(want, found[0].message)
     assert found[1].message.endswith("has 0.0 GiB free")
-    roomy = checks.keyword_full(here(disk_free=lambda p: 10**15, memory_available=lambda: 10**15), "x")
+    roomy = space.keyword_full(here(disk_free=lambda p: 10**15, memory_available=lambda: 10**15), "x")
     assert {o.state for o in roomy} == {"ok"}
 
 
 def test_data_disk_without_locked_sizes_cannot_tell() -> None:
-    (o,) = checks.disk_data(here(disk_free=lambda p: 0), "data")  # the lock has no hub entries yet
+    (o,) = space.disk_data(here(disk_free=lambda p: 0), "data")  # the lock has no hub entries yet
     assert o.state == "cannot tell" and "has no sizes of the hub datasets yet" in o.message
 
 
 def test_models_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCH_MODELS_DIR", str(tmp_path))
-    (o,) = checks.disk_models(here(), "models")
+    (o,) = space.disk_models(here(), "models")
     assert o.state == "cannot tell" and o.message.startswith("9 snapshots to fetch")
 
 
