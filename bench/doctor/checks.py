@@ -189,15 +189,24 @@ def keys(m: Machine, step: str) -> list[Outcome]:
 
 
 PROBE = """
-import importlib, json, os, sys
+import importlib, importlib.metadata, importlib.util, json, os, sys
+DISTS = {"mxbai_rerank": "mxbai-rerank"}
 out = {"prefix": sys.prefix, "errors": {}, "versions": {}}
 for name in MODULES if os.path.realpath(sys.prefix) != MAIN else ():  # the main one: nothing to import
     try:
-        out["versions"][name] = getattr(importlib.import_module(name), "__version__", "?")
+        if IMPORT:
+            out["versions"][name] = getattr(importlib.import_module(name), "__version__", "?")
+        elif importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        else:
+            out["versions"][name] = importlib.metadata.version(DISTS.get(name, name))
     except Exception as exc:
         out["errors"][name] = f"{type(exc).__name__}: {exc}"
 print(json.dumps(out))
 """
+# The step that runs the references imports their packages (torch and transformers: seconds of CPU each);
+# the others only find them (importlib.util.find_spec) and read their installed versions.
+IMPORTED_IN = frozenset({"check-adapters"})
 REFERENCE_MODULES = {"tf457": ("transformers", "torch"), "mxbai": ("mxbai_rerank", "transformers", "torch")}
 
 
@@ -217,7 +226,9 @@ def references(m: Machine, step: str) -> list[Outcome]:
         env_vars = {k: v for k, v in m.env.items() if k != "PYTHONPATH"}
         main = str(m.prefix.resolve())
         proc = m.run_python(
-            py, f"MODULES = {list(mods)!r}\nMAIN = {main!r}\n" + PROBE, {**env_vars, "PYTHONNOUSERSITE": "1"}
+            py,
+            f"MODULES = {list(mods)!r}\nMAIN = {main!r}\nIMPORT = {step in IMPORTED_IN}\n" + PROBE,
+            {**env_vars, "PYTHONNOUSERSITE": "1"},
         )
         try:
             found = json.loads(proc.stdout.strip().splitlines()[-1])

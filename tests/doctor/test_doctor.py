@@ -270,10 +270,28 @@ def test_reference_env_that_lacks_its_packages(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
     py = tmp_path / "v" / "bin" / "python"
     env = {"BENCH_REFERENCE_PYTHON_TF457": str(py), "BENCH_REFERENCE_PYTHON_MXBAI": str(py)}
-    tf, mx = one_line_with_fix(checks.references(here(env=env), "check-adapters"))
-    assert tf.message.startswith(f"{py} cannot import transformers (ModuleNotFoundError")
-    assert mx.message.startswith(f"{py} cannot import mxbai_rerank (ModuleNotFoundError")
-    assert tf.fix == "`uv sync --locked --project references/tf457` into that environment"
+    for step in ("check-adapters", "prepare"):  # imported in the step that runs them, found in the others
+        tf, mx = one_line_with_fix(checks.references(here(env=env), step))
+        assert (
+            tf.message
+            == f"{py} cannot import transformers (ModuleNotFoundError: No module named 'transformers')"
+        )
+        assert (
+            mx.message
+            == f"{py} cannot import mxbai_rerank (ModuleNotFoundError: No module named 'mxbai_rerank')"
+        )
+        assert tf.fix == "`uv sync --locked --project references/tf457` into that environment"
+
+
+def test_the_real_reference_envs_are_ready() -> None:
+    """The two locked environments (synced from references/*/uv.lock as the image does)."""
+    from tests.equality.reference_sync import sync_reference_env
+
+    env = {f"BENCH_REFERENCE_PYTHON_{e.upper()}": str(sync_reference_env(e)) for e in ("tf457", "mxbai")}
+    tf, mx = checks.references(here(env=env), "prepare")
+    assert (tf.state, mx.state) == ("ok", "ok"), (tf, mx)
+    assert re.search(r": transformers 4\.57\.\d+, torch 2\.\d+", tf.message), tf.message
+    assert re.search(r": mxbai_rerank 0\.1\.6, transformers 4\.57\.\d+", mx.message), mx.message
 
 
 # --- the command --------------------------------------------------------------------------------------------
