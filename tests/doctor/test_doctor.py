@@ -74,6 +74,7 @@ def test_nvidia_smi_is_read_when_nvml_is_not(tmp_path: Path, monkeypatch: pytest
     smi.write_text("#!/bin/sh\necho '575.51.02, NVIDIA GeForce RTX 5070 Ti'\n", encoding="utf-8")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # NVML unreadable on any machine: import fails
     assert read_nvml() == NvmlReading("575.51.02", ("NVIDIA GeForce RTX 5070 Ti",), "nvidia-smi")
 
 
