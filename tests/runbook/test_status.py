@@ -52,9 +52,9 @@ def test_runbook_steps_are_the_status_phases() -> None:
     assert [s.id for s in steps] == list(CHECKERS)  # same phases, same order
     for s in steps:
         for c in s.commands:
-            assert c.startswith(("docker compose ", "git ", "${EDITOR:-vi} ")), (
-                f"step {s.id}: {c!r} is not a container or git command"
-            )
+            assert c.startswith(
+                ("docker compose ", "git ", "${EDITOR:-vi} ", "printf ", "docker/pin-digests.sh ")
+            ), f"step {s.id}: {c!r} is not a container or git command"
 
 
 def test_quality_one_model_missing_at_one_depth(root: Path) -> None:
@@ -135,7 +135,18 @@ def test_gpu_latency_one_block_missing(root: Path) -> None:
     assert g["next"] == "docker compose run --rm bench latency gpu"
 
 
+def test_prepare_needs_uid_and_gid_in_dotenv(root: Path) -> None:
+    p = phase(status_report(root, "gpu-desktop"), "prepare")
+    assert p["state"] == "not started" and p["next"].startswith("printf 'UID=%s")
+    touch(root / ".env", "VOYAGE_API_KEY=x\nUID=1000\n")
+    p = phase(status_report(root, "gpu-desktop"), "prepare")
+    assert p["state"] == "partial" and p["missing"] == [".env has no GID= line (this machine)"]
+    touch(root / ".env", "UID=1000\nexport GID=1000\n")
+    assert phase(status_report(root, "gpu-desktop"), "prepare")["state"] == "done"
+
+
 def test_next_command_for_this_machine(root: Path) -> None:
+    touch(root / ".env", "UID=1000\nGID=1000\n")  # step 0 done on this machine
     touch(root / "PLAN.md.ots")
     touch(root / "timestamps" / "DEVIATIONS.md" / "abc.ots")
     rep = status_report(root, "cpu-server")
