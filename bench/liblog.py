@@ -7,6 +7,12 @@ progress bar. Both are harmless and expected, and on a new user's terminal they 
 removed) and, unless ``verbose``, takes their terminal handlers and transformers' progress bars away for
 the duration of the block; everything is restored afterwards. The command's own progress and
 diagnostics (``bench.progress``, ``print(..., file=sys.stderr)``) are not touched.
+
+A library that installs its terminal handler when it is first used (optimum's ``get_logger``) is made to
+install it before the block takes it away; torch installs its own when torch is imported, so a process that
+imports torch inside the block (the int8 quantising child, ``bench.rehearse.quantize_child``) imports it
+first. ``capture_warnings`` also sends Python warnings (torch's ``TracerWarning`` when a model is exported)
+to the file, for a process whose every warning comes from a library (the child) (issue 32 item 6).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "optimum", "nncf")
+LOGGERS = ("transformers", "sentence_transformers", "huggingface_hub", "optimum", "nncf", "torch")
+WARNINGS_LOGGER = "py.warnings"  # where logging.captureWarnings sends warnings.warn
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ACTIVE: list[tuple[Path, bool]] = []  # the blocks now open, innermost last
 
@@ -44,17 +51,31 @@ def _transformers_logging() -> Any:
     return tlog
 
 
+def _optimum_logging() -> None:
+    try:
+        # lazy: optimum's logging module (about 1 s, no torch); it adds its terminal handler on first use
+        import optimum.utils.logging as olog
+    except ModuleNotFoundError:  # the analysis-only install has no optimum
+        return
+    olog.get_logger("optimum")
+
+
 @contextlib.contextmanager
-def library_log(path: Path, *, verbose: bool = False) -> Iterator[Path]:
+def library_log(path: Path, *, verbose: bool = False, capture_warnings: bool = False) -> Iterator[Path]:
     """Within the block, the model libraries' log records are appended to ``path`` (created with the first
-    record, so its folder may be created inside the block); on the terminal only if ``verbose``."""
+    record, so its folder may be created inside the block); on the terminal only if ``verbose``. With
+    ``capture_warnings``, Python warnings go the same way."""
     handler = logging.FileHandler(path, encoding="utf-8", delay=True)  # created with the first record
     handler.setFormatter(_PlainFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     tlog = _transformers_logging()
+    _optimum_logging()
     saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]] = []
     bars = tlog.is_progress_bar_enabled() if tlog is not None else None
+    names = (*LOGGERS, WARNINGS_LOGGER) if capture_warnings else LOGGERS
     try:
-        for name in LOGGERS:
+        if capture_warnings:
+            logging.captureWarnings(True)
+        for name in names:
             logger = logging.getLogger(name)
             saved.append((logger, list(logger.handlers), logger.propagate, logger.level))
             for h in list(logger.handlers):
@@ -71,6 +92,8 @@ def library_log(path: Path, *, verbose: bool = False) -> Iterator[Path]:
         _ACTIVE.append((path, verbose))
         yield path
     finally:
+        if capture_warnings:
+            logging.captureWarnings(False)
         if _ACTIVE and _ACTIVE[-1] == (path, verbose):
             _ACTIVE.pop()
         for logger, handlers, propagate, level in saved:
