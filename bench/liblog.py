@@ -8,10 +8,11 @@ removed) and, unless ``verbose``, takes their terminal handlers and transformers
 the duration of the block; everything is restored afterwards. The command's own progress and
 diagnostics (``bench.progress``, ``print(..., file=sys.stderr)``) are not touched.
 
-A library that installs its terminal handler when it is first used (optimum's ``get_logger``) is made to
-install it before the block takes it away; torch installs its own when torch is imported, so a process that
-imports torch inside the block (the int8 quantising child, ``bench.rehearse.quantize_child``) imports it
-first. ``capture_warnings`` also sends Python warnings (torch's ``TracerWarning`` when a model is exported)
+Terminal handlers are taken from the named loggers and from every logger below them that has its own
+(torch gives some modules one); torch's ``_StderrHandler`` counts as one. A library that installs its
+handler on import or first use (torch, optimum's ``get_logger``) must have done so before the block starts:
+the int8 quantising child (``bench.rehearse.quantize_child``) imports and configures them first.
+``capture_warnings`` also sends Python warnings (torch's ``TracerWarning`` when a model is exported)
 to the file, for a process whose every warning comes from a library (the child) (issue 32 item 6).
 """
 
@@ -51,13 +52,24 @@ def _transformers_logging() -> Any:
     return tlog
 
 
-def _optimum_logging() -> None:
-    try:
-        # lazy: optimum's logging module (about 1 s, no torch); it adds its terminal handler on first use
-        import optimum.utils.logging as olog
-    except ModuleNotFoundError:  # the analysis-only install has no optimum
-        return
-    olog.get_logger("optimum")
+def _terminal(handler: logging.Handler) -> bool:
+    """A handler that writes to the terminal: a stream handler, or torch's ``_StderrHandler`` (a plain
+    ``logging.Handler`` that writes to whatever ``sys.stderr`` is, like logging's last resort)."""
+    if isinstance(handler, logging.FileHandler):
+        return False
+    return isinstance(handler, logging.StreamHandler) or type(handler).__name__ == "_StderrHandler"
+
+
+def _loggers(names: tuple[str, ...]) -> list[logging.Logger]:
+    """The named loggers, and every logger below them that has a terminal handler of its own (torch gives
+    some of its modules their own handler and stops them propagating)."""
+    out = [logging.getLogger(name) for name in names]
+    below = tuple(f"{name}." for name in names)
+    for name, logger in sorted(logging.root.manager.loggerDict.items()):
+        if (isinstance(logger, logging.Logger) and name.startswith(below)
+                and any(_terminal(h) for h in logger.handlers)):
+            out.append(logger)
+    return out
 
 
 @contextlib.contextmanager
@@ -68,24 +80,22 @@ def library_log(path: Path, *, verbose: bool = False, capture_warnings: bool = F
     handler = logging.FileHandler(path, encoding="utf-8", delay=True)  # created with the first record
     handler.setFormatter(_PlainFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     tlog = _transformers_logging()
-    _optimum_logging()
     saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]] = []
     bars = tlog.is_progress_bar_enabled() if tlog is not None else None
     names = (*LOGGERS, WARNINGS_LOGGER) if capture_warnings else LOGGERS
     try:
         if capture_warnings:
             logging.captureWarnings(True)
-        for name in names:
-            logger = logging.getLogger(name)
+        for logger in _loggers(names):
             saved.append((logger, list(logger.handlers), logger.propagate, logger.level))
             for h in list(logger.handlers):
-                if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
+                if _terminal(h):
                     logger.removeHandler(h)
             logger.propagate = False
             if verbose:  # a fresh handler on today's stderr (a library's own may hold a stale stream)
                 logger.addHandler(logging.StreamHandler(sys.stderr))
             logger.addHandler(handler)
-            if logger.level == logging.NOTSET:
+            if logger.name in names and logger.level == logging.NOTSET:
                 logger.setLevel(logging.WARNING)
         if tlog is not None and not verbose:
             tlog.disable_progress_bar()

@@ -73,11 +73,15 @@ def run_in_child(
 
 def _import_libraries() -> None:
     """Import what quantising uses before ``library_log`` takes the libraries' terminal handlers: torch adds
-    its handler on import (``torch._logging``), and its "No CUDA runtime is found" comes through it."""
+    its handler on import (``torch._logging``; its "No CUDA runtime is found" comes through it), optimum on
+    first use (its "Could not infer whether the model was already converted")."""
     # lazy: heavy optional libraries, only in the child that quantises
     import nncf  # noqa: F401
     import optimum.intel  # noqa: F401
+    import optimum.utils.logging
     import torch  # noqa: F401
+
+    optimum.utils.logging.get_logger("optimum")  # optimum adds its terminal handler on first use: now
 
 
 def main(argv: list[str]) -> int:
