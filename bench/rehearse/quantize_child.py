@@ -77,7 +77,7 @@ def _import_libraries() -> None:
     first use (its "Could not infer whether the model was already converted")."""
     # lazy: heavy optional libraries, only in the child that quantises
     import nncf  # noqa: F401
-    import optimum.intel  # noqa: F401
+    import optimum.intel
     import optimum.utils.logging
     import torch  # noqa: F401
 
