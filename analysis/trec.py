@@ -55,6 +55,7 @@ GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file (RFC 1952)
 BEIR_HEADER = ("query-id", "corpus-id")  # the first line of a BEIR qrels/*.tsv
 _INT = re.compile(r"[+-]?[0-9]+")
 _INT64 = np.iinfo(np.int64)
+_LONG_INT = re.compile(r"[^ ]{19}")  # a token of 19 characters or more (int64 holds 18 digits safely)
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -208,11 +209,14 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
     dtype = np.int64 if kind is int else np.float64
     pattern = _INT if kind is int else _FLOAT
     arr: np.ndarray | None = None
+    long_ints = False
     if values:
+        joined = " ".join(values)
+        long_ints = kind is int and _LONG_INT.search(joined) is not None
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # numpy warns when it stops before the end: then parse slowly
             try:
-                arr = np.fromstring(" ".join(values), dtype=dtype, sep=" ")
+                arr = np.fromstring(joined, dtype=dtype, sep=" ")
             except (ValueError, DeprecationWarning):
                 arr = None
         if arr is not None and arr.size != len(values):
@@ -225,12 +229,12 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
             if not (special or pattern.fullmatch(v)):
                 raise TrecFormatError(path, line, f"{what}, found {v!r}",
                                       f"write the {what.split()[-1]} as {kind_word}", file_kind)
-            parsed.append(kind(v))
+            parsed.append(min(max(int(v), _INT64.min), _INT64.max) if kind is int else float(v))
         arr = np.array(parsed, dtype=dtype)
-    if kind is int and arr.size:
+    if long_ints:
         # numpy does not say when an integer overflows int64 (20 nines become 2^63 - 1, minus 20 nines even
-        # a positive number): a token that long is read again exactly and held clamped, and the checks
-        # after this quote the token itself
+        # a positive number): a token of 19 characters or more is read again exactly and held clamped, and
+        # the checks after this quote the token itself
         long = np.flatnonzero(np.fromiter(map(len, values), dtype=np.int64, count=len(values)) > 18)
         for i in long.tolist():
             arr[i] = min(max(int(values[i]), _INT64.min), _INT64.max)
