@@ -392,11 +392,10 @@ def read_qrels(path: Path | str, *, layout: str = "trec") -> dict[str, dict[str,
     path = Path(path)
     text = _read_text(path, QRELS_KIND)
     ncols, columns, label_col = (4, QRELS_COLUMNS, 3) if layout == "trec" else (3, BEIR_QRELS_COLUMNS, 2)
-    first = 0
     if layout == "beir" and text.split(None, 2)[:2] == list(BEIR_HEADER):
-        first = text.find("\n") + 1 if "\n" in text else len(text)
-    tokens, lines = _rows(path, text[first:], ncols, columns, QRELS_KIND)
-    lines = lines + (1 if first else 0)
+        end = text.find("\n")
+        text = "" if end < 0 else text[end:]  # the header line left blank: line numbers stay the file's
+    tokens, lines = _rows(path, text, ncols, columns, QRELS_KIND)
     _require_rows(path, tokens, columns, QRELS_KIND)
     label_tokens = tokens[label_col::ncols]
     labels = _parse_numbers(path, label_tokens, lines, int, "an integer relevance", QRELS_KIND)
