@@ -24,7 +24,8 @@ from analysis.pitfalls import markdown as pitfalls_markdown
 from analysis.pytrec_check import compare_with_pytrec_eval
 from analysis.report import verdict_lines, write_report
 from analysis.simulate import simulate as run_simulation
-from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table
+from analysis.ties import tie_warning
+from analysis.trec import TrecFormatError, UnknownQueryError, read_qrels, read_run, read_run_table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,8 +69,15 @@ def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_quer
     judgments = Judgments.from_qrels(read_qrels(qrels))
     out: dict[str, dict[str, float | int]] = {}
     for run in runs:
-        table = read_run_table(run, qrels_qids=judgments.qids, allow_unknown_queries=allow_unknown_queries)
+        try:
+            table = read_run_table(run, qrels_qids=judgments.qids,
+                                   allow_unknown_queries=allow_unknown_queries)
+        except UnknownQueryError as exc:  # this command has the option the reader cannot know of
+            raise exc.with_fix(f"{exc.fix}, or pass --allow-unknown-queries to ignore them") from exc
         values = evaluate_table(judgments, table, METRICS_JSON_KEYS)
+        warning = tie_warning(judgments, table, str(run))
+        if warning is not None:
+            click.echo(warning, err=True)
         row: dict[str, float | int] = {m: float(values[m].mean()) for m in METRICS_JSON_KEYS}
         row["queries"] = len(judgments.qids)
         out[str(run)] = row
@@ -104,7 +112,15 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
     """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
     flags = None
     if flags_file is not None:
-        loaded = json.loads(flags_file.read_text(encoding="utf-8"))
+        try:
+            loaded = json.loads(flags_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{flags_file}:{exc.lineno}: expected a JSON object model id -> note, found "
+                             f"invalid JSON ({exc.msg}, column {exc.colno}). Fix: correct the file, e.g. "
+                             '{"gte-base": "trained on MIRACL"} (no trailing comma)') from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{flags_file}: expected UTF-8 JSON ({exc.reason}). Fix: re-encode the file as "
+                             "UTF-8") from exc
         if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
             raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
         flags = loaded
@@ -133,14 +149,20 @@ def check_pytrec(qrels: Path, run: Path) -> None:
     click.echo(f"queries with tied scores     {result.queries_with_ties}")
     click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
                "descending; ours by first-stage rank)")
-    if result.own_order_checked:
+    if result.own_order_run_queries:
         click.echo(f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
-                   f"{result.own_order_worst_qid}; {result.own_order_queries} queries without tied scores, "
-                   "where pytrec_eval's order must equal ours)")
+                   f"{result.own_order_worst_qid}; {result.own_order_run_queries} run queries without tied "
+                   "scores, where pytrec_eval's order must equal ours)")
     else:
-        click.echo("own ordering                 not compared (every query has tied scores)")
-    verdict = "PASS" if result.passed else "FAIL"
-    click.echo(f"verdict                      {verdict} (tolerance {result.tolerance})")
+        click.echo("own ordering                 not compared (every query of the run has tied scores as "
+                   "pytrec_eval compares them, as 32-bit floats)")
+    click.echo(f"verdict                      {result.verdict} (tolerance {result.tolerance})")
+    if result.verdict == "NOT COMPARED":
+        raise click.ClickException(
+            f"{run}: NOT COMPARED: our nDCG@10 equals pytrec_eval's in our rank order, but no query could be "
+            "compared in pytrec_eval's own order, because every query of the run has tied scores. Fix: check "
+            "a run whose scores are not all tied (e.g. the first-stage run), or compare the orders yourself "
+            "with `analysis metrics`, which prints both nDCG@10 values")
     if not result.passed:
         sys.exit(1)
 

@@ -29,6 +29,7 @@ import numpy as np
 from analysis.floatsum import ltr_sum
 from analysis.metrics import Judgments, evaluate_table
 from analysis.plan import PYTREC_EVAL_TOLERANCE, QUALITY_DEPTH
+from analysis.ties import tied_query_mask
 from analysis.trec import RunTable, read_qrels, read_run_table
 
 if TYPE_CHECKING:
@@ -52,6 +53,10 @@ class PytrecComparison:
     own_order_worst_qid: str | None
     own_order_queries: int  # qrels queries compared in pytrec_eval's own ordering (no tied scores)
     tolerance: float = PYTREC_EVAL_TOLERANCE
+    # queries of the run (and the qrels) without tied scores: those compared in pytrec_eval's own order with
+    # passages in them (a query missing from the run is 0 on both sides whatever the order). Not written to
+    # quality/study.json (see as_dict): the verdict of `analysis check-pytrec` only.
+    own_order_run_queries: int | None = None
 
     @property
     def own_order_checked(self) -> bool:
@@ -65,8 +70,19 @@ class PytrecComparison:
         own = not self.own_order_checked or self.own_order_max_abs_diff <= tol
         return faithful and own
 
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL, or NOT COMPARED: the rank-faithful comparison passed, but no query of the run could be
+        compared in pytrec_eval's own order (every one has tied scores), so how the reader ordered the rows
+        was not checked against pytrec_eval."""
+        if not self.passed:
+            return "FAIL"
+        return "NOT COMPARED" if self.own_order_run_queries == 0 else "PASS"
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "own_order_checked": self.own_order_checked, "passed": self.passed}
+        out = {**asdict(self), "own_order_checked": self.own_order_checked, "passed": self.passed}
+        del out["own_order_run_queries"]  # study.json keeps its keys (the golden report)
+        return out
 
 
 def _import_pytrec_eval() -> Any:
@@ -116,12 +132,9 @@ def pytrec_ndcg10(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
 
 
 def _tied_queries(table: RunTable) -> set[str]:
-    """Queries with at least two equal scores (anywhere in the query, whatever the row order)."""
-    row_q = np.repeat(np.arange(len(table.qids)), np.diff(table.offsets))
-    order = np.lexsort((table.scores, row_q))
-    q, s = row_q[order], table.scores[order]
-    tied = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    return {table.qids[i] for i in np.unique(q[1:][tied]).tolist()}
+    """Queries with at least two scores equal as pytrec_eval compares them (float32; :mod:`analysis.ties`),
+    anywhere in the query, whatever the row order."""
+    return {table.qids[i] for i in np.flatnonzero(tied_query_mask(table)).tolist()}
 
 
 def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[float, str | None]:
@@ -156,6 +169,7 @@ def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLik
         own_order_max_abs_diff=own_diff,
         own_order_worst_qid=own_worst,
         own_order_queries=len(untied),
+        own_order_run_queries=sum(1 for q in table.qids if q in untied),
     )
 
 

@@ -37,18 +37,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from analysis.atomic import write_bytes_atomic
+from analysis.qrels import LABEL_FIX, LABEL_RULE, labels_out_of_range
 
 if TYPE_CHECKING:
     from analysis.trec_fast import FastRun
 
-__all__ = ["RunTable", "TrecFormatError", "read_qrels", "read_run", "read_run_table", "write_run"]
+__all__ = ["RunTable", "TrecFormatError", "UnknownQueryError", "read_qrels", "read_run", "read_run_table",
+           "write_run"]
 
 RUN_COLUMNS = "qid Q0 docid rank score tag"
 QRELS_COLUMNS = "qid iter docid relevance"
+BEIR_QRELS_COLUMNS = "query-id corpus-id score"
 RUN_KIND = "TREC run file"
 QRELS_KIND = "TREC qrels file"
 BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: stripped by every reader here (it is not part of a query id)
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip file (RFC 1952)
+BEIR_HEADER = ("query-id", "corpus-id")  # the first line of a BEIR qrels/*.tsv
 _INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = np.iinfo(np.int64)
+_LONG_INT = re.compile(r"[^ ]{19}")  # a token of 19 characters or more (int64 holds 18 digits safely)
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -67,6 +74,16 @@ class TrecFormatError(ValueError):
 
     def __reduce__(self) -> tuple[type, tuple[str, int | None, str, str, str]]:  # picklable across processes
         return (type(self), (self.path, self.line, self.expected, self.fix, self.kind))
+
+    def with_fix(self, fix: str) -> TrecFormatError:
+        """The same error with another fix (a command that has an option the reader cannot know of)."""
+        return type(self)(self.path, self.line, self.expected, fix, self.kind)
+
+
+class UnknownQueryError(TrecFormatError):
+    """A run query that is not in the qrels (a command with an option to allow it names that option)."""
+
+    FIX = "use the run of the qrels' query set, or remove the lines of queries that are not in the qrels"
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,11 @@ def _read_text(path: Path, file_kind: str) -> str:
 
 def _decode(path: Path, data: bytes, file_kind: str) -> str:
     """UTF-8 text without a leading byte-order mark (a BOM would become part of the first query id)."""
+    if data.startswith(GZIP_MAGIC):
+        raise TrecFormatError(path, None, "plain text, found a gzip-compressed file (it starts with the gzip "
+                              "bytes 1f 8b)",
+                              f"gunzip it (`gunzip -k {path}`) and pass the uncompressed file",
+                              file_kind)
     start = len(BOM) if data.startswith(BOM) else 0
     try:
         text = data[start:].decode("utf-8")
@@ -165,6 +187,13 @@ def _rows(path: Path, text: str, ncols: int, columns: str, file_kind: str) -> tu
         if not parts:
             continue
         if len(parts) != ncols:
+            if "\r" in (line[:-1] if line.endswith("\r") else line):
+                raise TrecFormatError(path, number, f"{ncols} columns `{columns}` per line, found "
+                                      f"{len(parts)} "
+                                      "on one line: the file ends its lines with a lone CR (carriage return, "
+                                      "old Mac line ends), which is not a line end here",
+                                      f"convert the line ends to LF, e.g. `tr '\\r' '\\n' < {path} > "
+                                      f"{path}.lf` (or `mac2unix {path}`)", file_kind)
             raise TrecFormatError(path, number, f"{ncols} columns `{columns}`, found {len(parts)}",
                                   "separate columns by whitespace; ids must not contain spaces", file_kind)
         tokens.extend(parts)
@@ -180,11 +209,14 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
     dtype = np.int64 if kind is int else np.float64
     pattern = _INT if kind is int else _FLOAT
     arr: np.ndarray | None = None
+    long_ints = False
     if values:
+        joined = " ".join(values)
+        long_ints = kind is int and _LONG_INT.search(joined) is not None
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # numpy warns when it stops before the end: then parse slowly
             try:
-                arr = np.fromstring(" ".join(values), dtype=dtype, sep=" ")
+                arr = np.fromstring(joined, dtype=dtype, sep=" ")
             except (ValueError, DeprecationWarning):
                 arr = None
         if arr is not None and arr.size != len(values):
@@ -197,8 +229,15 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
             if not (special or pattern.fullmatch(v)):
                 raise TrecFormatError(path, line, f"{what}, found {v!r}",
                                       f"write the {what.split()[-1]} as {kind_word}", file_kind)
-            parsed.append(kind(v))
+            parsed.append(min(max(int(v), _INT64.min), _INT64.max) if kind is int else float(v))
         arr = np.array(parsed, dtype=dtype)
+    if long_ints:
+        # numpy does not say when an integer overflows int64 (20 nines become 2^63 - 1, minus 20 nines even
+        # a positive number): a token of 19 characters or more is read again exactly and held clamped, and
+        # the checks after this quote the token itself
+        long = np.flatnonzero(np.fromiter(map(len, values), dtype=np.int64, count=len(values)) > 18)
+        for i in long.tolist():
+            arr[i] = min(max(int(values[i]), _INT64.min), _INT64.max)
     if kind is float:
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
@@ -209,16 +248,29 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
     return arr
 
 
-def _check_ranks(path: Path, ranks: np.ndarray, lines: np.ndarray, order: np.ndarray, q_sorted: np.ndarray,
-                 r_sorted: np.ndarray, qids: Sequence[str]) -> None:
-    """The ranks of each query are exactly 1..n: none below 1, none repeated, none skipped.
+def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], lines: np.ndarray,
+                 qinv: np.ndarray, order: np.ndarray, q_sorted: np.ndarray, r_sorted: np.ndarray,
+                 qids: Sequence[str]) -> None:
+    """The ranks of each query are exactly 1..n: none below 1, none above n, none repeated, none skipped.
 
-    ``order`` sorts the rows by (query, rank); ``q_sorted`` and ``r_sorted`` are the sorted columns."""
+    ``qinv`` is the query index of each row; ``order`` sorts the rows by (query, rank); ``q_sorted`` and
+    ``r_sorted`` are the sorted columns. A rank out of 1..n is named on its own line, as written (a rank
+    beyond int64 is held clamped, so the number is quoted from the file)."""
     low = np.flatnonzero(ranks < 1)
     if low.size:
         i = int(low[0])
-        raise TrecFormatError(path, int(lines[i]), f"a rank of at least 1, found {int(ranks[i])}",
+        raise TrecFormatError(path, int(lines[i]), f"a rank of at least 1, found {rank_tokens[i]}",
                               "number the passages of a query 1..n")
+    per_query = np.bincount(qinv, minlength=len(qids))
+    high = np.flatnonzero(ranks > per_query[qinv])
+    if high.size:
+        i = int(high[0])
+        n = int(per_query[qinv[i]])
+        present = set(ranks[qinv == qinv[i]].tolist())
+        missing = min(r for r in range(1, n + 1) if r not in present)  # n rows, one rank > n: one is missing
+        raise TrecFormatError(path, int(lines[i]), f"ranks 1..{n} in query {qids[int(qinv[i])]!r} ({n} "
+                              f"passage{'s' if n != 1 else ''}), found rank {rank_tokens[i]} (rank {missing} "
+                              "is missing)", "number the passages of a query 1..n without gaps")
     starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if q_sorted.size else q_sorted
     expected = np.arange(r_sorted.size) - np.repeat(starts, np.diff(np.r_[starts, r_sorted.size])) + 1
     off = np.flatnonzero(r_sorted != expected)
@@ -288,11 +340,11 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
         if not known.issuperset(qids_t):
             for q, line in zip(qtok, lines.tolist(), strict=True):
                 if q not in known:
-                    raise TrecFormatError(path, line, f"a query id of the qrels, found {q!r}",
-                                          "use the run of the matching query set, or allow unknown queries")
+                    raise UnknownQueryError(path, line, f"a query id of the qrels, found {q!r}",
+                                            UnknownQueryError.FIX)
     order = np.lexsort((ranks, qinv))
     q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
-    _check_ranks(path, ranks, lines, order, q_sorted, r_sorted, qids_t)
+    _check_ranks(path, ranks, tokens[3::6], lines, qinv, order, q_sorted, r_sorted, qids_t)
     same_q = q_sorted[1:] == q_sorted[:-1]
     worse = np.flatnonzero(same_q & (s_sorted[1:] > s_sorted[:-1]))
     if worse.size:
@@ -327,15 +379,34 @@ def read_run(
     return read_run_table(path, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries).as_dict()
 
 
-def read_qrels(path: Path | str) -> dict[str, dict[str, int]]:
-    """qid -> docid -> relevance (integer; relevant means > 0). Duplicate judgments are an error."""
+def read_qrels(path: Path | str, *, layout: str = "trec") -> dict[str, dict[str, int]]:
+    """qid -> docid -> relevance label; the one qrels reader (issue 32: every command reads qrels here).
+
+    ``layout="trec"``: four columns ``qid iter docid relevance``. ``layout="beir"``: BEIR's
+    ``qrels/<split>.tsv``, three columns ``query-id corpus-id score`` under an optional header line. Labels
+    are integers ``MIN_LABEL..MAX_LABEL`` (:mod:`analysis.qrels`: what trec_eval and pytrec_eval read without
+    crashing, and one meaning for each); relevant means > 0. A label out of range, a duplicate judgment or
+    a malformed line is refused with the file, line and fix before any library sees the qrels."""
+    if layout not in ("trec", "beir"):
+        raise ValueError(f"qrels layout {layout!r}: expected 'trec' or 'beir'")
     path = Path(path)
     text = _read_text(path, QRELS_KIND)
-    tokens, lines = _rows(path, text, 4, QRELS_COLUMNS, QRELS_KIND)
-    _require_rows(path, tokens, QRELS_COLUMNS, QRELS_KIND)
-    rels = _parse_numbers(path, tokens[3::4], lines, int, "an integer relevance", QRELS_KIND).tolist()
+    ncols, columns, label_col = (4, QRELS_COLUMNS, 3) if layout == "trec" else (3, BEIR_QRELS_COLUMNS, 2)
+    if layout == "beir" and text.split(None, 2)[:2] == list(BEIR_HEADER):
+        end = text.find("\n")
+        text = "" if end < 0 else text[end:]  # the header line left blank: line numbers stay the file's
+    tokens, lines = _rows(path, text, ncols, columns, QRELS_KIND)
+    _require_rows(path, tokens, columns, QRELS_KIND)
+    label_tokens = tokens[label_col::ncols]
+    labels = _parse_numbers(path, label_tokens, lines, int, "an integer relevance", QRELS_KIND)
+    bad = labels_out_of_range(labels)
+    if bad.size:
+        i = int(bad[0])
+        raise TrecFormatError(path, int(lines[i]), f"{LABEL_RULE}, found {label_tokens[i]}", LABEL_FIX,
+                              QRELS_KIND)
     out: dict[str, dict[str, int]] = {}
-    for q, d, rel, line in zip(tokens[0::4], tokens[2::4], rels, lines.tolist(), strict=True):
+    docs = tokens[1::3] if layout == "beir" else tokens[2::4]
+    for q, d, rel, line in zip(tokens[0::ncols], docs, labels.tolist(), lines.tolist(), strict=True):
         judged = out.setdefault(q, {})
         if d in judged:
             raise TrecFormatError(path, line, f"one judgment per (query, docid); {d!r} repeats in {q!r}",

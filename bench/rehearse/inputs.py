@@ -21,6 +21,7 @@ from bench.data import Passage, sort_passages
 from bench.data.bundled import load_sample
 from bench.data.textfile import open_text
 from bench.errors import BenchError
+from bench.integrity.enforce import require_locked
 
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 
@@ -56,20 +57,11 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    with open_text(path) as fh:
-        for number, line in enumerate(fh, 1):
-            parts = line.rstrip("\r\n").split("\t")
-            if number == 1 and parts[:2] == ["query-id", "corpus-id"]:
-                continue
-            if not line.strip():
-                continue
-            if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
-                raise BenchError(f"{path}:{number}: expected 'query-id<TAB>corpus-id<TAB>score'")
-            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    if not qrels:
-        raise BenchError(f"{path}: no judgments")
-    return qrels
+    """The BEIR qrels through the one qrels reader (``analysis.trec.read_qrels``: labels, duplicates)."""
+    try:
+        return read_qrels(require_locked(path), layout="beir")
+    except TrecFormatError as exc:
+        raise BenchError(str(exc)) from exc
 
 
 def load_beir(directory: Path) -> Inputs:

@@ -8,8 +8,10 @@ went over the rehearsal's 4 GB budget (4.15 GB measured). In a child the memory 
 for SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``, as the Typesense launcher does), so a
 rehearsal killed by SIGKILL leaves no quantisation running; ``quantize_model`` builds its folder beside the
 target and swaps it in whole, so a killed child leaves no half-made folder in the cache. Library messages
-go where the parent's go (``bench.liblog.active``). A refusal (``BenchError``) is written to a result file
-and raised again in the parent with the same message.
+go where the parent's go (``bench.liblog.active``): the child imports torch, optimum and nncf before its
+``library_log`` block starts (they install terminal handlers on import) and sends their Python warnings
+(torch's TracerWarnings of the export) to the same file. A refusal (``BenchError``) is written to a result
+file and raised again in the parent with the same message.
 """
 
 from __future__ import annotations
@@ -69,6 +71,19 @@ def run_in_child(
     )
 
 
+def _import_libraries() -> None:
+    """Import what quantising uses before ``library_log`` takes the libraries' terminal handlers: torch adds
+    its handler on import (``torch._logging``; its "No CUDA runtime is found" comes through it), optimum on
+    first use (its "Could not infer whether the model was already converted")."""
+    # lazy: heavy optional libraries, only in the child that quantises
+    import nncf  # noqa: F401
+    import optimum.intel
+    import optimum.utils.logging
+    import torch  # noqa: F401
+
+    optimum.utils.logging.get_logger("optimum")  # optimum adds its terminal handler on first use: now
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or not argv[1].isdigit():
         print("usage: python -m bench.rehearse.quantize_child ARGS_JSON PARENT_PID", file=sys.stderr)
@@ -80,8 +95,10 @@ def main(argv: list[str]) -> int:
     args = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     result = Path(args["result"])
 
+    if args["library_log"]:
+        _import_libraries()
     block = (
-        library_log(Path(args["library_log"]), verbose=args["verbose"])
+        library_log(Path(args["library_log"]), verbose=args["verbose"], capture_warnings=True)
         if args["library_log"]
         else contextlib.nullcontext()
     )

@@ -218,7 +218,9 @@ def test_parsing_paths_agree(
         ("q1 Q0 d1 -1 3.0 t\nq1 Q0 d2 1 2.0 t\n", 1, "a rank of at least 1, found -1"),
         ("q1 Q0 d1 0 3.0 t\nq1 Q0 d2 1 2.0 t\n", 1, "a rank of at least 1, found 0"),
         ("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 3 2.0 t\n", 2, "rank 2 is missing"),
-        ("q1 Q0 d1 2 3.0 t\nq1 Q0 d2 3 2.0 t\n", 1, "rank 1 is missing"),
+        # a rank above the query's passage count is named on its own line (issue 32: a huge rank on line 1
+        # was blamed on line 2)
+        ("q1 Q0 d1 2 3.0 t\nq1 Q0 d2 3 2.0 t\n", 2, "found rank 3 (rank 1 is missing)"),
         ("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 2 1.0 t\n", 3, "rank 2 repeats in query 'q1'"),
         ("q1 Q0 d1 1 1_000 t\n", 1, "a finite float score, found '1_000'"),
         ("q1 Q0 d1 1_0 1.0 t\n", 1, "an integer rank, found '1_0'"),
@@ -280,3 +282,80 @@ def test_error_pickles_with_its_kind() -> None:
     err = TrecFormatError("x.tsv", 3, "something", "fix it", "TREC qrels file")
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err) == "x.tsv:3 (TREC qrels file): expected something. Fix: fix it"
+
+
+# ---- issue 32 items 2 and 6: labels in range, messages with their true cause ---------------------------
+
+
+@pytest.mark.parametrize("label", [2**62, 2**63 - 1, 2**63, 10**20, -(2**62), -1, 65536])
+def test_labels_out_of_range_are_refused_with_file_and_line(tmp_path: Path, label: int) -> None:
+    p = _write(tmp_path, f"q1 0 d1 1\nq1 0 d2 {label}\n", "q.tsv")
+    with pytest.raises(TrecFormatError) as exc:
+        read_qrels(p)
+    assert exc.value.line == 2 and exc.value.kind == "TREC qrels file"
+    assert f"an integer relevance label 0..65535, found {label}" in str(exc.value)  # as written, not clamped
+    assert "Fix: write each relevance label as a whole number 0..65535" in str(exc.value)
+
+
+def test_the_largest_label_reads_and_equals_pytrec_eval(tmp_path: Path) -> None:
+    from analysis.pytrec_check import compare_with_pytrec_eval
+
+    qrels = read_qrels(_write(tmp_path, "q1 0 d1 65535\nq1 0 d2 0\nq1 0 d3 3\nq2 0 d1 1\n", "q.tsv"))
+    assert qrels == {"q1": {"d1": 65535, "d2": 0, "d3": 3}, "q2": {"d1": 1}}
+    run = {"q1": [("d3", 3.0), ("d1", 2.0), ("d2", 1.0)], "q2": [("d1", 1.0)]}
+    result = compare_with_pytrec_eval(qrels, run)
+    assert result.passed and result.max_abs_diff < 1e-12 and 0.5 < result.ours < 1.0
+
+
+def test_qrels_built_in_memory_meet_the_same_rule() -> None:
+    from analysis.metrics import Judgments
+
+    for bad in (2**62, -1, 1.5, 2**70):
+        with pytest.raises(ValueError, match=r"query 'q', passage 'd2': expected an integer relevance label"):
+            Judgments.from_qrels({"q": {"d1": 1, "d2": bad}})
+    assert Judgments.from_qrels({"q": {"d1": 65535, "d2": 0}}).n_relevant.tolist() == [1.0]
+
+
+def test_beir_qrels_go_through_the_same_reader(tmp_path: Path) -> None:
+    beir = _write(tmp_path, b"query-id\tcorpus-id\tscore\r\n1\t31715818\t1\r\n1\t14717500\t0\r\n2\t1\t2\r\n",
+                  "test.tsv")
+    assert read_qrels(beir, layout="beir") == {"1": {"31715818": 1, "14717500": 0}, "2": {"1": 2}}
+    assert read_qrels(_write(tmp_path, "1\t4\t1\n", "nohead.tsv"), layout="beir") == {"1": {"4": 1}}
+    with pytest.raises(TrecFormatError, match=r"test2\.tsv:3 .*label 0\.\.65535, found 4611686018427387904"):
+        read_qrels(_write(tmp_path, f"query-id\tcorpus-id\tscore\n1\t4\t1\n1\t5\t{2**62}\n", "test2.tsv"),
+                   layout="beir")
+    with pytest.raises(TrecFormatError, match=r"test3\.tsv:3 .*'4' repeats in '1'"):
+        read_qrels(_write(tmp_path, "query-id\tcorpus-id\tscore\n1\t4\t1\n1\t4\t0\n", "test3.tsv"),
+                   layout="beir")
+
+
+READERS = ["fast", "reference"]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_misleading_messages_give_the_true_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 reader: str) -> None:
+    import gzip
+
+    monkeypatch.setenv("ANALYSIS_TREC_READER", reader)
+    gz = _write(tmp_path, gzip.compress(GOOD.encode()), "run.trec.gz")
+    with pytest.raises(TrecFormatError, match="gzip-compressed") as exc:
+        read_run(gz)
+    assert "gunzip" in exc.value.fix and "iconv" not in str(exc.value)
+    with pytest.raises(TrecFormatError, match="gzip-compressed"):
+        read_qrels(_write(tmp_path, gzip.compress(b"q 0 d 1\n"), "q.tsv.gz"))
+    cr = _write(tmp_path, GOOD.replace("\n", "\r").encode(), "cr.trec")
+    with pytest.raises(TrecFormatError, match="lone CR") as exc:
+        read_run(cr)
+    assert exc.value.line == 1 and "tr '\\r' '\\n'" in exc.value.fix
+    huge = _write(tmp_path, "q1 Q0 d1 99999999999999999999 3.5 t\nq1 Q0 d2 2 3.0 t\n", "huge.trec")
+    with pytest.raises(TrecFormatError) as exc:
+        read_run(huge)
+    assert exc.value.line == 1  # the line with the huge rank, not the next one
+    assert "found rank 99999999999999999999 (rank 1 is missing)" in str(exc.value)
+    low = _write(tmp_path, "q1 Q0 d1 -99999999999999999999 3.5 t\n", "low.trec")
+    with pytest.raises(TrecFormatError, match="at least 1, found -99999999999999999999"):
+        read_run(low)
+    with pytest.raises(TrecFormatError) as exc:
+        read_run(_write(tmp_path, GOOD), qrels_qids={"q1"})
+    assert "allow unknown queries" not in str(exc.value) and "remove the lines of queries" in exc.value.fix

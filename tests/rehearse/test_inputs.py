@@ -58,3 +58,21 @@ def test_beir_qrels_query_without_text(tmp_path: Path) -> None:
         fh.write("999#0\t1#0\t1\n")
     with pytest.raises(BenchError, match=r"'999#0' is not in queries\.jsonl"):
         load_beir(ds)
+
+
+@pytest.mark.parametrize(("line", "needle"), [
+    (f"1#0\t2#0\t{2**62}\n", f"relevance label 0..65535, found {2**62}"),  # crashed pytrec_eval later
+    ("1#0\t2#0\t-1\n", "relevance label 0..65535, found -1"),
+    ("1#0\t2#0\n", "3 columns `query-id corpus-id score`"),
+])  # fmt: skip
+def test_beir_qrels_go_through_the_one_qrels_reader(tmp_path: Path, line: str, needle: str) -> None:
+    """Issue 32 item 2: `bench rehearse --dataset` read BEIR qrels with its own parser, which took any
+    integer; now analysis.trec.read_qrels decides, with the file, the line and the fix."""
+    ds = write_mini_beir(tmp_path / "ds")
+    qrels = ds / "qrels" / "test.tsv"
+    n = len(qrels.read_text(encoding="utf-8").splitlines()) + 1
+    with qrels.open("a") as fh:
+        fh.write(line)
+    with pytest.raises(BenchError, match=rf"test\.tsv:{n} \(TREC qrels file\): expected .*Fix:") as exc:
+        load_beir(ds)
+    assert needle in str(exc.value)

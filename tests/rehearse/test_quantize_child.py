@@ -122,3 +122,35 @@ def test_args_file_is_json_the_child_can_read(tmp_path: Path, monkeypatch: pytes
                         spec=CHOSEN.to_dict(), max_length=16, record={"a": 1}) == {"ok": 1}  # fmt: skip
     assert seen["pairs"] == [list(p) for p in PAIRS[:2]] and seen["record"] == {"a": 1}
     assert seen["library_log"] is None and seen["verbose"] is False
+
+
+@pytest.mark.model
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, tmp_path: Path) -> None:
+    """Issue 32 item 6: optimum's "Could not infer whether the model was already converted" (with its
+    "[Errno 2] ... refs/main"), torch's TracerWarnings and "No CUDA runtime is found" reached the terminal of
+    `bench rehearse` from the quantising child, beside the parent's clean libraries.log."""
+    log = tmp_path / "libraries.log"
+    parent_code = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from bench.int8.config import CHOSEN
+        from bench.liblog import library_log
+        from bench.rehearse.quantize_child import run_in_child
+        pairs = {PAIRS!r}
+        with library_log(Path({str(log)!r})):
+            run_in_child(Path({str(tiny)!r}), Path({str(tmp_path / "q")!r}), task="feature-extraction",
+                         pairs=pairs, spec=CHOSEN.to_dict(), max_length=16, record={{}})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", parent_code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1500)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    library_lines = ("Could not infer whether", "refs/main", "TracerWarning", "No CUDA runtime",
+                     "LOAD REPORT")
+    assert [x for x in library_lines if x in proc.stderr] == [], proc.stderr
+    text = log.read_text(encoding="utf-8")
+    assert "optimum.intel.openvino.modeling_base: Could not infer whether" in text
+    assert "py.warnings" in text and "TracerWarning" in text
+    assert (tmp_path / "q" / "int8-manifest.json").is_file()

@@ -1,0 +1,112 @@
+"""Ties said aloud (issue 32 item 5): `analysis metrics` warns when tied scores make the rank order differ
+from trec_eval's and prints both nDCG@10 values; `check-pytrec` says NOT COMPARED, not PASS, when no query
+could be compared in pytrec_eval's own order. Both compared with pytrec_eval itself."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.cli import cli
+from analysis.metrics import Judgments, evaluate_table
+from analysis.pytrec_check import compare_with_pytrec_eval, pytrec_ndcg10
+from analysis.ties import tied_query_mask, trec_eval_order
+from analysis.trec import read_run_table, write_run
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+QRELS = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"x": 1, "y": 1}, "q3": {"m": 3}}
+
+
+def _qrels_file(tmp_path: Path) -> Path:
+    path = tmp_path / "qrels.tsv"
+    path.write_text("".join(f"{q} 0 {d} {r}\n" for q in QRELS for d, r in QRELS[q].items()))
+    return path
+
+
+def _random_tied_run(rng: random.Random) -> dict[str, list[tuple[str, float]]]:
+    run = {}
+    for q, judged in QRELS.items():
+        docs = [*judged, *(f"u{i}" for i in range(rng.randint(0, 12)))]
+        rng.shuffle(docs)
+        scores = sorted((float(rng.randint(0, 3)) for _ in docs), reverse=True)  # many ties
+        run[q] = list(zip(docs, scores, strict=True))
+    return run
+
+
+def test_trec_eval_order_is_pytrec_evals_own(tmp_path: Path) -> None:
+    """Over random runs with many ties: our nDCG@10 in trec_eval's order equals pytrec_eval on the raw scores,
+    and in the rank order equals pytrec_eval on rank-faithful scores."""
+    rng = random.Random(32)
+    judgments = Judgments.from_qrels(QRELS)
+    reordered_seen = 0
+    for i in range(60):
+        path = tmp_path / f"r{i}.trec"
+        write_run(path, _random_tied_run(rng), "t")
+        table = read_run_table(path)
+        alt = trec_eval_order(table)
+        reordered_seen += bool(alt.reordered)
+        raw = pytrec_ndcg10(QRELS, table, rank_faithful=False)
+        theirs = evaluate_table(judgments, alt.table, ["ndcg@10"])["ndcg@10"].tolist()
+        assert theirs == pytest.approx([raw[q] for q in judgments.qids], abs=1e-12)
+        faithful = pytrec_ndcg10(QRELS, table)
+        ours = evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist()
+        assert ours == pytest.approx([faithful[q] for q in judgments.qids], abs=1e-12)
+        tied = {q for q, t in zip(table.qids, tied_query_mask(table), strict=True) if t}
+        assert set(alt.reordered) <= tied
+    assert reordered_seen > 30  # the law was tested where the orders differ
+
+
+def test_metrics_warns_with_both_values_only_when_the_orders_differ(tmp_path: Path) -> None:
+    qrels = _qrels_file(tmp_path)
+    tied = tmp_path / "tied.trec"
+    # q1: a (relevant) before b at the same score: trec_eval puts b first (docid descending)
+    write_run(tied, {"q1": [("a", 1.0), ("b", 1.0), ("c", 0.5)], "q2": [("x", 2.0), ("y", 1.0)]}, "t")
+    result = CliRunner().invoke(cli, ["metrics", "--qrels", str(qrels), "--run", str(tied), "--json"])
+    assert result.exit_code == 0, result.output
+    warning = [x for x in result.stderr.splitlines() if "warning" in x]
+    assert len(warning) == 1 and "1 query (first 'q1')" in warning[0], result.stderr
+    ours, theirs = (float(v) for v in re.findall(r"nDCG@10 ([0-9.]+) in the file's rank order.*, ([0-9.]+) "
+                                                 r"in trec_eval's order", warning[0])[0])
+    raw = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg_cut_10"}).evaluate(
+        {"q1": {"a": 1.0, "b": 1.0, "c": 0.5}, "q2": {"x": 2.0, "y": 1.0}})
+    reference = sum(raw[q]["ndcg_cut_10"] if q in raw else 0.0 for q in QRELS) / len(QRELS)
+    assert theirs == pytest.approx(reference, abs=1e-15) and ours > theirs
+    assert '"ndcg@10": ' + repr(ours) in result.stdout  # the number reported is the rank order's
+    calm = tmp_path / "calm.trec"  # ties already in trec_eval's order (b before a): no warning
+    write_run(calm, {"q1": [("b", 1.0), ("a", 1.0), ("c", 0.5)], "q2": [("x", 2.0), ("y", 1.0)]}, "t")
+    result = CliRunner().invoke(cli, ["metrics", "--qrels", str(qrels), "--run", str(calm)])
+    assert result.exit_code == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_float32_ties_are_ties_for_pytrec_eval(tmp_path: Path) -> None:
+    """pytrec_eval holds scores as 32-bit floats: 1.0 + 1e-9 ties with 1.0 there. check-pytrec used to compare
+    such a query in pytrec_eval's own order as if untied, and FAILed a correct run."""
+    run = {"q1": [("a", 1.0 + 1e-9), ("b", 1.0), ("c", 0.5)], "q2": [("x", 2.0), ("y", 1.0)]}
+    evaluator = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg_cut_10"})
+    raw = evaluator.evaluate({q: dict(r) for q, r in run.items()})
+    judgments = Judgments.from_qrels(QRELS)
+    path = tmp_path / "f32.trec"
+    write_run(path, run, "t")
+    ours = evaluate_table(judgments, read_run_table(path), ["ndcg@10"])["ndcg@10"].tolist()
+    assert raw["q1"]["ndcg_cut_10"] != pytest.approx(ours[0])  # pytrec_eval put b first: it saw a tie
+    result = compare_with_pytrec_eval(QRELS, read_run_table(path))
+    assert result.queries_with_ties == 1 and result.own_order_run_queries == 1 and result.verdict == "PASS"
+    out = CliRunner().invoke(cli, ["check-pytrec", "--qrels", str(_qrels_file(tmp_path)), "--run", str(path)])
+    assert out.exit_code == 0 and "verdict                      PASS" in out.output, out.output
+
+
+def test_check_pytrec_says_not_compared_when_every_query_is_tied(tmp_path: Path) -> None:
+    path = tmp_path / "all-tied.trec"
+    write_run(path, {"q1": [("a", 1.0), ("b", 1.0)], "q2": [("y", 0.0), ("x", 0.0)]}, "t")
+    out = CliRunner().invoke(cli, ["check-pytrec", "--qrels", str(_qrels_file(tmp_path)), "--run", str(path)])
+    assert out.exit_code == 1, out.output
+    assert "verdict                      NOT COMPARED" in out.output and "PASS" not in out.output
+    assert f"{path}: NOT COMPARED" in out.output and "Fix:" in out.output
+    # q3 is missing from the run: 0 on both sides in any order, so it does not count as compared
+    result = compare_with_pytrec_eval(QRELS, read_run_table(path))
+    assert result.own_order_queries == 1 and result.own_order_run_queries == 0 and result.passed
