@@ -60,7 +60,7 @@ def disk_data(m: Machine, step: str) -> list[Outcome]:
             )
         ]
     todo = [e for e in hub if not e.file(m.root).is_file()]
-    need = float(sum(e.size for e in todo))
+    need = float(sum(int(e.size) for e in todo))  # bytes: an integer sum
     return [
         _need(m, "disk", paths.hub_dir(), need, f"{len(todo)} of {len(hub)} locked hub files not here yet")
     ]
