@@ -136,8 +136,8 @@ class ProbeSession:
 
     def create(self, what: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
         name = self.name(what)
+        self.collections.append(name)  # before: a request that timed out may still have created it
         _, got = self.send("POST", "/collections", json_body={"name": name, "fields": fields})
-        self.collections.append(name)
         return self.shape(got, dict, "the created collection")
 
     def read_back(self, name: str) -> dict[str, Any]:
@@ -223,11 +223,12 @@ class ProbeSession:
     def put_stopwords(self, what: str, words: list[str]) -> tuple[int, Any]:
         """PUT a stop-word set; a 404 (no /stopwords API: before 26.0) is returned, not raised."""
         name = self.name(what)
+        self.stopword_sets.append(name)
         status, got = self.send(
             "PUT", f"/stopwords/{name}", json_body={"stopwords": words, "locale": "de"}, ok=(200, 201, 404)
         )
-        if status != 404:
-            self.stopword_sets.append(name)
+        if status == 404:
+            self.stopword_sets.remove(name)
         return status, got
 
     def result(
