@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from bench.errors import BenchError
 from bench.firststage import probe_text as pt
 from bench.firststage import probe_vector as pv
 from bench.firststage.definitions import KEYWORD_SUBSTITUTE_STAGES, STAGE_DEFS, StageDef
@@ -257,23 +258,32 @@ def run_probes(
 
 
 class ProbeRefused(StageRefused):
-    """A stage refused because a probe it needs was not honoured or got no usable answer."""
+    """A stage refused because a probe it needs was not honoured or got no usable answer. Like every
+    ``StageRefused`` it names the first missing feature and its first version in the table."""
 
-    def __init__(self, stage: str, server_version: str, failing: Sequence[ProbeResult], why: str) -> None:
+    def __init__(self, stage: str, server_version: str, failing: Sequence[ProbeResult]) -> None:
         missing: list[Feature] = []
         for r in failing:
             if FEATURES[r.feature] not in missing:
                 missing.append(FEATURES[r.feature])
         names = "; ".join(
-            f"probe {r.name} ({r.feature}): {r.verdict}: {r.detail}; the server answered {_answer(r)}"
+            f"probe {r.name} ({r.feature}): {r.verdict}: {r.detail}; the server answered {_short(r.observed)}"
+            + (f", a server honouring it answers {_short(r.expected)}" if r.expected else "")
             for r in failing
         )
-        super().__init__(stage, server_version, missing, reason=f"{why} {names}.")
+        BenchError.__init__(
+            self,
+            f"stage {stage} refused by the behavioural probes on Typesense {server_version}: {names}. "
+            "Nothing of the stage was written; what to do: docs/runbook.md, step 4 (the probes).",
+        )
+        self.stage, self.server_version, self.missing = stage, server_version, missing
+        self.feature, self.first_version = missing[0].name, missing[0].first_version
         self.probes = [r.name for r in failing]
 
 
-def _answer(r: ProbeResult) -> str:
-    return str(r.observed)[:300]
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 @dataclass(frozen=True)
@@ -291,7 +301,7 @@ def decide(stage: StageDef, mode: Mode, report: ProbeReport) -> Decision:
     failing = report.failing(stage)
     if mode == "measurement":
         if failing:
-            raise ProbeRefused(stage.id, report.server_version, failing, "The behavioural probes found:")
+            raise ProbeRefused(stage.id, report.server_version, failing)
         return Decision()
     covered: list[ProbeResult] = []
     kw = False
@@ -306,7 +316,7 @@ def decide(stage: StageDef, mode: Mode, report: ProbeReport) -> Decision:
         covered += [ef_probe] if exact else []
     left = [r for r in failing if r not in covered]
     if left:
-        raise ProbeRefused(stage.id, report.server_version, left, "The behavioural probes found:")
+        raise ProbeRefused(stage.id, report.server_version, left)
     return Decision(
         keyword_substitute=kw,
         probes_substituted=tuple(r.name for r in covered),

@@ -124,7 +124,8 @@ def test_a_server_claiming_302_is_refused_by_the_probes(
             **_outputs(tmp_path),
         )
     msg = info.value.message
-    assert f"Typesense {TYPESENSE_VERSION} lacks stem" in msg
+    assert f"refused by the behavioural probes on Typesense {TYPESENSE_VERSION}" in msg
+    assert info.value.feature == "stem" and "Nothing of the stage was written" in msg
     for probe in ("stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold"):
         assert f"probe {probe} (" in msg
     _nothing_written(server, tmp_path, "keyword-71k")
