@@ -226,3 +226,24 @@ def test_leftovers_of_a_killed_run_are_removed_and_nothing_else(server: Typesens
     assert got.swept == [names["dead"]] and left == set(names.values()) - {names["dead"]}
     assert any(names["dead"] in line and "has ended" in line for line in lines)
     assert [r.name for r in got.results] == ["tie-order"] and got.results[0].honoured
+
+
+def test_the_probes_0241_fails_pass_where_a_server_has_the_feature(server: TypesenseServer) -> None:
+    """In front of 0.24.1, a stand-in doing stem, stop-word sets, hnsw_params, ef and hybrid with alpha as
+    Typesense v29.0's source does (tests/support/typesense_newer.py): those probes pass, so none of them
+    refuses a server that has its feature. The typo probes still fail: the stand-in leaves 0.24.1's locale
+    fields as they are (they pass on fields without a locale, test above)."""
+    from tests.support.typesense_newer import NewerTypesense
+
+    with NewerTypesense(server) as newer:
+        got = run_probes(newer.handle(), None, log=lambda line: None)
+    verdicts = {r.name: r.verdict for r in got.results}
+    assert verdicts == {**dict.fromkeys(PROBE_NAMES, "honoured"), "num_typos": "not honoured",
+                        "typo_tokens_threshold": "not honoured"}  # fmt: skip
+    alpha = got.get("alpha")
+    assert alpha is not None
+    assert alpha.observed == {
+        "0.3": {"order": ["A", "B"], "rank_fusion_score": [0.85, 0.65]},
+        "0.7": {"order": ["B", "A"], "rank_fusion_score": [0.85, 0.65]},
+    }
+    assert _probe_collections(server) == []
