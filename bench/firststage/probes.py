@@ -135,7 +135,7 @@ class ProbeReport:
         wanted = [p.name for p in PROBES if p.needed_by(stage) or p.informs(stage)]
         missing = [n for n in wanted if self.get(n) is None]
         if missing:
-            raise ProbeError(missing[0], {"method": None, "path": None}, "the probe was not run")
+            raise BenchError(f"stage {stage.id}: the probe report lacks {', '.join(missing)}; run its probes")
         results = tuple(r for r in self.results if r.name in wanted)
         return ProbeReport(
             self.server_version, self.collection_prefix, self.seconds, results, self.swept, self.not_deleted
@@ -281,6 +281,21 @@ class ProbeRefused(StageRefused):
         self.probes = [r.name for r in failing]
 
 
+class ProbeNoAnswer(BenchError):
+    """A probe the stage needs got no usable answer (error status, timeout, malformed body): the stage does
+    not run, in a measurement and in a rehearsal alike, and nothing about the server's features is
+    concluded (a rehearsal stops instead of recording a refusal)."""
+
+    def __init__(self, stage: str, server_version: str, failing: Sequence[ProbeResult]) -> None:
+        names = "; ".join(f"probe {r.name} ({r.feature}): no answer: {r.detail}" for r in failing)
+        super().__init__(
+            f"stage {stage} not run: Typesense {server_version} gave no usable answer to a probe it needs: "
+            f"{names}. Nothing of the stage was written; check the server and run the command again "
+            "(docs/runbook.md, step 4)."
+        )
+        self.stage, self.probes = stage, [r.name for r in failing]
+
+
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 300 else text[:300] + "..."
@@ -297,8 +312,12 @@ class Decision:
 
 
 def decide(stage: StageDef, mode: Mode, report: ProbeReport) -> Decision:
-    """Refuse (``ProbeRefused``) or return how the stage runs, from the probes' verdicts."""
+    """Refuse (``ProbeRefused``; ``ProbeNoAnswer`` when a needed probe got no usable answer) or return how
+    the stage runs, from the probes' verdicts."""
     failing = report.failing(stage)
+    silent = [r for r in failing if r.verdict == NO_ANSWER]
+    if silent:
+        raise ProbeNoAnswer(stage.id, report.server_version, silent)
     if mode == "measurement":
         if failing:
             raise ProbeRefused(stage.id, report.server_version, failing)

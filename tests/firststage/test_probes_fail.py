@@ -16,8 +16,9 @@ import pytest
 
 from bench.firststage import probe_core
 from bench.firststage.definitions import STAGE_DEFS
+from bench.firststage.features import StageRefused
 from bench.firststage.probe_core import PROBE_PREFIX
-from bench.firststage.probes import ProbeRefused, run_probes
+from bench.firststage.probes import ProbeNoAnswer, ProbeRefused, run_probes
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stages import run_stage
 from bench.plan import TYPESENSE_VERSION
@@ -158,7 +159,7 @@ def test_a_bad_answer_refuses_the_stage_by_the_probe_and_writes_nothing(
     monkeypatch.setattr(probe_core, "REQUEST_TIMEOUT_S", 2.0)
     queries, passages, _ = small
     for stage, mode in (("keyword-plain-71k", "measurement"), ("keyword-plain-71k", "rehearsal")):
-        with pytest.raises(ProbeRefused) as info:
+        with pytest.raises(ProbeNoAnswer) as info:
             run_stage(
                 stage,
                 server=claims_302(_search_fails(reply)),
@@ -168,6 +169,8 @@ def test_a_bad_answer_refuses_the_stage_by_the_probe_and_writes_nothing(
                 **_outputs(tmp_path),
             )  # type: ignore[arg-type]
         assert info.value.probes == ["tie-order"]
+        # not a refusal of the stage: a rehearsal stops here instead of recording one that a resume keeps
+        assert not isinstance(info.value, StageRefused)
         assert "probe tie-order (seq_id_sort): no answer" in info.value.message
         assert answer in info.value.message
         _nothing_written(server, tmp_path, stage)
@@ -186,7 +189,7 @@ def test_a_failed_setup_gives_every_probe_of_its_group_the_servers_answer(
         ["vector-k", "ef", "flat_search_cutoff", "hnsw_params"], "no answer"
     )
     assert all("503" in str(r.observed["answer"]) for r in report.results)
-    with pytest.raises(ProbeRefused) as info:
+    with pytest.raises(ProbeNoAnswer) as info:
         run_stage(
             "vector-71k",
             server=claims_302(refuse_vectors),
