@@ -32,6 +32,8 @@ from bench.firststage.probes import (
 )
 from bench.firststage.server import TypesenseServer
 
+pytestmark = pytest.mark.typesense
+
 HONOURED_0241 = {
     "locale-de",
     "prefix",

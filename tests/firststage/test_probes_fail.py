@@ -32,6 +32,7 @@ from tests.support.typesense_proxy import (
     search_answers,
 )
 
+pytestmark = pytest.mark.typesense
 Small = tuple[dict[str, str], list, Path]
 
 
