@@ -124,7 +124,10 @@ def _read_refusal(path: Path) -> dict[str, Any]:
         if record.get("status") != "refused":
             raise ValueError("status is not 'refused'")
         needed = ("feature", "first_version", "server_version", "reason")
-        return {**{k: record[k] for k in ("status", *needed)}, "resumed": True}
+        probes = record.get("probes", [])  # the failed probes (absent from records made before issue 33)
+        if not isinstance(probes, list):
+            raise ValueError("probes is not a list")
+        return {**{k: record[k] for k in ("status", *needed)}, "probes": probes, "resumed": True}
     except (OSError, ValueError, KeyError, AttributeError) as exc:
         raise BenchError(
             f"{path}: not a valid refusal record ({type(exc).__name__}: {exc}). Delete the file; the resumed "
