@@ -69,6 +69,10 @@ class NewerTypesense(TypesenseProxy):
             return json_response(200, {"id": sid, "stopwords": words, "locale": "de"})
         if req.method == "DELETE":
             return json_response(200 if self.stopwords.pop(sid, None) is not None else 404, {"id": sid})
+        if sid:  # GET one set: 26.0-30.x nest it in "stopwords"
+            if sid not in self.stopwords:
+                return json_response(404, {"message": "Not found."})
+            return json_response(200, {"stopwords": {"id": sid, "stopwords": self.stopwords[sid]}})
         return json_response(
             200, {"stopwords": [{"id": k, "stopwords": v} for k, v in self.stopwords.items()]}
         )
