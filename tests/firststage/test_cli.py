@@ -128,3 +128,25 @@ def test_cli_end_to_end_with_version_pin_lowered(
     assert rec["image_reported"] == rec["image"]  # issue 20, break 14: null before compose set it
     assert rec["manifest"]["kind"] == "first-stage" and rec["import"]["documents"] == 3
     assert rec["corpus_layout"] == {"corpus_71k_id_column": "id"}
+
+
+@pytest.mark.typesense
+def test_the_probes_refuse_a_server_that_claims_302_before_any_data_is_read(
+    server: TypesenseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """0.24.1 behind a stand-in that says 30.2 (issue 33): the version pin passes, the probes refuse, and the
+    command stops before it reads the hub files (there are none here) or writes anything."""
+    from bench.plan import TYPESENSE_VERSION
+    from tests.support.typesense_proxy import TypesenseProxy
+
+    _no_guard(monkeypatch)
+    with TypesenseProxy(server, version=TYPESENSE_VERSION) as proxy:
+        monkeypatch.setenv("BENCH_TYPESENSE_URL", proxy.url)
+        monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
+        args = ["first-stage", "keyword-71k", "--runs", str(tmp_path / "r"), "--results", str(tmp_path / "j")]
+        res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 1, res.output
+    out = res.output
+    assert f"stage keyword-71k refused by the behavioural probes on Typesense {TYPESENSE_VERSION}" in out
+    assert "probe stem (stem): not honoured" in out and "probe locale-de (locale): honoured" in out
+    assert not (tmp_path / "r").exists() and not (tmp_path / "j").exists()

@@ -17,6 +17,7 @@ from bench.errors import BenchError
 from bench.firststage import stages as stages_mod
 from bench.firststage.definitions import GERMAN_SEARCH_PARAMS, KEYWORD_SORT, STAGE_DEFS
 from bench.firststage.features import ServerRefused, StageRefused
+from bench.firststage.probes import Decision
 from bench.firststage.search import search
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stages import keyword_substitute, run_stage
@@ -45,13 +46,13 @@ def test_strip_refuses_a_measurement() -> None:
         rehearsal_strip_stopwords("Wie alt ist der Papst?", german_stopwords(), mode="measurement")
 
 
-def test_substitute_only_in_a_rehearsal_of_keyword_71k_on_an_old_server() -> None:
-    kw = STAGE_DEFS["keyword-71k"]
-    assert keyword_substitute(kw, "rehearsal", "0.24.1") is not None
-    assert keyword_substitute(kw, "measurement", "0.24.1") is None
-    assert keyword_substitute(kw, "rehearsal", "30.2") is None  # the server applies the plan's settings
-    assert keyword_substitute(STAGE_DEFS["keyword-full"], "rehearsal", "0.24.1") is None
-    assert keyword_substitute(STAGE_DEFS["hybrid-71k"], "rehearsal", "0.24.1") is None
+def test_substitute_only_in_a_rehearsal_of_keyword_71k_when_the_probes_chose_it() -> None:
+    kw, chosen = STAGE_DEFS["keyword-71k"], Decision(keyword_substitute=True)
+    assert keyword_substitute(kw, "rehearsal", chosen, "0.24.1") is not None
+    assert keyword_substitute(kw, "measurement", chosen, "0.24.1") is None
+    assert keyword_substitute(kw, "rehearsal", Decision(), "0.24.1") is None  # the probes found stem
+    assert keyword_substitute(STAGE_DEFS["keyword-full"], "rehearsal", chosen, "0.24.1") is None
+    assert keyword_substitute(STAGE_DEFS["hybrid-71k"], "rehearsal", chosen, "0.24.1") is None
 
 
 def test_a_measurement_never_uses_the_substitute(
@@ -81,6 +82,12 @@ def test_rehearsal_runs_keyword_71k_with_the_substitute(server: TypesenseServer,
     assert record["substitute"]["kind"] == "keyword"
     assert record["substitute"]["queries_empty_after_stopwords"] == ["zz-stop-words-only"]
     assert any(n.startswith("REHEARSAL SUBSTITUTE") for n in record["notes"])
+    # chosen by the probes' verdicts, which the record keeps (issue 33)
+    assert record["substitute"]["probes_not_honoured"] == [
+        "stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold"]  # fmt: skip
+    verdicts = {p["name"]: p["verdict"] for p in record["probes"]["probes"]}
+    assert verdicts["stem"] == "not honoured" and verdicts["locale-de"] == verdicts["tie-order"] == "honoured"
+    assert any("applied no typo tolerance on the locale fields" in n for n in record["notes"])
     assert record["stopwords"]["applied_by"] == "client (rehearsal substitute)"
     assert record["stopwords"]["id"] is None
     assert record["schema"]["fields"] == [{"name": "title", "type": "string", "locale": "de"},

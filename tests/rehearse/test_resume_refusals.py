@@ -38,6 +38,7 @@ def test_resume_reads_recorded_refusals_without_a_server(
 
     monkeypatch.setattr(fs, "server_context", fake_server)
     monkeypatch.setattr(stages_mod, "run_stage", _refuse_all)
+    monkeypatch.setattr(fs, "run_probes", lambda server, stage, log: None)  # the fake server answers nothing
     inputs = Inputs("t", {}, [], {})
     logs: list[str] = []
     run = lambda: fs.run_first_stages(tmp_path, inputs, tmp_path / "q", port=None,  # noqa: E731

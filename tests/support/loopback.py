@@ -127,7 +127,7 @@ class Loopback(Closing):
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                     pass
 
-            do_GET = do_POST = _handle
+            do_GET = do_POST = do_PUT = do_DELETE = _handle
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
