@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from analysis.plan import QUALITY_DEPTH
 from analysis.trec import RunTable, TrecFormatError, read_fast_or_none, reference_table
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from analysis.trec_fast import FastRun
 
 __all__ = ["CandidateIndex", "RankedIds", "ReorderingBreak", "check_reordering", "check_run_files",
@@ -63,6 +63,8 @@ class RankedIds:
 
     @classmethod
     def of_table(cls, table: RunTable) -> RankedIds:
+        import pyarrow as pa  # heavy: imported where used, as analysis.trec does (`bench` starts without it)
+
         encoded = pa.array(table.docids, type=pa.string()).dictionary_encode()
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         return cls(table.qids, table.offsets, encoded.dictionary, codes)
@@ -132,6 +134,9 @@ def name_codes(first: RankedIds, runs: Sequence[RankedIds]) -> list[np.ndarray]:
     One lookup for all runs of a stage: pyarrow builds its hash table of the first stage's ids once."""
     if not runs:
         return []
+    import pyarrow as pa  # heavy: imported where used (analysis.trec's rule)
+    import pyarrow.compute as pc  # heavy, as above
+
     found = pc.index_in(pa.chunked_array([r.names for r in runs], type=pa.string()),
                         value_set=first.names).fill_null(-1)
     flat = np.asarray(found.to_numpy(), dtype=np.int64)
