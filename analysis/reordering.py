@@ -228,16 +228,18 @@ def _line_of(path: Path, qid: str, docid: str) -> int | None:
 
 
 def check_reordering(first: RankedIds | CandidateIndex, run: RankedIds, k: int, *, run_path: Path,
-                     first_name: str, depth: int = QUALITY_DEPTH, codes: np.ndarray | None = None) -> None:
+                     first_name: str, depth: int = QUALITY_DEPTH, codes: np.ndarray | None = None,
+                     shown_as: str | None = None) -> None:
     """Raise :class:`TrecFormatError` (file and line of ``run_path``, query, id, rank, fix) when ``run``
-    breaks the invariant against ``first`` (named ``first_name`` in the message)."""
+    breaks the invariant against ``first`` (named ``first_name`` in the message; the run file is named
+    ``shown_as``, default ``run_path``)."""
     found = reordering_break(first, run, k, depth, codes=codes)
     if found is None:
         return
     line = _line_of(run_path, found.qid, found.docid) if found.rank is not None else None
     at = f"rank {found.rank} holds {found.docid!r}" if found.rank is not None else f"{found.docid!r}"
     raise TrecFormatError(
-        run_path, line,
+        shown_as or run_path, line,
         f"per query exactly the candidates of {first_name} (its first {depth}), ranks 1..{k} reordered and "
         f"later ranks in its order; in query {found.qid!r} {at}: {found.why}", FIX, RERANKED_KIND)
 

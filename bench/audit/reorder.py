@@ -58,7 +58,7 @@ def reorder_row(root: Path) -> Row:
                 problem = f"{rel}: {first}"
             else:
                 try:
-                    check_reordering(first, read_ids(root / rel), depth, run_path=Path(rel),
+                    check_reordering(first, read_ids(root / rel), depth, run_path=root / rel, shown_as=rel,
                                      first_name=f"{FIRST_STAGE}/{stage}.trec")
                 except (TrecFormatError, OSError) as exc:
                     problem = str(exc)
