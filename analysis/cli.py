@@ -65,9 +65,10 @@ def cli() -> None:
 @click.option("--allow-unknown-queries", is_flag=True, help="Ignore run queries that are not in the qrels.")
 @_user_errors
 def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_queries: bool) -> None:
-    """Mean metrics over every qrels query (a query missing from a run scores 0)."""
+    """Mean metrics over every qrels query (a query missing from a run scores 0). Each run's coverage:
+    ``queries_present`` of the qrels' ``queries``, and the ``queries_missing`` by id."""
     judgments = Judgments.from_qrels(read_qrels(qrels))
-    out: dict[str, dict[str, float | int]] = {}
+    out: dict[str, dict[str, float | int | list[str]]] = {}
     for run in runs:
         try:
             table = read_run_table(run, qrels_qids=judgments.qids,
@@ -78,8 +79,12 @@ def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_quer
         warning = tie_warning(judgments, table, str(run))
         if warning is not None:
             click.echo(warning, err=True)
-        row: dict[str, float | int] = {m: float(values[m].mean()) for m in METRICS_JSON_KEYS}
+        row: dict[str, float | int | list[str]] = {m: float(values[m].mean()) for m in METRICS_JSON_KEYS}
         row["queries"] = len(judgments.qids)
+        held = set(table.qids)
+        missing = [q for q in judgments.qids if q not in held]
+        row["queries_present"] = len(judgments.qids) - len(missing)
+        row["queries_missing"] = missing
         out[str(run)] = row
     if as_json:
         click.echo(json.dumps(out, indent=1))
@@ -87,7 +92,13 @@ def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_quer
     for run_name, row in out.items():
         click.echo(run_name)
         for key, value in row.items():
-            click.echo(f"  {key:<11} {value}")
+            if key != "queries_missing":
+                click.echo(f"  {key:<15} {value}")
+        missing = [str(q) for q in row["queries_missing"]]  # type: ignore[union-attr]
+        if missing:
+            shown = ", ".join(missing[:10]) + (f", ... ({len(missing)} in all)" if len(missing) > 10 else "")
+            click.echo(f"  missing: {len(missing)} of {row['queries']} qrels queries are not in this run; "
+                       f"each scores 0 in every mean above: {shown}")
 
 
 _folder = click.Path(exists=True, file_okay=False, path_type=Path)

@@ -34,6 +34,7 @@ from analysis.plan import (
     PITFALL_TYPESENSE,
     QUALITY_DEPTH,
 )
+from analysis.reordering import check_run_files
 from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
 from analysis.trec import read_run_table
 from analysis.wording import word
@@ -125,6 +126,8 @@ def analyse_pitfalls(
         where = f"pitfalls/runs/{PITFALL_STAGE}/{PITFALL_REFERENCE}@{QUALITY_DEPTH}.trec"
         out["not_run"]["qwen3-variants"] = f"no run of variant (a) at {where} (under the report's --out)"
     else:
+        first = f"first-stage/{PITFALL_STAGE}.trec"
+        check_run_files(runs_dir / first, [(p, QUALITY_DEPTH) for p in present.values()], first_name=first)
         runs = {rid: _score(p, judgments) for rid, p in present.items()}
         out["families"].append(
             _family(f"pitfalls/{PITFALL_STAGE}/@{QUALITY_DEPTH}/vs-a", runs, PITFALL_REFERENCE)

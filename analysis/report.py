@@ -27,6 +27,7 @@ from analysis.int8.comparison import markdown as int8_markdown
 from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
 from analysis.latency.report import latency_section
 from analysis.metrics import MISSING_QUERY_POLICY
+from analysis.outdir import check_out_dir
 from analysis.plan import (
     ALPHA,
     BOOTSTRAP_RESAMPLES,
@@ -275,6 +276,9 @@ SECTIONS: list[Section] = [
     Section("int8", ("int8-quality.json",), _int8),
 ]
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
+# The owned folders and the one kind of file the report writes in each (analysis.outdir: anything else there
+# is refused by name, never deleted); every other owned entry is a file.
+OWNED_FOLDERS = {"quality": ".json", "figures": ".png", "latency-summary": ".json"}
 
 
 def write_report(
@@ -295,13 +299,19 @@ def write_report(
 
     Everything is built in a temporary folder beside ``out_dir`` and swapped in at the end
     (:func:`analysis.atomic.built_beside`): on any failure the earlier report stays as it was, and files of
-    an earlier report that this one does not write (a stage no longer present) are gone afterwards.
+    an earlier report that this one does not write (a stage no longer present) are gone afterwards. Before
+    anything is read, :func:`analysis.outdir.check_out_dir` refuses an ``out_dir`` where that would lose a
+    file the report did not write, or where the report would write into its own inputs.
 
     ``flags`` (model id -> note) is added to the plan's contamination flags. ``stage_flags`` (stage -> note)
     marks first stages; default: the plan's embedder flag on vector-71k and hybrid-71k (the rehearsal, whose
     embedder is a stand-in, passes its own).
     """
     runs_dir, qrels_path, out_dir = Path(runs_dir), Path(qrels_path), Path(out_dir)
+    owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
+    check_out_dir(out_dir, folder_files={e: OWNED_FOLDERS[e] for e in owned if e in OWNED_FOLDERS},
+                  files=tuple(e for e in owned if e not in OWNED_FOLDERS),
+                  inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir})
     all_flags = {**default_flags(), **(flags or {})}
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
@@ -310,7 +320,6 @@ def write_report(
     if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
         records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
         costs_record = compute_costs(records, runs_dir, qrels_path, costs)
-    owned = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))
     options = {**(section_options or {}), "figures": figures, "latency_dir": latency_dir,
                "costs_record": costs_record, "out_dir": out_dir}  # fmt: skip
     with built_beside(out_dir, owned) as build:

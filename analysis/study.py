@@ -40,6 +40,7 @@ from analysis.int8.comparison import SEPARATE_MODELS
 from analysis.metrics import MEASURES, Judgments, evaluate_indexed, evaluate_table
 from analysis.multiple import holm
 from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, STANDIN_MARK, contamination_of, is_standin
+from analysis.reordering import CandidateIndex, RankedIds, check_reordering, name_codes
 from analysis.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
 from analysis.trec import TrecFormatError, fast_reader_enabled, read_fast_or_none, read_qrels, reference_table
 from analysis.wording import corpus_of, require_same_corpus, winner, word
@@ -89,6 +90,7 @@ class RunResult:
     queries_present: int = 0  # qrels queries the run holds
     missing: tuple[str, ...] = ()  # qrels queries absent from the run (each scores 0)
     not_rated: str | None = None  # why a reranked run is not rated ("not rated: 3 of 305 queries missing")
+    ids: RankedIds | None = field(default=None, repr=False)  # while loading: the reordering check's input
 
 
 @dataclass
@@ -108,13 +110,18 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
         raise TrecFormatError(first, None, "a folder first-stage/ with <stage>.trec files",
                               "point --runs at the study's runs folder", RUNS_FOLDER_KIND)
     stages: dict[str, tuple[Path, list[tuple[str, int, Path]]]] = {}
-    for f in sorted(first.glob("*.trec")):
+    for f in run_files(first):
         stages[f.stem] = (f, [])
+    for f in sorted(p for p in runs_dir.iterdir() if not p.is_dir()):
+        if _looks_like_run(f.name):  # README.md, LICENSE, a qrels file may lie beside the stage folders
+            raise TrecFormatError(f, None, "run files in first-stage/ or a stage folder <stage>/",
+                                  "move it into its stage's folder, or out of the runs folder",
+                                  RUNS_FOLDER_KIND)
     for d in sorted(p for p in runs_dir.iterdir() if p.is_dir() and p.name != FIRST_STAGE_DIR):
         if d.name not in stages:
             raise TrecFormatError(d, None, f"a first-stage run first-stage/{d.name}.trec for stage {d.name}",
                                   "add the stage's first-stage run, or remove the folder", RUNS_FOLDER_KIND)
-        for f in sorted(d.glob("*.trec")):
+        for f in run_files(d):
             m = _RUN_NAME.match(f.name)
             if m is None:
                 raise TrecFormatError(f, None, "a run file named <model>@<k>.trec", "rename the file",
@@ -136,6 +143,39 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
     return stages
 
 
+def _looks_like_run(name: str) -> bool:
+    return ".trec" in name.lower()
+
+
+def run_files(folder: Path) -> list[Path]:
+    """The ``*.trec`` files of a stage folder (or first-stage/), sorted. Anything else there is refused by
+    name, so that no file is left out of the report unsaid (issue 32): a compressed run (``.gz``: not read,
+    so that the report reads exactly the bytes that ``bench audit`` checks and hashes; "gunzip it"),
+    another case of the suffix (``.TREC``), a hidden run file, a folder, any other file."""
+    out = []
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and f.suffix == ".trec" and not f.name.startswith("."):
+            out.append(f)
+            continue
+        lower = f.name.lower()
+        if f.is_dir():
+            expected = "only run files <name>.trec in a stage folder, found a folder"
+            fix = "move the folder out of the runs folder"
+        elif lower.endswith((".gz", ".bz2", ".xz", ".zst", ".zip")):
+            expected = "an uncompressed run file <name>.trec, found a compressed file"
+            fix = f"decompress it (e.g. `gunzip {f}`) so that the report reads it, or remove it"
+        elif lower.endswith(".trec") and f.name.startswith("."):
+            expected = "a visible run file, found a hidden one"
+            fix = "remove it, or rename it without the leading dot"
+        elif lower.endswith(".trec"):
+            expected, fix = "the suffix .trec in lower case", f"rename it to {f.name[: -len('.trec')]}.trec"
+        else:
+            expected = "only run files <name>.trec in a stage folder, found another file"
+            fix = "move it out of the runs folder (the report reads every file there or refuses it)"
+        raise TrecFormatError(f, None, expected, fix, RUNS_FOLDER_KIND)
+    return out
+
+
 def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path,
           judgments: Judgments) -> RunResult:
     data = path.read_bytes()
@@ -147,17 +187,19 @@ def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir
         doc = doc_index(fast, judged_docids(judgments))
         per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
         run_qids: tuple[str, ...] = fast.qids
+        ids = RankedIds.of_fast(fast)
     else:
         table = reference_table(path, data, sha, qrels_qids=judgments.qids)
         per_query = evaluate_table(judgments, table)
         run_qids = table.qids
+        ids = RankedIds.of_table(table)
     del data
     rel = path.relative_to(runs_dir).as_posix()
     present = set(run_qids)
     missing = tuple(q for q in judgments.qids if q not in present)
     return RunResult(stage, model, depth, rel, sha, per_query,
                      means={m: float(np.mean(v)) for m, v in per_query.items()},
-                     queries_present=len(judgments.qids) - len(missing), missing=missing)
+                     queries_present=len(judgments.qids) - len(missing), missing=missing, ids=ids)
 
 
 def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
@@ -251,7 +293,35 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
     for stage, (_, reranked) in layout.items():
         stages.append(StageResult(stage, results[i], results[i + 1 : i + 1 + len(reranked)]))
         i += 1 + len(reranked)
+    check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
     return stages
+
+
+def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int = 1) -> None:
+    """Every reranked run reorders its stage's first-stage candidates (:mod:`analysis.reordering`); the first
+    break (in the order of the stages and runs) raises, naming the file, line, query, id and rank. The ids
+    are dropped afterwards. One stage per job; pyarrow's lookup releases the GIL, so ``threads`` share
+    them."""
+
+    def check(s: StageResult) -> None:
+        first = s.first_stage.ids
+        runs = [r for r in s.runs if r.ids is not None and r.depth is not None]
+        if first is None or not runs:
+            return
+        index = CandidateIndex.of(first)
+        for r, codes in zip(runs, name_codes(first, [r.ids for r in runs]), strict=True):  # type: ignore[misc]
+            check_reordering(index, r.ids, int(r.depth), run_path=runs_dir / r.path,  # type: ignore[arg-type]
+                             first_name=s.first_stage.path, codes=codes)
+
+    if threads > 1 and len(stages) > 1:
+        with ThreadPoolExecutor(min(threads, len(stages))) as pool:
+            list(pool.map(check, stages))  # raises the first break in stage order
+    else:
+        for s in stages:
+            check(s)
+    for s in stages:
+        for r in (s.first_stage, *s.runs):
+            r.ids = None
 
 
 def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:

@@ -3,8 +3,8 @@ tests. Not part of any measurement.
 
 Each query gets a fixed candidate pool: all its judged passages plus unjudged filler ids up to the depth. A
 "system" scores every candidate as ``signal * [rel > 0] + N(0, 1)``; a larger signal gives a better ranking.
-Reranked runs reorder the first stage's top k by their own scores (ties by first-stage rank, the plan's rule)
-and hold only those k passages.
+Reranked runs reorder the first stage's top k by their own scores (ties by first-stage rank, the plan's rule),
+followed by the rest of the first stage's candidates in its order (bench's layout of a depth-k run).
 """
 
 from __future__ import annotations
@@ -113,11 +113,12 @@ def _with_tail(top: RunTable, first: RunTable) -> dict[str, list[tuple[str, floa
 
 def write_study(out: Path, qrels: Mapping[str, Mapping[str, int]], *, stages: Sequence[str],
                 models: Mapping[str, float], depths: Sequence[int] = (20, 50, 100), first_signal: float = 1.0,
-                seed: int = 1, tails: bool = False) -> Path:
+                seed: int = 1, tails: bool = True) -> Path:
     """Write ``<out>/first-stage/<stage>.trec`` and ``<out>/<stage>/<model>@<k>.trec`` (model -> signal).
 
-    ``tails``: depth-k runs also hold the first stage's candidates below k (bench's layout); otherwise they
-    hold only the k reranked passages."""
+    ``tails`` (default): depth-k runs also hold the first stage's candidates below k (bench's layout, the
+    plan's depth rule); ``tails=False`` leaves them out, which ``analysis report`` refuses (a candidate is
+    missing: :mod:`analysis.reordering`)."""
     rng = np.random.default_rng(seed)
     c = Candidates.from_qrels(qrels)
     for stage in stages:

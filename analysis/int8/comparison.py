@@ -37,6 +37,7 @@ from analysis.plan import (
     RANDOMISATION_RESAMPLES,
     SEED,
 )
+from analysis.reordering import check_run_files
 from analysis.resampling import (
     bootstrap_means,
     paired_differences,
@@ -136,6 +137,8 @@ def compare_int8(
             "status": "not compared",
             "reason": f"{p_fp32.relative_to(runs_dir)} missing (the reference run: {LABEL})",
         }
+    check_run_files(runs_dir / "first-stage" / f"{stage}.trec", [(p_int8, depth)],
+                    first_name=f"first-stage/{stage}.trec")  # the fp32 run is checked with its stage
     runs = {m: read_run(p, qrels_qids=qrels) for m, p in ((FP32_MODEL, p_fp32), (INT8_MODEL, p_int8))}
     scores = {m: evaluate(qrels, run, measures=[MAIN_METRIC])[MAIN_METRIC] for m, run in runs.items()}
     qids = sorted(qrels)

@@ -6,8 +6,10 @@ The rerankers run through the study's own quality phase (``bench.quality.driver.
 committed ``runs/first-stage/<stage>.trec`` at the main depth, into a new study folder (default
 ``reproduce/<utc-time>/``, git-ignored), never into ``runs/``. nDCG@10 of each new run is compared with the
 committed ``results/quality/<stage>.json``: within ``REPRODUCTION_MAX_POINTS`` points (inclusive) is OK,
-otherwise FAIL with both numbers. The machine is recorded, and the GPU is compared with the GPUs named by
-the committed manifests ("same GPU"); a different or unknown GPU is said plainly.
+otherwise FAIL with both numbers; a new run that does not reorder the committed first stage's candidates
+(``analysis.reordering``) is FAIL with the file, query and id. The machine is recorded, and the GPU is
+compared with the GPUs named by the committed manifests ("same GPU"); a different or unknown GPU is said
+plainly.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any, TextIO
 from analysis import metrics
 from analysis.atomic import write_json_atomic
 from analysis.metrics import Judgments
-from analysis.trec import read_qrels, read_run_table
+from analysis.reordering import check_run_files
+from analysis.trec import TrecFormatError, read_qrels, read_run_table
 from bench import clock
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
 from bench.errors import BenchError
@@ -252,10 +255,17 @@ def _comparisons(
         for model in models:
             path = out_dir / "runs" / stage / f"{model}@{QUALITY_DEPTH}.trec"
             reproduced = None
+            committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
             if path.is_file():
+                first = f"{RUNS}/first-stage/{stage}.trec"  # what the rerun reranked (frozen byte for byte)
+                try:
+                    check_run_files(root / first, [(path, QUALITY_DEPTH)], first_name=first)
+                except TrecFormatError as exc:  # the rerun's own run file breaks the plan's invariant
+                    comparisons.append(Comparison(stage, model, QUALITY_DEPTH, committed, None, None, "FAIL",
+                                                  str(exc)))
+                    continue
                 table = read_run_table(path, qrels_qids=judgments.qids)
                 reproduced = float(metrics.evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())
-            committed = committed_ndcg(root, stage, model, QUALITY_DEPTH)
             comparisons.append(compare(stage, model, QUALITY_DEPTH, committed, reproduced))
     return comparisons
 

@@ -142,7 +142,8 @@ def test_metrics_cli(study: Path, miracl_qrels_path: Path, tmp_path: Path) -> No
     assert list(out) == [str(a), str(b)]
     expected_keys = ["ndcg@10", "ndcg'@10", "hit@5", "hit@10", "recall@5", "recall@10", "recall@20",
                      "recall@100", "mrr@10", "judged@10", "queries"]
-    assert list(out[str(a)]) == expected_keys and [*METRICS_JSON_KEYS, "queries"] == expected_keys
+    assert list(out[str(a)]) == [*expected_keys, "queries_present", "queries_missing"]
+    assert [*METRICS_JSON_KEYS, "queries"] == expected_keys
     assert out[str(a)]["queries"] == 305 and out[str(a)]["ndcg@10"] > out[str(b)]["ndcg@10"]
     bad = tmp_path / "bad.trec"
     bad.write_text("q Q0 d 1 nan t\n")

@@ -38,7 +38,9 @@ def test_todays_repository_says_not_yet_plainly(monkeypatch: pytest.MonkeyPatch)
     assert result.exit_code in (0, 3), result.output
     assert " FAIL " not in result.output
     assert re.search(r"^ 2  timestamps .* (NOT YET|OK) ", result.output, flags=re.M)
-    assert len(re.findall(r"^ [1-8]  ", result.output, flags=re.M)) == 8
+    assert len(re.findall(r"^ [1-9]  ", result.output, flags=re.M)) == 9
+    assert re.search(r"^ 9  reranked runs reorder .* NOT YET  no reranked run committed yet$", result.output,
+                     flags=re.M)
     seconds = float(re.findall(r"; ([\d.]+) s\)", result.output)[-1])
     assert seconds < 60
 
@@ -46,7 +48,7 @@ def test_todays_repository_says_not_yet_plainly(monkeypatch: pytest.MonkeyPatch)
 def test_committed_study_passes_every_row_but_the_stamps(study_repo: StudyRepo) -> None:
     rows = by_number(audit(study_repo.root, qrels=study_repo.qrels))
     assert {n: r.verdict for n, r in rows.items()} == {
-        1: "OK", 2: "NOT YET", 3: "OK", 4: "OK", 5: "OK", 6: "OK", 7: "OK", 8: "OK"
+        1: "OK", 2: "NOT YET", 3: "OK", 4: "OK", 5: "OK", 6: "OK", 7: "OK", 8: "OK", 9: "OK"
     }  # fmt: skip
     assert exit_code(list(rows.values())) == 3
     compared = [d for d in rows[5].details if d.startswith("OK")]
@@ -73,8 +75,42 @@ def test_tampered_run_file_is_named(clone: Path, study_repo: StudyRepo) -> None:
     assert any(d.startswith(f"{RUN}: SHA-256") and RESULT in d for d in rows[5].details)
     assert f"FAIL {RESULT}: differs from the recomputed file" in rows[5].details
     assert {n: r.verdict for n, r in rows.items() if n != 5} == {
-        1: "OK", 2: "NOT YET", 3: "OK", 4: "OK", 6: "OK", 7: "OK", 8: "OK"
+        1: "OK", 2: "NOT YET", 3: "OK", 4: "OK", 6: "OK", 7: "OK", 8: "OK", 9: "OK"
     }  # fmt: skip
+
+
+def test_a_foreign_id_in_a_committed_reranked_run_is_named(clone: Path, study_repo: StudyRepo,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32: one foreign id in one reranked run, committed together with the results a report without
+    the check makes of it. Row 9 names the file, query and id, row 5's rerun of the report refuses the run,
+    and the audit exits 1 (before, rows 5 and 9 said nothing: every row but the stamps OK, exit 3)."""
+    import analysis.study
+    from analysis.report import write_report
+
+    rel = "runs/vector-71k/minilm-standin@20.trec"
+    path = clone / rel
+    lines = path.read_text().splitlines(keepends=True)
+    q, q0, _, rank, score, tag = lines[2].split()
+    lines[2] = f"{q} {q0} 99999999#0 {rank} {score} {tag}\n"
+    path.write_text("".join(lines))
+    with monkeypatch.context() as m:
+        # raising=False: so that the test runs on the code before the check too, and fails there at row 5
+        m.setattr(analysis.study, "check_stages_reorder", lambda *a, **k: None, raising=False)
+        write_report(clone / "runs", study_repo.qrels, clone / "results")
+    commit_all(clone, "one foreign id, results recomputed")
+    rows = by_number(audit(clone, qrels=study_repo.qrels))
+    assert rows[5].verdict == "FAIL" and "99999999#0" in rows[5].reason
+    assert "analysis report failed on runs/: TrecFormatError: " in rows[5].reason
+    assert rows[9].verdict == "FAIL"
+    assert rows[9].reason.startswith(f"1 of {len(rows[9].details)} run files break it; first: {rel}:3 "
+                                     "(reranked run file)")
+    assert f"in query {q!r} rank {rank} holds '99999999#0': not a first-stage candidate" in rows[9].reason
+    assert sum(d.startswith("OK   runs/") for d in rows[9].details) == len(rows[9].details) - 1
+    monkeypatch.setenv("BENCH_ROOT", str(clone))
+    result = CliRunner().invoke(cli, ["audit", "--qrels", str(study_repo.qrels)])
+    assert result.exit_code == 1, result.output
+    row9 = rf"^ 9  reranked runs reorder .* FAIL .*{re.escape(rel)}:3 .*'{re.escape(q)}'.*'99999999#0'"
+    assert re.search(row9, result.output, flags=re.M), result.output
 
 
 def test_tampered_result_file_is_named(clone: Path, study_repo: StudyRepo) -> None:

@@ -163,3 +163,37 @@ def test_timestamps_row_is_not_yet_while_a_proof_is_only_pending(tmp_git_repo: C
     assert exit_code([row]) == 3
     write_proof(b"another file", root / "PLAN.md.ots")  # a proof of other bytes still fails
     assert timestamps_row(root, history_problem(root)).verdict == "FAIL"
+
+
+def _trec(run: dict[str, list[str]], tag: str) -> str:
+    return "".join(f"{q} Q0 {d} {r} {-float(r)!r} {tag}\n" for q in sorted(run)
+                   for r, d in enumerate(run[q], 1))
+
+
+def test_reorder_row_over_every_run_folder(tmp_git_repo: Callable[..., Path]) -> None:
+    """Row 9 (issue 32): each committed reranked run of every run folder against its committed first stage."""
+    from bench.audit.reorder import reorder_row
+
+    first = {"q1": ["a", "b", "c", "d"], "q2": ["e", "f", "g"]}
+    good = {"q1": ["b", "a", "c", "d"], "q2": ["f", "e", "g"]}  # depth 2: top 2 reordered, tail kept
+    files = {"PLAN.md": PLAN, "runs/README.md": "x", "runs/first-stage/s.trec": _trec(first, "f"),
+             "runs/s/bge-v2-m3@2.trec": _trec(good, "r"),
+             "results/dtype-check/gpu/runs/s/bge-v2-m3@100.trec": _trec({"q2": ["g", "e", "f"]}, "r"),
+             "results/pitfalls/runs/s/qwen3-0.6b@2.trec": _trec(good, "r")}
+    assert reorder_row(tmp_git_repo([{"PLAN.md": PLAN}])).verdict == "NOT YET"
+    row = reorder_row(tmp_git_repo([files]))
+    assert row.number == 9 and row.verdict == "OK" and row.reason.startswith("3 reranked run files hold")
+    assert row.details == ("OK   results/dtype-check/gpu/runs/s/bge-v2-m3@100.trec",
+                           "OK   results/pitfalls/runs/s/qwen3-0.6b@2.trec", "OK   runs/s/bge-v2-m3@2.trec")
+    swapped = {"q1": ["c", "a", "b", "d"], "q2": good["q2"]}  # rank 3's c into the top 2
+    pitfall = "results/pitfalls/runs/s/qwen3-0.6b@2.trec"
+    row = reorder_row(tmp_git_repo([{**files, pitfall: _trec(swapped, "r")}]))
+    assert row.verdict == "FAIL" and row.reason.startswith(
+        "1 of 3 run files break it; first: results/pitfalls/runs/s/qwen3-0.6b@2.trec:1 (reranked run file)")
+    assert "in query 'q1' rank 1 holds 'c': the first stage ranks it 3, beyond k = 2" in row.reason
+    no_first = {k: v for k, v in files.items() if k != "runs/first-stage/s.trec"}
+    row = reorder_row(tmp_git_repo([{**no_first, "runs/s/m@x.trec": "q1 Q0 a 1 1.0 r\n"}]))
+    assert row.verdict == "FAIL" and len(row.details) == 4
+    assert "FAIL runs/s/m@x.trec: not named <run id>@<k>.trec" in row.details[3]
+    assert row.details[2] == ("FAIL runs/s/bge-v2-m3@2.trec: its first-stage run runs/first-stage/s.trec is "
+                              "not committed; commit it (bench first-stage s)")
