@@ -124,6 +124,26 @@ def test_random_runs_read_the_same(tmp_path_factory: pytest.TempPathFactory,
     assert read_run(path) == reference
 
 
+def test_a_file_of_several_blocks_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over pyarrow's 4 MiB block the id columns come in several dictionary-encoded chunks
+    (trec_fast._encoded)."""
+    rng = np.random.default_rng(3)
+    lines = []
+    for q in range(2300):
+        docs, scores = rng.permutation(5000)[:100].tolist(), np.sort(rng.random(100))[::-1].tolist()
+        lines += [f"q{q} Q0 doc{d}#{q % 7} {r} {s!r} run"
+                  for r, (d, s) in enumerate(zip(docs, scores, strict=True), start=1)]
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > 2 * (1 << 22)  # three blocks at least
+    fast = read_fast(data)
+    assert fast is not None
+    path = tmp_path / "big.trec"
+    path.write_bytes(data)
+    got = _outcome(path)
+    monkeypatch.setenv("ANALYSIS_TREC_READER", "reference")
+    assert got == _outcome(path)
+
+
 def _quality(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "quality").iterdir())} | {
         "report.md": (out / "report.md").read_bytes()}
