@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         print("--record with BENCH_GUARD_PLANT set: nothing recorded (unset it to record)", file=sys.stderr)
         return EXIT_USAGE
     data = read_recorded(args.recorded)
-    load_start = os.getloadavg()
+    load_start, prov = os.getloadavg(), provenance()  # the code measured is the code at the start
     t_all = time.perf_counter()
     figures = []
     for name in names:
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.record:
         return code
     try:
-        merged, changes = merge(data, new_record(figures, here, provenance()), force=args.force)
+        merged, changes = merge(data, new_record(figures, here, prov), force=args.force)
     except ValueError as err:
         print(f"{args.recorded}: {err}", file=sys.stderr)
         return EXIT_USAGE
