@@ -20,9 +20,9 @@ Figures (seconds, lower is faster), each beside an anchor measured in the same r
 - ``status``: median of 5 cold ``bench status --json`` (``bench_status.run_once``). Anchor: median of 5 cold
   ``python -c "import click"``.
 
-The rules of the verdict (25 % on ratios; absolute times only on the same CPU with both runs idle; exit 1
-slower, 3 cannot tell, 0 otherwise): ``guard_compare.py``. Subprocesses run without
-PYTHONDONTWRITEBYTECODE, ANALYSIS_WORKERS and ANALYSIS_TREC_READER, as a user's shell would.
+The rules of the verdict (25 % on ratios, 50 % when a run was loaded; absolute times only on the same CPU
+with both runs idle; exit 1 slower, 3 cannot tell, 0 otherwise): ``guard_compare.py``. Subprocesses run
+without PYTHONDONTWRITEBYTECODE, ANALYSIS_WORKERS and ANALYSIS_TREC_READER, as a user's shell would.
 
 ``BENCH_GUARD_PLANT=report:2.0[,status:1.5]`` plants a slowdown: the figure's time is multiplied by the
 factor; for the figures the guard times itself (report, lock, status, plumbing) the extra time is slept
@@ -46,7 +46,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guard_compare import EXIT_OK, Figure, compare, find_record, markdown, merge, new_record, table
+from guard_compare import (
+    EXIT_OK,
+    Figure,
+    compare,
+    find_record,
+    margin_for,
+    markdown,
+    merge,
+    new_record,
+    table,
+)
 
 from analysis.atomic import write_json_atomic
 from bench.int8.manifest import cpu_flags
@@ -337,7 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recorded: {record.get('date')} at {record.get('commit')}, "
               f"{'loaded' if record.get('loaded') else 'idle'} (load {record['machine']['load_start'][0]})")
     print(table(rows))
-    print({0: "verdict: no slowdown beyond 25 % (exit 0)", 1: "verdict: SLOWER (exit 1)",
+    if record is not None:
+        print(f"margin: {margin_for(record, here):.0%} on ratios (25 % when both runs were idle, else 50 %)")
+    print({0: "verdict: no slowdown beyond the margin (exit 0)", 1: "verdict: SLOWER (exit 1)",
            3: "verdict: cannot tell (exit 3)"}[code])  # fmt: skip
     if not args.record:
         return code
