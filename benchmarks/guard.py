@@ -61,6 +61,7 @@ from guard_compare import (
 from analysis.atomic import write_json_atomic
 from bench.int8.manifest import cpu_flags
 from bench.integrity import git
+from bench.interrupt import EXIT_INTERRUPTED, interruptible
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "benchmarks" / "recorded.json"
@@ -325,15 +326,20 @@ def main(argv: list[str] | None = None) -> int:
     load_start, prov = os.getloadavg(), provenance()  # the code measured is the code at the start
     t_all = time.perf_counter()
     figures = []
-    for name in names:
-        t = time.perf_counter()
-        try:
-            fig = FIGURES[name](args.repeat)
-        except Exception as err:  # reported as "not measured" with the reason; the verdict cannot tell
-            fig = Figure(name, None, reason=f"{type(err).__name__}: {err}")
-        print(f"measured {name}: {fig.value} s (anchor {fig.anchor} s) in {time.perf_counter() - t:.0f} s, "
-              f"load {os.getloadavg()[0]:.2f}", flush=True)
-        figures.append(fig)
+    try:
+        with interruptible():  # SIGTERM and SIGHUP too: temporary studies and the server are cleaned up
+            for name in names:
+                t = time.perf_counter()
+                try:
+                    fig = FIGURES[name](args.repeat)
+                except Exception as err:  # reported as "not measured" with the reason: cannot tell
+                    fig = Figure(name, None, reason=f"{type(err).__name__}: {err}")
+                print(f"measured {name}: {fig.value} s (anchor {fig.anchor} s) in "
+                      f"{time.perf_counter() - t:.0f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+                figures.append(fig)
+    except KeyboardInterrupt:
+        print("guard interrupted: nothing judged, nothing recorded", file=sys.stderr)
+        return EXIT_INTERRUPTED
     here = machine(load_start)
     record = find_record(data["records"], here)
     rows, code = compare(figures, record, here)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +184,19 @@ def test_the_docs_table_is_made_from_the_recorded_figures() -> None:
     lines = gc.markdown([rec]).splitlines()
     assert lines[2] == ("| `report` | cold `analysis report` | 67.50 s | 17.20 s | 3.92 | AMD EPYC x 2 | "
                         "23.00 (loaded) | 2026-12-02 00:00 UTC, abc |")  # fmt: skip
+
+
+def test_sigterm_cleans_up_and_records_nothing(tmp_path: Path) -> None:
+    rec = tmp_path / "recorded.json"
+    env = {k: v for k, v in os.environ.items() if k != "BENCH_GUARD_PLANT"} | {"TMPDIR": str(tmp_path)}
+    cmd = [sys.executable, str(SCRIPT), "--only", "report", "--recorded", str(rec), "--record"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    waited = 0.0
+    while not any(tmp_path.glob("guard-report-*/runs/*")) and waited < 120:  # the study is being written
+        time.sleep(0.2)
+        waited += 0.2
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "guard interrupted: nothing judged, nothing recorded" in err
+    assert not rec.exists() and not list(tmp_path.glob("guard-report-*"))
