@@ -72,6 +72,28 @@ def _timed(label: str, func, repeat: int = 1):  # type: ignore[no-untyped-def]
     return result, min(times)
 
 
+def make_study(runs: Path) -> list[Path]:
+    """The full-size synthetic study (4 stages x 9 models x 3 depths, real dev qrels) under ``runs``; its
+    run files. Also used by ``guard.py``."""
+    qrels = read_qrels(QRELS)
+    rng = np.random.default_rng(5)
+    signals = {m: float(s) for m, s in zip(MODELS, rng.uniform(1.0, 2.5, len(MODELS)), strict=True)}
+    write_study(runs, qrels, stages=STAGES, models=signals, depths=(20, 50, 100), tails=True)
+    return sorted(runs.rglob("*.trec"))
+
+
+def cold_report(runs: Path, out: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (all processes) and exit code of one cold `analysis report` subprocess,
+    imports included. Also used by ``guard.py``."""
+    t, c = time.perf_counter(), _cpu()
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.cli", "report", "--runs", str(runs), "--qrels", str(QRELS),
+         "--out", str(out)],
+        capture_output=True, text=True, env=env,
+    )
+    return time.perf_counter() - t, _cpu() - c, proc.returncode  # all descendants have been waited for
+
+
 def _issue15_row(runs: Path, tmp: Path, t_stats: float, repeat: int, mib: float, n_files: int) -> None:
     """The report in one process: columnar reader (now) against the reference reader (before), with the
     statistics alone as the anchor; both outputs must be byte-identical."""
@@ -111,11 +133,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-analysis-")) if args.keep is None else args.keep
     try:
         qrels = read_qrels(QRELS)
-        rng = np.random.default_rng(5)
-        signals = {m: float(s) for m, s in zip(MODELS, rng.uniform(1.0, 2.5, len(MODELS)), strict=True)}
         runs = tmp / "runs"
-        _timed("generate the study (not part of the targets)", lambda: write_study(
-            runs, qrels, stages=STAGES, models=signals, depths=(20, 50, 100), tails=True))
+        _timed("generate the study (not part of the targets)", lambda: make_study(runs))
         files = sorted(runs.rglob("*.trec"))
         print(f"study: {len(files)} run files, {sum(f.stat().st_size for f in files) / 2**20:.1f} MiB")
 
@@ -159,16 +178,11 @@ def main() -> int:
               "cold run below)")
 
         for n_workers in (1, workers):
-            t, c = time.perf_counter(), _cpu()
-            proc = subprocess.run(
-                [sys.executable, "-m", "analysis.cli", "report", "--runs", str(runs), "--qrels", str(QRELS),
-                 "--out", str(tmp / "out-cold")],
-                capture_output=True, text=True, env={**os.environ, "ANALYSIS_WORKERS": str(n_workers)},
-            )
-            cold, cold_cpu = time.perf_counter() - t, _cpu() - c  # all descendants have been waited for
+            cold, cold_cpu, code = cold_report(runs, tmp / "out-cold",
+                                               {**os.environ, "ANALYSIS_WORKERS": str(n_workers)})
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
             print(f"cold `analysis report` subprocess, {n_workers} process(es), imports included: wall "
-                  f"{cold:.3f} s, cpu {cold_cpu:.3f} s (all processes), exit {proc.returncode}; peak RSS of "
+                  f"{cold:.3f} s, cpu {cold_cpu:.3f} s (all processes), exit {code}; peak RSS of "
                   f"any child so far {peak:.0f} MiB")
         print(f"TARGETS: statistics {t_stats:.3f} s (< 1 s: {'met' if t_stats < 1 else 'NOT met'}); "
               f"report {t_report:.3f} s (< 3 s: {'met' if t_report < 3 else 'NOT met'})")

@@ -39,19 +39,16 @@ def best_of(repeat: int, fn: object) -> tuple[float, str]:
     return best, digest
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--size-mb", type=int, default=1024)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--dir", default=None, help="where to put the temporary file (default: $TMPDIR)")
-    args = parser.parse_args()
+def measure(size_mb: int, repeat: int, where: str | None = None) -> tuple[int, list[tuple[str, float, str]]]:
+    """File size in bytes and rows (tool, best seconds, sha256): ours, then openssl's if it is installed.
+    Also used by ``guard.py``."""
     openssl = shutil.which("openssl")
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
         path = Path(tmp) / "blob.bin"
-        make_file(path, args.size_mb)
+        make_file(path, size_mb)
         size = path.stat().st_size
         sha256_file(path)  # warm the page cache
-        ours_s, ours = best_of(args.repeat, lambda: sha256_file(path))
+        ours_s, ours = best_of(repeat, lambda: sha256_file(path))
         rows = [("bench sha256_file", ours_s, ours)]
         if openssl:
 
@@ -61,8 +58,18 @@ def main() -> int:
                 ).stdout
                 return out.split()[0]
 
-            ossl_s, ossl = best_of(args.repeat, run_openssl)
+            ossl_s, ossl = best_of(repeat, run_openssl)
             rows.append(("openssl dgst -sha256", ossl_s, ossl))
+    return size, rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--size-mb", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dir", default=None, help="where to put the temporary file (default: $TMPDIR)")
+    args = parser.parse_args()
+    size, rows = measure(args.size_mb, args.repeat, args.dir)
     print(f"file: {size / 2**20:.0f} MiB, best of {args.repeat}, page cache warm")
     print(f"{'tool':24} {'seconds':>8} {'MB/s':>8}  sha256")
     for name, seconds, digest in rows:

@@ -20,14 +20,20 @@ CHECK = (
 )
 
 
+def run_once(env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Wall seconds of one `bench status --json` in a fresh process, and the heavy modules it imported.
+    Also used by ``guard.py``."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=True, env=env)
+    return time.perf_counter() - t0, proc.stderr.strip().splitlines()[-1]
+
+
 def main() -> None:
     times = []
     heavy = ""
     for _ in range(5):
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=True)
-        times.append(time.perf_counter() - t0)
-        heavy = proc.stderr.strip().splitlines()[-1]
+        seconds, heavy = run_once()
+        times.append(seconds)
     print(
         f"bench status --json: median {statistics.median(times):.3f} s over 5 runs (min {min(times):.3f} s, "
         f"max {max(times):.3f} s; target < 2 s); load average {os.getloadavg()[0]:.2f}; heavy modules "
