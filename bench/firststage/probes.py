@@ -191,7 +191,7 @@ class ProbeReport:
                 f"{'has' if d['table_says_supported'] else 'lacks'} {d['feature']} (from "
                 f"{d['first_version']}), the probe found it {d['probe_verdict']}; the probe decides"
             )
-        good = sum(r.honoured for r in self.results)
+        good = sum(1 for r in self.results if r.honoured)
         out.append(
             f"probes: {good} of {len(self.results)} honoured on Typesense {self.server_version} "
             f"in {self.seconds:.1f} s"
