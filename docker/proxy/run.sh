@@ -45,7 +45,7 @@ image_env='export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 UV_COMPILE_BYTECO
 # This network only (not the image): its HTTPS interception CA, which chroot.sh copied in, for pip and uv.
 net_env='export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt'
 
-in_chroot() { "$chroot_sh" exec "$1" "$net_env; $image_env; $2"; }
+in_chroot() { "$chroot_sh" exec "$1" "set -e; $net_env; $image_env; $2"; }
 
 status=0
 run_stage() {  # run_stage NAME: the stage's body (stage_body) timed, bounded by PROXY_TIMEOUT_S, logged
@@ -89,8 +89,8 @@ image() {
   rm -rf "$root/opt"
   clone_to "$root" "$(git -C "$repo" rev-parse HEAD)"
   bootstrap_python "$root"
-  in_chroot "$root" 'git -C /study log -1 --format="commit %H %s"
-    docker/install.sh system && docker/install.sh deps && docker/install.sh project'
+  in_chroot "$root" 'docker/install.sh system; docker/install.sh deps; docker/install.sh project
+    git -C /study log -1 --format="commit %H %s"'
   measure "$root"
 }
 
@@ -100,13 +100,13 @@ before() {  # the RUN lines of docker/bench.Dockerfile at 37c39f4, with its ENV 
   rm -rf "$r/opt" "$r/root/.cache/uv"
   clone_to "$r" "$before_rev"
   bootstrap_python "$r"
-  in_chroot "$r" 'git -C /study log -1 --format="commit %H %s"
-    apt-get update && apt-get install -y --no-install-recommends git openssl ca-certificates
+  in_chroot "$r" 'apt-get update && apt-get install -y --no-install-recommends git openssl ca-certificates
     python -m pip install --no-cache-dir uv==0.13.9
     uv sync --locked --no-dev --no-install-project
     UV_PROJECT_ENVIRONMENT=/opt/ref-tf457 uv sync --locked --project references/tf457 --no-install-project
     UV_PROJECT_ENVIRONMENT=/opt/ref-mxbai uv sync --locked --project references/mxbai --no-install-project
-    uv sync --locked --no-dev; echo "uv cache (left in the layers): $(du -sh /root/.cache/uv)"'
+    uv sync --locked --no-dev; git -C /study log -1 --format="commit %H %s"
+    echo "uv cache (left in the layers): $(du -sh /root/.cache/uv)"'
   measure "$r"
 }
 
