@@ -28,6 +28,7 @@ from statistics import NormalDist
 from typing import Any
 
 from analysis.atomic import write_json_atomic
+from analysis.floatsum import ltr_sum
 from analysis.plan import CONFIDENCE, JUDGED_CONTROL_MIN_AGREEMENT, JUDGED_CONTROL_PAIRS
 
 __all__ = [
@@ -81,7 +82,7 @@ def cohens_kappa(a: Sequence[Any], b: Sequence[Any]) -> float | None:
         return None
     cats = sorted({*a, *b}, key=str)
     po = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    pe = sum((sum(x == c for x in a) / n) * (sum(y == c for y in b) / n) for c in cats)
+    pe = ltr_sum((sum(x == c for x in a) / n) * (sum(y == c for y in b) / n) for c in cats)
     if pe == 1.0:
         return None
     return (po - pe) / (1 - pe)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analysis.floatsum import ltr_sum
 from analysis.metrics import Judgments, evaluate_table
 from analysis.plan import PYTREC_EVAL_TOLERANCE, QUALITY_DEPTH
 from analysis.trec import RunTable, read_qrels, read_run_table
@@ -146,9 +147,9 @@ def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLik
     own_diff, own_worst = _worst(untied, raw)
     return PytrecComparison(
         queries=n,
-        ours=sum(ours.values()) / n if n else 0.0,
-        pytrec_eval=sum(theirs.values()) / n if n else 0.0,
-        pytrec_eval_raw=sum(raw.values()) / n if n else 0.0,
+        ours=ltr_sum(ours.values()) / n if n else 0.0,
+        pytrec_eval=ltr_sum(theirs.values()) / n if n else 0.0,
+        pytrec_eval_raw=ltr_sum(raw.values()) / n if n else 0.0,
         max_abs_diff=max_diff,
         worst_qid=worst,
         queries_with_ties=len(tied),

@@ -14,6 +14,8 @@ from typing import Final
 
 import numpy as np
 
+from analysis.floatsum import ltr_sum
+
 __all__ = ["CUTOFF", "UNJUDGED", "Judgments", "dcg_discount"]
 
 CUTOFF = 10  # nDCG@10: the ideal DCG is computed to this depth
@@ -53,7 +55,7 @@ class Judgments:
             nrel[i] = gains.size
             top = gains[:CUTOFF]
             # summed left to right, like the DCG (np.bincount), so a perfect ranking gives exactly 1.0
-            idcg[i] = sum((top * dcg_discount(np.arange(top.size))).tolist(), 0.0)
+            idcg[i] = ltr_sum((top * dcg_discount(np.arange(top.size))).tolist())
             for d, r in qrels[q].items():
                 keys.append(i * len(doc_index) + doc_index[d])
                 rels.append(r)

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
+from analysis.floatsum import ltr_sum
 from analysis.plan import (
     CCX33_EUR_PER_MONTH,
     CHAT_RERANK_P95_MS,
@@ -119,7 +120,7 @@ def server_month(server: Literal["CCX33", "GEX45"], ipv4_eur_per_month: float | 
     else:
         raise ValueError(f"unknown server {server!r}")
     missing = tuple(w for w, v, _ in parts if v is None)
-    total = None if missing else sum(v for _, v, _ in parts if v is not None)
+    total = None if missing else ltr_sum(v for _, v, _ in parts if v is not None)
     return ServerMonth(server, parts, total, missing)
 
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from analysis.floatsum import ltr_mean
+
 __all__ = ["cpu_flags_text", "int8_rehearsal_section", "read_int8_record"]
 
 SPEARMAN_MIN = 0.99  # the plan's agreement rule ("Spearman >= 0.99 on every query")
@@ -73,7 +75,7 @@ def int8_rehearsal_section(record: Mapping[str, Any]) -> list[str]:
         "| per-query Spearman min | mean | queries below 0.99 | top-10 overlap mean | nDCG@10 fp32 | "
         "nDCG@10 int8 |",
         "|---:|---:|---:|---:|---:|---:|",
-        f"| {min(rhos):.4f} | {sum(rhos) / len(rhos):.4f} | {len(below)} of {n} | "
+        f"| {min(rhos):.4f} | {ltr_mean(rhos):.4f} | {len(below)} of {n} | "
         f"{float(record['top10_overlap_mean']):.1f} of 10 | {100 * float(ndcg['fp32']['mean']):.1f} | "
         f"{100 * float(ndcg['int8']['mean']):.1f} |",
         "",

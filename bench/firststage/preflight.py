@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import write_json_atomic
+from analysis.floatsum import ltr_mean, ltr_sum
 from bench import paths
 from bench.data.bundled import load_sample
 from bench.data.order import GZIP_LEVEL as SORT_LEVEL
@@ -84,11 +85,11 @@ def fit_power_law(ns: Sequence[float], ys: Sequence[float]) -> dict[str, float]:
         raise BenchError(f"a power-law fit needs positive values, got N={list(ns)}, y={list(ys)}")
     lx = [math.log(x) for x in ns]
     ly = [math.log(y) for y in ys]
-    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
-    sxx = sum((x - mx) ** 2 for x in lx)
+    mx, my = ltr_mean(lx), ltr_mean(ly)
+    sxx = ltr_sum((x - mx) ** 2 for x in lx)
     if sxx == 0:
         raise BenchError("a fit needs at least two different sizes")
-    b = sum((x - mx) * (y - my) for x, y in zip(lx, ly, strict=True)) / sxx
+    b = ltr_sum((x - mx) * (y - my) for x, y in zip(lx, ly, strict=True)) / sxx
     a = math.exp(my - b * mx)
     resid = max(abs(a * x**b / y - 1.0) for x, y in zip(ns, ys, strict=True))
     return {"a": a, "b": b, "max_rel_residual": resid, "points": float(len(ns))}
@@ -98,11 +99,11 @@ def fit_affine(ns: Sequence[float], ys: Sequence[float]) -> dict[str, float]:
     """``y = c + k * N`` by least squares (a fixed cost plus a cost per passage)."""
     if len(ns) != len(ys) or len(ns) < 2:
         raise BenchError(f"a fit needs at least two sizes, got {len(ns)}")
-    mx, my = sum(ns) / len(ns), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in ns)
+    mx, my = ltr_mean(ns), ltr_mean(ys)
+    sxx = ltr_sum((x - mx) ** 2 for x in ns)
     if sxx == 0:
         raise BenchError("a fit needs at least two different sizes")
-    k = sum((x - mx) * (y - my) for x, y in zip(ns, ys, strict=True)) / sxx
+    k = ltr_sum((x - mx) * (y - my) for x, y in zip(ns, ys, strict=True)) / sxx
     c = my - k * mx
     resid = max(abs((c + k * x) / y - 1.0) for x, y in zip(ns, ys, strict=True))
     return {"c": c, "k": k, "max_rel_residual": resid, "points": float(len(ns))}

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import write_json_atomic
+from analysis.floatsum import ltr_mean
 from bench.equality.spearman import spearman
 from bench.errors import BenchError
 from bench.hints import hint
@@ -220,7 +221,7 @@ def summary(rows: Sequence[QueryAgreement]) -> dict[str, Any]:
         "passed": sum(r.passed for r in rows),
         "failed": [r.qid for r in rows if not r.passed],
         "min_spearman": min(vals) if vals else None,
-        "mean_spearman": sum(vals) / len(vals) if vals else None,
+        "mean_spearman": ltr_mean(vals) if vals else None,
         "threshold": MIN_SPEARMAN,
         "per_query": {r.qid: {"spearman": r.spearman, "passed": r.passed, "reason": r.reason} for r in rows},
     }

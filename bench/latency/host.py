@@ -39,6 +39,7 @@ from typing import Any, Final
 
 import psutil
 
+from analysis.floatsum import ltr_mean, ltr_sum
 from bench import clock
 from bench.errors import BenchError
 
@@ -57,7 +58,7 @@ CounterFn = Callable[[], float]
 def system_busy_seconds() -> float:
     """CPU seconds the whole host has spent busy since boot (all CPUs)."""
     times = psutil.cpu_times()
-    return float(sum(getattr(times, name, 0.0) for name in BUSY_FIELDS))
+    return ltr_sum(float(getattr(times, name, 0.0)) for name in BUSY_FIELDS)
 
 
 def own_cpu_seconds() -> float:
@@ -174,7 +175,7 @@ def cpu_mhz(
         values = [v for i, v in enumerate(all_mhz) if wanted is None or i in wanted] or all_mhz
     if not values:
         return None
-    return {"min": min(values), "mean": sum(values) / len(values), "max": max(values)}
+    return {"min": min(values), "mean": ltr_mean(values), "max": max(values)}
 
 
 def _meminfo() -> dict[str, int | None]:
