@@ -99,9 +99,9 @@ def env_python(env: Env) -> Path:
 
 
 def not_installed(env: Env, py: Path) -> str:
-    """Why a reference environment cannot run, with the command that installs it where ``env_python`` looks. The
-    environment is named explicitly: an inherited UV_PROJECT_ENVIRONMENT (the image's /opt/venv) would make
-    `uv sync --project` overwrite the main environment."""
+    """Why a reference environment cannot run, with the command that installs it where ``env_python`` looks.
+    The environment is named explicitly: an inherited UV_PROJECT_ENVIRONMENT (the image's /opt/venv) would
+    make `uv sync --project` overwrite the main environment."""
     return (
         f"reference environment {env!r} is not installed ({py} missing); run "
         f"`UV_PROJECT_ENVIRONMENT={py.parent.parent} uv sync --project references/{env} --frozen` "

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # A proxy of the study's image without Docker (issue 31, item 3): a Debian trixie chroot with Python 3.14 from
-# Debian (docker/proxy/chroot.sh), the commit under test cloned to /study, then THE SAME docker/install.sh that
-# docker/bench.Dockerfile runs, with the Dockerfile's ENV; then the checks. On demand, never in CI. Results and
-# what they mean: docs/image-proxy.md (record each run there).
+# Debian (.ci/chroot-py314.sh, the builder of CI on 3.14), the commit under test cloned to /study, then THE SAME
+# docker/install.sh that docker/bench.Dockerfile runs, with the Dockerfile's ENV; then the checks. On demand,
+# never in CI. Results and what they mean: docs/image-proxy.md (record each run there).
 #
 #   docker/proxy/run.sh [STAGE ...]     default: build image help equality rehearse pytest
 #
-#   build     the chroot (skipped when it exists; chroot.sh build)
-#   image     clone HEAD to /study, remove /opt, run docker/install.sh system, deps, project; measure /opt
+#   build     the chroot (.ci/chroot-py314.sh; reused when it exists)
+#   image     clone HEAD to /study, remove the three environments, run docker/install.sh system, deps, project;
+#             measure them
 #   help      `bench --help` and `analysis --help` in the image's environment (nothing added)
-#   tools     add the groups the image leaves out (dev, rehearsal) to /opt/venv: what the next stages need;
-#             run automatically before equality, rehearse and pytest
+#   tools     /study to HEAD, and the groups the image leaves out (dev, rehearsal) added to /opt/venv: what the
+#             next stages need; run automatically before equality, rehearse and pytest
 #   equality  pytest tests/equality (the reference environments on the tiny models), one process
 #   rehearse  the whole `bench rehearse`
-#   pytest    the README's test command: ruff, lint-imports, mypy, pytest -q
+#   pytest    the README's test command: ruff, lint-imports, mypy, pytest -q (PYTEST_ADDOPTS=-vv)
 #   before    /opt as the Dockerfile of PROXY_BEFORE_REV installed it (UV_LINK_MODE=copy; the RUN lines of
 #             that commit, written out below), measured the same way, in its own root PROXY_ROOT-before
 #
@@ -29,23 +30,23 @@ root="${PROXY_ROOT:-/var/tmp/image-proxy/root}"
 logs="${PROXY_LOGS:-/var/tmp/image-proxy/logs/$(date -u +%Y%m%dT%H%M%SZ)}"
 limit="${PROXY_TIMEOUT_S:-5400}"
 before_rev="${PROXY_BEFORE_REV:-37c39f4}"
-chroot_sh="$repo/docker/proxy/chroot.sh"
+builder="$repo/.ci/chroot-py314.sh"
 mkdir -p "$logs"
 stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(build image help equality rehearse pytest)
 
 # docker/bench.Dockerfile's ENV, for every command in the chroot. In the image, python is /usr/local/bin/python
 # (3.14.8 with pip); here it is Debian's python3.14 through a venv at /usr/local/py (Debian's own python refuses
-# pip, PEP 668).
+# pip, PEP 668), ahead of the builder's own uv (/opt/uv): docker/install.sh installs the pinned uv into it.
 image_env='export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy
   UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=/opt/venv PATH=/opt/venv/bin:/usr/local/py/bin:$PATH
   BENCH_ROOT=/study BENCH_REFERENCE_PYTHON_TF457=/opt/ref-tf457/bin/python
   BENCH_REFERENCE_PYTHON_MXBAI=/opt/ref-mxbai/bin/python; cd /study'
 
-# This network only (not the image): its HTTPS interception CA, which chroot.sh copied in, for pip and uv.
+# This network only (not the image): its HTTPS interception CA, which the builder copied in, for pip and uv.
 net_env='export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt'
 
-in_chroot() { "$chroot_sh" exec "$1" "set -e; $net_env; $image_env; $2"; }
+in_chroot() { "$builder" "$1" -- /bin/bash -c "set -e; $net_env; $image_env; $2"; }
 
 status=0
 run_stage() {  # run_stage NAME: the stage's body (stage_body) timed, bounded by PROXY_TIMEOUT_S, logged
@@ -76,9 +77,10 @@ bootstrap_python() {  # the stand-in for the image's /usr/local/bin/python with 
   in_chroot "$1" '[ -x /usr/local/py/bin/python ] || python3.14 -m venv /usr/local/py; python --version'
 }
 
-measure() {  # /opt once, hardlinks counted once (du's default), and per environment
-  in_chroot "$1" 'du -s --block-size=1M /opt; du -sh /opt; du -sh /opt/venv /opt/ref-tf457 /opt/ref-mxbai
-    for d in /opt/venv /opt/ref-tf457 /opt/ref-mxbai; do du -sh "$d"; done
+envs='/opt/venv /opt/ref-tf457 /opt/ref-mxbai'
+measure() {  # the three environments together, each file once (du counts a hardlinked file once per call)
+  in_chroot "$1" "du -sc --block-size=1M $envs; du -shc $envs; du -sh /opt/*"'
+    for d in '"$envs"'; do du -sh "$d"; done
     echo "files with more than one link:"; find /opt -type f -links +1 | wc -l
     ls -d /opt/.uv-cache /root/.cache/uv 2>/dev/null || echo "no uv cache left"
     python --version; /opt/venv/bin/python --version; uv --version
@@ -86,7 +88,7 @@ measure() {  # /opt once, hardlinks counted once (du's default), and per environ
 }
 
 image() {
-  rm -rf "$root/opt"
+  for d in $envs /opt/.uv-cache; do rm -rf "${root:?}$d"; done
   clone_to "$root" "$(git -C "$repo" rev-parse HEAD)"
   bootstrap_python "$root"
   in_chroot "$root" 'docker/install.sh system; docker/install.sh deps; docker/install.sh project
@@ -96,8 +98,8 @@ image() {
 
 before() {  # the RUN lines of docker/bench.Dockerfile at 37c39f4, with its ENV (UV_LINK_MODE=copy)
   local r="$root-before"
-  if [[ ! -e "$r/.proxy-base" ]]; then "$chroot_sh" build "$r"; fi
-  rm -rf "$r/opt" "$r/root/.cache/uv"
+  "$builder" "$r"
+  for d in $envs /root/.cache/uv; do rm -rf "${r:?}$d"; done
   clone_to "$r" "$before_rev"
   bootstrap_python "$r"
   in_chroot "$r" 'apt-get update && apt-get install -y --no-install-recommends git openssl ca-certificates
@@ -110,20 +112,25 @@ before() {  # the RUN lines of docker/bench.Dockerfile at 37c39f4, with its ENV 
   measure "$r"
 }
 
-tools() {  # outside the image: what the tests and the rehearsal need, from the same lock; its cache removed
+tools() {  # outside the image: what the tests and the rehearsal need, from the same lock; its cache removed.
+  # /study moves to HEAD first (the project is installed editable, so the checks run HEAD's code; a changed
+  # uv.lock makes `uv sync --locked` install its packages, and then the image stage must run again)
+  clone_to "$root" "$(git -C "$repo" rev-parse HEAD)"
   in_chroot "$root" 'UV_CACHE_DIR=/var/tmp/uv-tools uv sync --locked; rm -rf /var/tmp/uv-tools'
 }
 
 stage_body() {  # the commands of one stage (run by the script itself under timeout, see run_stage)
   case "$1" in
-    build) "$chroot_sh" build "$root" ;;
+    build) "$builder" "$root" ;;
     image) image ;;
     before) before ;;
     help) in_chroot "$root" 'bench --help && analysis --help' ;;
     tools) tools ;;
     equality) in_chroot "$root" 'python -m pytest -q -n 0 tests/equality' ;;
     rehearse) in_chroot "$root" 'bench rehearse' ;;
-    pytest) in_chroot "$root" 'uv run ruff check . && uv run lint-imports && uv run mypy && uv run pytest -q' ;;
+    # -vv on top of the command's -q: each test's outcome in the log, so that a bounded run says what ran
+    pytest) in_chroot "$root" 'export PYTEST_ADDOPTS=-vv
+      uv run ruff check . && uv run lint-imports && uv run mypy && uv run pytest -q' ;;
     *) echo "run.sh: unknown stage '$1'" >&2; return 2 ;;
   esac
 }

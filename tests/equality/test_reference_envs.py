@@ -1,8 +1,8 @@
 """The separate reference environments: locked, pinned as the plan says, and (tf457) able to run a reference.
 
-``references/tf457`` and ``references/mxbai`` resolve to the same torch and tokenizers versions as the main lock,
-so ``uv sync --frozen`` there reuses the main environment's cached wheels (no second torch download) and the
-image stores them once; numpy differs on Python >= 3.12. Running a reference in it:
+``references/tf457`` and ``references/mxbai`` resolve to the same torch and tokenizers versions as the main
+lock, so ``uv sync --frozen`` there reuses the main environment's cached wheels (no second torch download)
+and the image stores them once; numpy differs on Python >= 3.12. Running a reference in it:
 tests/equality/test_check_end_to_end.py.
 """
 
@@ -47,9 +47,9 @@ def locked_versions(lock: Path, name: str) -> list[str]:
 
 @pytest.mark.parametrize("env", ["tf457", "mxbai"])
 def test_torch_shared_with_main_lock(env: str) -> None:
-    """torch (with its CUDA libraries) and tokenizers: one version in every lock, so the image stores them once
-    (docker/install.sh). numpy is not shared on Python >= 3.12, the image's 3.14: the reference locks resolve
-    2.5.5 there, the main lock 2.4.6 on every Python (references/README.md)."""
+    """torch (with its CUDA libraries) and tokenizers: one version in every lock, so the image stores them
+    once (docker/install.sh). numpy is not shared on Python >= 3.12, the image's 3.14: the reference locks
+    resolve 2.5.5 there, the main lock 2.4.6 on every Python (references/README.md)."""
     main = repo_root() / "uv.lock"
     for name in ("torch", "tokenizers"):
         assert locked_versions(REFS / env / "uv.lock", name) == locked_versions(main, name)

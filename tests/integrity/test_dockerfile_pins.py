@@ -28,8 +28,8 @@ def instructions(text: str) -> list[tuple[str, str]]:
 
 
 def script_commands(script: str) -> str:
-    """A shell script's commands as one RUN's arguments: comments dropped, continuations joined, one `;` between
-    lines."""
+    """A shell script's commands as one RUN's arguments: comments dropped, continuations joined, one `;`
+    between lines."""
     lines: list[str] = []
     buf = ""
     for line in script.splitlines():

@@ -1,5 +1,5 @@
-"""docker/install.sh is the image's one installation (issue 31, items 3 and 4): docker/bench.Dockerfile runs only
-it, the proxy of the image (docker/proxy/run.sh) runs the same steps, and what it installs is lean (three
+"""docker/install.sh is the image's one installation (issue 31, items 3 and 4): docker/bench.Dockerfile runs
+only it, the proxy of the image (docker/proxy/run.sh) runs the same steps, and what it installs is lean (three
 environments hardlinked from one uv cache removed in its own step, the test-only groups left out, uv pinned by
 hash)."""
 
@@ -94,7 +94,8 @@ def test_uv_is_pinned_by_version_and_hash(repo_root: Path) -> None:
     assert len(set(hashes)) == len(hashes)
     text = install_script(repo_root)
     assert re.search(
-        r"pip install --no-cache-dir --require-hashes --only-binary :all: -r docker/uv-requirements\.txt", text
+        r"pip install --no-cache-dir --require-hashes --only-binary :all: -r docker/uv-requirements\.txt",
+        text,
     )
 
 

@@ -1,8 +1,8 @@
 """Every script run by path has its work under ``if __name__ == "__main__":`` (issue 31). On Python 3.14,
 ``multiprocessing`` starts processes with forkserver by default, and importing ``openvino`` starts a telemetry
-process: both import the main module again, so a script whose work sits at module level runs twice (FIELD-NOTES,
-"The study's own stack"). A module may define, import, assign and make its import path (``sys.path.insert``,
-``matplotlib.use``) at the top; anything else runs again in every such child."""
+process: both import the main module again, so a script whose work sits at module level runs twice
+(FIELD-NOTES, "The study's own stack"). A module may define, import, assign and make its import path
+(``sys.path.insert``, ``matplotlib.use``) at the top; anything else runs again in every such child."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ import subprocess
 from pathlib import Path
 
 # what may run at module level: it has no effect beyond the module's own definitions
-SAFE_CALLS = {"sys.path.insert", "sys.path.append", "matplotlib.use", "os.environ.setdefault", "os.environ.pop"}
+SAFE_CALLS = {
+    "sys.path.insert", "sys.path.append", "matplotlib.use", "os.environ.setdefault", "os.environ.pop",
+}  # fmt: skip
+
+
+DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def unguarded(source: str) -> list[str]:
     """``line: statement`` for each module-level statement that would run again in a child process."""
     out: list[str] = []
     for node in ast.parse(source).body:
-        if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if isinstance(node, DEFINITIONS):
             continue
         if isinstance(node, ast.Assign | ast.AnnAssign) and not _calls_work(node):
             continue
