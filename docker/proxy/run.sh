@@ -38,9 +38,9 @@ stages=("$@")
 # docker/bench.Dockerfile's ENV, for every command in the chroot. In the image, python is /usr/local/bin/python
 # (3.14.8 with pip); here it is Debian's python3.14 through a venv at /usr/local/py (Debian's own python refuses
 # pip, PEP 668), ahead of the builder's own uv (/opt/uv): docker/install.sh installs the pinned uv into it.
-image_env='export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy
-  UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=/opt/venv PATH=/opt/venv/bin:/usr/local/py/bin:$PATH
-  BENCH_ROOT=/study BENCH_REFERENCE_PYTHON_TF457=/opt/ref-tf457/bin/python
+image_env='export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 UV_PYTHON_DOWNLOADS=never \
+  UV_PROJECT_ENVIRONMENT=/opt/venv PATH=/opt/venv/bin:/usr/local/py/bin:$PATH \
+  BENCH_ROOT=/study BENCH_REFERENCE_PYTHON_TF457=/opt/ref-tf457/bin/python \
   BENCH_REFERENCE_PYTHON_MXBAI=/opt/ref-mxbai/bin/python; cd /study'
 
 # This network only (not the image): its HTTPS interception CA, which the builder copied in, for pip and uv.
@@ -102,7 +102,8 @@ before() {  # the RUN lines of docker/bench.Dockerfile at 37c39f4, with its ENV 
   for d in $envs /root/.cache/uv; do rm -rf "${r:?}$d"; done
   clone_to "$r" "$before_rev"
   bootstrap_python "$r"
-  in_chroot "$r" 'apt-get update && apt-get install -y --no-install-recommends git openssl ca-certificates
+  in_chroot "$r" 'export UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy  # that Dockerfile's ENV beside image_env's
+    apt-get update && apt-get install -y --no-install-recommends git openssl ca-certificates
     python -m pip install --no-cache-dir uv==0.13.9
     uv sync --locked --no-dev --no-install-project
     UV_PROJECT_ENVIRONMENT=/opt/ref-tf457 uv sync --locked --project references/tf457 --no-install-project
