@@ -48,7 +48,7 @@ class LazyGroup(click.Group):
             missing = exc.name or "?"
             raise click.ClickException(
                 f"`bench {cmd_name}` needs the Python package {missing!r}, which is not installed. "
-                "Install the measuring dependencies with `uv sync` (default groups bench and dev)."
+                "Install the measuring dependencies with `uv sync` (default groups bench, rehearsal and dev)."
             ) from exc
         command = getattr(module, attr)
         if not isinstance(command, click.Command):

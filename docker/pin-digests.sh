@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resolve and check the base-image digests pinned in docker/bench.Dockerfile and compose.yaml.
+# Resolve and check the image digests pinned in docker/bench.Dockerfile (syntax frontend, base) and compose.yaml.
 # Needs a Docker engine with internet access (run it on the measurement desktop, not on the dev machines).
 #
 #   docker/pin-digests.sh           print tag -> digest now in the registry next to the pinned digest
@@ -15,6 +15,7 @@ mode="${1:-print}"
 command -v docker >/dev/null || { echo "docker not found: run this on a machine with a Docker engine" >&2; exit 2; }
 
 pinned_refs() {
+  sed -n '1s/^# syntax=\(.*@sha256:[0-9a-f]\{64\}\)$/\1/p' docker/bench.Dockerfile
   sed -n 's/^ARG PYTHON_IMAGE=\(.*\)$/\1/p' docker/bench.Dockerfile
   sed -n 's/^x-typesense-image: &typesense-image \(.*@sha256:[0-9a-f]\{64\}\)$/\1/p' compose.yaml
 }

@@ -98,6 +98,17 @@ def env_python(env: Env) -> Path:
     return references_dir() / env / ".venv" / "bin" / "python"
 
 
+def not_installed(env: Env, py: Path) -> str:
+    """Why a reference environment cannot run, with the command that installs it where ``env_python`` looks.
+    The environment is named explicitly: an inherited UV_PROJECT_ENVIRONMENT (the image's /opt/venv) would
+    make `uv sync --project` overwrite the main environment."""
+    return (
+        f"reference environment {env!r} is not installed ({py} missing); run "
+        f"`UV_PROJECT_ENVIRONMENT={py.parent.parent} uv sync --project references/{env} --frozen` "
+        "on the study machine"
+    )
+
+
 def _payload(spec: ReferenceSpec, model_dir: Path, queries: Sequence[EqualityQuery], device: str) -> dict:
     return {
         "reference": spec.name,
@@ -143,10 +154,7 @@ def run_reference_batch(
         if not py.exists():
             for i in todo:
                 spec = jobs[i][0]
-                out[i] = ReferenceUnavailable(
-                    f"reference environment {spec.env!r} is not installed ({py} missing); run "
-                    f"`uv sync --project references/{spec.env} --frozen` on the study machine"
-                )
+                out[i] = ReferenceUnavailable(not_installed(spec.env, py))
             continue
         while todo:
             done, failure = _run_batch(py, [jobs[i] for i in todo], queries, device, timeout_s * len(todo))
@@ -216,10 +224,7 @@ def run_reference(
     """
     py = python or env_python(spec.env)
     if not py.exists():
-        raise ReferenceUnavailable(
-            f"reference environment {spec.env!r} is not installed ({py} missing); run "
-            f"`uv sync --project references/{spec.env} --frozen` on the study machine"
-        )
+        raise ReferenceUnavailable(not_installed(spec.env, py))
     payload = _payload(spec, model_dir, queries, device)
     with tempfile.TemporaryDirectory(prefix="bench-ref-") as tmp:
         inp, out = Path(tmp) / "in.json", Path(tmp) / "out.json"

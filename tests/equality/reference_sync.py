@@ -49,12 +49,15 @@ def sync_reference_env(env: str) -> Path:
         uv = shutil.which("uv")
         if uv is None:
             pytest.fail(f"uv not on PATH: cannot sync references/{env}; install uv (`pip install uv`)")
+        # the environment where env_python looks, never an inherited UV_PROJECT_ENVIRONMENT (the image sets
+        # it to /opt/venv: the sync would overwrite the main environment)
         proc = subprocess.run(
             [uv, "sync", "--frozen", "--project", str(references_dir() / env)],
             capture_output=True,
             text=True,
             timeout=900,
             check=False,
+            env={**os.environ, "UV_PROJECT_ENVIRONMENT": str(py.parent.parent)},
         )
         if proc.returncode != 0 or not py.exists():
             verdict, message = sync_failure_verdict(env, proc.stderr, os.environ)

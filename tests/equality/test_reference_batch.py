@@ -76,6 +76,8 @@ def test_a_process_that_dies_costs_only_its_job(
 
 def test_missing_environment_is_each_jobs_reason(tmp_path: Path, queries_factory: Any,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    monkeypatch.setenv("BENCH_REFERENCE_PYTHON_TF457", str(tmp_path / "nope" / "python"))
+    monkeypatch.setenv("BENCH_REFERENCE_PYTHON_TF457", str(tmp_path / "nope" / "bin" / "python"))
     got = run_reference_batch([(DECIDING["gte-base"], tmp_path)], queries_factory(1, 2))
-    assert isinstance(got[0], ReferenceUnavailable) and "uv sync --project references/tf457" in str(got[0])
+    # the hint names the environment to install into: inside the image UV_PROJECT_ENVIRONMENT is /opt/venv
+    hint = f"`UV_PROJECT_ENVIRONMENT={tmp_path / 'nope'} uv sync --project references/tf457 --frozen`"
+    assert isinstance(got[0], ReferenceUnavailable) and hint in str(got[0])

@@ -1,8 +1,9 @@
 """The separate reference environments: locked, pinned as the plan says, and (tf457) able to run a reference.
 
-``references/tf457`` resolves to the same torch/numpy/tokenizers versions as the main lock, so ``uv sync
---frozen`` there reuses the main environment's cached wheels (about a second here, no second torch
-download). Running a reference in it: tests/equality/test_check_end_to_end.py.
+``references/tf457`` and ``references/mxbai`` resolve to the same torch and tokenizers versions as the main
+lock, so ``uv sync --frozen`` there reuses the main environment's cached wheels (no second torch download)
+and the image stores them once; numpy differs on Python >= 3.12. Running a reference in it:
+tests/equality/test_check_end_to_end.py.
 """
 
 from __future__ import annotations
@@ -38,10 +39,23 @@ def test_reference_env_is_locked(env: str) -> None:
         assert locked_version(lock, "mxbai-rerank") == MXBAI_RERANK_VERSION
 
 
-def test_torch_shared_with_main_lock() -> None:
+def locked_versions(lock: Path, name: str) -> list[str]:
+    """Every version of ``name`` in ``lock`` (one per Python-version fork where the resolution forks)."""
+    text = lock.read_text(encoding="utf-8")
+    return re.findall(rf'\[\[package\]\]\nname = "{re.escape(name)}"\nversion = "([^"]+)"', text)
+
+
+@pytest.mark.parametrize("env", ["tf457", "mxbai"])
+def test_torch_shared_with_main_lock(env: str) -> None:
+    """torch (with its CUDA libraries) and tokenizers: one version in every lock, so the image stores them
+    once (docker/install.sh). numpy is not shared on Python >= 3.12, the image's 3.14: the reference locks
+    resolve 2.5.5 there, the main lock 2.4.6 on every Python (references/README.md)."""
     main = repo_root() / "uv.lock"
-    for name in ("torch", "numpy", "tokenizers"):
-        assert locked_version(REFS / "tf457" / "uv.lock", name) == locked_version(main, name)
+    for name in ("torch", "tokenizers"):
+        assert locked_versions(REFS / env / "uv.lock", name) == locked_versions(main, name)
+        assert len(locked_versions(main, name)) == 1
+    assert locked_versions(main, "numpy") == ["2.4.6"]
+    assert locked_versions(REFS / env / "uv.lock", "numpy") == ["2.4.6", "2.5.5"]
 
 
 def test_every_local_model_has_a_deciding_reference() -> None:
@@ -83,3 +97,27 @@ def test_network_failure_skips_only_with_the_switch() -> None:
     assert sync_failure_verdict("tf457", stderr, {})[0] == "fail"
     assert sync_failure_verdict("tf457", stderr, {OFFLINE_SKIP_SWITCH: "0"})[0] == "fail"
     assert sync_failure_verdict("tf457", stderr, {OFFLINE_SKIP_SWITCH: "1"})[0] == "skip"
+
+
+def test_sync_installs_where_env_python_looks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Inside the image UV_PROJECT_ENVIRONMENT is /opt/venv: a reference sync that inherited it would install
+    references/<env> over the main environment. The sync names the environment env_python expects."""
+    import subprocess
+
+    from tests.equality import reference_sync
+
+    target = tmp_path / "ref-tf457"
+    monkeypatch.setenv("BENCH_REFERENCE_PYTHON_TF457", str(target / "bin" / "python"))
+    monkeypatch.setenv("UV_PROJECT_ENVIRONMENT", str(tmp_path / "main-venv"))
+    seen: list[dict[str, str] | None] = []
+
+    def fake_run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        seen.append(kwargs.get("env"))  # type: ignore[arg-type]
+        (target / "bin").mkdir(parents=True)
+        (target / "bin" / "python").touch()
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert reference_sync.sync_reference_env("tf457") == target / "bin" / "python"
+    (env,) = seen
+    assert env is not None and env["UV_PROJECT_ENVIRONMENT"] == str(target)

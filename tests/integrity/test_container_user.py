@@ -91,7 +91,9 @@ def test_home_and_caches_are_in_the_mount_and_git_ignored(repo_root: Path) -> No
     assert env["USER"]  # getpass.getuser() (torch's compile cache) needs a name without a passwd entry
     assert ".cache/" in (repo_root / ".gitignore").read_text(encoding="utf-8").split()
     dockerfile = (repo_root / "docker" / "bench.Dockerfile").read_text(encoding="utf-8")
-    assert "git config --system --add safe.directory /study" in dockerfile  # any uid, not root's ~/.gitconfig
+    script = (repo_root / "docker" / "install.sh").read_text(encoding="utf-8")
+    assert "RUN docker/install.sh project" in dockerfile
+    assert "git config --system --add safe.directory /study" in script  # any uid, not root's ~/.gitconfig
 
 
 def _run_as(uid: int, gid: int, env: dict[str, str], args: list[str]) -> int:

@@ -87,7 +87,9 @@ def test_dockerfile_pins_the_plans_python_by_digest(repo_root: Path) -> None:
     (image,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", text, flags=re.M)
     assert re.fullmatch(rf"python:{re.escape(plan.PYTHON_VERSION)}-slim-trixie@sha256:[0-9a-f]{{64}}", image)
     assert re.findall(r"^FROM (\S+)", text, flags=re.M) == ["${PYTHON_IMAGE}"]
-    assert "uv sync --locked --no-dev" in text
+    assert "docker/install.sh project" in text
+    script = (repo_root / "docker" / "install.sh").read_text(encoding="utf-8")
+    assert "uv sync --locked --no-dev --no-group rehearsal" in script
     assert 'ENTRYPOINT ["bench"]' in text
 
 
@@ -100,6 +102,7 @@ def test_pin_digests_script(repo_root: Path) -> None:
         [
             "bash",
             "-c",
+            "sed -n '1s/^# syntax=\\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' docker/bench.Dockerfile; "
             "sed -n 's/^ARG PYTHON_IMAGE=\\(.*\\)$/\\1/p' docker/bench.Dockerfile; "
             "sed -n 's/^x-typesense-image: &typesense-image "
             "\\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' compose.yaml",
@@ -109,4 +112,9 @@ def test_pin_digests_script(repo_root: Path) -> None:
         text=True,
         check=True,
     ).stdout.split()
-    assert len(refs) == 2 and refs[1] == plan.TYPESENSE_IMAGE
+    assert len(refs) == 3 and refs[0].startswith("docker/dockerfile:") and refs[2] == plan.TYPESENSE_IMAGE
+    text = script.read_text(encoding="utf-8")
+    assert all(line in text for line in (
+        "  sed -n '1s/^# syntax=\\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' docker/bench.Dockerfile",
+        "  sed -n 's/^ARG PYTHON_IMAGE=\\(.*\\)$/\\1/p' docker/bench.Dockerfile",
+    ))  # fmt: skip

@@ -27,9 +27,31 @@ def instructions(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def dockerfile_problems(text: str) -> list[str]:
+def script_commands(script: str) -> str:
+    """A shell script's commands as one RUN's arguments: comments dropped, continuations joined, one `;`
+    between lines."""
+    lines: list[str] = []
+    buf = ""
+    for line in script.splitlines():
+        if line.lstrip().startswith("#") and not buf:
+            continue
+        buf += line.strip().rstrip("\\").strip() + " "
+        if not line.rstrip().endswith("\\"):
+            if buf.strip():
+                lines.append(buf.strip())
+            buf = ""
+    return " ; ".join(lines)
+
+
+def dockerfile_problems(text: str, scripts: dict[str, str] | None = None) -> list[str]:
+    """Problems of a Dockerfile; a RUN that calls one of ``scripts`` (path -> text, e.g. docker/install.sh) is
+    checked as the commands of that script."""
     problems: list[str] = []
     steps = instructions(text)
+    for i, (word, rest) in enumerate(steps):
+        called = rest.split()[0] if word == "RUN" and rest else ""
+        if called in (scripts or {}):
+            steps[i] = ("RUN", script_commands((scripts or {})[called]))
     args = {}
     for word, rest in steps:
         if word == "ARG" and "=" in rest:
@@ -48,7 +70,9 @@ def dockerfile_problems(text: str) -> list[str]:
         for cmd in re.split(r"&&|;", rest):
             cmd = " ".join(cmd.split())
             if re.search(r"(?<!uv )\bpip3? install\b", cmd) and not re.fullmatch(
-                r"(python3? -m )?pip3? install (--no-cache-dir )?uv==\d+\.\d+\.\d+", cmd
+                r"(python3? -m )?pip3? install (--no-cache-dir )?(uv==\d+\.\d+\.\d+|--require-hashes "
+                r"--only-binary :all: -r docker/uv-requirements\.txt)",
+                cmd,
             ):
                 problems.append(f"RUN {cmd}: pip installs something other than an exact uv version")
             if re.search(r"\buv (pip|add|tool|run --with)\b", cmd):
@@ -56,7 +80,7 @@ def dockerfile_problems(text: str) -> list[str]:
             if re.search(r"\buv sync\b", cmd) and "--locked" not in cmd.split():
                 problems.append(f"RUN {cmd}: uv sync without --locked")
             if re.search(r"\buv sync\b", cmd) and re.search(
-                r"--(no-default-groups|only-group|only-dev)\b", cmd
+                r"--(no-default-groups|only-group|only-dev)\b|--no-group bench\b", cmd
             ):
                 problems.append(f"RUN {cmd}: the measuring groups would be left out")
     syncs = [r for w, r in steps if w == "RUN" and "uv sync" in r]
@@ -70,8 +94,11 @@ def dockerfile_problems(text: str) -> list[str]:
 
 def test_repository_dockerfile_is_pinned_and_lock_only(repo_root: Path) -> None:
     text = (repo_root / "docker" / "bench.Dockerfile").read_text(encoding="utf-8")
-    assert dockerfile_problems(text) == []
-    assert len(re.findall(r"uv sync --locked", text)) >= 2  # dependencies layer, then the project
+    script = (repo_root / "docker" / "install.sh").read_text(encoding="utf-8")
+    assert dockerfile_problems(text, {"docker/install.sh": script}) == []
+    assert len(re.findall(r"uv sync --locked", script)) >= 2  # dependencies layer, then the project
+    # without the script's text the RUN lines install nothing from uv.lock: the checker reads the script
+    assert "no `uv sync --locked`: packages would not come from uv.lock" in dockerfile_problems(text)
 
 
 def test_checker_names_each_kind_of_problem() -> None:
@@ -79,14 +106,18 @@ def test_checker_names_each_kind_of_problem() -> None:
         "ARG BASE=python:3.14.8-slim\nFROM ${BASE}\nFROM debian:trixie@sha256:" + "a" * 64 + "\n"
         "COPY pyproject.toml ./\nRUN pip install torch==2.15.0 \\\n    && uv sync --frozen\n"
         "RUN uv pip install numpy; uv sync --locked --no-default-groups\n"
+        "RUN docker/x.sh\n"
     )
-    problems = dockerfile_problems(bad)
+    script = "#!/bin/sh\n# a comment\npip install uv \\\n  --upgrade\nuv sync --locked --no-group bench\n"
+    problems = dockerfile_problems(bad, {"docker/x.sh": script})
     assert problems == [
         "FROM python:3.14.8-slim: not pinned by digest",
         "RUN pip install torch==2.15.0: pip installs something other than an exact uv version",
         "RUN uv sync --frozen: uv sync without --locked",
         "RUN uv pip install numpy: packages outside uv.lock",
         "RUN uv sync --locked --no-default-groups: the measuring groups would be left out",
+        "RUN pip install uv --upgrade: pip installs something other than an exact uv version",
+        "RUN uv sync --locked --no-group bench: the measuring groups would be left out",
         "uv.lock is never copied into the image",
     ]
 
