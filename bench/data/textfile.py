@@ -26,7 +26,12 @@ def open_text(path: Path, *, newline: str | None = None, stream: TextIO | None =
     """``path`` opened for reading as UTF-8; a leading byte-order mark is skipped and reported. A data file
     of the study is checked against datasets.lock first (``bench.integrity.enforce.require_locked``)."""
     require_locked(path)
+    note_bom(path, stream)
+    return open(path, encoding="utf-8-sig", newline=newline)
+
+
+def note_bom(path: Path, stream: TextIO | None = None) -> None:
+    """Say on stderr (or ``stream``) that ``path`` starts with a byte-order mark, which its reader skips."""
     if has_bom(path):
         print(f"{path}: starts with a UTF-8 byte-order mark; ignored (it is not part of the first field)",
               file=stream if stream is not None else sys.stderr, flush=True)  # fmt: skip
-    return open(path, encoding="utf-8-sig", newline=newline)

@@ -26,7 +26,7 @@ from bench.doctor.machine import normalise
 from bench.errors import BenchError
 
 LOCK = "uv.lock"
-IMAGE_GROUPS = ("bench",)  # docker/bench.Dockerfile: `uv sync --locked --no-dev` (default groups minus dev)
+IMAGE_GROUPS = ("bench",)  # docker/install.sh deps: `--no-dev --no-group rehearsal`
 PROJECT = "miracl-de-rerankers"
 
 

@@ -135,19 +135,7 @@ def run_stage(
         cached = embedder if isinstance(embedder, CachedEmbeddings) else CachedEmbeddings(embedder)
     record = _stage_record(stage, mode, server)
     record["probes"] = report.record()
-    sw = german_stopwords()  # recorded with every result (plan), applied only by the German stages
-    record["stopwords"] = _stopwords_record(stage, kw_sub, sw)
-    if kw_sub is not None:
-        queries = _substitute_queries(record, stage, kw_sub, sw, queries, mode, server.version)
-        record["substitute"]["probes_not_honoured"] = list(decision.probes_substituted)
-        typo = [p for p in decision.probes_substituted if p in ("num_typos", "typo_tokens_threshold")]
-        if typo:
-            record["notes"].append(
-                f"REHEARSAL SUBSTITUTE: Typesense {server.version} applied no typo tolerance on the locale "
-                f"fields (probes {', '.join(typo)} not honoured); the rehearsal's {stage.id} ran without it."
-            )
-    elif stage.stopwords:
-        install_stopwords(server, STOPWORD_SET_ID, sw)
+    queries = _stopwords_and_queries(record, stage, kw_sub, queries, mode, server, decision)
     vectors = None if cached is None else _embed_passages(stage, cached, corpus, decision)
     dims = cached.embedder.dims if cached is not None else None
     schema = stage.schema(dims, exact_filter=vectors is not None and vectors.exact_sub is not None)
@@ -176,15 +164,45 @@ def run_stage(
     sent = {q: t for q, t in queries.items() if t} if kw_sub is not None else queries
     run, timings = run_queries(server, stage, sent, qvecs, ef, position, warmup=warmup, exact=exact_sub)
     _search_record(record, stage, ef, exact_sub)
-    record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings.record()}
+    _finish_record(record, run, timings.record(), queries, warmup, qrels_path, extra)
+    _write_outputs(run, record, stage.id, out_run, out_json)
+    return StageResult(stage.id, run, record, out_run, out_json)
+
+
+def _finish_record(record: dict[str, Any], run: dict[str, list[tuple[str, float]]],
+                   timings: Mapping[str, Any], queries: Mapping[str, str], warmup: int,
+                   qrels_path: Path | None, extra: Mapping[str, Any] | None) -> None:
+    """The record's last fields: latency, the first stage's metrics where qrels are given, counts, extras."""
+    record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings}
     if qrels_path is not None:
         record.update(_metrics_record(run, qrels_path))
     record["queries"] = len(queries)
     record["depth"] = FIRST_STAGE_DEPTH
     if extra:
         record.update(extra)
-    _write_outputs(run, record, stage.id, out_run, out_json)
-    return StageResult(stage.id, run, record, out_run, out_json)
+
+
+def _stopwords_and_queries(record: dict[str, Any], stage: StageDef, kw_sub: KeywordSubstitute | None,
+                           queries: Mapping[str, str],
+                           mode: Mode, server: TypesenseServer, decision: Decision) -> Mapping[str, str]:
+    """The stop-word set recorded (plan: with every result) and applied: installed on the server for a German
+    stage, or removed from the queries on the client by the rehearsal's keyword substitute (D-040), whose
+    record then names the probes it stands in for. Returns the queries to send."""
+    sw = german_stopwords()
+    record["stopwords"] = _stopwords_record(stage, kw_sub, sw)
+    if kw_sub is None:
+        if stage.stopwords:
+            install_stopwords(server, STOPWORD_SET_ID, sw)
+        return queries
+    queries = _substitute_queries(record, stage, kw_sub, sw, queries, mode, server.version)
+    record["substitute"]["probes_not_honoured"] = list(decision.probes_substituted)
+    typo = [p for p in decision.probes_substituted if p in ("num_typos", "typo_tokens_threshold")]
+    if typo:
+        record["notes"].append(
+            f"REHEARSAL SUBSTITUTE: Typesense {server.version} applied no typo tolerance on the locale "
+            f"fields (probes {', '.join(typo)} not honoured); the rehearsal's {stage.id} ran without it."
+        )
+    return queries
 
 
 def _stage_for_server(

@@ -19,7 +19,7 @@ from typing import Any
 from analysis.trec import TrecFormatError, read_qrels
 from bench.data import Passage, sort_passages
 from bench.data.bundled import load_sample
-from bench.data.textfile import open_text
+from bench.data.textfile import note_bom, open_text
 from bench.errors import BenchError
 from bench.integrity.enforce import require_locked
 
@@ -58,8 +58,9 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
     """The BEIR qrels through the one qrels reader (``analysis.trec.read_qrels``: labels, duplicates)."""
+    note_bom(require_locked(path))  # the reader skips it silently; the rehearsal says so, as for every file
     try:
-        return read_qrels(require_locked(path), layout="beir")
+        return read_qrels(path, layout="beir")
     except TrecFormatError as exc:
         raise BenchError(str(exc)) from exc
 
