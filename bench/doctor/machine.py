@@ -188,6 +188,7 @@ class Machine:
     torch: Callable[[], TorchReading] = read_torch
     matmul: Callable[[], list[tuple[str, float, float]]] | None = None  # None: gpu.gpu_matmul
     typesense: Callable[[str, str], dict[str, Any]] = typesense_debug
+    probes: Callable[[str, str], Any] | None = None  # None: server_probes.probe_server (a ProbeReport)
     cpu: Callable[[], str] = cpu_summary
     run_python: Callable[[Path, str, Mapping[str, str]], subprocess.CompletedProcess[str]] = run_python
 

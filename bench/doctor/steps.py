@@ -8,7 +8,7 @@ loopback (Typesense) and local processes (the reference interpreters) is asked.
 
 from __future__ import annotations
 
-from bench.doctor import checks, gpu, space
+from bench.doctor import checks, gpu, server_probes, space
 from bench.doctor.machine import Machine
 from bench.doctor.outcome import Check, Outcome, cannot_tell
 
@@ -21,7 +21,7 @@ STEP_CHECKS: dict[str, tuple[Check, ...]] = {
     "stamp": BASE,
     "data": (*BASE, space.disk_data),
     "models": (*BASE, space.disk_models),
-    "first-stages": (*BASE, *GPU, checks.typesense, space.keyword_full),
+    "first-stages": (*BASE, *GPU, checks.typesense, server_probes.typesense_probes, space.keyword_full),
     "check-adapters": (*BASE, *GPU, checks.references, checks.keys),
     "quality": (*BASE, *GPU, checks.keys),
     "determinism": (*BASE, *GPU),

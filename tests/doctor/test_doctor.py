@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from packaging.markers import Marker
 
 from bench import plan
-from bench.doctor import checks, gpu, packages, space
+from bench.doctor import checks, gpu, packages, server_probes, space
 from bench.doctor.cli import doctor
 from bench.doctor.machine import (
     Machine,
@@ -33,6 +33,7 @@ from bench.doctor.machine import (
 )
 from bench.doctor.outcome import Outcome, exit_code
 from bench.doctor.steps import STEP_CHECKS, run_checks
+from bench.errors import BenchError
 from bench.runbook import read_runbook
 from tests.conftest import REPO_ROOT
 
@@ -200,6 +201,35 @@ def test_typesense_0241_on_the_port_is_not_ready(typesense: object) -> None:
     assert [o.state for o in out] == ["problem", "ok"]  # the image compose names is the plan's
     bad = checks.typesense(here(env={**env, "BENCH_TYPESENSE_IMAGE": "typesense/typesense:0.24.1"}), "x")
     assert [o.check for o in one_line_with_fix(bad)] == ["typesense", "typesense-image"]
+
+
+@pytest.mark.typesense
+def test_the_probes_of_0241_name_what_it_does_not_honour(typesense: object) -> None:
+    """bench doctor first-stages asks the running server the probes (issue 33): on 0.24.1 each feature a plan
+    stage needs and the server ignores is one line naming the stages and the fix."""
+    url, key = typesense.url, typesense.api_key  # type: ignore[attr-defined]
+    env = {"BENCH_TYPESENSE_URL": url, "BENCH_TYPESENSE_API_KEY": key}
+    out = server_probes.typesense_probes(here(env=env), "first-stages")
+    found = {o.check: o for o in one_line_with_fix(out)}
+    assert {"probe stem", "probe stopwords", "probe ef", "probe hybrid"} <= set(found), sorted(found)
+    assert "keyword-71k" in found["probe stem"].message and "keyword-full" in found["probe stem"].message
+    assert "vector-71k" in found["probe ef"].message
+    assert "probe locale-de" not in found  # 0.24.1 tokenises with locale de as the plan expects
+    assert all(o.state == "problem" for o in out)
+    assert server_probes.typesense_probes in STEP_CHECKS["first-stages"]
+
+
+def test_the_probes_without_a_server_cannot_tell() -> None:
+    (o,) = server_probes.typesense_probes(here(env={}), "first-stages")
+    assert o.state == "cannot tell" and "not set" in o.message
+
+    def unreachable(url: str, key: str) -> object:
+        raise BenchError(f"no answer from {url}")
+
+    (o,) = server_probes.typesense_probes(
+        here(env={"BENCH_TYPESENSE_URL": "http://127.0.0.1:9", "BENCH_TYPESENSE_API_KEY": "k"},
+             probes=unreachable), "first-stages")
+    assert o.state == "cannot tell" and o.message == "the probes could not run: no answer from http://127.0.0.1:9"
 
 
 def test_typesense_not_running() -> None:
