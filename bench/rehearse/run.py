@@ -37,7 +37,7 @@ from bench.rehearse.inputs import load_inputs
 from bench.rehearse.int8 import quantized_standin, run_int8_step, summary_lines
 from bench.rehearse.judged import judged_step
 from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP, format_latency_table, latency_step
-from bench.rehearse.standin import CachedPassageStandin
+from bench.rehearse.standin import CachedPassageStandin, StandinCut, standin_cut
 from bench.rehearse.summary import first_line, format_table, header_lines, metrics_table
 from bench.rerankers.registry import load_reranker
 
@@ -77,11 +77,11 @@ def new_dir(root: Path) -> Path:
     return root / "rehearsal" / clock.stamp()
 
 
-def _loader(passage_cache: bool, corpus: list[str]) -> Any:
+def _loader(passage_cache: bool, corpus: list[str], cut: StandinCut) -> Any:
     def load(model: str) -> Any:
         if model == "bm25-standin":  # lexical stand-in: statistics of the rehearsal's corpus (issue 21)
             return load_reranker(model, device="cpu", corpus=corpus)
-        inner = load_reranker(model, device="cpu")
+        inner = load_reranker(model, device="cpu", max_length=cut.max_seq)
         if not passage_cache:
             return inner
 
@@ -90,8 +90,8 @@ def _loader(passage_cache: bool, corpus: list[str]) -> Any:
     return load
 
 
-def _embedder() -> Any:
-    return CachedEmbeddings(MiniLMEmbedder())
+def _embedder(cut: StandinCut) -> Callable[[], Any]:
+    return lambda: CachedEmbeddings(MiniLMEmbedder(max_seq=cut.max_seq))
 
 
 def rehearse(
@@ -201,7 +201,9 @@ def _lock_check(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 def _load_inputs(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     inputs = load_inputs(ctx.opts.dataset, ctx.opts.max_queries)
-    return {"inputs": inputs}
+    cut = standin_cut(ctx.opts.dataset)  # bundled: the budget cut (D-041); --dataset: the published one
+    ctx.log(f"stand-in input cut: {cut.max_seq} tokens ({cut.config} configuration)")
+    return {"inputs": inputs, "cut": cut}
 
 
 def _start_study(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
@@ -219,12 +221,12 @@ def _start_study(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 def _quantise(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     # Quantised first, while this process holds only its imports: the child's peak (about 1.4 GB)
     # would otherwise add to the embedder, the rerankers and the texts held by the later steps.
-    return {"quantized": quantized_standin(ctx.log)}
+    return {"quantized": quantized_standin(ctx.log, max_seq=got["cut"].max_seq)}
 
 
 def _first_stages(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     stages = run_first_stages(ctx.directory, got["inputs"], got["qrels_path"], port=ctx.opts.port,
-                              embedder_factory=_embedder, log=ctx.log)  # fmt: skip
+                              embedder_factory=_embedder(got["cut"]), log=ctx.log)  # fmt: skip
     return {"stages": stages}
 
 
@@ -243,7 +245,8 @@ def _rerank(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
         got["study"], sources={s: stage_paths(ctx.directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts=texts, load=_loader(ctx.opts.passage_cache, [p.passage_text for p in inputs.corpus]),
+        texts=texts, load=_loader(ctx.opts.passage_cache, [p.passage_text for p in inputs.corpus],
+                                  got["cut"]),
         spec=spec, runs_dir=ctx.directory / "runs", resume_hint=ctx.hint, what="rehearsal", stream=ctx.stream,
     )  # fmt: skip
     return {"texts": texts, "session": session}
@@ -251,7 +254,7 @@ def _rerank(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 def _latency(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     lat = latency_step(ctx.directory, got["inputs"].queries, got["texts"], timed_stage(got["ran"]),
-                       stream=ctx.stream, log=ctx.log)  # fmt: skip
+                       stream=ctx.stream, log=ctx.log, max_seq=got["cut"].max_seq)  # fmt: skip
     return {"latency_step": lat}
 
 
@@ -260,7 +263,8 @@ def _int8(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     timed_run = stage_paths(ctx.directory, timed_stage(got["ran"]))[0]
     int8 = run_int8_step(ctx.directory, queries=inputs.queries, first_stage_run=timed_run,
                          texts=got["texts"], qrels=inputs.qrels, log=ctx.log,
-                         fp32_latency=got["latency_step"], quantized=got["quantized"])  # fmt: skip
+                         fp32_latency=got["latency_step"], quantized=got["quantized"],
+                         max_seq=got["cut"].max_seq)  # fmt: skip
     return {"int8": int8}
 
 
@@ -273,9 +277,10 @@ def _judged(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 def _report(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     inputs, stages, ran, directory = got["inputs"], got["stages"], got["ran"], ctx.directory
-    title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries))
+    title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries), got["cut"].max_seq)
     costs = rehearsal_costs(directory, ran, list(inputs.queries), got["texts"], root=ctx.root)
-    header = [*header_lines(stages, ran, _latency_note(ctx.opts.passage_cache)), *got["judged"]["lines"]]
+    header = [*header_lines(stages, ran, _latency_note(ctx.opts.passage_cache)), got["cut"].describe(),
+              *got["judged"]["lines"]]  # fmt: skip
     # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
     report = write_report(directory / "runs", got["qrels_path"], directory, title=title, header_lines=header,
                           stage_flags={}, section_options={"int8_record": directory / "int8.json"},
@@ -292,18 +297,19 @@ def _metrics(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 # The rehearsal, in order. "times_s" of rehearsal.json: the timed steps' names, then "total".
 STEPS: tuple[Step, ...] = (
     Step("lock check", _lock_check, gives=("preflight",)),
-    Step("load inputs", _load_inputs, gives=("inputs",)),
+    Step("load inputs", _load_inputs, gives=("inputs", "cut")),
     Step("start study", _start_study, needs=("inputs", "preflight"), gives=("study", "qrels_path"),
          timed=False),
-    Step("int8 quantise", _quantise, needs=("study",), gives=("quantized",), study_guard=True),
-    Step("first stages", _first_stages, needs=("study", "inputs", "qrels_path"), gives=("stages",),
+    Step("int8 quantise", _quantise, needs=("study", "cut"), gives=("quantized",), study_guard=True),
+    Step("first stages", _first_stages, needs=("study", "inputs", "qrels_path", "cut"), gives=("stages",),
          study_guard=True),
     Step("reranked stages", _choose_stages, needs=("study", "stages"), gives=("ran",), timed=False),
-    Step("rerank", _rerank, needs=("study", "inputs", "ran"), gives=("texts", "session")),
-    Step("latency", _latency, needs=("inputs", "texts", "ran"), gives=("latency_step",)),
-    Step("int8", _int8, needs=("inputs", "texts", "ran", "latency_step", "quantized"), gives=("int8",)),
+    Step("rerank", _rerank, needs=("study", "inputs", "ran", "cut"), gives=("texts", "session")),
+    Step("latency", _latency, needs=("inputs", "texts", "ran", "cut"), gives=("latency_step",)),
+    Step("int8", _int8, needs=("inputs", "texts", "ran", "latency_step", "quantized", "cut"),
+         gives=("int8",)),
     Step("judged", _judged, needs=("inputs", "texts", "ran", "qrels_path"), gives=("judged",), timed=False),
-    Step("report", _report, needs=("inputs", "texts", "stages", "ran", "qrels_path", "judged"),
+    Step("report", _report, needs=("inputs", "texts", "stages", "ran", "qrels_path", "judged", "cut"),
          gives=("title", "report")),
     Step("metrics table", _metrics, needs=("qrels_path", "ran", "session"), gives=("table",), timed=False),
 )  # fmt: skip
@@ -317,7 +323,9 @@ def _summary(directory: Path, got: Mapping[str, Any], times: dict[str, float]) -
             "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
             "int8": got["int8"], "table": got["table"], "report": str(got["report"]),
             "errors": session.outcome.errors, "latency_step": got["latency_step"],
-            "costs": str(directory / "costs.json"), "judged": got["judged"]}  # fmt: skip
+            "costs": str(directory / "costs.json"), "judged": got["judged"],
+            "standin_cut": {"config": got["cut"].config, "max_seq_length": got["cut"].max_seq,
+                            "description": got["cut"].describe()}}  # fmt: skip
 
 
 def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:

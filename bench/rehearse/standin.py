@@ -22,18 +22,44 @@ of the real model inputs, truncation) come from the same tokenizer and ``max_seq
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.firststage.embed_cache import EmbeddingCache
 from bench.rerankers.protocol import Reranker, RerankerMeta, ScoreResult, make_result
+from bench.rerankers.standin import ST_CONFIG, STANDIN_MAX_SEQ, published_max_seq
 
 PASSAGE_CACHE_NOTE = (
     "passage vectors from the embedding cache (same model and revision as the rehearsal's vector stage); "
     "a call encodes only a query or passages not seen before"
 )
+
+
+@dataclass(frozen=True)
+class StandinCut:
+    """The MiniLM stand-ins' input cut in one rehearsal: which configuration applied, and the other one."""
+
+    config: str  # "bundled" or "published"
+    max_seq: int
+
+    def describe(self) -> str:
+        """One sentence for the report naming both configurations and which one applied."""
+        bundled = f"the bundled sample's {STANDIN_MAX_SEQ} tokens (its time budget, DEVIATIONS.md D-041)"
+        published = (f"the model's published configuration, sentence-transformers' max_seq_length from the "
+                     f"package's {ST_CONFIG} (used with --dataset, so that a published score can be "
+                     "reproduced)")  # fmt: skip
+        applied, other = (bundled, published) if self.config == "bundled" else (published, bundled)
+        return f"MiniLM stand-ins' input cut: {self.max_seq} tokens, {applied}; not applied: {other}."
+
+
+def standin_cut(dataset: Path | None) -> StandinCut:
+    """The bundled rehearsal keeps the budget cut; ``--dataset`` embeds as the model is published."""
+    if dataset is None:
+        return StandinCut("bundled", STANDIN_MAX_SEQ)
+    return StandinCut("published", published_max_seq())
 
 
 class CachedPassageStandin:

