@@ -32,10 +32,9 @@ summation order only; the plan's 1e-4 is not needed anywhere):
   ``Judged@10`` divides by the run's length there. Compared as judged counts: ``10 * ours`` against
   ``min(10, n) * theirs``.
 * **mrr@10 in pytrec_eval**: trec_eval's ``recip_rank`` has no cutoff, so it gets the run cut at rank 10.
-* **Negative labels** (accepted by our reader): ours, a judged non-relevant passage (gain 0, kept in the
-  condensed list, counted as judged); trec_eval reads a negative label as "not pooled", which ``-J`` drops
-  like an unjudged passage. The references get ``max(label, 0)``, which says "judged, not relevant" to
-  both; unmapped, condensed nDCG differs (``test_negative_label_is_unpooled_for_trec_eval``).
+* **Negative labels** are refused by our one qrels reader (issue 32 item 2: labels 0..65535): trec_eval reads
+  a negative label as "not pooled", which ``-J`` drops like an unjudged passage, while a judged non-relevant
+  passage stays in the condensed list; ``test_negative_labels_are_refused_not_read_two_ways`` shows both.
 * Relevant means label > 0 for every measure on both sides (pytrec_eval's and ir_measures' default
   relevance level 1); gains are the labels (linear, trec_eval's ``ndcg_cut``).
 
@@ -103,9 +102,8 @@ def cases(draw: Any) -> tuple[Qrels, Run]:
     qrels: Qrels = {}
     for q in rng.sample(QUERIES, n_qrels):
         judged = rng.sample(DOCS, rng.randint(1, max_judged))
-        # graded labels, and -1 (judged non-relevant for us); all-0 queries (no relevant passage) come up
-        # often with few judgments
-        qrels[q] = {d: rng.choice((-1, 0, 0, 1, 2, 3)) for d in judged}
+        # graded labels; all-0 queries (no relevant passage) come up often with few judgments
+        qrels[q] = {d: rng.choice((0, 0, 1, 2, 3)) for d in judged}
     run: Run = {}
     levels = [v / 2 for v in range(-4, 5)][:n_scores]  # half-steps: float equality is exact
     for q in rng.sample(QUERIES, n_run):  # absent queries, extra queries, and [] (no candidates)
@@ -218,18 +216,17 @@ def test_trec_eval_tie_order_with_raw_scores(case: tuple[Qrels, Run]) -> None:
         _assert_close(ours[m], values, f"{m} vs pytrec_eval (own order)")
 
 
-def test_negative_label_is_unpooled_for_trec_eval() -> None:
-    """The one convention that differs, shown on the smallest case: with a label of -1 at rank 1 and the
-    relevant passage at rank 2, ours condenses to [-1, 1] (0.631) and trec_eval -J to [1] (1.0). Label 0
-    in its place gives 0.631 on both sides; nDCG@10 without condensing agrees either way."""
+def test_negative_labels_are_refused_not_read_two_ways() -> None:
+    """Why the reader refuses a label of -1: trec_eval -J drops it as "not pooled" and condenses [-1, 1] to
+    [1] (1.0), where a judged non-relevant passage (label 0) stays in the list (0.631 on both sides)."""
     qrels, run = {"q": {"a": -1, "b": 1}}, {"q": [("a", 2.0), ("b", 1.0)]}
-    ours = _ours(qrels, run, ["ndcg@10", "ndcg'@10"])
+    with pytest.raises(ValueError, match=r"0\.\.65535"):
+        _ours(qrels, run, ["ndcg'@10"])
     want = 1 / math.log2(3)
-    assert abs(ours["ndcg'@10"]["q"] - want) <= TOL and abs(ours["ndcg@10"]["q"] - want) <= TOL
     assert _pytrec(qrels, _raw(run), ["ndcg_cut_10"], judged_only=True)["ndcg_cut_10"]["q"] == 1.0
-    assert abs(_pytrec(_nonnegative(qrels), _raw(run), ["ndcg_cut_10"], judged_only=True)["ndcg_cut_10"]["q"]
-               - want) <= TOL  # fmt: skip
-    assert abs(_pytrec(qrels, _raw(run), ["ndcg_cut_10"])["ndcg_cut_10"]["q"] - want) <= TOL
+    zero = {"q": {"a": 0, "b": 1}}
+    assert abs(_ours(zero, run, ["ndcg'@10"])["ndcg'@10"]["q"] - want) <= TOL
+    assert abs(_pytrec(zero, _raw(run), ["ndcg_cut_10"], judged_only=True)["ndcg_cut_10"]["q"] - want) <= TOL
 
 
 # --- ir_measures -------------------------------------------------------------------------------------------
@@ -383,12 +380,13 @@ def test_clis_end_cleanly_on_drawn_probes(tmp_path: Path, probe: tuple[str, str]
             assert len(lines) == 1, f"refusal in {len(lines)} lines: {what}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32 item 2 (labels in range, the reader branch): pytrec_eval "
-                   "segfaults on a label of 2**62; strict, so the fix shows up here as XPASS")
-def test_label_of_2_62_crashes_check_pytrec(tmp_path: Path) -> None:
+def test_a_label_of_2_62_is_refused_before_pytrec_eval(tmp_path: Path) -> None:
+    """It segfaulted pytrec_eval inside check-pytrec (issue 32 item 2); the qrels reader refuses it now."""
     for args, proc in _cli(tmp_path, "q1 0 d1 4611686018427387904\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n",
                            ("check-pytrec",)):  # fmt: skip
-        assert proc.returncode in (0, 1), f"{args[3]}: exit {proc.returncode}"
+        assert proc.returncode == 1, f"{args[3]}: exit {proc.returncode}"
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "0..65535" in lines[0] and "Traceback" not in proc.stderr, lines
 
 
 def test_cli_metrics_equal_pytrec_eval_on_a_valid_probe(tmp_path: Path) -> None:
