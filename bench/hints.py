@@ -35,6 +35,7 @@ SERVICES: dict[str, str] = {
     "audit": CPU,
     "status": CPU,
     "reproduce": GPU,
+    "doctor": GPU,  # the desktop's service; the cpu-server's step names bench-cpu (docs/runbook.md)
 }
 OUTSIDE_CONTAINER = frozenset({"rehearse"})
 

@@ -23,7 +23,7 @@ import click
 from analysis.plan import INT8_MODEL
 from bench import paths, plan
 from bench.errors import BenchError
-from bench.hints import hint
+from bench.hints import bench_command, hint
 from bench.integrity.hub import HUB_DATASETS
 from bench.latency.presets import PRESETS
 from bench.paths import RUN_FOLDERS
@@ -111,7 +111,7 @@ def _prepare(root: Path) -> Found:
         lines = []
     names = {ln.strip().removeprefix("export ").partition("=")[0].strip() for ln in lines}
     missing = [(f".env has no {n}= line (this machine)", "printf") for n in ("UID", "GID") if n not in names]
-    return _items(missing, 2, ("per machine: run `bench doctor` to check the machine itself",))
+    return _items(missing, 2, (f"per machine: run `{bench_command('doctor')}` to check the machine itself",))
 
 
 def _stamp(root: Path) -> Found:

@@ -16,6 +16,7 @@ from bench.errors import BenchError
 from bench.firststage import features
 from bench.firststage.server import KEY_ENV as TYPESENSE_KEY_ENV
 from bench.firststage.server import URL_ENV as TYPESENSE_URL_ENV
+from bench.hints import bench_command
 from bench.rerankers.voyage import read_api_key
 
 LIST_AT_MOST = 6  # names listed per kind of difference; the count says how many in all
@@ -48,7 +49,7 @@ def python(m: Machine, step: str) -> list[Outcome]:
         problem(
             "python",
             f"{found}, but the study measures on the image's Python {plan.PYTHON_VERSION} (PLAN.md)",
-            "run the step in the container (`docker compose run --rm bench ...`), not through `uv run`",
+            f"run the step in the container (`{bench_command(step)}`)",
         )
     ]
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,9 +51,14 @@ def normalise(name: str) -> str:
 
 
 def installed_distributions() -> dict[str, str]:
-    """name -> version of every distribution this interpreter's environment can import."""
+    """name -> version of every distribution installed in this interpreter's environment: its site-packages
+    only, not whatever else is on ``sys.path`` (setuptools puts its vendored packages' metadata there once it
+    is imported, e.g. by torch: they are not installed, and counted they made the check depend on import
+    order)."""
     out: dict[str, str] = {}
-    for dist in importlib.metadata.distributions():
+    paths = sysconfig.get_paths()
+    where = list(dict.fromkeys(p for p in (paths.get("purelib"), paths.get("platlib")) if p))
+    for dist in importlib.metadata.distributions(path=where):
         name = dist.metadata["Name"]
         if name:
             out.setdefault(normalise(name), dist.version)

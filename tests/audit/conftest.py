@@ -58,6 +58,7 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     from bench.rehearse.firststages import run_first_stages, stage_paths
     from bench.rehearse.inputs import load_inputs
     from bench.rehearse.run import _embedder, _loader, reranked_stages
+    from bench.rehearse.standin import standin_cut
 
     opts = Options(dataset=dataset)
     pre = preflight("rehearsal", lock_names=["bundled"], root=root)
@@ -66,13 +67,15 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
                         provenance=prov, preflight=pre)  # fmt: skip
     qrels = inputs.write_qrels(directory / "qrels.tsv")
+    # the stand-ins' registry default (128), which `bench reproduce` loads them with (bench/audit/cli.py)
+    cut = standin_cut(None)
     stages = run_first_stages(
-        directory, inputs, qrels, port=None, embedder_factory=_embedder, log=lambda m: None
+        directory, inputs, qrels, port=None, embedder_factory=_embedder(cut), log=lambda m: None
     )
     ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
     execute(study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
             texts={p.docid: p.passage_text for p in inputs.corpus},
-            load=_loader(True, [p.passage_text for p in inputs.corpus]),
+            load=_loader(True, [p.passage_text for p in inputs.corpus], cut),
             spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS), runs_dir=directory / "runs",
             resume_hint="rerun the test", what="rehearsal", stream=io.StringIO())  # fmt: skip
     return directory

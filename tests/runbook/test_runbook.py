@@ -301,8 +301,8 @@ def check_audit(step: Step, command: str, out: str) -> None:
     """The end of the runbook: every audit row OK except the timestamps (NOT YET: nothing is stamped
     offline, the proofs stay pending)."""
     rows = {int(m[1]): (m[2].strip(), m[3], m[4]) for m in map(AUDIT_ROW.match, out.splitlines()) if m}
-    if sorted(rows) != list(range(1, 9)):
-        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-8:\n{out}")
+    if sorted(rows) != list(range(1, 10)):
+        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-9:\n{out}")
     wrong = {n: r for n, r in rows.items() if r[1] != ("NOT YET" if n == 2 else "OK")}
     if wrong:
         fail(step, command, None, f"audit rows not as expected (row 2 NOT YET, the rest OK): {wrong}\n{out}")
