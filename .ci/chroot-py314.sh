@@ -81,8 +81,12 @@ in_chroot() {  # a clean environment: nothing of the host's (PIP_FIND_LINKS, the
 
 build() {
   local t0=$SECONDS
+  # a fresh machine has no debootstrap: install it from Debian's packages (CI runs as root)
+  if ! command -v debootstrap >/dev/null && command -v apt-get >/dev/null; then
+    apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2 || true
+  fi
   command -v debootstrap >/dev/null || {
-    echo "$0: debootstrap not found; install it: apt-get install debootstrap" >&2
+    echo "$0: debootstrap not found and could not be installed; install it: apt-get install debootstrap" >&2
     exit 2
   }
   if [[ ! -x "$target/usr/bin/apt-get" ]]; then
