@@ -31,29 +31,9 @@ from bench.firststage.probes import (
     run_probes,
 )
 from bench.firststage.server import TypesenseServer
+from tests.support.typesense import HONOURED_0241, IGNORED_0241
 
 pytestmark = pytest.mark.typesense
-
-HONOURED_0241 = {
-    "locale-de",
-    "prefix",
-    "drop_tokens_threshold",
-    "tie-order",
-    "vector-k",
-    "flat_search_cutoff",
-}
-IGNORED_0241 = {
-    "stem",
-    "stopwords",
-    "stopwords-after-stem",
-    "ef",
-    "hnsw_params",
-    "hybrid",
-    "alpha",
-    "num_typos",
-    "typo_tokens_threshold",
-}
-
 
 @pytest.fixture(scope="module")
 def report(server: TypesenseServer) -> ProbeReport:
@@ -170,15 +150,8 @@ def test_the_probes_decide_and_the_version_table_only_cross_checks(report: Probe
     all_good = replace(report, results=tuple(replace(r, verdict="honoured") for r in report.results))
     kw = decide(STAGE_DEFS["keyword-71k"], "rehearsal", all_good.for_stage(STAGE_DEFS["keyword-71k"]))
     assert not kw.keyword_substitute and kw.send_ef
-    assert {d["probe"] for d in all_good.table_disagreements()} == {
-        "stem",
-        "stopwords",
-        "stopwords-after-stem",
-        "ef",
-        "hnsw_params",
-        "hybrid",
-        "alpha",
-    }
+    assert {d["probe"] for d in all_good.table_disagreements()} == IGNORED_0241 - {"num_typos",
+                                                                                   "typo_tokens_threshold"}
     # on 0.24.1 the table and the probes disagree only where the table trusts text_search blindly
     assert {d["probe"] for d in report.table_disagreements()} == {"num_typos", "typo_tokens_threshold"}
 

@@ -50,6 +50,7 @@ from tests.support import ministudy
 from tests.support.forkserver import Forks
 from tests.support.loopback import Loopback, Response
 from tests.support.messages_api import MessagesServer
+from tests.support.typesense import IGNORED_0241
 from tests.support.voyage_api import FakeVoyage, first_stage_order
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
@@ -262,10 +263,8 @@ DOCTOR_HERE = {
     "gpu": "no GPU",
     "typesense": "the PyPI Typesense 0.24.1, not 30.2 (D-001)",
 }
-# the probes 0.24.1 fails (FIELD-NOTES, D-042: stemming, stop-word sets, ef, hnsw_params, hybrid need 26.0 or
-# later; no typo tolerance on locale fields): `bench doctor first-stages` names each as `probe <name>`
-DOCTOR_PROBES_HERE = {"stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold", "ef",
-                      "hnsw_params", "hybrid", "alpha"}
+# the probes 0.24.1 fails: `bench doctor first-stages` names each as `probe <name>`
+DOCTOR_PROBES_HERE = IGNORED_0241
 
 
 def doctor(study: Study, args: list[str]) -> None:

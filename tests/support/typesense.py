@@ -12,6 +12,29 @@ from __future__ import annotations
 
 from bench.firststage.server import TypesenseServer
 
+# What the probes find on the PyPI Typesense 0.24.1 (FIELD-NOTES, D-042), shared by the probe tests and the
+# runbook's `bench doctor first-stages`: stemming, stop-word sets, ef, hnsw_params and hybrid need 26.0 or
+# later; no typo tolerance on locale fields
+HONOURED_0241 = {
+    "locale-de",
+    "prefix",
+    "drop_tokens_threshold",
+    "tie-order",
+    "vector-k",
+    "flat_search_cutoff",
+}
+IGNORED_0241 = {
+    "stem",
+    "stopwords",
+    "stopwords-after-stem",
+    "ef",
+    "hnsw_params",
+    "hybrid",
+    "alpha",
+    "num_typos",
+    "typo_tokens_threshold",
+}
+
 
 def drop_collections(server: TypesenseServer) -> list[str]:
     """Delete every collection on ``server``; returns their names."""
