@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from analysis import judged, pitfalls
 from analysis.atomic import built_beside, write_bytes_atomic, write_json_atomic
 from analysis.costs.report import check_missing, compute_costs, write_costs
-from analysis.figure_pool import FigurePool, figure_workers
 from analysis.int8.comparison import compare_int8
 from analysis.int8.comparison import markdown as int8_markdown
 from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
@@ -47,7 +46,6 @@ from analysis.pytrec_check import check_stages
 from analysis.ranking import TIE_RULE
 from analysis.resampling import BOOTSTRAP_PROCEDURE, P_VALUE_CONVENTION, RNG_ALGORITHM
 from analysis.study import (
-    FIRST_STAGE_DIR,
     RunResult,
     StageResult,
     analyse_study,
@@ -321,15 +319,12 @@ def write_report(
     check_out_dir(out_dir, folder_files={e: OWNED_FOLDERS[e] for e in OWNED if e in OWNED_FOLDERS},
                   files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
                   inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir})
-    # the figure workers start (and import matplotlib) while this process reads the runs (issue 34)
-    n_stages = len(list((runs_dir / FIRST_STAGE_DIR).glob("*.trec"))) if figures else 0
-    with FigurePool(figure_workers(n_stages) if figures else 0) as pool:
-        return _report(runs_dir, qrels_path, out_dir, pool, title=title, header_lines=header_lines,
-                       flags=flags, figures=figures, stage_flags=stage_flags, section_options=section_options,
-                       costs=costs, latency_dir=latency_dir)
+    return _report(runs_dir, qrels_path, out_dir, title=title, header_lines=header_lines, flags=flags,
+                   figures=figures, stage_flags=stage_flags, section_options=section_options, costs=costs,
+                   latency_dir=latency_dir)
 
 
-def _report(runs_dir: Path, qrels_path: Path, out_dir: Path, pool: FigurePool, *, title: str | None,
+def _report(runs_dir: Path, qrels_path: Path, out_dir: Path, *, title: str | None,
             header_lines: Sequence[str], flags: Mapping[str, str] | None, figures: bool,
             stage_flags: Mapping[str, str] | None, section_options: Mapping[str, Any] | None,
             costs: CostInputs | None, latency_dir: Path | None) -> Path:
@@ -345,8 +340,7 @@ def _report(runs_dir: Path, qrels_path: Path, out_dir: Path, pool: FigurePool, *
                "costs_record": costs_record, "out_dir": out_dir}  # fmt: skip
     with built_beside(out_dir, OWNED) as build:
         _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
-                       header_lines=header_lines, figures=figures, options=options, pool=pool)
-        pool.finish()  # every figure drawn (or its error raised) before the build is swapped in
+                       header_lines=header_lines, figures=figures, options=options)
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"
@@ -355,7 +349,7 @@ def _report(runs_dir: Path, qrels_path: Path, out_dir: Path, pool: FigurePool, *
 def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
                    inputs: dict[str, Any], all_flags: Mapping[str, str], stage_flags: Mapping[str, str], *,
                    title: str | None, header_lines: Sequence[str], figures: bool,
-                   options: Mapping[str, Any], pool: FigurePool) -> None:
+                   options: Mapping[str, Any]) -> None:
     records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
     for stage, rec in records.items():
         write_json_atomic(out_dir / "quality" / f"{stage}.json", rec)
@@ -406,9 +400,11 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
         md += _stage_markdown(s, all_flags, stage_flags)
         if figures:
             md += [f"![nDCG@10 at {s.stage}](figures/{s.stage}.png)", ""]
-    if figures:  # drawn by the pool's workers while the sections below are written
+    if figures:
+        from analysis.figures import stage_figure  # Pillow: imported only when figures are drawn
+
         for s in stages:
-            pool.draw(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
+            stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
     context = ReportContext(runs_dir, qrels_path, out_dir, stages, inputs, all_flags, stage_flags, study,
                             options)
     for section in SECTIONS:

