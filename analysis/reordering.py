@@ -137,9 +137,10 @@ def name_codes(first: RankedIds, runs: Sequence[RankedIds]) -> list[np.ndarray]:
     import pyarrow as pa  # heavy: imported where used (analysis.trec's rule)
     import pyarrow.compute as pc  # heavy, as above
 
-    found = pc.index_in(pa.chunked_array([r.names for r in runs], type=pa.string()),
-                        value_set=first.names).fill_null(-1)
-    flat = np.asarray(found.to_numpy(), dtype=np.int64)
+    from analysis.trec_fast import numpy_of  # pyarrow, as above
+
+    found = pc.index_in(pa.chunked_array([r.names for r in runs], type=pa.string()), value_set=first.names)
+    flat = numpy_of(found, null=-1).astype(np.int64)
     return np.split(flat, np.cumsum([len(r.names) for r in runs])[:-1])
 
 

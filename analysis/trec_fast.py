@@ -29,7 +29,7 @@ import pyarrow.csv as pacsv
 if TYPE_CHECKING:
     from analysis.qrels import Judgments
 
-__all__ = ["FastRun", "doc_index", "judged_docids", "read_fast"]
+__all__ = ["FastRun", "doc_index", "judged_docids", "numpy_of", "read_fast", "string_array"]
 
 _NAMES = ["qid", "q0", "docid", "rank", "score", "tag"]
 _READ = pacsv.ReadOptions(column_names=_NAMES, use_threads=True, block_size=1 << 22)
@@ -44,6 +44,27 @@ _CONVERT = pacsv.ConvertOptions(
     null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
 )
 _BOM = b"\xef\xbb\xbf"
+_NUMPY = {pa.int32(): np.dtype(np.int32), pa.int64(): np.dtype(np.int64), pa.float64(): np.dtype(np.float64)}
+
+
+def numpy_of(values: pa.Array | pa.ChunkedArray, null: int | None = None) -> np.ndarray:
+    """A numeric Arrow column as numpy, read from its buffers: a read-only view when it has no nulls; with
+    ``null`` given, a copy where each null is ``null`` (as ``fill_null``).
+
+    pyarrow's own ``to_numpy`` and ``fill_null`` import pandas on their first call in a process (to check for
+    pandas' types): 0.5 s of a cold ``analysis report`` (issue 34). The values are the same bits."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    dtype = _NUMPY.get(values.type)
+    if dtype is None or (values.null_count and null is None):
+        raise TypeError(f"numpy_of: {values.type} with {values.null_count} nulls and no fill value")
+    validity, data = values.buffers()[:2]
+    out = np.frombuffer(data, dtype=dtype, count=len(values), offset=values.offset * dtype.itemsize)
+    if not values.null_count:
+        return out
+    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+    valid = bits[values.offset : values.offset + len(values)].astype(bool)
+    return np.where(valid, out, np.asarray(null, dtype=dtype))
 
 
 @dataclass(frozen=True)
@@ -59,7 +80,8 @@ class FastRun:
     scores: np.ndarray  # float64, rows in rank order
 
     def docids(self) -> list[str]:
-        return self.doc_names.take(pa.array(self.doc_codes)).to_pylist()  # type: ignore[no-any-return]
+        names: list[str] = self.doc_names.to_pylist()  # not take(pa.array(...)): that imports pandas
+        return [names[c] for c in self.doc_codes.tolist()]
 
 
 def _plain_text(data: bytes) -> bool:
@@ -104,8 +126,8 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
     n = table.num_rows
     if n == 0 or not _ids_plain(table):
         return None
-    scores = table.column("score").to_numpy()
-    ranks = table.column("rank").to_numpy()
+    scores = numpy_of(table.column("score"))
+    ranks = numpy_of(table.column("rank"))
     if not np.all(np.isfinite(scores)) or ranks.min() < 1:
         return None
     encoded = _encoded(table.column("qid"))
@@ -115,7 +137,7 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
     qids = tuple(sorted(names))
     position = {q: i for i, q in enumerate(qids)}
     remap = np.array([position[q] for q in names], dtype=np.int64)
-    qinv = remap[encoded.indices.to_numpy(zero_copy_only=False)]
+    qinv = remap[numpy_of(encoded.indices)]
     order = np.lexsort((ranks, qinv))
     q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
     counts = np.bincount(q_sorted, minlength=len(qids))
@@ -128,7 +150,7 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
     if np.any(same_q & (s_sorted[1:] > s_sorted[:-1])):  # scores never rise with rank
         return None
     docs = _encoded(table.column("docid"))
-    codes = docs.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = numpy_of(docs.indices).astype(np.int64)
     keys = np.sort(qinv * len(docs.dictionary) + codes)
     if keys.size > 1 and np.any(keys[1:] == keys[:-1]):  # a docid twice in one query
         return None
@@ -138,8 +160,8 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
 
 def doc_index(run: FastRun, judged_docids: pa.Array) -> np.ndarray:
     """Index of each row's docid in ``judged_docids`` (the order of ``Judgments.doc_index``), -1 if absent."""
-    found = pc.index_in(run.doc_names, value_set=judged_docids).fill_null(-1)
-    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)[run.doc_codes]
+    found = pc.index_in(run.doc_names, value_set=judged_docids)
+    return numpy_of(found, null=-1).astype(np.int64)[run.doc_codes]
 
 
 _JUDGED: list[tuple[Judgments, pa.Array]] = []  # the last Judgments seen and its docids as an Arrow array
@@ -148,5 +170,27 @@ _JUDGED: list[tuple[Judgments, pa.Array]] = []  # the last Judgments seen and it
 def judged_docids(judgments: Judgments) -> pa.Array:
     """``judgments.doc_index``'s docids in index order, as an Arrow array (built once per Judgments)."""
     if not _JUDGED or _JUDGED[0][0] is not judgments:
-        _JUDGED[:] = [(judgments, pa.array(list(judgments.doc_index), type=pa.string()))]
+        _JUDGED[:] = [(judgments, string_array(list(judgments.doc_index)))]
     return _JUDGED[0][1]
+
+
+_LINES = pacsv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False,
+                            newlines_in_values=False, ignore_empty_lines=False)
+
+
+def string_array(values: list[str]) -> pa.Array:
+    """``values`` as an Arrow string array, built by the CSV reader from one value per line.
+
+    ``pa.array`` on Python objects makes pyarrow import pandas to check for its types: 0.5 s of a cold report
+    (issue 34). Every value here is a qrels docid (split on whitespace: never empty, no tab, no line break),
+    and the result is checked against the input's length."""
+    if not values:
+        return pa.array([], type=pa.string())
+    data = ("\n".join(values) + "\n").encode("utf-8")
+    convert = pacsv.ConvertOptions(column_types={"v": pa.string()}, null_values=[], strings_can_be_null=False)
+    table = pacsv.read_csv(pa.py_buffer(data), read_options=pacsv.ReadOptions(column_names=["v"]),
+                           parse_options=_LINES, convert_options=convert)
+    column = table.column("v").combine_chunks()
+    if len(column) != len(values):  # a value with a line break or tab would show here
+        raise ValueError(f"string_array: {len(values)} values became {len(column)} rows")
+    return column

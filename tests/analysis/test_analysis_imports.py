@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 FORBIDDEN = ("bench", "torch", "scipy", "statsmodels", "pytrec_eval", "transformers", "httpx", "typesense")
 
@@ -21,3 +22,28 @@ def test_runtime_imports_only_numpy_click_matplotlib() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_qrels_path: Path) -> None:
+    """Issue 34: pyarrow imports pandas on its first ``pa.array``, ``to_numpy`` or ``fill_null`` (0.5 s of a
+    cold report), and matplotlib was most of the figures' time; a whole report with figures needs neither."""
+    from analysis.synthetic import write_study  # numpy: not at collection
+    from analysis.trec import read_qrels
+
+    MIRACL_QRELS = miracl_qrels_path
+
+    runs = tmp_path / "runs"
+    write_study(runs, read_qrels(MIRACL_QRELS), stages=["hybrid-71k"], models={"bge-v2-m3": 1.5},
+                depths=(20,))
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from analysis.report import write_report\n"
+        f"write_report(Path({str(runs)!r}), Path({str(MIRACL_QRELS)!r}), Path({str(tmp_path / 'out')!r}))\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib'))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "out" / "figures" / "hybrid-71k.png").is_file()

@@ -172,3 +172,27 @@ def test_reports_are_byte_identical_with_either_reader(
             outs.append(_quality(out))
         assert outs[0] == outs[1] == outs[2]
         assert len(outs[0]) >= 3
+
+
+def test_numpy_of_equals_pyarrows_own_conversion() -> None:
+    """numpy_of reads the buffers itself (pyarrow's to_numpy and fill_null import pandas, issue 34): the same
+    values as pyarrow's conversion for plain, sliced, chunked and null-holding columns."""
+    import pyarrow as pa  # heavy: only here
+
+    from analysis.trec_fast import numpy_of, string_array
+
+    plain = pa.array(np.array([3.5, -1.0, 2.25, 0.0, 7.0]))
+    ints = pa.array(np.array([5, 4, 3, 2, 1, 0, -1], dtype=np.int64))
+    holes = pa.array([1, None, 3, None, 5, 6, 7, 8, 9, None], type=pa.int32())
+    for column in (plain, ints, plain.slice(1, 3), ints.slice(2), pa.chunked_array([ints, ints.slice(3)])):
+        assert np.array_equal(numpy_of(column), column.to_numpy())
+    for column in (holes, holes.slice(1, 7), holes.slice(3)):
+        assert np.array_equal(numpy_of(column, null=-1), column.fill_null(-1).to_numpy())
+    with pytest.raises(TypeError, match="nulls and no fill value"):
+        numpy_of(holes)
+    with pytest.raises(TypeError, match="string"):
+        numpy_of(pa.array(["a"]))
+    ids = ["doc#1", "a,b", '"quoted"', "ünï", "x" * 300]
+    assert string_array(ids).to_pylist() == ids and string_array([]).to_pylist() == []
+    with pytest.raises(ValueError, match="2 values became 3 rows"):
+        string_array(["a\nb", "c"])
