@@ -10,7 +10,7 @@ import click
 
 import bench.quality.inputs as inputs_mod
 from bench import codeversion, guard, provenance
-from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir
+from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
 from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
@@ -64,6 +64,7 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     root = repo_root()
     out_dir = out_dir or new_dir(root)
     chosen_models = list(models) or list(DEFAULT_MODELS)
+    cuts = recorded_cuts(root, chosen_models)  # a stand-in's cut is the study's (D-045), refused if unknown
     texts: Any
     if dataset is not None or bundled:
         kind = "rehearsal"
@@ -83,7 +84,7 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     prov = provenance.collect_manifest(kind="reproduction", device=device, root=root)
 
     def load(model: str) -> Any:
-        return load_reranker(model, device=device)
+        return load_reranker(model, device=device, max_length=cuts.get(model))
 
     log = out_dir / "libraries.log"
 

@@ -10,6 +10,11 @@ otherwise FAIL with both numbers; a new run that does not reorder the committed 
 (``analysis.reordering``) is FAIL with the file, query and id. The machine is recorded, and the GPU is
 compared with the GPUs named by the committed manifests ("same GPU"); a different or unknown GPU is said
 plainly.
+
+A MiniLM stand-in is reloaded with the input cut its study ran it with (``recorded_cuts``): the bundled
+rehearsal cuts at 128 tokens, ``bench rehearse --dataset`` at the packaged model's published
+``max_seq_length`` (DEVIATIONS.md D-045), and only the study's committed manifest says which; a missing or
+inconsistent record is refused, never guessed.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from bench.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
 from bench.provenance import host_info
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
-from bench.quality.study import Study
+from bench.quality.study import MANIFEST, Study
+from bench.rerankers.standin import standin_revision
 
 # The two rerankers the README names for the reproduction: pointwise, small, and both in the plan's
 # determinism check, so a second run is expected to agree.
@@ -43,6 +49,9 @@ SUMMARY = "reproduce.json"
 # "within 0.1 points" includes 0.1 itself; the margin absorbs binary rounding of a difference that is 0.1
 # in decimal (100 * (0.501 - 0.5) = 0.10000000000000009), far below any real difference of nDCG@10.
 _EPS = 1e-9
+# The registry ids whose input cut a study chooses (bench.rehearse.standin.standin_cut): reloaded at the cut
+# the committed manifest records, not at the registry default.
+CUT_MODELS: tuple[str, ...] = ("minilm-standin",)
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,42 @@ def committed_ndcg(root: Path, stage: str, model: str, depth: int) -> float | No
         if run.get("model") == model and run.get("depth") == depth:
             return float(run["means"]["ndcg@10"])
     return None
+
+
+def recorded_cuts(root: Path, models: Sequence[str]) -> dict[str, int]:
+    """The input cut (tokens) each of ``models`` in ``CUT_MODELS`` ran with, from the study's committed
+    ``results/manifest.json`` (``models.<id>.meta``: ``max_length``, and the revision that names it); a
+    missing file or entry, or a revision that is not the one this cut gives here, is a ``BenchError``."""
+    wanted = [m for m in models if m in CUT_MODELS]
+    if not wanted:
+        return {}
+    path = root / RESULTS / MANIFEST
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        first = wanted[0]
+        raise BenchError(f"{path}: missing, so the input cut {first} ran with is not known; commit the "
+                         f"study's {MANIFEST} there, or leave {first} out (--model)") from None  # fmt: skip
+    except (OSError, ValueError) as exc:
+        raise BenchError(f"{path}: not valid JSON ({exc}); restore it with git") from exc
+    return {model: _recorded_cut(path, doc, model) for model in wanted}
+
+
+def _recorded_cut(path: Path, doc: Any, model: str) -> int:
+    entries = doc.get("models") if isinstance(doc, dict) else None
+    entry = entries.get(model) if isinstance(entries, dict) else None
+    meta = entry.get("meta") if isinstance(entry, dict) else None
+    cut = meta.get("max_length") if isinstance(meta, dict) else None
+    if isinstance(cut, bool) or not isinstance(cut, int) or cut < 1 or not isinstance(meta, dict):
+        raise BenchError(f"{path}: models.{model}.meta.max_length is {cut!r}, not the input cut {model} ran "
+                         "with; commit the manifest of the study whose runs/ these are, or leave "
+                         f"{model} out (--model)")  # fmt: skip
+    here = standin_revision(cut)
+    if meta.get("revision") != here:
+        raise BenchError(f"{path}: models.{model}.meta.revision is {meta.get('revision')!r}, but {model} at "
+                         f"max_length {cut} is {here!r} here; restore the file with git, or install the "
+                         "package version it names (`uv sync --locked` on the study's commit)")  # fmt: skip
+    return cut
 
 
 def committed_stages(root: Path) -> list[str]:

@@ -37,7 +37,7 @@ from bench.rehearse.inputs import load_inputs
 from bench.rehearse.int8 import quantized_standin, run_int8_step, summary_lines
 from bench.rehearse.judged import judged_step
 from bench.rehearse.latency import REHEARSAL_QUERIES, REHEARSAL_WARMUP, format_latency_table, latency_step
-from bench.rehearse.standin import CachedPassageStandin, StandinCut, standin_cut
+from bench.rehearse.standin import CachedPassageStandin, StandinCut, check_resumed_cut, standin_cut
 from bench.rehearse.summary import first_line, format_table, header_lines, metrics_table
 from bench.rerankers.registry import load_reranker
 
@@ -202,6 +202,9 @@ def _lock_check(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 def _load_inputs(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     inputs = load_inputs(ctx.opts.dataset, ctx.opts.max_queries)
     cut = standin_cut(ctx.opts.dataset)  # bundled: the budget cut (D-041); --dataset: the published one
+    if ctx.resume:  # the cut its earlier sessions recorded, or refused
+        again = ("rehearse", "--dataset", ctx.opts.dataset) if ctx.opts.dataset is not None else ("rehearse",)
+        check_resumed_cut(ctx.directory, cut, bench_command(*again, root=ctx.root))
     ctx.log(f"stand-in input cut: {cut.max_seq} tokens ({cut.config} configuration)")
     return {"inputs": inputs, "cut": cut}
 

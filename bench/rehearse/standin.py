@@ -21,6 +21,7 @@ of the real model inputs, truncation) come from the same tokenizer and ``max_seq
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from bench.errors import BenchError
 from bench.firststage.embed_cache import EmbeddingCache
 from bench.rerankers.protocol import Reranker, RerankerMeta, ScoreResult, make_result
-from bench.rerankers.standin import ST_CONFIG, STANDIN_MAX_SEQ, published_max_seq
+from bench.rerankers.standin import ST_CONFIG, STANDIN_MAX_SEQ, published_max_seq, standin_revision
 
 PASSAGE_CACHE_NOTE = (
     "passage vectors from the embedding cache (same model and revision as the rehearsal's vector stage); "
@@ -60,6 +62,35 @@ def standin_cut(dataset: Path | None) -> StandinCut:
     if dataset is None:
         return StandinCut("bundled", STANDIN_MAX_SEQ)
     return StandinCut("published", published_max_seq())
+
+
+# Where a rehearsal folder records the revision (hence the cut) its MiniLM stand-ins ran with: the reranker
+# in the study manifest, the embedder in the vector stages' records.
+CUT_RECORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("manifest.json", ("models", "minilm-standin", "meta", "revision")),
+    ("first-stage/vector-71k.json", ("embeddings", "revision")),
+    ("first-stage/hybrid-71k.json", ("embeddings", "revision")),
+)
+
+
+def check_resumed_cut(directory: Path, cut: StandinCut, fix: str) -> None:
+    """A resume keeps what the folder's earlier sessions ran: a stand-in revision recorded there (a
+    ``--dataset`` folder begun before D-045 ran at 128) that is not ``cut``'s is refused, never mixed with
+    this cut's; ``fix`` is the command that starts over. A record not written yet has nothing to disagree."""
+    expected = standin_revision(cut.max_seq)
+    for rel, keys in CUT_RECORDS:
+        path = directory / rel
+        try:
+            value: Any = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            raise BenchError(f"{path}: not valid JSON ({exc}); start a new rehearsal: `{fix}`") from exc
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None and value != expected:
+            raise BenchError(f"{path}: {'.'.join(keys)} is {value!r}, not this rehearsal's {expected!r} "
+                             f"({cut.config} cut); start a new rehearsal: `{fix}`")  # fmt: skip
 
 
 class CachedPassageStandin:

@@ -67,8 +67,9 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
                         provenance=prov, preflight=pre)  # fmt: skip
     qrels = inputs.write_qrels(directory / "qrels.tsv")
-    # the stand-ins' registry default (128), which `bench reproduce` loads them with (bench/audit/cli.py)
-    cut = standin_cut(None)
+    # the cut of `bench rehearse --dataset` (the published 256, not the registry's 128: D-045), which
+    # `bench reproduce` must read back from the committed manifest (test_reproduce)
+    cut = standin_cut(dataset)
     stages = run_first_stages(
         directory, inputs, qrels, port=None, embedder_factory=_embedder(cut), log=lambda m: None
     )

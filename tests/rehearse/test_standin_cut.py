@@ -132,3 +132,30 @@ def test_a_broken_package_config_is_refused_naming_the_file(
     (tmp_path / "sentence_bert_config.json").write_text('{"max_seq_length": 0}')
     with pytest.raises(BenchError, match=r"max_seq_length is 0, not a positive integer"):
         published_max_seq()
+
+
+def test_a_resume_keeps_the_cut_its_folder_recorded_or_is_refused(tmp_path: Path, mini_beir: Path) -> None:
+    """A --dataset folder whose earlier session recorded the stand-ins at 128 (begun before D-045) is not
+    finished at 256: the load-inputs step of the resume refuses, naming the file and the fresh start."""
+    step = next(s for s in STEPS if s.name == "load inputs")
+    folder = tmp_path / "reh"
+    (folder / "first-stage").mkdir(parents=True)
+
+    def resume() -> dict[str, Any]:
+        opts = Options(dataset=mini_beir, max_queries=1)
+        return step.run(Context(folder, opts, tmp_path, True, "hint", io.StringIO()), {})
+
+    assert resume()["cut"] == StandinCut("published", 256)  # nothing recorded yet: nothing to disagree
+    manifest = {"models": {"minilm-standin": {"meta": {"revision": standin_revision(256)}}}}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    vector = folder / "first-stage" / "vector-71k.json"
+    vector.write_text(json.dumps({"embeddings": {"revision": standin_revision(256)}}), encoding="utf-8")
+    assert resume()["cut"] == StandinCut("published", 256)
+    vector.write_text(json.dumps({"embeddings": {"revision": standin_revision(128)}}), encoding="utf-8")
+    with pytest.raises(BenchError) as err:
+        resume()
+    assert err.value.message == (
+        f"{vector}: embeddings.revision is {standin_revision(128)!r}, not this rehearsal's "
+        f"{standin_revision(256)!r} (published cut); start a new rehearsal: "
+        f"`uv run bench rehearse --dataset {mini_beir}`"
+    )
