@@ -9,6 +9,7 @@ must exit 1 (not a signal: a negative return code) with one line naming the file
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -150,8 +151,13 @@ def test_misleading_run_files_get_their_true_cause(small: Path, tmp_path: Path) 
 @pytest.mark.slow
 def test_a_bad_flags_file_is_named(small: Path, tmp_path: Path) -> None:
     flags = tmp_path / "flags.json"
-    flags.write_text('{"gte-base": "seen in training",\n}', encoding="utf-8")
+    text = '{"gte-base": "seen in training",\n}'
+    flags.write_text(text, encoding="utf-8")
     proc = _run(["analysis", "report", "--runs", str(small / "runs"), "--qrels", str(small / "qrels.tsv"),
                  "--out", str(tmp_path / "out"), "--no-figures", "--flags", str(flags)])  # fmt: skip
-    _assert_clean_refusal(proc, f"{flags}:2", "JSON")
+    # the line Python's own parser blames: the closing brace (line 2) on Python 3.11, the trailing comma
+    # itself (line 1) on 3.14 (found by the Python 3.14 proxy run, issue 31)
+    with pytest.raises(json.JSONDecodeError) as parsed:
+        json.loads(text)
+    _assert_clean_refusal(proc, f"{flags}:{parsed.value.lineno}", "JSON")
     assert not (tmp_path / "out").exists()
