@@ -115,7 +115,7 @@ def _peak(n: int, run_size: int, tmp: Path) -> int:
 
 def _reader_cost(tmp: Path) -> int:
     """Peak traced memory of one open run during the merge (its gzip reader after the first passage): 8 KiB
-    buffers on Python 3.11, 128 KiB since 3.12 (gzip's READ_BUFFER_SIZE), so it differs between Pythons."""
+    buffers on Python 3.11, 128 KiB on 3.14 (gzip's READ_BUFFER_SIZE), so it differs between Pythons."""
     path = tmp / "one-run.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as fh:
         for i in range(200):
