@@ -32,15 +32,20 @@ if TYPE_CHECKING:
 __all__ = ["FastRun", "doc_index", "judged_docids", "numpy_of", "read_fast", "string_array"]
 
 _NAMES = ["qid", "q0", "docid", "rank", "score", "tag"]
-_READ = pacsv.ReadOptions(column_names=_NAMES, use_threads=True, block_size=1 << 22)
+_BLOCK = 1 << 22
+_READ = pacsv.ReadOptions(column_names=_NAMES, use_threads=True, block_size=_BLOCK)
+# a file of one block cannot be parsed in parallel: pyarrow's thread pool only adds its hand-offs, and the
+# report already reads one file per CPU on its own threads (issue 34: load 1.5 -> 1.2 s on 2 cores)
+_READ_ONE_BLOCK = pacsv.ReadOptions(column_names=_NAMES, use_threads=False, block_size=_BLOCK)
 _PARSE = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
                             newlines_in_values=False, ignore_empty_lines=True)
 # the id columns dictionary-encoded while they are converted (issue 34: about a third less than converting
-# strings and encoding them afterwards); a file of several blocks has one dictionary per block (_encoded)
+# strings and encoding them afterwards); a file of several blocks has one dictionary per block (_encoded).
+# q0 and tag too: they are never used (their bytes are checked by _plain_text), and a dictionary is cheaper
 _IDS = pa.dictionary(pa.int32(), pa.string())
 _CONVERT = pacsv.ConvertOptions(
-    column_types={"qid": _IDS, "q0": pa.string(), "docid": _IDS, "rank": pa.int64(),
-                  "score": pa.float64(), "tag": pa.string()},
+    column_types={"qid": _IDS, "q0": _IDS, "docid": _IDS, "rank": pa.int64(),
+                  "score": pa.float64(), "tag": _IDS},
     null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
 )
 _BOM = b"\xef\xbb\xbf"
@@ -85,12 +90,30 @@ class FastRun:
 
 
 def _plain_text(data: bytes) -> bool:
-    if not data.isascii():
+    """ASCII, no ``0x``, line ends ``\\n`` or ``\\r\\n``, no other byte below 0x20 and no 0x7f: every field
+    is printable ASCII (one numpy pass over the bytes, issue 34; empty fields: :func:`_no_empty_ids`)."""
+    if not data.isascii() or b"\x7f" in data:
         return False
     # one-byte searches first (memchr): the two-byte ones only when the byte occurs at all
     if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):
         return False
-    return b"\r" not in data or data.count(b"\r") == data.count(b"\r\n")
+    codes = np.frombuffer(data, np.uint8)
+    returns = int(np.count_nonzero(codes == 0x0D)) if b"\r" in data else 0
+    if returns and returns != data.count(b"\r\n"):
+        return False
+    return int(np.count_nonzero(codes < 0x20)) == int(np.count_nonzero(codes == 0x0A)) + returns
+
+
+def _no_empty_ids(table: pa.Table, qids: list[str]) -> bool:
+    """No empty qid, Q0, docid or tag field (a space beside another, or at a line's end): looked up in each
+    column's dictionary (``qids``: the qid dictionary's values)."""
+    if "" in qids:
+        return False
+    for name in ("q0", "docid", "tag"):
+        for chunk in table.column(name).chunks:
+            if len(chunk.dictionary) == 0 or pc.min(pc.binary_length(chunk.dictionary)).as_py() < 1:
+                return False
+    return True
 
 
 def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
@@ -100,17 +123,6 @@ def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
     return col.cast(pa.string()).combine_chunks().dictionary_encode()
 
 
-def _ids_plain(table: pa.Table) -> bool:
-    for name in ("qid", "q0", "docid", "tag"):
-        col = table.column(name)
-        if pa.types.is_dictionary(col.type):  # every value is in the dictionary: checking it is enough
-            col = pa.chunked_array([c.dictionary for c in col.chunks], type=col.type.value_type)
-        if len(col) == 0 or pc.min(pc.binary_length(col)).as_py() < 1 \
-                or not pc.all(pc.ascii_is_printable(col)).as_py():
-            return False
-    return True
-
-
 def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
               allow_unknown_queries: bool = False) -> FastRun | None:
     """The validated run of ``data`` (a run file's bytes), or None: then the reference reader decides."""
@@ -118,13 +130,14 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
         data = data[len(_BOM):]
     if not data or not _plain_text(data):
         return None
+    options = _READ if len(data) > _BLOCK else _READ_ONE_BLOCK
     try:
-        table = pacsv.read_csv(pa.py_buffer(data), read_options=_READ, parse_options=_PARSE,
+        table = pacsv.read_csv(pa.py_buffer(data), read_options=options, parse_options=_PARSE,
                                convert_options=_CONVERT)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     n = table.num_rows
-    if n == 0 or not _ids_plain(table):
+    if n == 0:
         return None
     scores = numpy_of(table.column("score"))
     ranks = numpy_of(table.column("rank"))
@@ -132,14 +145,19 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
         return None
     encoded = _encoded(table.column("qid"))
     names: list[str] = encoded.dictionary.to_pylist()
+    if not _no_empty_ids(table, names):
+        return None
     if qrels_qids is not None and not allow_unknown_queries and not set(qrels_qids).issuperset(names):
         return None
     qids = tuple(sorted(names))
     position = {q: i for i, q in enumerate(qids)}
     remap = np.array([position[q] for q in names], dtype=np.int64)
     qinv = remap[numpy_of(encoded.indices)]
-    order = np.lexsort((ranks, qinv))
-    q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
+    order = None if _in_rank_order(qinv, ranks) else np.lexsort((ranks, qinv))
+    if order is None:  # the usual file, written in (query, rank) order: lexsort would return 0..n-1
+        q_sorted, r_sorted, s_sorted = qinv, ranks, scores
+    else:
+        q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
     counts = np.bincount(q_sorted, minlength=len(qids))
     offsets = np.zeros(len(qids) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
@@ -151,11 +169,21 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
         return None
     docs = _encoded(table.column("docid"))
     codes = numpy_of(docs.indices).astype(np.int64)
-    keys = np.sort(qinv * len(docs.dictionary) + codes)
-    if keys.size > 1 and np.any(keys[1:] == keys[:-1]):  # a docid twice in one query
-        return None
-    in_order = bool(np.all(order[1:] > order[:-1]))
-    return FastRun(qids, offsets, docs.dictionary, codes if in_order else codes[order], s_sorted)
+    if _repeats(qinv * len(docs.dictionary) + codes):
+        return None  # a docid twice in one query
+    return FastRun(qids, offsets, docs.dictionary, codes if order is None else codes[order], s_sorted)
+
+
+def _in_rank_order(qinv: np.ndarray, ranks: np.ndarray) -> bool:
+    """Rows already sorted by (query, rank), so that the stable lexsort would leave them where they are."""
+    later_q = qinv[1:] > qinv[:-1]
+    return bool(np.all(later_q | ((qinv[1:] == qinv[:-1]) & (ranks[1:] >= ranks[:-1]))))
+
+
+def _repeats(keys: np.ndarray) -> bool:
+    """Whether a value occurs twice in ``keys``."""
+    ordered = np.sort(keys)
+    return bool(ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]))
 
 
 def doc_index(run: FastRun, judged_docids: pa.Array) -> np.ndarray:

@@ -43,6 +43,10 @@ CASES: list[tuple[bytes, bool]] = [
     (b"q1 Q0 d1 1 3.5 t\rq1 Q0 d2 2 3.0 t\n", False),  # a lone CR is whitespace for the reference
     (b"q1 Q0 d\x0b1 1 3.5 t\n", False),
     (b"q1 Q0 d1\x00 1 3.5 t\n", False),
+    (b"q1 Q0 d\x7f1 1 3.5 t\n", False),  # DEL: not printable (checked on the bytes since issue 34)
+    (b"q1 Q0 d1 1 3.5 t\x1f\n", False),
+    (b"q1 Q0 d1 1 3.5 t\r\r\n", False),
+    (b"q1  d1 1 3.5 t\nq1 Q0 d2 2 3.0 t\n", False),  # an empty Q0 field on the first line only
     (b"q1 Q0 d1 0x10 3.5 t\n", False),  # pyarrow would read a hexadecimal rank
     (b"q1 Q0 d1 1 0x10 t\n", False),
     (b"q1 Q0 d1 1 1_000 t\n", False),
