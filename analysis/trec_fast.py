@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -49,7 +49,8 @@ _CONVERT = pacsv.ConvertOptions(
     null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
 )
 _BOM = b"\xef\xbb\xbf"
-_NUMPY = {pa.int32(): np.dtype(np.int32), pa.int64(): np.dtype(np.int64), pa.float64(): np.dtype(np.float64)}
+_NUMPY: dict[pa.DataType, np.dtype[Any]] = {pa.int32(): np.dtype(np.int32), pa.int64(): np.dtype(np.int64),
+                                            pa.float64(): np.dtype(np.float64)}
 
 
 def numpy_of(values: pa.Array | pa.ChunkedArray, null: int | None = None) -> np.ndarray:
@@ -69,7 +70,8 @@ def numpy_of(values: pa.Array | pa.ChunkedArray, null: int | None = None) -> np.
         return out
     bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
     valid = bits[values.offset : values.offset + len(values)].astype(bool)
-    return np.where(valid, out, np.asarray(null, dtype=dtype))
+    filled: np.ndarray = np.where(valid, out, np.array(null).astype(dtype))
+    return filled
 
 
 @dataclass(frozen=True)
