@@ -182,7 +182,10 @@ def markdown(records: Sequence[Mapping[str, Any]]) -> str:
     ]
     for r in records:
         m = r["machine"]
-        cpu = f"{m['cpu_model']} x {m['cpus']}"
+        flags = m.get("flags") or {}
+        top = [f for f in ("amx_int8", "avx512_vnni", "avx_vnni", "avx512f", "avx2") if flags.get(f)]
+        # the two highest of these flags: two CPUs of the same model name kept apart
+        cpu = f"{m['cpu_model']} x {m['cpus']} ({', '.join(top[:2]) or 'no AVX2'})"
         state = f"{m['load_start'][0]:.2f} ({'loaded' if r.get('loaded') else 'idle'})"
         when = f"{str(r.get('date'))[:16].replace('T', ' ')} UTC, {str(r.get('commit'))[:7]}"
         if r.get("dirty"):

@@ -182,8 +182,12 @@ def test_the_docs_table_is_made_from_the_recorded_figures() -> None:
     rec = record(LOADED, report=(67.5, 17.2))
     rec["figures"]["report"]["what"] = "cold `analysis report`"
     lines = gc.markdown([rec]).splitlines()
-    assert lines[2] == ("| `report` | cold `analysis report` | 67.50 s | 17.20 s | 3.92 | AMD EPYC x 2 | "
-                        "23.00 (loaded) | 2026-12-02 00:00 UTC, abc |")  # fmt: skip
+    assert lines[2] == ("| `report` | cold `analysis report` | 67.50 s | 17.20 s | 3.92 | "
+                        "AMD EPYC x 2 (avx2) | 23.00 (loaded) | 2026-12-02 00:00 UTC, abc |")  # fmt: skip
+    # two CPUs of one model name (the AVX2-only EPYC and a Zen 4 one) are told apart by their top flags
+    zen4 = {**EPYC, "flags": {"avx2": True, "avx512f": True, "avx512_vnni": True}}
+    other = gc.markdown([{**rec, "machine": {**rec["machine"], **zen4}}]).splitlines()[2]
+    assert "| AMD EPYC x 2 (avx512_vnni, avx512f) |" in other
 
 
 def test_sigterm_cleans_up_and_records_nothing(tmp_path: Path) -> None:
