@@ -9,8 +9,8 @@ the files with the one documented command, review ``git diff tests/golden`` and 
 
 That run rewrites tests/golden/report/ and then fails on purpose (a regeneration is never silent, and never
 passes as a test run). The PNG figures are not compared byte for byte (their bytes depend on the Pillow or
-matplotlib, freetype, zlib and libpng builds): the golden folder lists their names (figures.txt) and the test checks that
-exactly those are written and that each is a PNG of the size recorded there.
+matplotlib, freetype, zlib and libpng builds): the golden folder lists their names (figures.txt) and the
+test checks that exactly those are written and that each is a PNG of the size recorded there.
 """
 
 from __future__ import annotations
