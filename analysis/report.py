@@ -319,15 +319,6 @@ def write_report(
     check_out_dir(out_dir, folder_files={e: OWNED_FOLDERS[e] for e in OWNED if e in OWNED_FOLDERS},
                   files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
                   inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir})
-    return _report(runs_dir, qrels_path, out_dir, title=title, header_lines=header_lines, flags=flags,
-                   figures=figures, stage_flags=stage_flags, section_options=section_options, costs=costs,
-                   latency_dir=latency_dir)
-
-
-def _report(runs_dir: Path, qrels_path: Path, out_dir: Path, *, title: str | None,
-            header_lines: Sequence[str], flags: Mapping[str, str] | None, figures: bool,
-            stage_flags: Mapping[str, str] | None, section_options: Mapping[str, Any] | None,
-            costs: CostInputs | None, latency_dir: Path | None) -> Path:
     all_flags = {**default_flags(), **(flags or {})}
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}

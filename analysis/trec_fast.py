@@ -212,8 +212,8 @@ def string_array(values: list[str]) -> pa.Array:
     """``values`` as an Arrow string array, built by the CSV reader from one value per line.
 
     ``pa.array`` on Python objects makes pyarrow import pandas to check for its types: 0.5 s of a cold report
-    (issue 34). Every value here is a qrels docid (split on whitespace: never empty, no tab, no line break),
-    and the result is checked against the input's length."""
+    (issue 34). Every value here is a qrels docid (split on whitespace: never empty, no tab, no line break);
+    a line break would change the row count, which is checked, and a tab is refused by the CSV reader."""
     if not values:
         return pa.array([], type=pa.string())
     data = ("\n".join(values) + "\n").encode("utf-8")
@@ -221,6 +221,6 @@ def string_array(values: list[str]) -> pa.Array:
     table = pacsv.read_csv(pa.py_buffer(data), read_options=pacsv.ReadOptions(column_names=["v"]),
                            parse_options=_LINES, convert_options=convert)
     column = table.column("v").combine_chunks()
-    if len(column) != len(values):  # a value with a line break or tab would show here
+    if len(column) != len(values):  # a value with a line break would show here
         raise ValueError(f"string_array: {len(values)} values became {len(column)} rows")
     return column
