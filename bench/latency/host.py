@@ -8,7 +8,8 @@ Keys of ``host_state`` (each always present, null where unreadable): ``utc``, ``
 ``mem_total_bytes``, ``torch_threads``, ``torch_interop_threads`` (only when torch is already imported),
 ``env_threads`` (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS as set), ``gpu`` (a list per
 device, see ``bench.latency.gpu``, or null), ``cpu_counters`` (``monotonic_s``, ``host_busy_cpu_s``,
-``own_cpu_s`` at the snapshot, or ``error``), ``foreign`` (the CPU other processes used over the window
+``own_cpu_s`` at the snapshot, ``own_read_spread_cpu_s``, or ``error``; see ``read_counters``), ``foreign``
+(the CPU other processes used over the window
 before the run, or over the block for ``host_after`` of a block; null in a block's ``host_before``; see
 below).
 
@@ -83,10 +84,24 @@ def read_counters(
     *, clock: CounterFn = time.monotonic, system: CounterFn | None = None, own: CounterFn | None = None
 ) -> dict[str, float]:
     """The host's busy CPU seconds and ours, now (no waiting): ``{"monotonic_s", "host_busy_cpu_s",
-    "own_cpu_s"}``. ``system`` and ``own`` default to this module's functions, looked up at the call."""
+    "own_cpu_s", "own_read_spread_cpu_s"}``. ``system`` and ``own`` default to this module's functions, looked
+    up at the call.
+
+    The two counters cannot be read at one instant, and our own busy threads keep running between the reads
+    (on a loaded host a read can be preempted for tens of ms). So ours is read on both sides of the host's:
+    ``own_cpu_s`` is the midpoint, and ``own_read_spread_cpu_s`` (what we used while the host's counter was
+    read) bounds, halved, how far that midpoint can be from ours at the host's reading."""
     system = system if system is not None else system_busy_seconds
     own = own if own is not None else own_cpu_seconds
-    return {"monotonic_s": clock(), "host_busy_cpu_s": system(), "own_cpu_s": own()}
+    monotonic_s, own_before = clock(), own()
+    host_busy = system()
+    own_after = own()
+    return {
+        "monotonic_s": monotonic_s,
+        "host_busy_cpu_s": host_busy,
+        "own_cpu_s": (own_before + own_after) / 2.0,
+        "own_read_spread_cpu_s": own_after - own_before,
+    }
 
 
 def foreign_between(start: Mapping[str, Any], end: Mapping[str, Any], *, over: str) -> dict[str, Any]:
@@ -95,6 +110,10 @@ def foreign_between(start: Mapping[str, Any], end: Mapping[str, Any], *, over: s
     all_cpu = float(end["host_busy_cpu_s"]) - float(start["host_busy_cpu_s"])
     own_cpu = float(end["own_cpu_s"]) - float(start["own_cpu_s"])
     foreign = max(0.0, all_cpu - own_cpu)  # tick rounding (10 ms) can make the difference slightly negative
+    # how far ``foreign`` can be off because ours and the host's were read apart (readings without the spread,
+    # from before it was recorded, give None: unknown, not 0)
+    spreads = [r.get("own_read_spread_cpu_s") for r in (start, end)]
+    read_skew = None if None in spreads else (float(spreads[0]) + float(spreads[1])) / 2.0  # type: ignore[arg-type]
     # CPU times come in 10 ms ticks per thread and CPU: over a span shorter than the window a tick or two of
     # rounding would read as cores busy, so a short span (a fast block) is judged as one window
     judged = max(span, FOREIGN_WINDOW_S)
@@ -105,6 +124,7 @@ def foreign_between(start: Mapping[str, Any], end: Mapping[str, Any], *, over: s
         "cores": foreign / judged,
         "own_cpu_s": own_cpu,
         "host_busy_cpu_s": all_cpu,
+        "read_skew_cpu_s": read_skew,
         "over": over,
         "method": FOREIGN_METHOD,
     }
