@@ -49,7 +49,15 @@ def plan_bytes(root: Path) -> bytes:
         first = git.first_commit(root)
         if PLAN in git.commit_files(root, first):
             return git.show_file(root, first, PLAN)
-    return (root / PLAN).read_bytes()
+    try:
+        return (root / PLAN).read_bytes()
+    except FileNotFoundError:
+        env = os.environ.get("BENCH_ROOT")
+        where = f"BENCH_ROOT={env} is not the repository's root" if env else "not the repository's root"
+        raise BenchError(
+            f"{root / PLAN}: missing, so the plan it measures against is unknown ({where}); run bench from a "
+            "checkout of the study (a rehearsal's output folder is not one), or unset BENCH_ROOT"
+        ) from None
 
 
 def deviation_proof_path(root: Path, sha256: str) -> Path:

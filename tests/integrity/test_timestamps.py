@@ -297,3 +297,17 @@ def test_plan_proof_is_checked_against_the_first_commit(study_repo: Path, proof_
     result = CliRunner().invoke(cli, ["timestamps", "stamp", "PLAN.md"])
     assert result.exit_code == 1 and "the plan is immutable" in result.output
     assert not (study_repo / "PLAN.md.ots").exists()
+
+
+def test_a_root_without_the_plan_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BENCH_ROOT set to a folder that is not a checkout (a rehearsal's output folder, say): the plan's hash
+    cannot be taken, and the command says which file is missing and what to do, not a FileNotFoundError."""
+    folder = tmp_path / "rehearsal-out"
+    folder.mkdir()
+    monkeypatch.setenv("BENCH_ROOT", str(folder))
+    with pytest.raises(BenchError, match=r"rehearsal-out/PLAN\.md: missing.*BENCH_ROOT=.*unset BENCH_ROOT"):
+        timestamps.plan_stamp_status(folder)
+    args = ["reproduce", "--bundled", "--device", "cpu", "--out", str(tmp_path / "r")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and "PLAN.md: missing" in result.output and result.exception is not None
+    assert "Traceback" not in result.output and not (tmp_path / "r").exists()
