@@ -11,7 +11,9 @@
 #             measure them
 #   help      `bench --help` and `analysis --help` in the image's environment (nothing added)
 #   tools     /study to HEAD, and the groups the image leaves out (dev, rehearsal) added to /opt/venv: what the
-#             next stages need; run automatically before equality, rehearse and pytest
+#             next stages need; run automatically once per invocation, before the first of equality, rehearse
+#             and pytest (again after an image stage), so the checks always run HEAD; each check's log starts
+#             with the commit it ran
 #   equality  pytest tests/equality (the reference environments on the tiny models), one process
 #   rehearse  the whole `bench rehearse`
 #   pytest    the README's test command: ruff, lint-imports, mypy, pytest -q (PYTEST_ADDOPTS=-vv)
@@ -120,6 +122,7 @@ tools() {  # outside the image: what the tests and the rehearsal need, from the 
   in_chroot "$root" 'UV_CACHE_DIR=/var/tmp/uv-tools uv sync --locked; rm -rf /var/tmp/uv-tools'
 }
 
+at='git -C /study log -1 --format="commit %H %s"'  # what a check ran: the first line of its log
 stage_body() {  # the commands of one stage (run by the script itself under timeout, see run_stage)
   case "$1" in
     build) "$builder" "$root" ;;
@@ -127,19 +130,24 @@ stage_body() {  # the commands of one stage (run by the script itself under time
     before) before ;;
     help) in_chroot "$root" 'bench --help && analysis --help' ;;
     tools) tools ;;
-    equality) in_chroot "$root" 'python -m pytest -q -n 0 tests/equality' ;;
-    rehearse) in_chroot "$root" 'bench rehearse' ;;
+    equality) in_chroot "$root" "$at; python -m pytest -q -n 0 tests/equality" ;;
+    rehearse) in_chroot "$root" "$at; bench rehearse" ;;
     # -vv on top of the command's -q: each test's outcome in the log, so that a bounded run says what ran
-    pytest) in_chroot "$root" 'export PYTEST_ADDOPTS=-vv
-      uv run ruff check . && uv run lint-imports && uv run mypy && uv run pytest -q' ;;
+    pytest) in_chroot "$root" "$at; export PYTEST_ADDOPTS=-vv
+      uv run ruff check . && uv run lint-imports && uv run mypy && uv run pytest -q" ;;
     *) echo "run.sh: unknown stage '$1'" >&2; return 2 ;;
   esac
 }
 
 if [[ "${stages[0]}" == --stage ]]; then stage_body "${stages[1]}"; exit; fi
+# tools before the first check of every invocation, not only when /opt/venv lacks pytest: a reused root would
+# otherwise run the checks on whatever commit an earlier invocation left at /study (run 4 did: 3669352's code
+# while HEAD was 8115db1). Each check's log starts with the commit it ran.
+moved=no
 for stage in "${stages[@]}"; do
   case "$stage" in
-    equality|rehearse|pytest) [[ -x "$root/opt/venv/bin/pytest" ]] || run_stage tools ;;
+    equality|rehearse|pytest) [[ $moved == yes ]] || { run_stage tools; moved=yes; } ;;
+    image) moved=no ;;  # the image stage clones HEAD itself, without the tools; the checks need them again
   esac
   run_stage "$stage"
 done
