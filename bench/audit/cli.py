@@ -14,12 +14,14 @@ from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_resul
 from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
+from bench.errors import BenchError
 from bench.hints import bench_command
 from bench.interrupt import whole_command
 from bench.liblog import library_log
 from bench.paths import repo_root
 from bench.reads import stage_reads
 from bench.rehearse.inputs import load_inputs
+from bench.rerankers.bm25 import BM25_ID
 from bench.rerankers.registry import load_reranker
 
 
@@ -40,6 +42,13 @@ def audit(qrels: Path | None, verbose: bool) -> None:
     words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}
     click.echo(f"\n{words[code]} (exit {code}; {time.perf_counter() - t0:.1f} s)")
     raise SystemExit(code)
+
+
+NO_CORPUS = (
+    f"{BM25_ID} is the rehearsal's lexical stand-in: it scores with the term statistics of the rehearsal "
+    "corpus its runs came from, which a measurement does not have; reproduce it with --bundled or --dataset "
+    "DIR (the rehearsal's inputs), or leave it out (--model)"
+)
 
 
 @click.command("reproduce")
@@ -66,15 +75,19 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     chosen_models = list(models) or list(DEFAULT_MODELS)
     cuts = recorded_cuts(root, chosen_models)  # a stand-in's cut is the study's (D-045), refused if unknown
     texts: Any
+    corpus: list[str] | None = None  # bm25-standin's term statistics: the rehearsal corpus its runs came from
     if dataset is not None or bundled:
         kind = "rehearsal"
         pre = guard.preflight("rehearsal", lock_names=["bundled"], root=root)
         inputs = load_inputs(dataset, None)
         queries, texts = inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}
+        corpus = [p.passage_text for p in inputs.corpus]
         out_dir.mkdir(parents=True, exist_ok=True)
         qrels = qrels or inputs.write_qrels(out_dir / "qrels.tsv")
     else:
         kind = "measurement"
+        if BM25_ID in chosen_models:
+            raise BenchError(NO_CORPUS)
         codeversion.require_clean_code(root)  # the rerun names its code, as every measurement does
         # the data of every stage that will be rerun (not only keyword-full's)
         pre = guard.preflight("measurement", lock_names=stage_reads(list(stages) or committed_stages(root)),
@@ -84,6 +97,8 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     prov = provenance.collect_manifest(kind="reproduction", device=device, root=root)
 
     def load(model: str) -> Any:
+        if model == BM25_ID:  # no model, no cut: BM25 over the rehearsal's corpus, as `bench rehearse` ran it
+            return load_reranker(model, device=device, corpus=corpus)
         return load_reranker(model, device=device, max_length=cuts.get(model))
 
     log = out_dir / "libraries.log"

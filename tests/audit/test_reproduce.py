@@ -92,3 +92,25 @@ def test_a_different_scorer_fails_with_both_numbers(study_repo: StudyRepo, tmp_p
     assert row.committed is not None and row.reproduced is not None
     assert abs(row.difference_points or 0) > 0.1
     assert f"committed {100 * row.committed:.4f}, reproduced {100 * row.reproduced:.4f}" in row.reason
+
+
+def test_the_lexical_stand_in_reproduces_from_the_rehearsal_corpus(
+    study_repo: StudyRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench reproduce --dataset DIR --model bm25-standin` reruns BM25 with the term statistics of the
+    rehearsal corpus, as `bench rehearse` did: exactly the committed nDCG@10 (BM25 is deterministic). It
+    stopped with "bm25-standin needs the corpus its candidates come from (load_reranker(..., corpus=...))"
+    because the reproduction loaded it without one."""
+    monkeypatch.setenv("BENCH_ROOT", str(study_repo.root))
+    out = tmp_path / "rerun-bm25"
+    dataset = study_repo.rehearsal.parent / "mini-beir"
+    args = ["reproduce", "--model", "bm25-standin", "--device", "cpu", "--dataset", str(dataset),
+            "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "reproduce.json").read_text())
+    assert sorted(r["stage"] for r in summary["comparisons"]) == ["keyword-71k", "vector-71k"]
+    for row in summary["comparisons"]:
+        committed = json.loads((study_repo.root / f"results/quality/{row['stage']}.json").read_text())
+        (entry,) = [r for r in committed["runs"] if (r["model"], r["depth"]) == (row["model"], row["depth"])]
+        assert row["verdict"] == "OK" and row["reproduced"] == row["committed"] == entry["means"]["ndcg@10"]

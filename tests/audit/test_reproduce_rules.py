@@ -50,3 +50,25 @@ def test_reproduce_verifies_the_data_of_every_committed_stage(tmp_git_repo, monk
     result = CliRunner().invoke(cli, ["reproduce", "--out", str(root / "reproduce" / "x")])
     assert result.exit_code == 7, result.output
     assert seen == [["miracl", "corpus-71k"]]
+
+
+def test_a_measurement_reproduction_refuses_the_lexical_stand_in(tmp_git_repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """bm25-standin scores with the rehearsal corpus's term statistics; a measurement has no such corpus, so
+    `bench reproduce --model bm25-standin` without --bundled/--dataset is one line with the fix, exit 1,
+    before any lock check, data or model load, and nothing written (it was a BenchError naming
+    load_reranker's keyword, raised only when the model came to be loaded)."""
+    from click.testing import CliRunner
+
+    from bench.cli import cli
+
+    root = tmp_git_repo([{"runs/first-stage/keyword-71k.trec": "q Q0 d 1 1.0 fs\n"}])
+    monkeypatch.setenv("BENCH_ROOT", str(root))
+    monkeypatch.setattr("bench.guard.preflight", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    out = root / "reproduce" / "x"
+    result = CliRunner().invoke(cli, ["reproduce", "--model", "bm25-standin", "--out", str(out)])
+    assert result.exit_code == 1 and not out.exists()
+    assert result.output == (
+        "Error: bm25-standin is the rehearsal's lexical stand-in: it scores with the term statistics of the "
+        "rehearsal corpus its runs came from, which a measurement does not have; reproduce it with --bundled "
+        "or --dataset DIR (the rehearsal's inputs), or leave it out (--model)\n"
+    )
