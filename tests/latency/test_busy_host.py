@@ -230,8 +230,10 @@ def test_our_own_busy_threads_and_children_are_not_foreign() -> None:
     skew = alone["read_skew_cpu_s"]
     assert skew is not None and 0.0 <= skew < NEEDED_CPU_S
     assert alone["cpu_s"] <= skew + SLACK_S
+    # judged quiet: with the test's limit of 0.25 cores, or the skew's bound where a preempted read made the
+    # skew larger than that (0.1 s preempted with two spinners; not seen yet, but a loaded CI host can do it)
     state = {"cpu_count": 2, "load1": os.getloadavg()[0], "foreign": alone}
-    assert busy_mark(state, allow_busy=False, what="the test block", limit=0.25) is None
+    assert busy_mark(state, allow_busy=False, what="the test block", limit=max(0.25, skew + SLACK_S)) is None
 
 
 def test_host_state_records_the_foreign_load() -> None:
