@@ -97,8 +97,8 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     prov = provenance.collect_manifest(kind="reproduction", device=device, root=root)
 
     def load(model: str) -> Any:
-        if model == BM25_ID:  # no model, no cut: BM25 over the rehearsal's corpus, as `bench rehearse` ran it
-            return load_reranker(model, device=device, corpus=corpus)
+        if model == BM25_ID:  # as `bench rehearse` ran it: over the rehearsal's corpus, on the CPU (no model)
+            return load_reranker(model, device="cpu", corpus=corpus)
         return load_reranker(model, device=device, max_length=cuts.get(model))
 
     log = out_dir / "libraries.log"

@@ -100,12 +100,12 @@ def test_the_lexical_stand_in_reproduces_from_the_rehearsal_corpus(
     """`bench reproduce --dataset DIR --model bm25-standin` reruns BM25 with the term statistics of the
     rehearsal corpus, as `bench rehearse` did: exactly the committed nDCG@10 (BM25 is deterministic). It
     stopped with "bm25-standin needs the corpus its candidates come from (load_reranker(..., corpus=...))"
-    because the reproduction loaded it without one."""
+    because the reproduction loaded it without one, and BM25Standin refused the default --device cuda."""
     monkeypatch.setenv("BENCH_ROOT", str(study_repo.root))
     out = tmp_path / "rerun-bm25"
     dataset = study_repo.rehearsal.parent / "mini-beir"
-    args = ["reproduce", "--model", "bm25-standin", "--device", "cpu", "--dataset", str(dataset),
-            "--out", str(out)]  # fmt: skip
+    # no --device: the default is cuda, which applies to models; BM25 runs on the CPU as in the rehearsal
+    args = ["reproduce", "--model", "bm25-standin", "--dataset", str(dataset), "--out", str(out)]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "reproduce.json").read_text())
