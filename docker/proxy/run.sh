@@ -140,9 +140,8 @@ stage_body() {  # the commands of one stage (run by the script itself under time
 }
 
 if [[ "${stages[0]}" == --stage ]]; then stage_body "${stages[1]}"; exit; fi
-# tools before the first check of every invocation, not only when /opt/venv lacks pytest: a reused root would
-# otherwise run the checks on whatever commit an earlier invocation left at /study (run 4 did: 3669352's code
-# while HEAD was 8115db1). Each check's log starts with the commit it ran.
+# tools before the first check (see the header): a reused root otherwise keeps the commit an earlier invocation
+# left at /study (run 4, docs/image-proxy.md)
 moved=no
 for stage in "${stages[@]}"; do
   case "$stage" in

@@ -61,9 +61,12 @@ def test_a_measurement_reproduction_refuses_the_lexical_stand_in(tmp_git_repo, m
 
     from bench.cli import cli
 
+    def preflight(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the lock check ran before the refusal")
+
     root = tmp_git_repo([{"runs/first-stage/keyword-71k.trec": "q Q0 d 1 1.0 fs\n"}])
     monkeypatch.setenv("BENCH_ROOT", str(root))
-    monkeypatch.setattr("bench.guard.preflight", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    monkeypatch.setattr("bench.guard.preflight", preflight)
     out = root / "reproduce" / "x"
     result = CliRunner().invoke(cli, ["reproduce", "--model", "bm25-standin", "--out", str(out)])
     assert result.exit_code == 1 and not out.exists()
