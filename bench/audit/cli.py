@@ -8,22 +8,14 @@ from typing import Any
 
 import click
 
-import bench.quality.inputs as inputs_mod
-from bench import codeversion, guard, provenance
-from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
-from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
 from bench.errors import BenchError
-from bench.hints import bench_command
-from bench.interrupt import whole_command
-from bench.liblog import library_log
 from bench.paths import repo_root
-from bench.reads import stage_reads
-from bench.rehearse.inputs import load_inputs
-from bench.rerankers.bm25 import BM25_ID
-from bench.rerankers.registry import load_reranker
 
+# `bench audit` and `bench reproduce --help` run in the reviewer's environment (the `review` group: no torch,
+# no server client); what only a reproduction needs is imported inside `reproduce` (tests/audit/test_review_env.py)
+BM25_ID = "bm25-standin"  # bench.rerankers.bm25.BM25_ID, the id the rehearsal's runs carry
 
 @click.command("audit")
 @click.option("--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -70,6 +62,17 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     """Rerun two rerankers on the committed first-stage runs; nDCG@10 within 0.1 points of results/?
 
     Exit 0: every comparison within the plan's 0.1 points; 1: a comparison failed or nothing to compare."""
+    import bench.quality.inputs as inputs_mod
+    from bench import codeversion, guard, provenance
+    from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
+    from bench.audit.reproduce import reproduce as run_reproduce
+    from bench.hints import bench_command
+    from bench.interrupt import whole_command
+    from bench.liblog import library_log
+    from bench.reads import stage_reads
+    from bench.rehearse.inputs import load_inputs
+    from bench.rerankers.registry import load_reranker
+
     root = repo_root()
     out_dir = out_dir or new_dir(root)
     chosen_models = list(models) or list(DEFAULT_MODELS)
