@@ -22,13 +22,23 @@ BM25_ID = "bm25-standin"  # bench.rerankers.bm25.BM25_ID, the id the rehearsal's
               help="Qrels for recomputing results (default: found by the SHA-256 that results/quality/"
               "study.json records, among the datasets.lock files and runs/).")  # fmt: skip
 @click.option("--verbose", is_flag=True, help="Every detail line of every row (default: the first 20).")
-def audit(qrels: Path | None, verbose: bool) -> None:
+@click.option("--example", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Build a small practice study (runs, results, manifests; no torch) as a new git "
+              "repository in DIR, outside this one, and audit it (docs/reviewing.md).")  # fmt: skip
+def audit(qrels: Path | None, verbose: bool, example: Path | None) -> None:
     """Can I trust this repository? One table: OK / NOT YET / FAIL per check (no GPU, no network).
 
     Exit 0: every row OK; 1: a row failed; 3: nothing failed, but something is not done yet (e.g. not
     stamped, no study run committed)."""
     t0 = time.perf_counter()
-    rows = run_audit(repo_root(), qrels=qrels)
+    root = repo_root()
+    if example is not None:
+        from bench.audit.example import build_example
+
+        root = build_example(example, root)
+        click.echo(f"EXAMPLE study built in {root} ({time.perf_counter() - t0:.1f} s); its audit "
+                   f"(`cd {root} && bench audit`):\n")  # fmt: skip
+    rows = run_audit(root, qrels=qrels)
     click.echo(format_table(rows, max_details=10**9 if verbose else 20))
     code = exit_code(rows)
     words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}
