@@ -14,7 +14,8 @@ from bench.errors import BenchError
 from bench.paths import repo_root
 
 # `bench audit` and `bench reproduce --help` run in the reviewer's environment (the `review` group: no torch,
-# no server client); what only a reproduction needs is imported inside `reproduce` (tests/audit/test_review_env.py)
+# no server client); what only a reproduction needs is imported inside `reproduce`
+# (tests/review/test_review_env.py)
 BM25_ID = "bm25-standin"  # bench.rerankers.bm25.BM25_ID, the id the rehearsal's runs carry
 
 @click.command("audit")
@@ -25,19 +26,22 @@ BM25_ID = "bm25-standin"  # bench.rerankers.bm25.BM25_ID, the id the rehearsal's
 @click.option("--example", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Build a small practice study (runs, results, manifests; no torch) as a new git "
               "repository in DIR, outside this one, and audit it (docs/reviewing.md).")  # fmt: skip
-def audit(qrels: Path | None, verbose: bool, example: Path | None) -> None:
+@click.option("--root", "study_root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="The repository to audit (default: this one, or $BENCH_ROOT), e.g. the "
+              "example study.")  # fmt: skip
+def audit(qrels: Path | None, verbose: bool, example: Path | None, study_root: Path | None) -> None:
     """Can I trust this repository? One table: OK / NOT YET / FAIL per check (no GPU, no network).
 
     Exit 0: every row OK; 1: a row failed; 3: nothing failed, but something is not done yet (e.g. not
     stamped, no study run committed)."""
     t0 = time.perf_counter()
-    root = repo_root()
+    root = study_root.resolve() if study_root is not None else repo_root()
     if example is not None:
         from bench.audit.example import build_example
 
-        root = build_example(example, root)
+        root = build_example(example, repo_root())
         click.echo(f"EXAMPLE study built in {root} ({time.perf_counter() - t0:.1f} s); its audit "
-                   f"(`cd {root} && bench audit`):\n")  # fmt: skip
+                   f"(again: `bench audit --root {root}`):\n")  # fmt: skip
     rows = run_audit(root, qrels=qrels)
     click.echo(format_table(rows, max_details=10**9 if verbose else 20))
     code = exit_code(rows)

@@ -1,13 +1,13 @@
 """``bench audit --example DIR``: a complete small study to practise the audit on, built without torch.
 
 The study's own commands on the bundled MIRACL-de sample, in a new git repository ``DIR``: 1 PLAN.md alone
-(this repository's plan, unchanged), 2 DEVIATIONS.md, datasets.lock, the bundled data, the licences and the
-README/LICENSE of runs/ and results/, 3 the study: a first stage (BM25 with plain lower-case tokens, bm25s)
-written as ``runs/first-stage/keyword-71k.trec``, the quality phase (``bench.quality.driver.execute``, the code
-``bench quality`` and ``bench rehearse`` run) reranking it with the rehearsal's lexical stand-in bm25-standin
-(Snowball German stems) at the plan's depths, ``analysis report`` on the committed runs into results/, and the
-study's manifest as results/manifest.json. Every row of the audit is then OK except the timestamps (no proof,
-as the real study's until its proofs are confirmed).
+(this repository's plan, unchanged), 2 DEVIATIONS.md, datasets.lock, the bundled data, the licences and
+the README/LICENSE of runs/ and results/, 3 the study: a first stage (BM25 with plain lower-case tokens,
+bm25s) written as ``runs/first-stage/keyword-71k.trec``, the quality phase (``bench.quality.driver.execute``,
+the code ``bench quality`` and ``bench rehearse`` run) reranking it with the rehearsal's lexical stand-in
+bm25-standin (Snowball German stems) at the plan's depths, ``analysis report`` on the committed runs into
+results/, and the study's manifest as results/manifest.json. Every row of the audit is then OK except the
+timestamps (no proof, as the real study's until its proofs are confirmed).
 
 Nothing of it is the study's: the folder must lie outside this repository, its README.md says EXAMPLE in its
 first line, every commit message starts with "EXAMPLE:", and the manifest's study parameters carry
@@ -41,15 +41,16 @@ its runs come from the bundled MIRACL-de sample (305 dev queries, the judged poo
 a BM25 first stage and the rehearsal's lexical stand-in `bm25-standin`, none of them a plan model or the
 study's data. Its manifest says `"example": true`. Delete the folder when done; nothing refers to it.
 
-Run `bench audit` here (every row OK except the timestamps); the tampers to try are in the repository's
-docs/reviewing.md ("Practise on an example study").
+Audit it with `bench audit --root DIR` from the repository (every row OK except the timestamps);
+the tampers to try are in the repository's docs/reviewing.md ("Practise on an example study").
 """
 
 
 def _git(root: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
     if done.returncode != 0:
-        raise BenchError(f"git {' '.join(args)} in {root} failed: {done.stderr.strip() or done.stdout.strip()}")
+        detail = done.stderr.strip() or done.stdout.strip()
+        raise BenchError(f"git {' '.join(args)} in {root} failed: {detail}")
     return done.stdout.strip()
 
 
@@ -65,8 +66,8 @@ def check_target(target: Path, repo: Path) -> Path:
     it exists and is not empty."""
     resolved = target.resolve()
     if resolved == repo.resolve() or repo.resolve() in resolved.parents:
-        raise BenchError(f"{target}: lies inside the repository {repo}; the example study must live outside it "
-                         "(e.g. `bench audit --example /tmp/example-study`), so that nothing of it can be "
+        raise BenchError(f"{target}: lies inside the repository {repo}; the example study must live outside "
+                         "it (e.g. `bench audit --example /tmp/example-study`), so that nothing of it can be "
                          "taken for the study's runs or results")  # fmt: skip
     if resolved.exists() and (not resolved.is_dir() or any(resolved.iterdir())):
         raise BenchError(f"{target}: exists and is not an empty folder; name a new folder for the example")
@@ -111,11 +112,13 @@ def _study(root: Path, work: Path) -> Path:
     params = {"example": True, "first_stage": {STAGE: FIRST_STAGE}, "models": [MODEL], "depths": list(DEPTHS)}
     study = Study.start(work, kind="rehearsal", plan_path=root / "PLAN.md", params=params, provenance=prov,
                         preflight=pre)  # fmt: skip
-    source = _first_stage(inputs.queries, list(inputs.corpus), work / "runs" / "first-stage" / f"{STAGE}.trec")
+    source = work / "runs" / "first-stage" / f"{STAGE}.trec"
+    _first_stage(inputs.queries, list(inputs.corpus), source)
     corpus = [p.passage_text for p in inputs.corpus]
     execute(study, sources={STAGE: source}, queries=inputs.queries,
             texts={p.docid: p.passage_text for p in inputs.corpus},
-            load=lambda model: BM25Standin(corpus), spec=PhaseSpec(stages=(STAGE,), models=(MODEL,), depths=DEPTHS),
+            load=lambda model: BM25Standin(corpus),
+            spec=PhaseSpec(stages=(STAGE,), models=(MODEL,), depths=DEPTHS),
             runs_dir=work / "runs", resume_hint="run `bench audit --example` again into a new folder",
             what="example study", stream=io.StringIO())  # fmt: skip
     return work
@@ -141,7 +144,7 @@ def build_example(target: Path, repo: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="bench-example-") as tmp:
         work = _study(root, Path(tmp) / "study")
         shutil.copytree(work / "runs", root / "runs", dirs_exist_ok=True)
-        # `analysis report --out results` with the bundled qrels, which the audit finds by their datasets.lock hash
+        # `analysis report --out results` with the bundled qrels (the audit finds them by their lock hash)
         write_report(root / "runs", root / QRELS, root / "results")
         shutil.copy2(work / "manifest.json", root / "results" / "manifest.json")
     _commit(root, "the practice study: first-stage and reranked runs, results, manifest")
