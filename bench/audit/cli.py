@@ -10,6 +10,7 @@ import click
 
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
+from bench.audit.steps import with_steps
 from bench.errors import BenchError
 from bench.paths import repo_root
 
@@ -42,7 +43,7 @@ def audit(qrels: Path | None, verbose: bool, example: Path | None, study_root: P
         root = build_example(example, repo_root())
         click.echo(f"EXAMPLE study built in {root} ({time.perf_counter() - t0:.1f} s); its audit "
                    f"(again: `bench audit --root {root}`):\n")  # fmt: skip
-    rows = run_audit(root, qrels=qrels)
+    rows = with_steps(run_audit(root, qrels=qrels), repo_root())
     click.echo(format_table(rows, max_details=10**9 if verbose else 20))
     code = exit_code(rows)
     words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}
