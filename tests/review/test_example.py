@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,13 +16,26 @@ from bench.audit.cli import audit
 from bench.audit.example import build_example
 from bench.errors import BenchError
 from tests.conftest import REPO_ROOT, git
+from tests.review.test_review_env import HEAVY
 
 REVIEWING = REPO_ROOT / "docs" / "reviewing.md"
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_example(tmp_path_factory.mktemp("example") / "study", REPO_ROOT)
+    """`bench audit --example DIR` in a fresh interpreter: exit 3 (all OK but the timestamps), and nothing of
+    torch, transformers or openvino imported on the way."""
+    target = tmp_path_factory.mktemp("example") / "study"
+    code = (
+        "import sys\nfrom bench.cli import main\n"
+        f"sys.argv = ['bench', 'audit', '--example', {str(target)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
+        f"print('HEAVY', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert done.stdout.strip().splitlines()[-2:] == ["EXIT 3", "HEAVY []"], done.stdout[-3000:] + done.stderr
+    assert "EXAMPLE study built in" in done.stdout
+    return target
 
 
 def _audit(root: Path) -> Result:
