@@ -8,16 +8,23 @@ from typing import Any
 
 import click
 
+import bench.quality.inputs as inputs_mod
+from bench import codeversion, guard, provenance
+from bench.audit.example import build_example
+from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
+from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
 from bench.audit.steps import with_steps
 from bench.errors import BenchError
+from bench.hints import bench_command
+from bench.interrupt import whole_command
+from bench.liblog import library_log
 from bench.paths import repo_root
+from bench.reads import stage_reads
+from bench.rehearse.inputs import load_inputs
+from bench.rerankers.bm25 import BM25_ID
 
-# `bench audit` and `bench reproduce --help` run in the reviewer's environment (the `review` group: no torch,
-# no server client); what only a reproduction needs is imported inside `reproduce`
-# (tests/review/test_review_env.py)
-BM25_ID = "bm25-standin"  # bench.rerankers.bm25.BM25_ID, the id the rehearsal's runs carry
 
 @click.command("audit")
 @click.option("--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
@@ -38,8 +45,6 @@ def audit(qrels: Path | None, verbose: bool, example: Path | None, study_root: P
     t0 = time.perf_counter()
     root = study_root.resolve() if study_root is not None else repo_root()
     if example is not None:
-        from bench.audit.example import build_example
-
         root = build_example(example, repo_root())
         click.echo(f"EXAMPLE study built in {root} ({time.perf_counter() - t0:.1f} s); its audit "
                    f"(again: `bench audit --root {root}`):\n")  # fmt: skip
@@ -77,15 +82,8 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     """Rerun two rerankers on the committed first-stage runs; nDCG@10 within 0.1 points of results/?
 
     Exit 0: every comparison within the plan's 0.1 points; 1: a comparison failed or nothing to compare."""
-    import bench.quality.inputs as inputs_mod
-    from bench import codeversion, guard, provenance
-    from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
-    from bench.audit.reproduce import reproduce as run_reproduce
-    from bench.hints import bench_command
-    from bench.interrupt import whole_command
-    from bench.liblog import library_log
-    from bench.reads import stage_reads
-    from bench.rehearse.inputs import load_inputs
+    # the registry loads the server and API clients (httpx), which the reviewer's `review` group does not
+    # install: `bench audit` and `bench reproduce --help` run without them (tests/review/test_review_env.py)
     from bench.rerankers.registry import load_reranker
 
     root = repo_root()

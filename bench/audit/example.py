@@ -26,6 +26,14 @@ from typing import Any
 from analysis.report import write_report
 from analysis.trec import write_run
 from bench.errors import BenchError
+from bench.guard import preflight
+from bench.plan import DEPTHS, FIRST_STAGE_DEPTH
+from bench.provenance import collect_manifest
+from bench.quality.driver import execute
+from bench.quality.phase import PhaseSpec
+from bench.quality.study import Study
+from bench.rehearse.inputs import load_inputs
+from bench.rerankers.bm25 import BM25Standin
 
 STAGE = "keyword-71k"  # a stage the plan reranks; its runs here come from the bundled sample, not Typesense
 MODEL = "bm25-standin"  # the rehearsal's lexical stand-in (torch-free)
@@ -77,9 +85,7 @@ def check_target(target: Path, repo: Path) -> Path:
 def _first_stage(queries: dict[str, str], corpus: list[Any], path: Path) -> Path:
     """The top 100 of every query by BM25 over plain lower-case tokens (no stems): a stand-in first stage
     whose order bm25-standin's stemmed scores then change."""
-    import bm25s
-
-    from bench.plan import FIRST_STAGE_DEPTH
+    import bm25s  # heavy: only when an example is built (bench.rerankers.bm25 imports it the same way)
 
     texts = [f"{p.title} {p.text}" if getattr(p, "title", "") else p.passage_text for p in corpus]
     index = bm25s.BM25()
@@ -97,15 +103,6 @@ def _first_stage(queries: dict[str, str], corpus: list[Any], path: Path) -> Path
 
 def _study(root: Path, work: Path) -> Path:
     """The quality phase on the example's first stage, with ``root`` as the repository; returns its folder."""
-    from bench.guard import preflight
-    from bench.plan import DEPTHS
-    from bench.provenance import collect_manifest
-    from bench.quality.driver import execute
-    from bench.quality.phase import PhaseSpec
-    from bench.quality.study import Study
-    from bench.rehearse.inputs import load_inputs
-    from bench.rerankers.bm25 import BM25Standin
-
     inputs = load_inputs(None, None)  # the bundled sample
     pre = preflight("rehearsal", lock_names=["bundled"], root=root)
     prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
