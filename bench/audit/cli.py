@@ -63,6 +63,15 @@ NO_CORPUS = (
 )
 
 
+def load_reranker(model: str, **options: Any) -> Any:
+    """``bench.rerankers.registry.load_reranker``, imported when a reproduction loads a model."""
+    # the registry loads the server and API clients (httpx), which the reviewer's `review` group does not
+    # install: `bench audit` and `bench reproduce --help` run without them (tests/review/test_review_env.py)
+    from bench.rerankers.registry import load_reranker as load
+
+    return load(model, **options)
+
+
 @click.command("reproduce")
 @click.option("--model", "models", multiple=True, default=None,
               help="A reranker id; repeatable (default: the two the README names, "
@@ -82,10 +91,6 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
     """Rerun two rerankers on the committed first-stage runs; nDCG@10 within 0.1 points of results/?
 
     Exit 0: every comparison within the plan's 0.1 points; 1: a comparison failed or nothing to compare."""
-    # the registry loads the server and API clients (httpx), which the reviewer's `review` group does not
-    # install: `bench audit` and `bench reproduce --help` run without them (tests/review/test_review_env.py)
-    from bench.rerankers.registry import load_reranker
-
     root = repo_root()
     out_dir = out_dir or new_dir(root)
     chosen_models = list(models) or list(DEFAULT_MODELS)
