@@ -49,7 +49,7 @@ its runs come from the bundled MIRACL-de sample (305 dev queries, the judged poo
 a BM25 first stage and the rehearsal's lexical stand-in `bm25-standin`, none of them a plan model or the
 study's data. Its manifest says `"example": true`. Delete the folder when done; nothing refers to it.
 
-Audit it with `bench audit --root DIR` from the repository (every row OK except the timestamps);
+To audit it again, from the repository: `bench audit --root DIR` (every row OK except the timestamps);
 the tampers to try are in the repository's docs/reviewing.md ("Practise on an example study").
 """
 
@@ -116,7 +116,8 @@ def _study(root: Path, work: Path) -> Path:
             texts={p.docid: p.passage_text for p in inputs.corpus},
             load=lambda model: BM25Standin(corpus),
             spec=PhaseSpec(stages=(STAGE,), models=(MODEL,), depths=DEPTHS),
-            runs_dir=work / "runs", resume_hint="run `bench audit --example` again into a new folder",
+            runs_dir=work / "runs",
+            resume_hint="build it again into a new folder (`bench audit --example NEWDIR`)",
             what="example study", stream=io.StringIO())  # fmt: skip
     return work
 
