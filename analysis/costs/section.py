@@ -386,7 +386,8 @@ def _latency_for(
         if machine != "CPU int8":
             out.append((p, None))
         elif k not in int8_runs:
-            out.append((p, f"quality of {model} (unquantised): no {model}{INT8_SUFFIX} run at this stage and k"))
+            note = f"quality of {model} (unquantised): no {model}{INT8_SUFFIX} run at this stage and k"
+            out.append((p, note))
     return out
 
 

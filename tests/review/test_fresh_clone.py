@@ -28,7 +28,7 @@ NOT_YET_OK = re.compile(r"\bbench (audit|timestamps verify)\b(?!.*--example)")
 MARK = "@@reviewer-line"
 UNSET = {"VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT", "UV_NO_SYNC", "UV_FROZEN", "UV_LOCKED",
          "UV_NO_DEFAULT_GROUPS", "UV_DEFAULT_GROUPS", "UV_GROUP", "UV_ONLY_GROUP", "UV_NO_GROUP", "UV_DEV",
-         "UV_NO_DEV", "UV_PYTHON_DOWNLOADS"}
+         "UV_NO_DEV"}
 
 
 def reviewer_lines(root: Path) -> list[str]:
