@@ -13,7 +13,7 @@
 # date) and is not rebuilt; a half-built one (no such file) is completed by running the script again. TARGET must
 # lie outside the repository (e.g. /var/tmp/bench-py314); it is never committed.
 #
-# This network (FIELD-NOTES, "The study's own stack"): trixie has no python3.14, the mirror's sid has it but its
+# This network (docs/field-notes.md, "The study's own stack"): trixie has no python3.14, the mirror's sid has it but its
 # Release has expired, so sid is listed with [check-valid-until=no] and trixie stays the default release (only
 # python3.14 and what it needs come from sid). HTTPS is intercepted: the host's extra CA certificates
 # (/usr/local/share/ca-certificates/*.crt) are installed in the chroot, or pip and uv cannot reach PyPI.

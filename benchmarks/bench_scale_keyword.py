@@ -14,7 +14,7 @@ and the importer would refuse the collection). Measured:
   resident memory after the restart;
 - p50/p95 (server ``search_time_ms`` and client wall time) of the study's keyword query with the plan's
   parameters over the 305 dev queries, after 20 warm-up queries. 0.24.1 has no stop-word sets: the plan's
-  stop set is removed from each query on the client (FIELD-NOTES: what 30.2 would search), no stemming.
+  stop set is removed from each query on the client (field notes: what 30.2 would search), no stemming.
 
 Each N appends one JSON line to ``--out`` (fsynced), with the load average before and after; a later run
 with ``--fit-only`` reads the lines back. The fit: every figure y against N as a power law
@@ -67,7 +67,7 @@ from bench.firststage.stopwords import german_stopwords
 from bench.plan import CORPUS_FULL_PASSAGES, WARMUP_CALLS
 
 STAGE = STAGE_DEFS["keyword-full"]
-DROPPED_FIELD_PROPERTIES = ("stem",)  # 0.24.1 drops them (FIELD-NOTES); 30.2 keeps them
+DROPPED_FIELD_PROPERTIES = ("stem",)  # 0.24.1 drops them (docs/field-notes.md); 30.2 keeps them
 DROPPED_PARAMS = ("stopwords",)  # 0.24.1 has no stop-word sets; removed on the client instead
 
 

@@ -26,7 +26,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_name, "1")
 
 # Bytecode as on a user's machine and in the container (UV_COMPILE_BYTECODE=1): an environment that sets
-# PYTHONDONTWRITEBYTECODE=1 (this development one does, FIELD-NOTES) makes every process the tests start
+# PYTHONDONTWRITEBYTECODE=1 (this development one does, field notes) makes every process the tests start
 # (int8 quantisation children, adapter-check references, CLI runs) compile torch, transformers, optimum and
 # nncf from source again: tests/rehearse/test_quantize_child.py took 86 s of CPU from a venv without .pyc
 # files, 44 s with them. The tests' processes write their imports' bytecode once, as Python does by default;

@@ -54,7 +54,7 @@ def _cost(o: Mapping[str, Any]) -> str:
 
 
 def _label(o: Mapping[str, Any]) -> str:
-    fp32 = " (fp32 quality)" if o.get("quality_note") else ""
+    fp32 = " (unquantised quality)" if o.get("quality_note") else ""
     return f"{o['model']}{'†' if o['flagged'] else ''}@{o['k']}{fp32} · {_cost(o)}"
 
 

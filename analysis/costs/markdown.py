@@ -139,7 +139,7 @@ def _option_row(o: Mapping[str, Any]) -> str:
         " / ".join(_be_text(o["break_even"][a][n]) for n in ("live", "chat")) if a in o["break_even"] else ""
         for a in API_MODELS
     ]
-    fp32 = " (fp32 quality)" if o.get("quality_note") else ""
+    fp32 = " (unquantised quality)" if o.get("quality_note") else ""
     return (
         f"| {o['model']}{'†' if o['flagged'] else ''}@{o['k']}{fp32} | {o['machine']} | "
         f"{100 * o['ndcg@10']:.1f} | {_ms(o['latency']['p95_ms'])} | {_ms(o['live']['p95_ms'])} | "

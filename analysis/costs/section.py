@@ -373,7 +373,8 @@ def _latency_for(
 ) -> list[tuple[Pooled, str | None]]:
     """The pooled latencies a quality run is shown with. An int8 run (``<model>-int8``) goes with the CPU int8
     blocks only; a plain run with every other machine, and with CPU int8 only where the stage has no int8
-    run at that depth (then its quality is the fp32 model's, and the row says so)."""
+    run at that depth (then its quality is the unquantised model's run, and the row says so: in the study that
+    run is the quality phase's GPU float16 run, D-038, not an fp32 one)."""
     model, k = run["model"], run["depth"]
     if model.endswith(INT8_SUFFIX):
         p = pooled.get(("CPU int8", model[: -len(INT8_SUFFIX)], k))
@@ -385,7 +386,8 @@ def _latency_for(
         if machine != "CPU int8":
             out.append((p, None))
         elif k not in int8_runs:
-            out.append((p, f"quality of {model} (fp32): no {model}{INT8_SUFFIX} run at this stage and k"))
+            note = f"quality of {model} (unquantised): no {model}{INT8_SUFFIX} run at this stage and k"
+            out.append((p, note))
     return out
 
 

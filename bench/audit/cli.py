@@ -10,10 +10,12 @@ import click
 
 import bench.quality.inputs as inputs_mod
 from bench import codeversion, guard, provenance
+from bench.audit.example import build_example
 from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
 from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
+from bench.audit.steps import with_steps
 from bench.errors import BenchError
 from bench.hints import bench_command
 from bench.interrupt import whole_command
@@ -22,7 +24,6 @@ from bench.paths import repo_root
 from bench.reads import stage_reads
 from bench.rehearse.inputs import load_inputs
 from bench.rerankers.bm25 import BM25_ID
-from bench.rerankers.registry import load_reranker
 
 
 @click.command("audit")
@@ -30,13 +31,24 @@ from bench.rerankers.registry import load_reranker
               help="Qrels for recomputing results (default: found by the SHA-256 that results/quality/"
               "study.json records, among the datasets.lock files and runs/).")  # fmt: skip
 @click.option("--verbose", is_flag=True, help="Every detail line of every row (default: the first 20).")
-def audit(qrels: Path | None, verbose: bool) -> None:
+@click.option("--example", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Build a small practice study (runs, results, manifests; no torch) as a new git "
+              "repository in DIR, outside this one, and audit it (docs/reviewing.md).")  # fmt: skip
+@click.option("--root", "study_root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="The repository to audit (default: this one, or $BENCH_ROOT), e.g. the "
+              "example study.")  # fmt: skip
+def audit(qrels: Path | None, verbose: bool, example: Path | None, study_root: Path | None) -> None:
     """Can I trust this repository? One table: OK / NOT YET / FAIL per check (no GPU, no network).
 
     Exit 0: every row OK; 1: a row failed; 3: nothing failed, but something is not done yet (e.g. not
     stamped, no study run committed)."""
     t0 = time.perf_counter()
-    rows = run_audit(repo_root(), qrels=qrels)
+    root = study_root.resolve() if study_root is not None else repo_root()
+    if example is not None:
+        root = build_example(example, repo_root())
+        click.echo(f"EXAMPLE study built in {root} ({time.perf_counter() - t0:.1f} s); its audit "
+                   f"(again: `bench audit --root {root}`):\n")  # fmt: skip
+    rows = with_steps(run_audit(root, qrels=qrels), repo_root())
     click.echo(format_table(rows, max_details=10**9 if verbose else 20))
     code = exit_code(rows)
     words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}
@@ -49,6 +61,15 @@ NO_CORPUS = (
     "corpus its runs came from, which a measurement does not have; reproduce it with --bundled or --dataset "
     "DIR (the rehearsal's inputs), or leave it out (--model)"
 )
+
+
+def load_reranker(model: str, **options: Any) -> Any:
+    """``bench.rerankers.registry.load_reranker``, imported when a reproduction loads a model."""
+    # the registry loads the server and API clients (httpx), which the reviewer's `review` group does not
+    # install: `bench audit` and `bench reproduce --help` run without them (tests/review/test_review_env.py)
+    from bench.rerankers.registry import load_reranker as load
+
+    return load(model, **options)
 
 
 @click.command("reproduce")

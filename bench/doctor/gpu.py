@@ -11,7 +11,7 @@ from bench.doctor.machine import Machine, Unreadable
 from bench.doctor.outcome import Outcome, cannot_tell, ok, problem
 
 # The oldest Linux driver of each CUDA major (NVIDIA's CUDA Toolkit release notes, "CUDA Toolkit and
-# Minimum Required Driver Version"; FIELD-NOTES: torch 2.15.0 from PyPI is +cu132, a GeForce card needs 580).
+# Minimum Required Driver Version"; docs/field-notes.md: PyPI torch 2.15.0 is +cu132, GeForce needs 580).
 MIN_DRIVER = {13: (580,), 12: (525, 60, 13)}
 TOOLKIT_FIX = (
     "install NVIDIA driver >= {d} on the host and the NVIDIA Container Toolkit, "

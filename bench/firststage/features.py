@@ -1,4 +1,4 @@
-"""Server features a stage needs, with the first Typesense version that honours each (FIELD-NOTES).
+"""Server features a stage needs, with the first Typesense version that honours each (docs/field-notes.md).
 
 Typesense 0.24.1 accepts several of the plan's settings and silently ignores them (field ``stem``,
 ``stopwords``, vector_query ``ef`` and ``alpha``, ``hnsw_params``). So a stage never relies on the server

@@ -4,7 +4,7 @@ Passages arrive as a stream (the full corpus is never held in memory) and must a
 MIRACL id order (checked on the fly; ``bench.data.IMPORT_ORDER``). After each batch a checkpoint file
 records how many passages are in the collection and the last id. After a crash the import resumes after
 that id: the stream is read again up to it (nothing is re-sent) and the batch that may have been cut is
-re-sent as an upsert, which keeps the documents' original sequence ids (FIELD-NOTES), so the
+re-sent as an upsert, which keeps the documents' original sequence ids (docs/field-notes.md), so the
 insertion order and hence the tie order is the same as without the crash. At the end the document count
 is checked against what was sent and against the expected corpus size.
 """

@@ -1,7 +1,7 @@
 """The static int8 configuration (plan section "OpenVINO int8 variant") and the pins it is checked against.
 
 The default ``OVQuantizationConfig()`` gave a minimum per-query Spearman of 0.986 against fp32 on 20 German
-queries with the stand-in (FIELD-NOTES), below the plan's 0.99. ``benchmarks/choose_int8_config.py`` tries
+queries with the stand-in (field notes), below the plan's 0.99. ``benchmarks/choose_int8_config.py`` tries
 the ``CANDIDATES`` on NoMIRACL German test queries that are neither dev queries nor calibration queries
 (never on the 20 dev queries of the reported check). The deviation entries D-022, D-033 and D-034 record the
 numbers. Every candidate was run on 2026-11-30 on this AVX2-only CPU (no VNNI) with 20 held-out queries

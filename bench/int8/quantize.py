@@ -4,7 +4,7 @@ One function, ``quantize_model``, serves both models: the plan's cross-encoder (
 ``OVModelForSequenceClassification``, calibration inputs = the tokenised (query, passage) pairs exactly as
 the fp32 adapter builds them) and the rehearsal's bi-encoder stand-in (all-MiniLM-L6-v2,
 ``OVModelForFeatureExtraction``, calibration inputs = the query and the passage of each pair, tokenised
-separately as the stand-in encodes them). Recipe (FIELD-NOTES, checked offline here): export with
+separately as the stand-in encodes them). Recipe (docs/field-notes.md, checked offline here): export with
 ``from_pretrained(dir, export=True)``, an ``nncf.Dataset`` of tokenised inputs, ``OVQuantizer.quantize``
 with ``OVQuantizationConfig`` built from ``QuantSpec``. The folder is built beside its target and swapped in
 whole; its manifest (``bench.int8.manifest``) is written last.

@@ -124,7 +124,7 @@ class ChunkedTorchReranker:
             for start in range(0, len(items), size):
                 chunk = self._chunk(query, items[start : start + size])
                 out = self._forward(chunk.features)
-                # Upcast before leaving torch: bf16/fp16 logits collapse into ties (FIELD-NOTES, mteb#4934).
+                # Upcast before leaving torch: bf16/fp16 logits collapse into ties (field notes, mteb#4934).
                 parts.append(out.detach().float().reshape(-1).cpu().numpy())
                 lengths.extend(chunk.lengths)
                 cut.extend(chunk.truncated)

@@ -8,7 +8,7 @@ comes from the local cache at the plan's ``code_revision`` and never from the hu
 Why the restore: transformers 5 builds models on the meta device and then materialises only the
 tensors found in the checkpoint. Buffers registered with ``persistent=False`` are not in the
 checkpoint, so for remote code written before that change they can stay uninitialised (arbitrary
-memory) instead of holding what ``__init__`` computed (FIELD-NOTES "Remote-code models break across
+memory) instead of holding what ``__init__`` computed (docs/field-notes.md "Remote-code models break across
 transformers major versions"). new-impl's ``NewEmbeddings.__init__`` registers ``position_ids``
 (``arange(max_position_embeddings)``) as a non-persistent buffer and calls ``self._init_rope(config)``,
 whose rotary embedding registers ``inv_freq`` and the ``cos_cached``/``sin_cached`` tables the same

@@ -99,7 +99,7 @@ def test_ltr_sum_is_left_to_right(seed: int) -> None:
 
 
 def test_ltr_sum_matches_python_311_sum() -> None:
-    """FIELD-NOTES: sum([212.30, 1.70, 209/12]) is 231.41666666666666 on 3.11 and ...69 on 3.12+."""
+    """docs/field-notes.md: sum([212.30, 1.70, 209/12]) is 231.41666666666666 on 3.11 and ...69 on 3.12+."""
     assert ltr_sum([212.30, 1.70, 209 / 12]) == 231.41666666666666
     assert math.fsum([212.30, 1.70, 209 / 12]) == 231.41666666666669
 

@@ -156,7 +156,7 @@ def test_expected_set_equals_uv_export() -> None:
 
 
 def test_markers_choose_the_locked_version_per_python() -> None:
-    """FIELD-NOTES: the lock resolves scipy 1.17.1 on 3.11 and 1.18.1 on 3.14 (dev group)."""
+    """docs/field-notes.md: the lock resolves scipy 1.17.1 on 3.11 and 1.18.1 on 3.14 (dev group)."""
     locked = packages.read_lock(REPO_ROOT / "uv.lock")
     for full, scipy in (("3.11.7", "1.17.1"), ("3.14.8", "1.18.1")):
         env = {**{k: str(v) for k, v in packages.default_environment().items()},

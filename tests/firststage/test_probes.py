@@ -1,6 +1,6 @@
 """The behavioural probes on the real Typesense 0.24.1 (issue 33 item 2).
 
-The probes must find what FIELD-NOTES says 0.24.1 does and does not honour (stem, stop-word sets, ef,
+The probes must find what docs/field-notes.md says 0.24.1 does and does not honour (stem, stop-word sets, ef,
 alpha and hnsw_params ignored, hybrid rejected; locale, drop_tokens_threshold, prefix, the tie sort and
 flat_search_cutoff honoured), plus what they found beyond it: on fields with ``locale: "de"`` 0.24.1
 applies no typo tolerance (num_typos, typo_tokens_threshold), while the same questions on fields

@@ -1,6 +1,6 @@
 """Decoder CrossEncoder path (Qwen3-Reranker and mxbai layouts) on a tiny random Qwen3ForCausalLM.
 
-Checks the traps of FIELD-NOTES: left padding with a pad token, passage-only truncation that keeps the
+Checks the traps of docs/field-notes.md: left padding with a pad token, passage-only truncation that keeps the
 instruction, query and yes/no suffix, and the deliberately wrong variants the pitfalls experiment and
 the equality checks need (they must give different scores).
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from bench.firststage.server import TypesenseServer
 
-# What the probes find on the PyPI Typesense 0.24.1 (FIELD-NOTES, D-042), shared by the probe tests and the
+# What the probes find on the PyPI Typesense 0.24.1 (field notes, D-042), shared by the probe tests and the
 # runbook's `bench doctor first-stages`: stemming, stop-word sets, ef, hnsw_params and hybrid need 26.0 or
 # later; no typo tolerance on locale fields
 HONOURED_0241 = {
