@@ -16,6 +16,7 @@ from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
 from bench.errors import BenchError
 from bench.hints import bench_command
+from bench.integrity.cli import HEADERS_OPTION
 from bench.interrupt import whole_command
 from bench.liblog import library_log
 from bench.paths import repo_root
@@ -30,13 +31,14 @@ from bench.rerankers.registry import load_reranker
               help="Qrels for recomputing results (default: found by the SHA-256 that results/quality/"
               "study.json records, among the datasets.lock files and runs/).")  # fmt: skip
 @click.option("--verbose", is_flag=True, help="Every detail line of every row (default: the first 20).")
-def audit(qrels: Path | None, verbose: bool) -> None:
+@HEADERS_OPTION
+def audit(qrels: Path | None, verbose: bool, header_file: Path | None) -> None:
     """Can I trust this repository? One table: OK / NOT YET / FAIL per check (no GPU, no network).
 
     Exit 0: every row OK; 1: a row failed; 3: nothing failed, but something is not done yet (e.g. not
     stamped, no study run committed)."""
     t0 = time.perf_counter()
-    rows = run_audit(repo_root(), qrels=qrels)
+    rows = run_audit(repo_root(), qrels=qrels, header_file=header_file)
     click.echo(format_table(rows, max_details=10**9 if verbose else 20))
     code = exit_code(rows)
     words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}

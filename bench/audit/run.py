@@ -13,12 +13,12 @@ from bench.audit.reorder import reorder_row
 from bench.audit.rows import Row
 
 
-def audit(root: Path, *, qrels: Path | None = None) -> list[Row]:
+def audit(root: Path, *, qrels: Path | None = None, header_file: Path | None = None) -> list[Row]:
     """The nine rows for the checkout at ``root``."""
     blocked = history_problem(root)
     return [
         plan_row(root, blocked),
-        timestamps_row(root, blocked),
+        timestamps_row(root, blocked, header_file),
         deviations_row(root, blocked),
         datasets_row(root),
         results_row(root, qrels),

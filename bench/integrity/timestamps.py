@@ -5,10 +5,13 @@ Plan section: preamble. Layout (repository root):
 - ``PLAN.md.ots`` commits to the SHA-256 of PLAN.md (which never changes after the first commit);
 - ``timestamps/DEVIATIONS.md/<sha256>.ots`` for every committed version of DEVIATIONS.md, named by the
   SHA-256 of that version, so old versions stay provable;
-- ``timestamps/bitcoin-merkle-roots.json`` (optional, committed by a reviewer who looked the blocks up):
-  Bitcoin attestations are then verified offline against it (format in ``bench.integrity.ots``).
+- ``timestamps/bitcoin-merkle-roots.json`` (optional): the author's own list of block merkle roots. An
+  attestation that matches it is shown as "checked against the repository's own file", never as verified:
+  only block headers the reviewer supplies (``--headers FILE`` or ``$BENCH_BITCOIN_HEADERS``, see
+  ``bench.integrity.headers``) verify, or the OpenTimestamps client against the reviewer's own node.
 
-Stamping and upgrading talk to the public calendars over HTTP; verifying is offline.
+Stamping and upgrading talk to the public calendars over HTTP; verifying is offline. Every version of
+DEVIATIONS.md is read from every commit of the history, merges included; a shallow clone is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import git
+from bench.integrity import git, headers
 from bench.integrity.ots import FAILURES, ProofReport, check_proof, load_merkle_roots, parse_proof, walk
 
 PLAN = "PLAN.md"
@@ -39,7 +42,7 @@ MERKLE_ROOTS = Path("timestamps") / "bitcoin-merkle-roots.json"
 CALENDARS: tuple[str, ...] = tuple(DEFAULT_AGGREGATORS)
 MIN_CALENDARS = 2  # as the `ots` client: a proof from one calendar alone is too easy to lose
 OFFLINE_EXIT = 2
-NOT_STAMPED_EXIT = 3  # `verify`: nothing failed, but at least one file has no proof yet
+NOT_STAMPED_EXIT = 3  # `verify`: nothing failed, but a file has no proof yet or no verified attestation
 USER_AGENT = "miracl-de-rerankers bench (python-opentimestamps)"
 
 
@@ -81,26 +84,29 @@ class VerifyResult:
         verdicts = {r.report.verdict for r in self.rows}
         if verdicts & FAILURES:
             return 1
-        if "not stamped" in verdicts:
+        if verdicts & {"not stamped", "bitcoin-unchecked"}:  # an unverified attestation is not a pass
             return NOT_STAMPED_EXIT
         return 0
 
 
-def verify_all(root: Path) -> VerifyResult:
-    """Check PLAN.md.ots and the proof of every committed DEVIATIONS.md version (history from git)."""
-    roots = load_merkle_roots(root / MERKLE_ROOTS)
+def verify_all(root: Path, header_file: Path | None = None) -> VerifyResult:
+    """Check PLAN.md.ots and the proof of every version of DEVIATIONS.md in any commit of the history.
+    ``header_file``: the reviewer's block headers (default ``$BENCH_BITCOIN_HEADERS``)."""
+    roots = headers.load_merkle_roots(header_file, root)
+    own = load_merkle_roots(root / MERKLE_ROOTS)
     result = VerifyResult()
     plan_sha = hashlib.sha256(plan_bytes(root)).hexdigest()
-    result.rows.append(Row(PLAN, check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)))
+    result.rows.append(
+        Row(PLAN, check_proof(root / PLAN_PROOF, plan_sha, roots=roots, own_roots=own, shown=PLAN_PROOF))
+    )
     expected: set[str] = set()
     for version in git.file_versions(root, DEVIATIONS):
         sha = hashlib.sha256(version.data).hexdigest()
         expected.add(sha)
         proof = deviation_proof_path(root, sha)
         label = f"{DEVIATIONS} @ {version.commit[:7]} ({version.date[:10]})"
-        result.rows.append(
-            Row(label, check_proof(proof, sha, roots=roots, shown=str(proof.relative_to(root))))
-        )
+        shown = str(proof.relative_to(root))
+        result.rows.append(Row(label, check_proof(proof, sha, roots=roots, own_roots=own, shown=shown)))
     proof_dir = root / DEVIATION_PROOFS
     if proof_dir.is_dir():
         for proof in sorted(proof_dir.iterdir()):
@@ -116,8 +122,9 @@ def verify_all(root: Path) -> VerifyResult:
 def plan_stamp_status(root: Path) -> dict[str, str]:
     """PLAN.md's stamp for manifests and the measurement guard: proof path, plan SHA-256, verdict, detail."""
     plan_sha = hashlib.sha256(plan_bytes(root)).hexdigest()
-    roots = load_merkle_roots(root / MERKLE_ROOTS)
-    report = check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)
+    roots = headers.load_merkle_roots(None, root)
+    own = load_merkle_roots(root / MERKLE_ROOTS)
+    report = check_proof(root / PLAN_PROOF, plan_sha, roots=roots, own_roots=own, shown=PLAN_PROOF)
     return {"proof": PLAN_PROOF, "plan_sha256": plan_sha, "verdict": report.verdict, "detail": report.detail}
 
 
