@@ -50,14 +50,15 @@ def plan_in_every_commit(root: Path, first: str) -> str | None:
     plan_blob = dict(zip((c for c, _ in commits), blobs, strict=True))[first]
     for (commit, _), blob in zip(commits, blobs, strict=True):
         if blob != plan_blob:
-            what = "has no PLAN.md" if blob is None else "holds a PLAN.md that differs from the first commit's"
+            what = "has no PLAN.md" if blob is None else (
+                "holds a PLAN.md that differs from the first commit's")
             return (f"commit {commit[:7]} {what} {first[:7]} (`git log --full-history -m -- PLAN.md` lists "
                     "it); the plan must never change, not even for a while")  # fmt: skip
     plan_date = dt.datetime.fromisoformat(dict(commits)[first])
     for commit, date in commits:
         if dt.datetime.fromisoformat(date) < plan_date:
-            return (f"commit {commit[:7]} is dated {date}, before the plan's commit {first[:7]} ({plan_date}): "
-                    "the history claims work before the plan")  # fmt: skip
+            return (f"commit {commit[:7]} is dated {date}, before the plan's commit {first[:7]} "
+                    f"({plan_date}): the history claims work before the plan")  # fmt: skip
     return None
 
 
@@ -191,8 +192,8 @@ def version_problems(versions: list[git.FileVersion], current: bytes) -> list[st
         commit_day = version.date[:10]  # the committer's own calendar day
         for m in _ENTRY_DATE.finditer(version.data.decode("utf-8", errors="replace")):
             if m.group(1) not in dated and m.group(2) > commit_day:
-                problems.append(f"{label}: {m.group(1)} is dated {m.group(2)}, after the commit that added it "
-                                f"({commit_day})")  # fmt: skip
+                problems.append(f"{label}: {m.group(1)} is dated {m.group(2)}, after the commit that added "
+                                f"it ({commit_day})")  # fmt: skip
             dated.add(m.group(1))
     return problems
 

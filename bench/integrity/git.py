@@ -59,7 +59,7 @@ SHALLOW = "shallow clone: the history is incomplete; run `git fetch --unshallow`
 
 
 def require_full_history(root: Path) -> None:
-    """BenchError (one line with the fix) in a shallow clone: what it lists of the history is not all of it."""
+    """BenchError (one line with the fix) in a shallow clone: what it lists of the history is not all."""
     if run_git(root, "rev-parse", "--is-shallow-repository", check=False).strip() == b"true":
         raise BenchError(f"{root}: {SHALLOW}")
 

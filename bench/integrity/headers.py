@@ -72,15 +72,15 @@ def parse_headers(text: str, name: str) -> dict[int, bytes]:
             continue
         m = _LINE.match(line)
         if m is None:
-            raise BenchError(f"{name} line {lineno}: expected 'HEIGHT HEADER' (HEADER: 160 hex digits, the raw "
-                             "80-byte header as `bitcoin-cli getblockheader HASH false` prints it)")  # fmt: skip
+            raise BenchError(f"{name} line {lineno}: expected 'HEIGHT HEADER' (HEADER: 160 hex digits, the "
+                             "raw 80-byte header as `bitcoin-cli getblockheader HASH false` prints it)")
         height, header = int(m.group(1)), bytes.fromhex(m.group(2))
         if height in headers and headers[height] != header:
             raise BenchError(f"{name} line {lineno}: a second, different header for height {height}")
         problem = header_problem(header)
         if problem:
-            raise BenchError(f"{name} line {lineno}: the header of height {height} is not a valid block header: "
-                             f"{problem}; copy it again from your node")  # fmt: skip
+            raise BenchError(f"{name} line {lineno}: the header of height {height} is not a valid block "
+                             f"header: {problem}; copy it again from your node")
         headers[height] = header
     for height, header in headers.items():
         parent = headers.get(height - 1)
@@ -99,7 +99,9 @@ def load_merkle_roots(path: Path | None, root: Path) -> dict[int, bytes] | None:
     if path is None:
         return None
     if not path.is_file():
-        raise BenchError(f"{path}: no such block-header file (--headers / {HEADERS_ENV}); give the file you made")
+        raise BenchError(
+            f"{path}: no such block-header file (--headers / {HEADERS_ENV}); give the file you made"
+        )
     _refuse_committed(path, root)
     try:
         text = path.read_text(encoding="utf-8")

@@ -226,11 +226,11 @@ def check_proof(
             name, expected_sha256, "empty", "proof has no pending or Bitcoin attestation", atts
         )
     if n["ok"]:
-        return ProofReport(name, expected_sha256, "verified",
-                           f"{n['ok']} Bitcoin attestation(s) verified against your block headers", atts)  # fmt: skip
+        detail = f"{n['ok']} Bitcoin attestation(s) verified against your block headers"
+        return ProofReport(name, expected_sha256, "verified", detail, atts)
     if n["own"] or n["unchecked"]:
         own = "; matches the repository's own merkle-roots file only" if n["own"] else ""
-        return ProofReport(name, expected_sha256, "bitcoin-unchecked",
-                           f"Bitcoin attestation not verified{own}: run `{ots_command(name, expected_sha256)}` "
-                           "with your own bitcoind, or pass --headers FILE", atts)  # fmt: skip
+        detail = (f"Bitcoin attestation not verified{own}: run `{ots_command(name, expected_sha256)}` with "
+                  "your own bitcoind, or pass --headers FILE")  # fmt: skip
+        return ProofReport(name, expected_sha256, "bitcoin-unchecked", detail, atts)
     return ProofReport(name, expected_sha256, "pending", "only pending calendar attestations", atts)

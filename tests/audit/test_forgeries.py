@@ -169,11 +169,13 @@ def test_bad_proof_files_fail_naming_the_file(
 
 
 def test_a_reverted_plan_change_fails_row_1_naming_the_commit(tmp_git_repo: Callable[..., Path]) -> None:
-    root = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}, {"PLAN.md": PLAN.replace("body", "b0dy")}])
+    edited = PLAN.replace("body", "b0dy")
+    root = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}, {"PLAN.md": edited}])
     changed = git(root, "rev-parse", "HEAD").strip()
     git(root, "revert", "--no-edit", "HEAD")
     row = plan_row(root, history_problem(root))
-    assert row.verdict == "FAIL" and row.reason.startswith(f"commit {changed[:7]} holds a PLAN.md that differs")
+    assert row.verdict == "FAIL"
+    assert row.reason.startswith(f"commit {changed[:7]} holds a PLAN.md that differs")
 
 
 def test_a_plan_change_inside_a_merge_fails_row_1(tmp_git_repo: Callable[..., Path]) -> None:
@@ -304,5 +306,5 @@ def test_row_4_says_when_the_hub_files_are_not_in_the_lock() -> None:
     lock = json.loads((REPO_ROOT / "datasets.lock").read_text())
     if any(e.get("base") == "hub" for e in lock["entries"].values()):
         pytest.skip("the hub snapshots are locked in this checkout")
-    assert row.verdict == "OK" and "the hub snapshots are not yet in datasets.lock at all (runbook step 2" in (
-        row.reason)
+    assert row.verdict == "OK"
+    assert "the hub snapshots are not yet in datasets.lock at all (runbook step 2" in row.reason
