@@ -71,7 +71,7 @@ def stamp_commit(root: Path) -> tuple[str | None, list[str]]:
     the first run, or a digest that is not that commit's analysis code."""
     if STAMP_FILE not in git.commit_files(root, "HEAD"):
         return None, []
-    added = _log(root, "--diff-filter=A", "--", STAMP_FILE)[-1]
+    added = _log(root, "-1", "--diff-filter=A", "--", STAMP_FILE)[0]  # the add of the file as it is now
     problems = []
     first_run = _log(root, "--reverse", "--diff-filter=A", "--", RUN_GLOB)[:1]
     after = first_run and git.run_git(root, "rev-list", f"{first_run[0]}..{added}").strip()
