@@ -5,6 +5,8 @@ Plan section: preamble. Layout (repository root):
 - ``PLAN.md.ots`` commits to the SHA-256 of PLAN.md (which never changes after the first commit);
 - ``timestamps/DEVIATIONS.md/<sha256>.ots`` for every committed version of DEVIATIONS.md, named by the
   SHA-256 of that version, so old versions stay provable;
+- ``timestamps/analysis-code.json.ots`` for ``timestamps/analysis-code.json``, the analysis code's record
+  (``analysis code-digest``, runbook step 1), when that file exists;
 - ``timestamps/bitcoin-merkle-roots.json`` (optional): the author's own list of block merkle roots. An
   attestation that matches it is shown as "checked against the repository's own file", never as verified:
   only block headers the reviewer supplies (``--headers FILE`` or ``$BENCH_BITCOIN_HEADERS``, see
@@ -39,6 +41,7 @@ DEVIATIONS = "DEVIATIONS.md"
 PLAN_PROOF = "PLAN.md.ots"
 DEVIATION_PROOFS = Path("timestamps") / DEVIATIONS
 MERKLE_ROOTS = Path("timestamps") / "bitcoin-merkle-roots.json"
+ANALYSIS_CODE = Path("timestamps") / "analysis-code.json"  # `analysis code-digest`'s record (runbook step 1)
 CALENDARS: tuple[str, ...] = tuple(DEFAULT_AGGREGATORS)
 MIN_CALENDARS = 2  # as the `ots` client: a proof from one calendar alone is too easy to lose
 OFFLINE_EXIT = 2
@@ -107,6 +110,12 @@ def verify_all(root: Path, header_file: Path | None = None) -> VerifyResult:
         label = f"{DEVIATIONS} @ {version.commit[:7]} ({version.date[:10]})"
         shown = str(proof.relative_to(root))
         result.rows.append(Row(label, check_proof(proof, sha, roots=roots, own_roots=own, shown=shown)))
+    code = root / ANALYSIS_CODE
+    if code.is_file() and not code.is_symlink():  # the analysis code's record, stamped before step 4
+        sha = hashlib.sha256(code.read_bytes()).hexdigest()
+        proof = f"{ANALYSIS_CODE}.ots"
+        report = check_proof(root / proof, sha, roots=roots, own_roots=own, shown=proof)
+        result.rows.append(Row(str(ANALYSIS_CODE), report))
     proof_dir = root / DEVIATION_PROOFS
     if proof_dir.is_dir():
         for proof in sorted(proof_dir.iterdir()):
@@ -209,6 +218,8 @@ def stamp(root: Path, file: str, **kwargs: object) -> list[Path]:
 
 def all_proofs(root: Path) -> list[Path]:
     proofs = [root / PLAN_PROOF] if (root / PLAN_PROOF).exists() else []
+    if (root / f"{ANALYSIS_CODE}.ots").is_file():
+        proofs.append(root / f"{ANALYSIS_CODE}.ots")
     if (root / DEVIATION_PROOFS).is_dir():
         proofs += sorted((root / DEVIATION_PROOFS).glob("*.ots"))
     return proofs

@@ -35,7 +35,8 @@ def test_deviations_row(tmp_git_repo: Callable[..., Path]) -> None:
         [{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}, {"DEVIATIONS.md": DEV + ENTRY.format(section="Data")}]
     )
     row = deviations_row(good, None, TODAY)
-    assert row.verdict == "OK" and row.reason.startswith("1 entries, every plan section exists; 2 versions in the history")
+    assert row.verdict == "OK"
+    assert row.reason.startswith("1 entries, every plan section exists; 2 versions in the history")
     bad = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV + ENTRY.format(section="Costs")}])
     row = deviations_row(bad, None, TODAY)
     assert row.verdict == "FAIL"

@@ -300,8 +300,8 @@ def check_audit(step: Step, command: str, out: str) -> None:
     """The end of the runbook: every audit row OK except the timestamps (NOT YET: nothing is stamped
     offline, the proofs stay pending)."""
     rows = {int(m[1]): (m[2].strip(), m[3], m[4]) for m in map(AUDIT_ROW.match, out.splitlines()) if m}
-    if sorted(rows) != list(range(1, 10)):
-        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-9:\n{out}")
+    if sorted(rows) != list(range(1, 11)):
+        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-10:\n{out}")
     wrong = {n: r for n, r in rows.items() if r[1] != ("NOT YET" if n == 2 else "OK")}
     if wrong:
         fail(step, command, None, f"audit rows not as expected (row 2 NOT YET, the rest OK): {wrong}\n{out}")
@@ -312,16 +312,18 @@ def check_audit(step: Step, command: str, out: str) -> None:
 
 def stamp(study: Study, args: list[str]) -> None:
     """`timestamps stamp FILE` needs the calendars: a pending proof of FILE's bytes, where the command writes
-    it (PLAN.md.ots; timestamps/DEVIATIONS.md/<sha256>.ots for the committed version)."""
+    it (PLAN.md.ots; timestamps/DEVIATIONS.md/<sha256>.ots for the committed version; FILE.ots otherwise)."""
     import hashlib
 
     target = args[2]
     data = (study.root / target).read_bytes()
     if target == "PLAN.md":
         ministudy.write_proof(data, study.root / "PLAN.md.ots")
-    else:
+    elif target == "DEVIATIONS.md":
         sha = hashlib.sha256(data).hexdigest()
         ministudy.write_proof(data, study.root / "timestamps" / "DEVIATIONS.md" / f"{sha}.ots")
+    else:  # any other file (the analysis code's record, issue 39): FILE.ots
+        ministudy.write_proof(data, study.root / f"{target}.ots")
 
 
 def upgrade(study: Study, args: list[str]) -> None:
