@@ -10,9 +10,10 @@ the files with the one documented command, review ``git diff tests/golden`` and 
 That run rewrites tests/golden/report/ and then fails on purpose (a regeneration is never silent, and never
 passes as a test run). The record of the analysis code that every file carries (``analysis.codeinfo``: commit,
 dirty flag, two digests) changes from commit to commit: the test asserts that each file carries a well-formed
-one and compares (and stores) it as the placeholder ``PLACEHOLDER``. The PNG figures are not compared byte for byte (their bytes depend on the Pillow or
-matplotlib, freetype, zlib and libpng builds): the golden folder lists their names (figures.txt) and the
-test checks that exactly those are written and that each is a PNG of the size recorded there.
+one and compares (and stores) it as the placeholder ``PLACEHOLDER``. The PNG figures are not compared byte for
+byte (their bytes depend on the Pillow or matplotlib, freetype, zlib and libpng builds): the golden folder
+lists their names (figures.txt) and the test checks that exactly those are written and that each is a PNG of
+the size recorded there.
 """
 
 from __future__ import annotations
