@@ -188,7 +188,7 @@ def well_formed(record: object) -> bool:
         return False
     hex64 = re.compile(r"[0-9a-f]{64}")
     commit, dirty = record["commit"], record["dirty"]
-    return (all(isinstance(record[k], str) and hex64.fullmatch(record[k]) for k in ("analysis_digest",
+    return bool(all(isinstance(record[k], str) and hex64.fullmatch(record[k]) for k in ("analysis_digest",
                                                                                    "packages_digest"))
             and (commit is None or (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit)))
             and (dirty is None or isinstance(dirty, bool)))  # fmt: skip

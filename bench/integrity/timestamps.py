@@ -113,8 +113,8 @@ def verify_all(root: Path, header_file: Path | None = None) -> VerifyResult:
     code = root / ANALYSIS_CODE
     if code.is_file() and not code.is_symlink():  # the analysis code's record, stamped before step 4
         sha = hashlib.sha256(code.read_bytes()).hexdigest()
-        proof = f"{ANALYSIS_CODE}.ots"
-        report = check_proof(root / proof, sha, roots=roots, own_roots=own, shown=proof)
+        code_proof = f"{ANALYSIS_CODE}.ots"
+        report = check_proof(root / code_proof, sha, roots=roots, own_roots=own, shown=code_proof)
         result.rows.append(Row(str(ANALYSIS_CODE), report))
     proof_dir = root / DEVIATION_PROOFS
     if proof_dir.is_dir():
