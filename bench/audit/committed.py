@@ -139,6 +139,11 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
     if not runs and not quality:
         others = f"; {len(results)} other result files are checked by rows 6 and 7" if results else ""
         return Row(5, check, "NOT YET", f"no study run committed yet (no runs/, no results/quality/){others}")
+    links = non_regular_files(root)
+    if links:  # a linked run or result is not what the repository commits: row 7 names each
+        first = next(iter(links.values()))
+        return Row(5, check, "FAIL", f"{len(links)} committed file(s) are not regular files; first: {first}",
+                   tuple(links.values()))  # fmt: skip
     if not (root / RESULTS / STUDY_JSON).is_file():
         report = analysis_command("report", "--runs", "runs", "--qrels", "QRELS", "--out", "results")
         return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `{report}` and commit "

@@ -228,7 +228,10 @@ def all_proofs(root: Path) -> list[Path]:
 def upgrade_proof(path: Path, *, timeout: float = 10.0) -> tuple[bool, list[str], int]:
     """Ask each pending attestation's calendar for the completed timestamp and merge it in.
 
-    Returns (changed, messages, number of calendars that could not be reached)."""
+    Returns (changed, messages, number of calendars that could not be reached); ValueError for a proof that
+    is a link or not a regular file."""
+    if path.is_symlink() or not path.is_file():
+        raise ValueError("not a regular proof file (a link or a directory): replace it with the proof itself")
     dtf = parse_proof(path.read_bytes())
     changed = False
     messages: list[str] = []

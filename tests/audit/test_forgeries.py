@@ -18,8 +18,9 @@ from opentimestamps.core.op import OpSHA256
 from opentimestamps.core.serialize import BytesSerializationContext
 from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 
-from bench.audit.committed import datasets_row, ids_only_row
+from bench.audit.committed import datasets_row, ids_only_row, results_row
 from bench.audit.history import deviations_row, history_problem, plan_row, timestamps_row
+from bench.audit.reorder import reorder_row
 from bench.audit.rows import exit_code
 from bench.cli import cli
 from bench.integrity import git as bgit
@@ -296,9 +297,12 @@ def test_a_committed_link_fails_row_7_with_its_own_message(
     row = ids_only_row(root)
     assert row.verdict == "FAIL" and row.reason.startswith(
         "1 problem(s); first: runs/hybrid-71k/bge-v2-m3@20.trec: committed as a symbolic link")
+    for other in (results_row(root), reorder_row(root)):  # rows 5 and 9 do not pass it either
+        assert other.verdict == "FAIL" and "committed as a symbolic link" in other.reason, other
     outside.unlink()  # a machine without the target: the same message, not `git checkout`
-    row = ids_only_row(root)
-    assert "symbolic link" in row.reason and "git checkout" not in row.reason and "rename" not in row.reason
+    for other in (ids_only_row(root), results_row(root), reorder_row(root)):
+        assert other.verdict == "FAIL" and "symbolic link" in other.reason, other
+        assert "git checkout" not in other.reason and "rename" not in other.reason
 
 
 def test_row_4_says_when_the_hub_files_are_not_in_the_lock() -> None:
