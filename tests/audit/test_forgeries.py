@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -132,6 +133,9 @@ def test_reviewer_block_headers_verify_and_are_checked(
     verdicts = {r.file: r.report.verdict for r in timestamps.verify_all(root, good).rows}
     assert verdicts["PLAN.md"] == "verified"
     assert [v for k, v in verdicts.items() if k != "PLAN.md"] == ["bitcoin mismatch"]  # another root there
+    code, out = cli_run(root, "audit", "--headers", str(good), monkeypatch=monkeypatch)
+    row2 = r"^ 2  timestamps .* FAIL .*1 bitcoin mismatch, 1 verified"
+    assert code == 1 and re.search(row2, out, re.M), out
     broken = tmp_path / "broken.txt"
     orphan = mined_header(b"\x22" * 32, plan_root)
     broken.write_text(f"{FORGED_HEIGHT - 1} {before.hex()}\n{FORGED_HEIGHT} {orphan.hex()}\n")
