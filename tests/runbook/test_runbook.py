@@ -392,9 +392,9 @@ def first_stage(study: Study, args: list[str]) -> None:
     corpus by word overlap with the query (ties by passage id), run tag first-stage/<stage>; the record names
     what made it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository, and
     carries the mode the author's run records (measurement) so that `bench latency first-stage` publishes it.
-    Its latency section is measured, not invented: the real first-stage code (``run_stage``, keyword-
-    plain-71k, the one stage 0.24.1 can run) times every query against the loopback PyPI Typesense 0.24.1, and
-    the section says so (``stand_in``)."""
+    Its latency section is measured, not invented: the real first-stage code (``run_stage``,
+    keyword-plain-71k, the one stage 0.24.1 can run) times every query against the loopback PyPI Typesense
+    0.24.1, and the section says so (``stand_in``)."""
     import hashlib
 
     from bench.provenance import collect_manifest
