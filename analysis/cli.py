@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis import codeinfo
+from analysis.atomic import write_json_atomic
+from analysis.codeinfo import code_record
 from analysis.costs.cli import cost_inputs, costs_options
 from analysis.judged import human_agreement, read_human, read_labels, summarise
 from analysis.judged import markdown as judged_markdown
@@ -142,6 +145,21 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
     check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
     if check["passed"] is not True:
         raise click.ClickException("the report was written, but " + "\n".join(verdict_lines(check)))
+
+
+@cli.command("code-digest")
+@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the record (the runbook: timestamps/analysis-code.json, then stamped).")
+@_user_errors
+def code_digest_cmd(out_file: Path) -> None:
+    """Write the analysis code's record (commit, digest of analysis/ and of the locked packages it imports),
+    to be timestamped before the first measurement; refuses uncommitted changes to analysis/ or uv.lock."""
+    record = code_record()
+    if record["commit"] is None or record["dirty"] is not False:
+        raise ValueError(f"{codeinfo.REPO}: analysis/ or uv.lock has uncommitted changes (or this is not a "
+                         "git checkout); commit them, then run `analysis code-digest` again")  # fmt: skip
+    write_json_atomic(out_file, {codeinfo.KEY: record})
+    click.echo(f"{out_file}: analysis digest {record['analysis_digest']} at commit {record['commit'][:12]}")
 
 
 @cli.command("check-pytrec")

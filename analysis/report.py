@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis import judged, pitfalls
 from analysis.atomic import built_beside, write_bytes_atomic, write_json_atomic
+from analysis.codeinfo import code_record, stamp_tree
 from analysis.costs.report import check_missing, compute_costs, write_costs
 from analysis.int8.comparison import compare_int8
 from analysis.int8.comparison import markdown as int8_markdown
@@ -332,6 +333,7 @@ def write_report(
     with built_beside(out_dir, OWNED) as build:
         _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
                        header_lines=header_lines, figures=figures, options=options)
+        stamp_tree(build, code_record())  # every file names the code that wrote it (analysis.codeinfo)
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"

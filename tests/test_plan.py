@@ -35,11 +35,26 @@ def plan_problems(root: Path) -> list[str]:
     worktree = root / PLAN
     if worktree.exists() and worktree.read_bytes() != original:
         problems.append(f"{PLAN} in the working tree differs from the first commit")
+    problems += _changed_in_some_commit(root, first)
     title = original.decode("utf-8").splitlines()[0].removeprefix("# ").strip()
     subject = _git(root, "log", "-1", "--format=%s", first).decode().strip()
     if subject != title:
         problems.append(f"first commit message {subject!r} is not the plan's title {title!r}")
     return problems
+
+
+def _changed_in_some_commit(root: Path, first: str) -> list[str]:
+    """Every commit of the history (merges and both of their sides: ``git rev-list`` walks all parents) must
+    hold the first commit's PLAN.md blob; a change that was later reverted still fails (issue 39)."""
+    commits = _git(root, "rev-list", "--topo-order", "--reverse", "HEAD").decode().split()
+    query = "".join(f"{c}:{PLAN}\n" for c in commits).encode()
+    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check=%(objectname)"], input=query,
+                         capture_output=True, check=True).stdout.decode().splitlines()  # fmt: skip
+    blob = _git(root, "rev-parse", f"{first}:{PLAN}").decode().strip()
+    for commit, line in zip(commits, out, strict=True):
+        if line != blob:
+            return [f"commit {commit[:7]} holds a {PLAN} that is not the first commit's"]
+    return []
 
 
 def _ls_head(root: Path) -> list[str]:
@@ -99,3 +114,27 @@ def test_wrong_first_commit_message_fails(tmp_git_repo: Callable[..., Path]) -> 
 
 def _first(root: Path) -> str:
     return _git(root, "rev-list", "--max-parents=0", "HEAD").decode().split()[0]
+
+
+def test_a_reverted_plan_change_fails(tmp_git_repo: Callable[..., Path]) -> None:
+    """Issue 39: change the plan, commit, `git revert`: HEAD is identical again, the history is not."""
+    root = tmp_git_repo([{PLAN: TITLE}, {PLAN: TITLE + "x\n"}, {PLAN: TITLE}], messages=["A plan", "e", "r"])
+    changed = _git(root, "rev-parse", "HEAD~1").decode().strip()
+    assert plan_problems(root) == [f"commit {changed[:7]} holds a PLAN.md that is not the first commit's"]
+
+
+def test_a_plan_change_inside_a_merge_fails(tmp_git_repo: Callable[..., Path]) -> None:
+    root = tmp_git_repo([{PLAN: TITLE}, {"a": "1"}], messages=["A plan", "a"])
+    _git(root, "checkout", "-q", "-b", "side", "HEAD~1")
+    (root / "b").write_text("2")
+    _git(root, "add", "b")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "b")
+    _git(root, "checkout", "-q", "main")
+    _git(root, "merge", "--no-ff", "--no-commit", "side")
+    (root / PLAN).write_text(TITLE + "merged\n")
+    _git(root, "add", PLAN)
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "merge")
+    merge = _git(root, "rev-parse", "HEAD").decode().strip()
+    (root / PLAN).write_text(TITLE)
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "restore")
+    assert plan_problems(root) == [f"commit {merge[:7]} holds a PLAN.md that is not the first commit's"]

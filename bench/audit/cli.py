@@ -18,6 +18,7 @@ from bench.audit.run import audit as run_audit
 from bench.audit.steps import with_steps
 from bench.errors import BenchError
 from bench.hints import bench_command
+from bench.integrity.cli import HEADERS_OPTION
 from bench.interrupt import whole_command
 from bench.liblog import library_log
 from bench.paths import repo_root
@@ -37,7 +38,10 @@ from bench.rerankers.bm25 import BM25_ID
 @click.option("--root", "study_root", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="The repository to audit (default: this one, or $BENCH_ROOT), e.g. the "
               "example study.")  # fmt: skip
-def audit(qrels: Path | None, verbose: bool, example: Path | None, study_root: Path | None) -> None:
+@HEADERS_OPTION
+def audit(
+    qrels: Path | None, verbose: bool, example: Path | None, study_root: Path | None, header_file: Path | None
+) -> None:
     """Can I trust this repository? One table: OK / NOT YET / FAIL per check (no GPU, no network).
 
     Exit 0: every row OK; 1: a row failed; 3: nothing failed, but something is not done yet (e.g. not
@@ -48,7 +52,7 @@ def audit(qrels: Path | None, verbose: bool, example: Path | None, study_root: P
         root = build_example(example, repo_root())
         click.echo(f"EXAMPLE study built in {root} ({time.perf_counter() - t0:.1f} s); its audit "
                    f"(again: `bench audit --root {root}`):\n")  # fmt: skip
-    rows = with_steps(run_audit(root, qrels=qrels), repo_root())
+    rows = with_steps(run_audit(root, qrels=qrels, header_file=header_file), repo_root())
     click.echo(format_table(rows, max_details=10**9 if verbose else 20))
     code = exit_code(rows)
     words = {0: "all checks OK", 1: "a check FAILED", 3: "nothing failed; something is NOT YET done"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import analysis.report as report_mod
+from analysis.codeinfo import without_record
 from analysis.report import REPORT_ENTRIES, write_report
 from bench.audit.rows import Row, Verdict
 from bench.codeversion import code_digest
@@ -88,6 +90,9 @@ def datasets_row(root: Path) -> Row:
                    tuple(problems))  # fmt: skip
     if not entries:
         return Row(4, check, "FAIL", f"{LOCK_NAME} lists no file")
+    if not any(e.base == "hub" for e in entries.values()):
+        return Row(4, check, "OK", f"{ok} files match; the hub snapshots are not yet in {LOCK_NAME} at all "
+                   "(runbook step 2, `data fetch` then `data lock`, adds them)")  # fmt: skip
     return Row(4, check, "OK", f"{ok} files match; {len(not_fetched)} hub files not fetched (not checked)",
                tuple(not_fetched))  # fmt: skip
 
@@ -134,6 +139,11 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
     if not runs and not quality:
         others = f"; {len(results)} other result files are checked by rows 6 and 7" if results else ""
         return Row(5, check, "NOT YET", f"no study run committed yet (no runs/, no results/quality/){others}")
+    links = non_regular_files(root)
+    if links:  # a linked run or result is not what the repository commits: row 7 names each
+        first = next(iter(links.values()))
+        return Row(5, check, "FAIL", f"{len(links)} committed file(s) are not regular files; first: {first}",
+                   tuple(links.values()))  # fmt: skip
     if not (root / RESULTS / STUDY_JSON).is_file():
         report = analysis_command("report", "--runs", "runs", "--qrels", "QRELS", "--out", "results")
         return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `{report}` and commit "
@@ -215,7 +225,9 @@ def recompute(root: Path, qrels: Path, results: list[str]) -> tuple[list[str], i
                     failed += 1
                     details.append(f"FAIL results/{rel}: produced by analysis report but not committed")
             else:
-                same = committed.read_bytes() == (out / rel).read_bytes()
+                # which code wrote them is row 10's question (analysis.codeinfo): compared without it here
+                ours, theirs = committed.read_bytes(), (out / rel).read_bytes()
+                same = without_record(rel, ours) == without_record(rel, theirs)
                 failed += not same
                 details.append(f"{'OK  ' if same else 'FAIL'} results/{rel}"
                                + ("" if same else ": differs from the recomputed file"))  # fmt: skip
@@ -420,17 +432,71 @@ def _is_number(s: str) -> bool:
     return True
 
 
+def non_regular_files(root: Path, folders: tuple[str, ...] = (RUNS, RESULTS)) -> dict[str, str]:
+    """Committed entries under ``folders`` that are not regular files (git mode 100644/100755): a symbolic
+    link (mode 120000, possibly to a file outside the repository) or a submodule (160000), with the
+    problem."""
+    if not git.is_repo(root):
+        return {}
+    out = git.run_git(root, "ls-files", "-s", "-z", "--", *folders).decode("utf-8", errors="replace")
+    found: dict[str, str] = {}
+    for entry in (e for e in out.split("\0") if e):
+        meta, rel = entry.split("\t", 1)
+        mode = meta.split(" ")[0]
+        if mode == "120000":
+            target = os.readlink(root / rel) if (root / rel).is_symlink() else "?"
+            found[rel] = (f"{rel}: committed as a symbolic link (to {target}), not as the file itself: a "
+                          "reviewer without the target cannot check it; `git rm --cached` it and commit the "
+                          "file's own bytes")  # fmt: skip
+        elif mode not in ("100644", "100755"):
+            found[rel] = f"{rel}: committed as git mode {mode} (not a regular file); commit a regular file"
+    return found
+
+
+def _run_place(rel: str) -> str | None:
+    """The run tag a run file's place asks for: ``<stage>/<model>@<k>`` (``first-stage/<stage>`` for a
+    first stage) for ``<run folder>/<stage>/<name>.trec``, None for a file in no such place."""
+    folder = next((f for f in sorted(set(RUN_FOLDERS.values()), key=len, reverse=True)
+                   if rel.startswith(f"{f}/")), None)  # fmt: skip
+    if folder is None or not rel.endswith(".trec"):
+        return None
+    inner = rel.removeprefix(f"{folder}/").removesuffix(".trec")
+    return inner if inner.count("/") == 1 else None
+
+
+def run_tag_problems(rel: str, text: str) -> list[str]:
+    """Every line's run tag (the sixth column) must be what the file's place says, ``<stage>/<model>@<k>``:
+    a run file moved or swapped to another model's or depth's name is named (first offending line)."""
+    expected = _run_place(rel)
+    if expected is None:
+        return []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        cols = line.split()
+        if len(cols) == 6 and cols[5] != expected:
+            return [f"{rel} line {lineno}: run tag {cols[5]!r} is not {expected!r}, which its place "
+                    "(<stage>/<model>@<k>) says: the file belongs to another run; put it back where its "
+                    "tag says"]  # fmt: skip
+    return []
+
+
 def ids_only_row(root: Path) -> Row:
     check = "committed runs and results hold ids and numbers only"
     files = tracked(root, RUNS) + tracked(root, RESULTS)
     queries, prefixes = known_texts(root)
     problems: list[str] = []
+    links = non_regular_files(root)
     for rel in files:
         path = root / rel
+        if rel in links:
+            problems.append(links[rel])
+            continue
         if not path.is_file():
             problems.append(f"{rel}: tracked by git but missing here (`git checkout -- {rel}`)")
             continue
-        problems += file_problems(rel, path.read_bytes(), queries, prefixes)
+        data = path.read_bytes()
+        problems += file_problems(rel, data, queries, prefixes)
+        if rel.endswith(".trec"):
+            problems += run_tag_problems(rel, data.decode("utf-8", errors="replace"))
     study = study_files(files)
     if problems:
         return Row(7, check, "FAIL", f"{len(problems)} problem(s); first: {problems[0]}", tuple(problems))

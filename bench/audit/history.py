@@ -15,6 +15,7 @@ from bench.audit.rows import Row
 from bench.errors import BenchError
 from bench.hints import hint
 from bench.integrity import git
+from bench.integrity.ots import ots_command
 from bench.integrity.timestamps import verify_all
 
 PLAN = "PLAN.md"
@@ -41,8 +42,28 @@ def history_problem(root: Path) -> str | None:
     return None
 
 
+def plan_in_every_commit(root: Path, first: str) -> str | None:
+    """The first commit of the history (merges and both of their sides included) whose PLAN.md is not
+    byte-identical to the first commit's, or one dated before the plan's commit; None when there is none."""
+    commits = git.history(root)
+    blobs = git.blobs_at(root, [c for c, _ in commits], PLAN)
+    plan_blob = dict(zip((c for c, _ in commits), blobs, strict=True))[first]
+    for (commit, _), blob in zip(commits, blobs, strict=True):
+        if blob != plan_blob:
+            what = "has no PLAN.md" if blob is None else (
+                "holds a PLAN.md that differs from the first commit's")
+            return (f"commit {commit[:7]} {what} {first[:7]} (`git log --full-history -m -- PLAN.md` lists "
+                    "it); the plan must never change, not even for a while")  # fmt: skip
+    plan_date = dt.datetime.fromisoformat(dict(commits)[first])
+    for commit, date in commits:
+        if dt.datetime.fromisoformat(date) < plan_date:
+            return (f"commit {commit[:7]} is dated {date}, before the plan's commit {first[:7]} "
+                    f"({plan_date}): the history claims work before the plan")  # fmt: skip
+    return None
+
+
 def plan_row(root: Path, blocked: str | None) -> Row:
-    check = "PLAN.md is the first commit, alone, unchanged"
+    check = "PLAN.md is the first commit, alone, unchanged in every commit"
     if blocked:
         return Row(1, check, "FAIL", blocked)
     roots = git.run_git(root, "rev-list", "--max-parents=0", "HEAD").decode().split()
@@ -60,16 +81,20 @@ def plan_row(root: Path, blocked: str | None) -> Row:
     worktree = root / PLAN
     if not worktree.is_file() or worktree.read_bytes() != original:
         return Row(1, check, "FAIL", f"{PLAN} in the working tree differs from the first commit {first[:7]}")
-    return Row(1, check, "OK", f"first commit {first[:7]} holds only {PLAN}; HEAD and working tree identical")
+    problem = plan_in_every_commit(root, first)
+    if problem:
+        return Row(1, check, "FAIL", problem)
+    return Row(1, check, "OK", f"first commit {first[:7]} holds only {PLAN}; every commit, HEAD and the "
+               "working tree hold it byte for byte")  # fmt: skip
 
 
-def timestamps_row(root: Path, blocked: str | None) -> Row:
+def timestamps_row(root: Path, blocked: str | None, header_file: Path | None = None) -> Row:
     check = "timestamps (PLAN.md.ots, every DEVIATIONS.md version)"
     if blocked:
         return Row(2, check, "FAIL", blocked)
 
     try:
-        result = verify_all(root)
+        result = verify_all(root, header_file)
     except BenchError as exc:
         return Row(2, check, "FAIL", exc.message.splitlines()[0])
     details = tuple(f"{r.file}: {r.report.verdict} ({r.report.detail})" for r in result.rows)
@@ -80,9 +105,14 @@ def timestamps_row(root: Path, blocked: str | None) -> Row:
     code = result.exit_code
     if code == 1:
         return Row(2, check, "FAIL", f"{summary}; see `{hint('timestamps verify')}`", details)
-    if code == 3:
+    if "not stamped" in counts:
         return Row(2, check, "NOT YET", f"{summary}: stamp on a machine with internet "
                    f"(`{hint('timestamps stamp PLAN.md')}`, `... DEVIATIONS.md`)", details)  # fmt: skip
+    if code == 3:  # attested, but not verified against block headers the reviewer trusts
+        first = next(r.report for r in result.rows if r.report.verdict == "bitcoin-unchecked")
+        return Row(2, check, "NOT YET", f"{summary}: no Bitcoin attestation is verified until you check it "
+                   f"against your own node: run `{ots_command(first.proof, first.expected_sha256)}` (and so "
+                   "on for each proof, see details) or pass --headers FILE", details)  # fmt: skip
     if "pending" in counts:  # a calendar's promise proves nothing until its Bitcoin attestation is merged in
         return Row(2, check, "NOT YET", f"{summary}: the Bitcoin attestations arrive hours after stamping; "
                    f"run `{hint('timestamps upgrade')}` a day later and commit", details)  # fmt: skip
@@ -143,6 +173,31 @@ def deviation_problems(text: str, headings: set[str], today: dt.date) -> list[st
     return problems
 
 
+_ENTRY_DATE = re.compile(r"^## (D-\d{3}):.*\n- date: (\d{4}-\d{2}-\d{2})$", re.M)
+
+
+def version_problems(versions: list[git.FileVersion], current: bytes) -> list[str]:
+    """Each version (every commit of the history, merges included, in commit order) must be a prefix of
+    the next one and of the current file; an entry must not be dated after the commit that first held it."""
+    problems: list[str] = []
+    dated: set[str] = set()
+    for n, version in enumerate(versions):
+        label = f"{DEVIATIONS} of commit {version.commit[:7]} ({version.date[:10]})"
+        nxt = versions[n + 1] if n + 1 < len(versions) else None
+        if not current.startswith(version.data.rstrip(b"\n")):
+            problems.append(f"{label} was edited or removed later, not appended to: the current file does "
+                            "not start with it")  # fmt: skip
+        elif nxt is not None and not nxt.data.startswith(version.data.rstrip(b"\n")):
+            problems.append(f"{label} is not a prefix of the next version (commit {nxt.commit[:7]})")
+        commit_day = version.date[:10]  # the committer's own calendar day
+        for m in _ENTRY_DATE.finditer(version.data.decode("utf-8", errors="replace")):
+            if m.group(1) not in dated and m.group(2) > commit_day:
+                problems.append(f"{label}: {m.group(1)} is dated {m.group(2)}, after the commit that added "
+                                f"it ({commit_day})")  # fmt: skip
+            dated.add(m.group(1))
+    return problems
+
+
 def deviations_row(root: Path, blocked: str | None, today: dt.date | None = None) -> Row:
     check = "DEVIATIONS.md valid, only appended to"
     if blocked:
@@ -155,15 +210,13 @@ def deviations_row(root: Path, blocked: str | None, today: dt.date | None = None
     headings = plan_headings((root / PLAN).read_text(encoding="utf-8"))
     problems = [f"{DEVIATIONS} {p}" for p in deviation_problems(current.decode("utf-8"), headings, today)]
     versions = git.file_versions(root, DEVIATIONS)
-    for version in versions:
-        if not current.startswith(version.data.rstrip(b"\n")):
-            problems.append(f"{DEVIATIONS} of commit {version.commit[:7]} ({version.date[:10]}) was edited, "
-                            "not appended to: the current file does not start with it")  # fmt: skip
+    problems += version_problems(versions, current)
     entries = sum(1 for line in current.decode("utf-8").splitlines() if _HEADING.match(line))
     if problems:
         return Row(3, check, "FAIL", problems[0], tuple(problems))
-    return Row(3, check, "OK", f"{entries} entries, every plan section exists; {len(versions)} committed "
-               "versions, each a prefix of the current file")  # fmt: skip
+    return Row(3, check, "OK", f"{entries} entries, every plan section exists; {len(versions)} versions in "
+               "the history (merges included), each a prefix of the next and of the current file; no entry "
+               "dated after its commit")  # fmt: skip
 
 
 def licences_row(root: Path) -> Row:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from analysis.reordering import CandidateIndex, check_reordering, read_ids
 from analysis.trec import TrecFormatError
-from bench.audit.committed import RUNS, tracked
+from bench.audit.committed import RUNS, non_regular_files, tracked
 from bench.audit.rows import Row
 from bench.paths import RUN_FOLDERS
 
@@ -46,9 +46,12 @@ def reorder_row(root: Path) -> Row:
     firsts: dict[str, CandidateIndex | str] = {}
     details: list[str] = []
     failed = 0
+    links = non_regular_files(root)  # a committed link cannot be checked here: its own message (row 7's)
     for rel, stage, depth in runs:
         problem = None
-        if depth == 0:
+        if rel in links or f"{FIRST_STAGE}/{stage}.trec" in links:
+            problem = links.get(rel) or links[f"{FIRST_STAGE}/{stage}.trec"]
+        elif depth == 0:
             problem = f"{rel}: not named <run id>@<k>.trec, so its depth k is unknown; rename it"
         else:
             first = firsts.get(stage)

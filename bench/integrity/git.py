@@ -51,31 +51,55 @@ class FileVersion:
 
     commit: str
     date: str  # committer date, ISO 8601
-    path: str  # path in that commit (renames followed)
+    path: str  # path in that commit
     data: bytes
 
 
+SHALLOW = "shallow clone: the history is incomplete; run `git fetch --unshallow` and try again"
+
+
+def require_full_history(root: Path) -> None:
+    """BenchError (one line with the fix) in a shallow clone: what it lists of the history is not all."""
+    if run_git(root, "rev-parse", "--is-shallow-repository", check=False).strip() == b"true":
+        raise BenchError(f"{root}: {SHALLOW}")
+
+
+def history(root: Path) -> list[tuple[str, str]]:
+    """(commit, committer date ISO 8601) of every commit reachable from HEAD, merges and both sides of
+    them included, parents before children (``git rev-list --topo-order --reverse``)."""
+    require_full_history(root)
+    out = run_git(root, "rev-list", "--topo-order", "--reverse", "--format=%H %cI", "HEAD").decode()
+    rows = [line.split(" ", 1) for line in out.splitlines() if line and not line.startswith("commit ")]
+    return [(c, d) for c, d in rows]
+
+
+def blobs_at(root: Path, commits: list[str], path: str) -> list[str | None]:
+    """The blob id of ``path`` in each commit (None where the commit does not hold it), in one git call."""
+    if not commits:
+        return []
+    query = "".join(f"{c}:{path}\n" for c in commits).encode()
+    proc = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+                          input=query, capture_output=True, check=False)  # fmt: skip
+    lines = proc.stdout.decode(errors="replace").splitlines()
+    if proc.returncode != 0 or len(lines) != len(commits):
+        raise BenchError(f"`git cat-file --batch-check` failed in {root}: {proc.stderr.decode().strip()}")
+    return [ln.split(" ")[0] if ln.endswith(" blob") else None for ln in lines]
+
+
 def file_versions(root: Path, path: str) -> list[FileVersion]:
-    """Every committed version of ``path`` (oldest first), following renames; deletions are skipped."""
-    out = run_git(root, "log", "--follow", "--format=%x00%H %cI", "--name-status", "-M", "--", path)
-    text = out.decode(errors="replace")
-    versions: list[FileVersion] = []
-    for block in text.split("\0"):
-        lines = [ln for ln in block.splitlines() if ln.strip()]
-        if not lines:
-            continue
-        commit, date = lines[0].split(" ", 1)
-        status = lines[1].split("\t") if len(lines) > 1 else ["M", path]
-        if status[0].startswith("D"):
-            continue
-        name = status[-1]
-        data = run_git(root, "show", f"{commit}:{name}")
-        versions.append(FileVersion(commit, date, name, data))
-    versions.reverse()
-    return versions
+    """Every distinct version of ``path`` held by any commit of the history (merges and both of their sides
+    included, so a version that only a merge wrote is listed), oldest first: each labelled with the first
+    commit, in topological order, that holds it. Refuses a shallow clone (BenchError)."""
+    commits = history(root)
+    seen: dict[str, tuple[str, str]] = {}
+    for (commit, date), blob in zip(commits, blobs_at(root, [c for c, _ in commits], path), strict=True):
+        if blob is not None and blob not in seen:
+            seen[blob] = (commit, date)
+    return [FileVersion(c, d, path, run_git(root, "cat-file", "blob", b)) for b, (c, d) in seen.items()]
 
 
 def first_commit(root: Path) -> str:
+    require_full_history(root)
     out = run_git(root, "rev-list", "--max-parents=0", "HEAD").decode().split()
     if len(out) != 1:
         raise BenchError(f"expected exactly one root commit in {root}, found {len(out)}: {out}")

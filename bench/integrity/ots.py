@@ -2,8 +2,11 @@
 
 Plan section: preamble ("timestamped with OpenTimestamps"). A proof is checked for: parseable file (magic
 bytes, version, no truncation or trailing bytes), a SHA-256 file digest equal to the expected one, and its
-attestations. A Bitcoin attestation is verified offline only against a committed file of block merkle roots
-(``timestamps/bitcoin-merkle-roots.json``); without it, it is listed as "unchecked", never as verified.
+attestations. A Bitcoin attestation is verified only against block headers the reviewer supplies
+(``bench.integrity.headers``: a file they made from their own node); without them it is "bitcoin-unchecked"
+(NOT YET, with the ``ots verify`` command that checks it against the reviewer's node), never verified. A
+committed file of merkle roots (``timestamps/bitcoin-merkle-roots.json``) is the author's own data: an
+attestation that matches it is shown as "checked against the repository's own file", still not verified.
 
 Merkle-roots file format (JSON)::
 
@@ -129,41 +132,81 @@ def walk(timestamp: Timestamp) -> Iterator[Timestamp]:
         yield from walk(child)
 
 
+def ots_command(proof: str, expected_sha256: str) -> str:
+    """The OpenTimestamps client's command that verifies ``proof`` against the reviewer's own bitcoind."""
+    return f"ots verify -d {expected_sha256} {proof}"
+
+
+def _bitcoin(
+    msg: bytes, height: int, roots: Mapping[int, bytes] | None, own: Mapping[int, bytes] | None
+) -> tuple[Attestation, str]:
+    """One Bitcoin attestation's line and its outcome: "ok", "bad", "own" (matches the repository's own
+    file only) or "unchecked"."""
+    shown = msg[::-1].hex()
+    if roots is not None and height in roots:
+        if len(msg) == 32 and msg == roots[height]:
+            return Attestation("bitcoin", str(height), "ok (merkle root of your block header)"), "ok"
+        return Attestation("bitcoin", str(height), f"MISMATCH (proof commits to {shown}, your block header "
+                           f"holds {roots[height][::-1].hex()})"), "bad"  # fmt: skip
+    where = "no block header supplied" if roots is None else "height not in your block-header file"
+    if own is not None and height in own:
+        if len(msg) == 32 and msg == own[height]:
+            return Attestation("bitcoin", str(height), f"unchecked ({where}; checked against the "
+                               "repository's own file, which is not a verification)"), "own"  # fmt: skip
+        return Attestation("bitcoin", str(height), f"MISMATCH (proof commits to {shown}; the repository's "
+                           "own merkle-roots file holds another root)"), "bad"  # fmt: skip
+    return Attestation("bitcoin", str(height), f"unchecked ({where})"), "unchecked"
+
+
 def _attestations(
-    timestamp: Timestamp, roots: Mapping[int, bytes] | None
-) -> tuple[tuple[Attestation, ...], int, int]:
-    """Attestations, number of Bitcoin attestations verified against ``roots``, number that mismatch."""
+    timestamp: Timestamp, roots: Mapping[int, bytes] | None, own: Mapping[int, bytes] | None = None
+) -> tuple[tuple[Attestation, ...], dict[str, int]]:
+    """Attestations, and how many Bitcoin attestations had each outcome (see ``_bitcoin``)."""
     found: list[Attestation] = []
-    ok = bad = 0
+    outcomes = {"ok": 0, "bad": 0, "own": 0, "unchecked": 0}
     for msg, att in sorted(timestamp.all_attestations(), key=lambda ma: repr(ma[1])):
         if isinstance(att, PendingAttestation):
             found.append(Attestation("pending", att.uri, "pending"))
         elif isinstance(att, BitcoinBlockHeaderAttestation):
-            height = str(att.height)
-            if roots is None:
-                found.append(Attestation("bitcoin", height, "unchecked (no merkle-roots file)"))
-            elif att.height not in roots:
-                found.append(Attestation("bitcoin", height, "unchecked (height not in merkle-roots file)"))
-            elif len(msg) == 32 and msg == roots[att.height]:
-                ok += 1
-                found.append(Attestation("bitcoin", height, "ok (merkle root matches)"))
-            else:
-                bad += 1
-                found.append(Attestation("bitcoin", height, f"MISMATCH (proof commits to {msg[::-1].hex()})"))
+            line, outcome = _bitcoin(msg, att.height, roots, own)
+            found.append(line)
+            outcomes[outcome] += 1
         else:
             found.append(Attestation("other", repr(att), "other (not checked)"))
-    return tuple(found), ok, bad
+    return tuple(found), outcomes
+
+
+def _read(proof_path: Path) -> bytes | str:
+    """The proof's bytes, or why it is not a proof file (a link, a directory, unreadable)."""
+    if proof_path.is_symlink():
+        return "a symbolic link, not a proof file: commit the proof itself in its place"
+    if not proof_path.is_file():
+        return "not a regular file (a directory?): remove it and commit the proof file in its place"
+    try:
+        return proof_path.read_bytes()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
 
 
 def check_proof(
-    proof_path: Path, expected_sha256: str, *, roots: Mapping[int, bytes] | None, shown: str | None = None
+    proof_path: Path,
+    expected_sha256: str,
+    *,
+    roots: Mapping[int, bytes] | None,
+    shown: str | None = None,
+    own_roots: Mapping[int, bytes] | None = None,
 ) -> ProofReport:
-    """The verdict on ``proof_path`` for a file whose SHA-256 should be ``expected_sha256``."""
+    """The verdict on ``proof_path`` for a file whose SHA-256 should be ``expected_sha256``. ``roots``: merkle
+    roots from the reviewer's block headers (the only ones that verify); ``own_roots``: the repository's own
+    merkle-roots file (shown, never verifying)."""
     name = shown or str(proof_path)
-    if not proof_path.exists():
+    if not proof_path.exists() and not proof_path.is_symlink():
         return ProofReport(name, expected_sha256, "not stamped", "proof file absent")
+    data = _read(proof_path)
+    if isinstance(data, str):
+        return ProofReport(name, expected_sha256, "corrupt", f"{name} is {data}")
     try:
-        dtf = parse_proof(proof_path.read_bytes())
+        dtf = parse_proof(data)
     except ValueError as exc:
         return ProofReport(name, expected_sha256, "corrupt", str(exc))
     if not isinstance(dtf.file_hash_op, OpSHA256):
@@ -173,19 +216,21 @@ def check_proof(
     got = dtf.file_digest.hex()
     if got != expected_sha256:
         return ProofReport(name, expected_sha256, "wrong digest", f"proof commits to {got}")
-    atts, ok, bad = _attestations(dtf.timestamp, roots)
-    if bad:
+    atts, n = _attestations(dtf.timestamp, roots, own_roots)
+    if n["bad"]:
         return ProofReport(
-            name, expected_sha256, "bitcoin mismatch", f"{bad} Bitcoin attestation(s) mismatch", atts
+            name, expected_sha256, "bitcoin mismatch", f"{n['bad']} Bitcoin attestation(s) mismatch", atts
         )
     if not any(a.kind in ("pending", "bitcoin") for a in atts):
         return ProofReport(
             name, expected_sha256, "empty", "proof has no pending or Bitcoin attestation", atts
         )
-    if ok:
-        return ProofReport(name, expected_sha256, "verified", f"{ok} Bitcoin attestation(s) verified", atts)
-    if any(a.kind == "bitcoin" for a in atts):
-        return ProofReport(
-            name, expected_sha256, "bitcoin-unchecked", "Bitcoin attestation not checked", atts
-        )
+    if n["ok"]:
+        detail = f"{n['ok']} Bitcoin attestation(s) verified against your block headers"
+        return ProofReport(name, expected_sha256, "verified", detail, atts)
+    if n["own"] or n["unchecked"]:
+        own = "; matches the repository's own merkle-roots file only" if n["own"] else ""
+        detail = (f"Bitcoin attestation not verified{own}: run `{ots_command(name, expected_sha256)}` with "
+                  "your own bitcoind, or pass --headers FILE")  # fmt: skip
+        return ProofReport(name, expected_sha256, "bitcoin-unchecked", detail, atts)
     return ProofReport(name, expected_sha256, "pending", "only pending calendar attestations", atts)

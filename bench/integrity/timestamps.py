@@ -5,10 +5,15 @@ Plan section: preamble. Layout (repository root):
 - ``PLAN.md.ots`` commits to the SHA-256 of PLAN.md (which never changes after the first commit);
 - ``timestamps/DEVIATIONS.md/<sha256>.ots`` for every committed version of DEVIATIONS.md, named by the
   SHA-256 of that version, so old versions stay provable;
-- ``timestamps/bitcoin-merkle-roots.json`` (optional, committed by a reviewer who looked the blocks up):
-  Bitcoin attestations are then verified offline against it (format in ``bench.integrity.ots``).
+- ``timestamps/analysis-code.json.ots`` for ``timestamps/analysis-code.json``, the analysis code's record
+  (``analysis code-digest``, runbook step 1), when that file exists;
+- ``timestamps/bitcoin-merkle-roots.json`` (optional): the author's own list of block merkle roots. An
+  attestation that matches it is shown as "checked against the repository's own file", never as verified:
+  only block headers the reviewer supplies (``--headers FILE`` or ``$BENCH_BITCOIN_HEADERS``, see
+  ``bench.integrity.headers``) verify, or the OpenTimestamps client against the reviewer's own node.
 
-Stamping and upgrading talk to the public calendars over HTTP; verifying is offline.
+Stamping and upgrading talk to the public calendars over HTTP; verifying is offline. Every version of
+DEVIATIONS.md is read from every commit of the history, merges included; a shallow clone is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 from analysis.atomic import write_bytes_atomic
 from bench.errors import BenchError
 from bench.hints import hint
-from bench.integrity import git
+from bench.integrity import git, headers
 from bench.integrity.ots import FAILURES, ProofReport, check_proof, load_merkle_roots, parse_proof, walk
 
 PLAN = "PLAN.md"
@@ -36,10 +41,11 @@ DEVIATIONS = "DEVIATIONS.md"
 PLAN_PROOF = "PLAN.md.ots"
 DEVIATION_PROOFS = Path("timestamps") / DEVIATIONS
 MERKLE_ROOTS = Path("timestamps") / "bitcoin-merkle-roots.json"
+ANALYSIS_CODE = Path("timestamps") / "analysis-code.json"  # `analysis code-digest`'s record (runbook step 1)
 CALENDARS: tuple[str, ...] = tuple(DEFAULT_AGGREGATORS)
 MIN_CALENDARS = 2  # as the `ots` client: a proof from one calendar alone is too easy to lose
 OFFLINE_EXIT = 2
-NOT_STAMPED_EXIT = 3  # `verify`: nothing failed, but at least one file has no proof yet
+NOT_STAMPED_EXIT = 3  # `verify`: nothing failed, but a file has no proof yet or no verified attestation
 USER_AGENT = "miracl-de-rerankers bench (python-opentimestamps)"
 
 
@@ -81,26 +87,35 @@ class VerifyResult:
         verdicts = {r.report.verdict for r in self.rows}
         if verdicts & FAILURES:
             return 1
-        if "not stamped" in verdicts:
+        if verdicts & {"not stamped", "bitcoin-unchecked"}:  # an unverified attestation is not a pass
             return NOT_STAMPED_EXIT
         return 0
 
 
-def verify_all(root: Path) -> VerifyResult:
-    """Check PLAN.md.ots and the proof of every committed DEVIATIONS.md version (history from git)."""
-    roots = load_merkle_roots(root / MERKLE_ROOTS)
+def verify_all(root: Path, header_file: Path | None = None) -> VerifyResult:
+    """Check PLAN.md.ots and the proof of every version of DEVIATIONS.md in any commit of the history.
+    ``header_file``: the reviewer's block headers (default ``$BENCH_BITCOIN_HEADERS``)."""
+    roots = headers.load_merkle_roots(header_file, root)
+    own = load_merkle_roots(root / MERKLE_ROOTS)
     result = VerifyResult()
     plan_sha = hashlib.sha256(plan_bytes(root)).hexdigest()
-    result.rows.append(Row(PLAN, check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)))
+    result.rows.append(
+        Row(PLAN, check_proof(root / PLAN_PROOF, plan_sha, roots=roots, own_roots=own, shown=PLAN_PROOF))
+    )
     expected: set[str] = set()
     for version in git.file_versions(root, DEVIATIONS):
         sha = hashlib.sha256(version.data).hexdigest()
         expected.add(sha)
         proof = deviation_proof_path(root, sha)
         label = f"{DEVIATIONS} @ {version.commit[:7]} ({version.date[:10]})"
-        result.rows.append(
-            Row(label, check_proof(proof, sha, roots=roots, shown=str(proof.relative_to(root))))
-        )
+        shown = str(proof.relative_to(root))
+        result.rows.append(Row(label, check_proof(proof, sha, roots=roots, own_roots=own, shown=shown)))
+    code = root / ANALYSIS_CODE
+    if code.is_file() and not code.is_symlink():  # the analysis code's record, stamped before step 4
+        sha = hashlib.sha256(code.read_bytes()).hexdigest()
+        code_proof = f"{ANALYSIS_CODE}.ots"
+        report = check_proof(root / code_proof, sha, roots=roots, own_roots=own, shown=code_proof)
+        result.rows.append(Row(str(ANALYSIS_CODE), report))
     proof_dir = root / DEVIATION_PROOFS
     if proof_dir.is_dir():
         for proof in sorted(proof_dir.iterdir()):
@@ -116,8 +131,9 @@ def verify_all(root: Path) -> VerifyResult:
 def plan_stamp_status(root: Path) -> dict[str, str]:
     """PLAN.md's stamp for manifests and the measurement guard: proof path, plan SHA-256, verdict, detail."""
     plan_sha = hashlib.sha256(plan_bytes(root)).hexdigest()
-    roots = load_merkle_roots(root / MERKLE_ROOTS)
-    report = check_proof(root / PLAN_PROOF, plan_sha, roots=roots, shown=PLAN_PROOF)
+    roots = headers.load_merkle_roots(None, root)
+    own = load_merkle_roots(root / MERKLE_ROOTS)
+    report = check_proof(root / PLAN_PROOF, plan_sha, roots=roots, own_roots=own, shown=PLAN_PROOF)
     return {"proof": PLAN_PROOF, "plan_sha256": plan_sha, "verdict": report.verdict, "detail": report.detail}
 
 
@@ -202,6 +218,8 @@ def stamp(root: Path, file: str, **kwargs: object) -> list[Path]:
 
 def all_proofs(root: Path) -> list[Path]:
     proofs = [root / PLAN_PROOF] if (root / PLAN_PROOF).exists() else []
+    if (root / f"{ANALYSIS_CODE}.ots").is_file():
+        proofs.append(root / f"{ANALYSIS_CODE}.ots")
     if (root / DEVIATION_PROOFS).is_dir():
         proofs += sorted((root / DEVIATION_PROOFS).glob("*.ots"))
     return proofs
@@ -210,7 +228,10 @@ def all_proofs(root: Path) -> list[Path]:
 def upgrade_proof(path: Path, *, timeout: float = 10.0) -> tuple[bool, list[str], int]:
     """Ask each pending attestation's calendar for the completed timestamp and merge it in.
 
-    Returns (changed, messages, number of calendars that could not be reached)."""
+    Returns (changed, messages, number of calendars that could not be reached); ValueError for a proof that
+    is a link or not a regular file."""
+    if path.is_symlink() or not path.is_file():
+        raise ValueError("not a regular proof file (a link or a directory): replace it with the proof itself")
     dtf = parse_proof(path.read_bytes())
     changed = False
     messages: list[str] = []

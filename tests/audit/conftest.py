@@ -1,7 +1,8 @@
 """A small committed study in a temporary git repository, built from a real rehearsal's outputs.
 
-History: 1 PLAN.md alone (the real plan), 2 DEVIATIONS.md, datasets.lock, the bundled data, licences and
-the README/LICENSE of runs/ and results/, 3 the study: a rehearsal's quality phase (its own functions, see
+History: 1 PLAN.md alone (the real plan), 2 DEVIATIONS.md, datasets.lock, the bundled data, licences,
+the README/LICENSE of runs/ and results/, the analysis code, uv.lock and its record
+(timestamps/analysis-code.json, not stamped), 3 the study: a rehearsal's quality phase (its own functions, see
 ``rehearsal_quality_phase``) run with this repository as its root
 (so its manifest names this history's commit and hashes), its run files under runs/, and under results/
 what `analysis report --runs runs --out results` writes from them, plus the rehearsal's manifest. The
@@ -11,6 +12,7 @@ qrels stay outside (passed with --qrels).
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import codeinfo
 from analysis.report import write_report
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
@@ -26,7 +29,7 @@ from tests.support.rehearsal import write_mini_beir
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
 SETUP_FILES = ("DEVIATIONS.md", "datasets.lock", "LICENSE", "LICENSES", "runs/README.md", "runs/LICENSE",
-               "results/README.md", "results/LICENSE", "data/bundled")  # fmt: skip
+               "results/README.md", "results/LICENSE", "data/bundled", "analysis", "uv.lock")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class StudyRepo:
 def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_dir():
-        shutil.copytree(src, dst)
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
     else:
         shutil.copy2(src, dst)
 
@@ -91,6 +94,10 @@ def build_study_repo(base: Path) -> StudyRepo:
     git(root, "commit", "-q", "-m", PLAN_TITLE)
     for rel in SETUP_FILES:
         _copy(REPO_ROOT / rel, root / rel)
+    # the analysis code on record before the study (runbook step 1; audit row 10, issue 39)
+    (root / "timestamps").mkdir()
+    record = {codeinfo.KEY: codeinfo.code_record(root)}
+    (root / "timestamps" / "analysis-code.json").write_text(json.dumps(record))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "deviations, lock, data, licences")
     # 3 queries and 10 NoMIRACL passages: `bench reproduce` (test_reproduce) reruns the stand-in on them

