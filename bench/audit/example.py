@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from analysis import codeinfo
+from analysis.atomic import write_json_atomic
 from analysis.report import write_report
 from analysis.trec import write_run
 from bench.errors import BenchError
@@ -97,7 +99,7 @@ def _first_stage(queries: dict[str, str], corpus: list[Any], path: Path) -> Path
     run = {q: [(corpus[int(i)].docid, float(s)) for i, s in zip(ranked[n], scores[n], strict=True) if s > 0]
            for n, q in enumerate(qids)}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_run(path, run, tag=STAGE)
+    write_run(path, run, tag=f"first-stage/{STAGE}")  # as `bench first-stage` tags it (audit row 7)
     return path
 
 
@@ -122,6 +124,19 @@ def _study(root: Path, work: Path) -> Path:
     return work
 
 
+def _analysis_on_record(root: Path) -> None:
+    """The analysis code that writes the example's results (the running package's files, as audit row 10
+    recomputes them from the example's history), uv.lock, and the record runbook step 1 stamps
+    (``timestamps/analysis-code.json``), all committed before the runs."""
+    for rel, data in codeinfo.working_files(codeinfo.REPO).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    shutil.copy2(codeinfo.REPO / "uv.lock", root / "uv.lock")
+    stamp = root / "timestamps" / "analysis-code.json"
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(stamp, {codeinfo.KEY: codeinfo.code_record()})
+
+
 def build_example(target: Path, repo: Path) -> Path:
     """Build the example study in ``target`` (a new folder outside ``repo``); returns its root."""
     root = check_target(target, repo)
@@ -138,7 +153,9 @@ def build_example(target: Path, repo: Path) -> Path:
             shutil.copy2(src, dst)
     commit = _git(repo, "rev-parse", "--short", "HEAD") if (repo / ".git").exists() else "unknown"
     (root / "README.md").write_text(README.format(commit=commit), encoding="utf-8")
-    _commit(root, "deviations, lock, bundled data, licences (copied from the repository)")
+    _analysis_on_record(root)
+    _commit(root, "deviations, lock, bundled data, licences, the analysis code and its record (copied from "
+            "the repository)")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-example-") as tmp:
         work = _study(root, Path(tmp) / "study")
         shutil.copytree(work / "runs", root / "runs", dirs_exist_ok=True)

@@ -12,9 +12,10 @@ from bench.errors import BenchError
 from bench.runbook import RUNBOOK, Step, read_runbook
 
 # row number -> the runbook step that completes it. Row 2 has two: "stamp" writes the proofs, "stamp-later"
-# upgrades them to Bitcoin attestations. Results (5), manifests (6) and the reranked runs (9) are committed by
-# the quality phase and the report; the report's step is the one that ends with them in git.
-STEPS: dict[int, str] = {2: "stamp-later", 4: "data", 5: "report", 6: "report", 9: "quality"}
+# upgrades them to Bitcoin attestations. Results (5), manifests (6), the reranked runs (9) and the analysis
+# code recorded in the results (10) are committed by the quality phase and the report; the report's step is
+# the one that ends with them in git.
+STEPS: dict[int, str] = {2: "stamp-later", 4: "data", 5: "report", 6: "report", 9: "quality", 10: "report"}
 NOT_STAMPED = "not stamped"
 
 
