@@ -14,13 +14,14 @@ figure; so does the first-stage row of the stages whose passages the flagged emb
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis import judged, pitfalls
-from analysis.atomic import built_beside, write_bytes_atomic, write_json_atomic
+from analysis.atomic import built_beside, out_lock, write_bytes_atomic, write_json_atomic
 from analysis.costs.report import check_missing, compute_costs, write_costs
 from analysis.int8.comparison import compare_int8
 from analysis.int8.comparison import markdown as int8_markdown
@@ -316,6 +317,18 @@ def write_report(
     embedder is a stand-in, passes its own).
     """
     runs_dir, qrels_path, out_dir = Path(runs_dir), Path(qrels_path), Path(out_dir)
+    with out_lock(out_dir) as recovered:  # one report into --out at a time (analysis.atomic.out_lock)
+        for line in recovered:
+            print(f"Warning: {line}", file=sys.stderr)
+        return _write_report_locked(runs_dir, qrels_path, out_dir, title=title, header_lines=header_lines,
+                                    flags=flags, figures=figures, stage_flags=stage_flags,
+                                    section_options=section_options, costs=costs, latency_dir=latency_dir)
+
+
+def _write_report_locked(runs_dir: Path, qrels_path: Path, out_dir: Path, *, title: str | None,
+                         header_lines: Sequence[str], flags: Mapping[str, str] | None, figures: bool,
+                         stage_flags: Mapping[str, str] | None, section_options: Mapping[str, Any] | None,
+                         costs: CostInputs | None, latency_dir: Path | None) -> Path:
     check_out_dir(out_dir, folder_files={e: OWNED_FOLDERS[e] for e in OWNED if e in OWNED_FOLDERS},
                   files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
                   inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir})
@@ -335,6 +348,20 @@ def write_report(
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"
+
+
+def _dropped_entries(out_dir: Path, build: Path) -> list[str]:
+    """The entries of an earlier report in ``out_dir`` (costs.json, latency-summary/, ...) that this report
+    does not write, so the swap removes them; said aloud (a warning line and study.json's
+    ``removed_from_earlier_report``): a rerun without ``--prices`` or ``--latency`` drops them."""
+    sections = [e for sec in SECTIONS for e in sec.entries]
+    dropped = [e for e in sections if ((out_dir / e).exists() or (out_dir / e).is_symlink())
+               and not (build / e).exists()]
+    for entry in dropped:
+        print(f"Warning: {out_dir / entry}: an earlier report's {entry} that this report does not write "
+              "(no --prices / --latency / input for it this time) is removed with the swap; pass its inputs "
+              "again to keep it", file=sys.stderr)
+    return dropped
 
 
 def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
@@ -400,5 +427,10 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
                             options)
     for section in SECTIONS:
         md += section.write(context)
+    dropped = _dropped_entries(options["out_dir"], out_dir)
+    if dropped:
+        study["removed_from_earlier_report"] = dropped
+        md += ["Removed from the earlier report in this folder (not produced by this one): "
+               + ", ".join(dropped), ""]
     write_json_atomic(out_dir / "quality" / "study.json", study)
     write_bytes_atomic(out_dir / "report.md", ("\n".join(md).rstrip() + "\n").encode("utf-8"))
