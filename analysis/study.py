@@ -326,7 +326,13 @@ def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int
 
 def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:
     """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
-    judgments = Judgments.from_qrels(read_qrels(qrels_path))
+    qrels = read_qrels(qrels_path)
+    if not any(label > 0 for judged in qrels.values() for label in judged.values()):
+        raise ValueError(f"{qrels_path}: expected at least one relevant judgment (label above 0), found none "
+                         f"among {sum(map(len, qrels.values()))}: every metric would be 0 and the best model "
+                         "a tie broken by name. Fix: pass the study's qrels "
+                         "(labels 1 and above mark relevant passages)")
+    judgments = Judgments.from_qrels(qrels)
     stages = load_stages(runs_dir, judgments)
     analyse_stages(stages, len(judgments.qids))
     inputs = {"qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
