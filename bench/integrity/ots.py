@@ -96,11 +96,14 @@ def load_merkle_roots(path: Path) -> dict[int, bytes] | None:
         raise BenchError(f"{path}: 'roots' must map block heights to merkle roots.")
     out: dict[int, bytes] = {}
     for height, root in roots.items():
-        if not (isinstance(height, str) and height.isdigit()):
-            raise BenchError(f"{path}: block height {height!r} is not a non-negative integer string.")
+        if not (isinstance(height, str) and re.fullmatch(r"[0-9]+", height)):  # "²".isdigit() is True
+            shown = repr(height) if len(height) <= 40 else f"{height[:40]!r}…({len(height)} characters)"
+            raise BenchError(f"{path}: block height {shown} is not a non-negative integer of ASCII digits. "
+                             "Fix: write each block height in decimal digits 0-9, e.g. \"840000\"")
         if not (isinstance(root, str) and re.fullmatch(r"[0-9a-f]{64}", root)):
             raise BenchError(
-                f"{path}: merkle root of block {height} must be 64 lower-case hex digits, got {root!r}."
+                f"{path}: merkle root of block {height} must be 64 lower-case hex digits, got "
+                f"{str(root)[:80]!r}."
             )
         out[int(height)] = bytes.fromhex(root)[::-1]
     return out
@@ -160,12 +163,19 @@ def check_proof(
 ) -> ProofReport:
     """The verdict on ``proof_path`` for a file whose SHA-256 should be ``expected_sha256``."""
     name = shown or str(proof_path)
-    if not proof_path.exists():
+    if not proof_path.exists() and not proof_path.is_symlink():
         return ProofReport(name, expected_sha256, "not stamped", "proof file absent")
+    if not proof_path.is_file():  # a folder, a dangling link, a FIFO: never opened (issue 41)
+        kind = "a folder" if proof_path.is_dir() else "a dangling link" if proof_path.is_symlink() else (
+            "not a regular file")
+        return ProofReport(name, expected_sha256, "corrupt", f"{kind} where the proof file belongs; move it "
+                           "away and stamp again")
     try:
         dtf = parse_proof(proof_path.read_bytes())
     except ValueError as exc:
         return ProofReport(name, expected_sha256, "corrupt", str(exc))
+    except OSError as exc:
+        return ProofReport(name, expected_sha256, "corrupt", f"unreadable ({exc.strerror or exc})")
     if not isinstance(dtf.file_hash_op, OpSHA256):
         return ProofReport(
             name, expected_sha256, "wrong digest", f"proof hashes with {dtf.file_hash_op}, not SHA-256"
