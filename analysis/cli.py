@@ -7,6 +7,7 @@ a message naming the file, the line and the fix. Needs only numpy, click and mat
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -143,7 +144,13 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
 
 
 def _os_error_line(exc: OSError, out_dir: Path, had_report: bool) -> str:
-    where = f"{exc.filename}: " if exc.filename else f"{out_dir}: "
+    """One line for a full disk, a read-only folder: the file of --out being written (not the temporary
+    build folder beside it, which is removed), and whether an earlier report is there (issue 41)."""
+    name = str(exc.filename) if exc.filename else ""
+    build = re.search(rf"/\.{re.escape(out_dir.name)}\.[a-z0-9_]{{8}}\.build(/|$)", name)
+    if build is not None:
+        name = f"{out_dir / name[build.end():]} (being built beside {out_dir})"
+    where = f"{name}: " if name else f"{out_dir}: "
     kept = (f"the earlier report in {out_dir} is left as it was" if had_report
             else f"no report was written to {out_dir}")
     return (f"{where}{exc.strerror or exc} ({type(exc).__name__}); {kept}. Fix: check the path, free space "

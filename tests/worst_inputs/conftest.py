@@ -30,11 +30,13 @@ def run(args: list[str], root: Path | None = None, **kw: object) -> subprocess.C
                           text=True, timeout=600, **kw)  # type: ignore[call-overload]  # fmt: skip
 
 
-def one_line(proc: subprocess.CompletedProcess[str], *needles: str, code: int = 1) -> str:
-    """The process exited ``code`` with one ``Error:`` line (and no traceback) holding every needle."""
+def one_line(proc: subprocess.CompletedProcess[str], *needles: str, code: int = 1,
+             progress: tuple[str, ...] = ()) -> str:
+    """The process exited ``code`` with one ``Error:`` line (and no traceback) holding every needle; lines
+    starting with ``Warning: `` or one of ``progress`` (a command's own progress lines) aside."""
     assert proc.returncode == code, f"exit {proc.returncode} (<0: a signal)\n{proc.stdout}\n{proc.stderr}"
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith("Warning: ")]
+    lines = [x for x in proc.stderr.strip().splitlines() if not x.startswith(("Warning: ", *progress))]
     assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
     for needle in needles:
         assert needle in lines[0], lines[0]
