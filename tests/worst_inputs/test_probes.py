@@ -147,7 +147,7 @@ def test_another_run_tag_on_one_line_is_refused(study: Path, tmp_path: Path) -> 
 def test_env_uid_gid_without_values_is_not_prepared(tmp_path: Path, env: str) -> None:
     (tmp_path / ".env").write_text(env)
     found = _prepare(tmp_path)
-    assert found.missing and all("with a number" in what for what, _ in found.missing), found
+    assert found.missing and all("line holds no number" in what for what, _ in found.missing), found
     (tmp_path / ".env").write_text("UID=1000\nGID=1000\n")
     assert not _prepare(tmp_path).missing
 
