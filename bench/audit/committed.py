@@ -370,8 +370,7 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     if suffix == ".trec":  # the column rule of the report's reader and trec_eval (analysis.columns)
         bad = run_line_problem(text)
         if bad is not None:
-            problems.append(f"{rel} line {bad[0]}: not a TREC run line (query Q0 passage rank score tag): "
-                            f"{bad[1]}")
+            problems.append(f"{rel} line {bad[0]}: not a TREC run line (query Q0 passage rank score tag)")
         return problems
     strings: list[str] = []
     if suffix in (".json", ".jsonl"):

@@ -64,7 +64,7 @@ def _container_command(m: Machine, step: str) -> str:
         steps = []
     for found in steps:
         if found.id == step:
-            command = next((c for c in found.commands if c.startswith("docker compose run")), None)
+            command = next((c for c in found.commands if c.split()[:3] == ["docker", "compose", "run"]), None)
             if command is not None:
                 return command
     return bench_command("doctor", step)
