@@ -246,8 +246,8 @@ def _signals_held() -> Iterator[None]:
     finally:
         for s, handler in before.items():
             signal.signal(s, handler)
-        for s in dict.fromkeys(got):
-            signal.raise_signal(s)
+        for signum in dict.fromkeys(got):
+            signal.raise_signal(signum)
 
 
 @contextmanager
