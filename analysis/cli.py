@@ -134,7 +134,8 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
     with interrupts_exit(out_dir):
         try:
             path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
-                                latency_dir=latency_dir, costs=costs)
+                                latency_dir=latency_dir, costs=costs,
+                                warn=lambda line: click.echo(f"Warning: {line}", err=True))
         except OSError as exc:
             raise click.ClickException(_os_error_line(exc, out_dir, had_report)) from exc
     click.echo(str(path))
