@@ -227,7 +227,8 @@ def _roll_back(out_dir: Path, journal: dict[str, Any]) -> None:
                 old.unlink()
         if had_old and old_parked:
             _rename(parked, old)
-    fsync_dir(out_dir)
+    if out_dir.is_dir():
+        fsync_dir(out_dir)
 
 
 @contextmanager
