@@ -367,9 +367,11 @@ def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | N
     sections = [e for sec in SECTIONS for e in sec.entries]
     dropped = [e for e in sections if ((out_dir / e).exists() or (out_dir / e).is_symlink())
                and not (build / e).exists()]
-    for entry in dropped if warn is not None else ():
-        warn(f"{out_dir / entry}: an earlier report's {entry} that this report does not write (no --prices / "
-             "--latency / input for it this time) is removed with the swap; pass its inputs again to keep it")
+    for entry in dropped:
+        if warn is not None:
+            warn(f"{out_dir / entry}: an earlier report's {entry} that this report does not write (no "
+                 "--prices / --latency / input for it this time) is removed with the swap; pass its inputs "
+                 "again to keep it")
     return dropped
 
 
