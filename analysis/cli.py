@@ -7,8 +7,11 @@ a message naming the file, the line and the fix. Needs only numpy, click and mat
 from __future__ import annotations
 
 import json
+import re
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,9 +27,11 @@ from analysis.judged import markdown as judged_markdown
 from analysis.metrics import MEASURES, Judgments, evaluate_table
 from analysis.pitfalls import analyse_pitfalls
 from analysis.pitfalls import markdown as pitfalls_markdown
+from analysis.plan import RUN_IDS
 from analysis.pytrec_check import compare_with_pytrec_eval
 from analysis.report import verdict_lines, write_report
 from analysis.simulate import simulate as run_simulation
+from analysis.textcheck import cut, one_line_problem
 from analysis.ties import tie_warning
 from analysis.trec import TrecFormatError, UnknownQueryError, read_qrels, read_run, read_run_table
 
@@ -46,9 +51,8 @@ def _user_errors(func: F) -> F:
             where = f"{exc.filename}: " if exc.filename else ""
             reason = exc.strerror or str(exc)
             name = type(exc).__name__
-            raise click.ClickException(f"{where}{reason} ({name}); an earlier report is left as it was. Fix: "
-                                       "check the path, free space and permissions, then run the command "
-                                       "again") from exc
+            raise click.ClickException(f"{where}{reason} ({name}). Fix: check the path, free space and "
+                                       "permissions, then run the command again") from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -124,23 +128,19 @@ _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
            no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
     """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
-    flags = None
-    if flags_file is not None:
-        try:
-            loaded = json.loads(flags_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{flags_file}:{exc.lineno}: expected a JSON object model id -> note, found "
-                             f"invalid JSON ({exc.msg}, column {exc.colno}). Fix: correct the file, e.g. "
-                             '{"gte-base": "trained on MIRACL"} (no trailing comma)') from exc
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{flags_file}: expected UTF-8 JSON ({exc.reason}). Fix: re-encode the file as "
-                             "UTF-8") from exc
-        if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
-            raise ValueError(f"{flags_file}: expected a JSON object model id -> note")
-        flags = loaded
+    flags = None if flags_file is None else read_flags(flags_file)
+    if title is not None and one_line_problem(title) is not None:
+        raise ValueError(f"--title {cut(title)}: expected one line of text, found {one_line_problem(title)}; "
+                         "it would make Markdown structure in report.md. Fix: give a title on one line")
     costs = cost_inputs(latency_dir=latency_dir, out_dir=out_dir, **cost_options)
-    path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
-                        latency_dir=latency_dir, costs=costs)
+    had_report = (out_dir / "report.md").exists()
+    with interrupts_exit(out_dir):
+        try:
+            path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
+                                latency_dir=latency_dir, costs=costs,
+                                warn=lambda line: click.echo(f"Warning: {line}", err=True))
+        except OSError as exc:
+            raise click.ClickException(_os_error_line(exc, out_dir, had_report)) from exc
     click.echo(str(path))
     check = json.loads((out_dir / "quality" / "study.json").read_text(encoding="utf-8"))["plan_check_2"]
     if check["passed"] is not True:
@@ -160,6 +160,82 @@ def code_digest_cmd(out_file: Path) -> None:
                          "git checkout); commit them, then run `analysis code-digest` again")  # fmt: skip
     write_json_atomic(out_file, {codeinfo.KEY: record})
     click.echo(f"{out_file}: analysis digest {record['analysis_digest']} at commit {record['commit'][:12]}")
+
+
+def _os_error_line(exc: OSError, out_dir: Path, had_report: bool) -> str:
+    """One line for a full disk, a read-only folder: the file of --out being written (not the temporary
+    build folder beside it, which is removed), and whether an earlier report is there (issue 41)."""
+    name = str(exc.filename) if exc.filename else ""
+    build = re.search(rf"/\.{re.escape(out_dir.name)}\.[a-z0-9_]{{8}}\.build(/|$)", name)
+    if build is not None:
+        name = f"{out_dir / name[build.end():]} (being built beside {out_dir})"
+    where = f"{name}: " if name else f"{out_dir}: "
+    kept = (f"the earlier report in {out_dir} is left as it was" if had_report
+            else f"no report was written to {out_dir}")
+    return (f"{where}{exc.strerror or exc} ({type(exc).__name__}); {kept}. Fix: check the path, free space "
+            "and permissions, then run the command again")
+
+
+def read_flags(flags_file: Path) -> dict[str, str]:
+    """``--flags``: a JSON object run id -> contamination note; an id no run can have (a misspelt model) and a
+    note that would make Markdown structure are refused, naming the file and the line."""
+    try:
+        text = flags_file.read_text(encoding="utf-8")
+        loaded = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{flags_file}:{exc.lineno}: expected a JSON object model id -> note, found "
+                         f"invalid JSON ({exc.msg}, column {exc.colno}). Fix: correct the file, e.g. "
+                         '{"gte-base": "trained on MIRACL"} (no trailing comma)') from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{flags_file}: expected UTF-8 JSON ({exc.reason}). Fix: re-encode the file as "
+                         "UTF-8") from exc
+    if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+        raise ValueError(f"{flags_file}: expected a JSON object model id -> note. Fix: write it as "
+                         '{"gte-base": "trained on MIRACL"}')
+    for model, note in loaded.items():
+        line = _line_of(text, json.dumps(model))
+        if model not in RUN_IDS:
+            raise ValueError(f"{flags_file}:{line}: expected a run id of the plan, found {cut(model)}; its "
+                             "contamination mark would be lost. Fix: use one of "
+                             + ", ".join(sorted(RUN_IDS)))
+        problem = one_line_problem(note)
+        if problem is not None:
+            raise ValueError(f"{flags_file}:{line}: the note of {model} holds {problem}; it would make "
+                             "Markdown structure in report.md. Fix: write the note on one line")
+    return loaded
+
+
+def _line_of(text: str, needle: str) -> int:
+    at = text.find(needle)
+    return 1 if at < 0 else text.count("\n", 0, at) + 1
+
+
+@contextmanager
+def interrupts_exit(out_dir: Path) -> Iterator[None]:
+    """SIGINT and SIGTERM end the report with one line and exit 128 + the signal (130, 143), after the
+    cleanup an interrupt runs (the build folder removed; a swap under way finishes first)."""
+    got: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        before = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread (a test's runner): signals are not ours to handle
+        yield
+        return
+    try:
+        yield
+    except KeyboardInterrupt:
+        signum = got[0] if got else signal.SIGINT
+        click.echo(f"Error: interrupted by {signal.Signals(signum).name}: {out_dir} holds a whole report, "
+                   "the earlier one (or none) or, when the signal came during the final swap, the new one; "
+                   "no half-written file is left. Fix: run the command again", err=True)
+        sys.exit(128 + signum)
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
 
 
 @cli.command("check-pytrec")

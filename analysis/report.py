@@ -14,13 +14,14 @@ figure; so does the first-stage row of the stages whose passages the flagged emb
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis import judged, pitfalls
-from analysis.atomic import built_beside, write_bytes_atomic, write_json_atomic
+from analysis.atomic import built_beside, out_lock, write_bytes_atomic, write_json_atomic
 from analysis.codeinfo import code_record, stamp_tree
 from analysis.costs.report import check_missing, compute_costs, write_costs
 from analysis.int8.comparison import compare_int8
@@ -303,6 +304,7 @@ def write_report(
     section_options: Mapping[str, Any] | None = None,
     costs: CostInputs | None = None,
     latency_dir: Path | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Path:
     """Analyse the runs under ``runs_dir`` and write JSON, Markdown and figures; returns report.md's path.
 
@@ -315,8 +317,28 @@ def write_report(
     ``flags`` (model id -> note) is added to the plan's contamination flags. ``stage_flags`` (stage -> note)
     marks first stages; default: the plan's embedder flag on vector-71k and hybrid-71k (the rehearsal, whose
     embedder is a stand-in, passes its own).
+
+    ``warn`` gets each warning line (``analysis report`` prints them): the leftovers of an interrupted report
+    that were cleaned (printed to stderr without ``warn``), and the entries of an earlier report that this one
+    drops (costs.json without ``--prices``; also said in report.md).
     """
     runs_dir, qrels_path, out_dir = Path(runs_dir), Path(qrels_path), Path(out_dir)
+    with out_lock(out_dir) as recovered:  # one report into --out at a time (analysis.atomic.out_lock)
+        for line in recovered:
+            if warn is not None:
+                warn(line)
+            else:
+                print(f"Warning: {line}", file=sys.stderr)
+        options = {**(section_options or {}), "warn": warn}
+        return _write_report_locked(runs_dir, qrels_path, out_dir, title=title, header_lines=header_lines,
+                                    flags=flags, figures=figures, stage_flags=stage_flags,
+                                    section_options=options, costs=costs, latency_dir=latency_dir)
+
+
+def _write_report_locked(runs_dir: Path, qrels_path: Path, out_dir: Path, *, title: str | None,
+                         header_lines: Sequence[str], flags: Mapping[str, str] | None, figures: bool,
+                         stage_flags: Mapping[str, str] | None, section_options: Mapping[str, Any] | None,
+                         costs: CostInputs | None, latency_dir: Path | None) -> Path:
     check_out_dir(out_dir, folder_files={e: OWNED_FOLDERS[e] for e in OWNED if e in OWNED_FOLDERS},
                   files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
                   inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir})
@@ -337,6 +359,22 @@ def write_report(
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"
+
+
+def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | None) -> list[str]:
+    """The entries of an earlier report in ``out_dir`` (costs.json, latency-summary/, ...) that this report
+    does not write, so the swap removes them; said aloud (a warning line each, and a line of report.md): a
+    rerun without ``--prices`` or ``--latency`` drops them. Not a key of study.json: ``bench audit``
+    recomputes the report without the prices and compares study.json byte for byte (issue 41)."""
+    sections = [e for sec in SECTIONS for e in sec.entries]
+    dropped = [e for e in sections if ((out_dir / e).exists() or (out_dir / e).is_symlink())
+               and not (build / e).exists()]
+    for entry in dropped:
+        if warn is not None:
+            warn(f"{out_dir / entry}: an earlier report's {entry} that this report does not write (no "
+                 "--prices / --latency / input for it this time) is removed with the swap; pass its inputs "
+                 "again to keep it")
+    return dropped
 
 
 def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
@@ -402,5 +440,9 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
                             options)
     for section in SECTIONS:
         md += section.write(context)
+    dropped = _dropped_entries(options["out_dir"], out_dir, options.get("warn"))
+    if dropped:
+        md += ["Removed from the earlier report in this folder (not produced by this one): "
+               + ", ".join(dropped), ""]
     write_json_atomic(out_dir / "quality" / "study.json", study)
     write_bytes_atomic(out_dir / "report.md", ("\n".join(md).rstrip() + "\n").encode("utf-8"))

@@ -21,10 +21,12 @@ the highest mean nDCG@10 (ties: the smallest model id). All statistics use nDCG@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import multiprocessing
 import os
 import re
+import stat
 from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -167,6 +169,8 @@ def run_files(folder: Path) -> list[Path]:
         elif lower.endswith(".trec") and f.name.startswith("."):
             expected = "a visible run file, found a hidden one"
             fix = "remove it, or rename it without the leading dot"
+        elif f.suffix == ".trec":  # the right name, but not a regular file to read (issue 41)
+            expected, fix = _not_a_regular_file(f)
         elif lower.endswith(".trec"):
             expected, fix = "the suffix .trec in lower case", f"rename it to {f.name[: -len('.trec')]}.trec"
         else:
@@ -174,6 +178,22 @@ def run_files(folder: Path) -> list[Path]:
             fix = "move it out of the runs folder (the report reads every file there or refuses it)"
         raise TrecFormatError(f, None, expected, fix, RUNS_FOLDER_KIND)
     return out
+
+
+def _not_a_regular_file(f: Path) -> tuple[str, str]:
+    """(expected, fix) for a ``<name>.trec`` that is no regular file: a link loop, a dangling link, a FIFO."""
+    if f.is_symlink():
+        try:
+            f.resolve(strict=True)
+        except RuntimeError:  # Python 3.11 raises RuntimeError for a loop (3.13: OSError ELOOP)
+            return "a run file, found a symbolic link loop", "replace the link with the run file it meant"
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "a run file, found a symbolic link loop", "replace the link with the run file it meant"
+            return (f"a run file, found a symbolic link to {os.readlink(f)}, which does not exist",
+                    "restore the file it points to, or replace the link with the run file")
+    kind = "a named pipe (FIFO)" if stat.S_ISFIFO(f.lstat().st_mode) else "a special file (socket or device)"
+    return f"a regular run file, found {kind}", "replace it with the run file itself"
 
 
 def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path,
@@ -326,7 +346,13 @@ def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int
 
 def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:
     """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
-    judgments = Judgments.from_qrels(read_qrels(qrels_path))
+    qrels = read_qrels(qrels_path)
+    if not any(label > 0 for judged in qrels.values() for label in judged.values()):
+        raise ValueError(f"{qrels_path}: expected at least one relevant judgment (label above 0), found none "
+                         f"among {sum(map(len, qrels.values()))}: every metric would be 0 and the best model "
+                         "a tie broken by name. Fix: pass the study's qrels "
+                         "(labels 1 and above mark relevant passages)")
+    judgments = Judgments.from_qrels(qrels)
     stages = load_stages(runs_dir, judgments)
     analyse_stages(stages, len(judgments.qids))
     inputs = {"qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},

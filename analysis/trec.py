@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from analysis.atomic import write_bytes_atomic
+from analysis.columns import split_columns, stray_character, unicode_space
 from analysis.qrels import LABEL_FIX, LABEL_RULE, labels_out_of_range
+from analysis.textcheck import cut
 
 if TYPE_CHECKING:
     from analysis.trec_fast import FastRun
@@ -127,10 +129,14 @@ def _decode(path: Path, data: bytes, file_kind: str) -> str:
         raise TrecFormatError(
             path, line, "UTF-8 text", "re-encode the file as UTF-8 (e.g. `iconv -t UTF-8`)", file_kind
         ) from exc
-    if text.startswith("\ufeff"):
-        raise TrecFormatError(path, 1, "one UTF-8 byte-order mark at most at the start, found two",
-                              "remove the byte-order marks (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//'` twice)",
-                              file_kind)
+    stray = stray_character(text)
+    if stray is not None:
+        line, what = stray
+        if "byte-order" in what:
+            fix = f"remove it (e.g. `sed -i 's/\\xEF\\xBB\\xBF//g' {path}`) and check the lines around it"
+        else:
+            fix = "write the file again; ids and numbers are printable text"
+        raise TrecFormatError(path, line, f"plain text, found {what}", fix, file_kind)
     return text
 
 
@@ -183,7 +189,7 @@ def _rows(path: Path, text: str, ncols: int, columns: str, file_kind: str) -> tu
     tokens = []
     lines: list[int] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        parts = line.split()
+        parts = split_columns(line)  # analysis.columns: the bytes trec_eval separates by
         if not parts:
             continue
         if len(parts) != ncols:
@@ -194,8 +200,10 @@ def _rows(path: Path, text: str, ncols: int, columns: str, file_kind: str) -> tu
                                       "old Mac line ends), which is not a line end here",
                                       f"convert the line ends to LF, e.g. `tr '\\r' '\\n' < {path} > "
                                       f"{path}.lf` (or `mac2unix {path}`)", file_kind)
-            raise TrecFormatError(path, number, f"{ncols} columns `{columns}`, found {len(parts)}",
-                                  "separate columns by whitespace; ids must not contain spaces", file_kind)
+            raise TrecFormatError(path, number, f"{ncols} columns `{columns}`, found {len(parts)}"
+                                  f"{unicode_space(line) or ''}",
+                                  "separate columns by ASCII spaces or tabs; ids must not contain spaces",
+                                  file_kind)
         tokens.extend(parts)
         lines.append(number)
     return tokens, np.asarray(lines, dtype=np.int64)
@@ -227,7 +235,7 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
         for v, line in zip(values, lines.tolist(), strict=True):
             special = kind is float and v.lower().lstrip("+-") in ("nan", "inf", "infinity")
             if not (special or pattern.fullmatch(v)):
-                raise TrecFormatError(path, line, f"{what}, found {v!r}",
+                raise TrecFormatError(path, line, f"{what}, found {cut(v)}",
                                       f"write the {what.split()[-1]} as {kind_word}", file_kind)
             parsed.append(min(max(int(v), _INT64.min), _INT64.max) if kind is int else float(v))
         arr = np.array(parsed, dtype=dtype)
@@ -242,7 +250,7 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             i = int(bad[0])
-            raise TrecFormatError(path, int(lines[i]), f"{what}, found {values[i]!r}",
+            raise TrecFormatError(path, int(lines[i]), f"{what}, found {cut(values[i])}",
                                   "every score must be a finite number; drop or re-score the passage",
                                   file_kind)
     return arr
@@ -268,7 +276,7 @@ def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], line
         n = int(per_query[qinv[i]])
         present = set(ranks[qinv == qinv[i]].tolist())
         missing = min(r for r in range(1, n + 1) if r not in present)  # n rows, one rank > n: one is missing
-        raise TrecFormatError(path, int(lines[i]), f"ranks 1..{n} in query {qids[int(qinv[i])]!r} ({n} "
+        raise TrecFormatError(path, int(lines[i]), f"ranks 1..{n} in query {cut(qids[int(qinv[i])])} ({n} "
                               f"passage{'s' if n != 1 else ''}), found rank {rank_tokens[i]} (rank {missing} "
                               "is missing)", "number the passages of a query 1..n without gaps")
     starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if q_sorted.size else q_sorted
@@ -281,8 +289,9 @@ def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], line
     query = qids[int(q_sorted[k])]
     if k > 0 and q_sorted[k - 1] == q_sorted[k] and r_sorted[k - 1] == r_sorted[k]:
         raise TrecFormatError(path, int(lines[i]), f"each rank once per query, rank {int(ranks[i])} repeats "
-                              f"in query {query!r}", "number the passages of a query 1..n")
-    raise TrecFormatError(path, int(lines[i]), f"ranks 1..n in query {query!r}, found rank {int(ranks[i])} "
+                              f"in query {cut(query)}", "number the passages of a query 1..n")
+    raise TrecFormatError(path, int(lines[i]), f"ranks 1..n in query {cut(query)}, found rank "
+                          f"{int(ranks[i])} "
                           f"where rank {int(expected[k])} belongs (rank {int(expected[k])} is missing)",
                           "number the passages of a query 1..n without gaps")
 
@@ -321,6 +330,18 @@ def read_fast_or_none(data: bytes, *, qrels_qids: Collection[str] | None,
     return read_fast(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)
 
 
+def _check_one_tag(path: Path, tags: list[str], lines: np.ndarray) -> None:
+    """A run file holds one run: every line carries the run tag of its first line (trec_eval keeps only the
+    last line's tag, so a file of two runs would be scored as one under the other's name)."""
+    first = tags[0]
+    if tags.count(first) != len(tags):
+        i = next(i for i, tag in enumerate(tags) if tag != first)
+        raise TrecFormatError(path, int(lines[i]), f"the run tag {cut(first)} of line {int(lines[0])} on "
+                              f"every line, found {cut(tags[i])}",
+                              "a file holds one run: split the file by run tag, or write one tag on every "
+                              "line")
+
+
 def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collection[str] | None = None,
                     allow_unknown_queries: bool = False) -> RunTable:
     """The line-by-line reference reader: validates ``data`` (the bytes of ``path``) and raises
@@ -329,6 +350,7 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
     del data
     tokens, lines = _rows(path, text, 6, RUN_COLUMNS, RUN_KIND)
     _require_rows(path, tokens, RUN_COLUMNS, RUN_KIND)
+    _check_one_tag(path, tokens[5::6], lines)
     qtok, dtok = tokens[0::6], tokens[2::6]
     ranks = _parse_numbers(path, tokens[3::6], lines, int, "an integer rank", RUN_KIND)
     scores = _parse_numbers(path, tokens[4::6], lines, float, "a finite float score", RUN_KIND)
@@ -340,7 +362,7 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
         if not known.issuperset(qids_t):
             for q, line in zip(qtok, lines.tolist(), strict=True):
                 if q not in known:
-                    raise UnknownQueryError(path, line, f"a query id of the qrels, found {q!r}",
+                    raise UnknownQueryError(path, line, f"a query id of the qrels, found {cut(q)}",
                                             UnknownQueryError.FIX)
     order = np.lexsort((ranks, qinv))
     q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
@@ -366,7 +388,7 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
             for row in order[a:b].tolist():
                 if dtok[row] in seen:
                     raise TrecFormatError(path, int(lines[row]), f"each docid once per query, "
-                                          f"{dtok[row]!r} repeats in query {qids_t[qi]!r}",
+                                          f"{cut(dtok[row])} repeats in query {cut(qids_t[qi])}",
                                           "remove the duplicate line")
                 seen.add(dtok[row])
     return RunTable(qids_t, offsets, docids, s_sorted, sha256=digest)
@@ -409,7 +431,8 @@ def read_qrels(path: Path | str, *, layout: str = "trec") -> dict[str, dict[str,
     for q, d, rel, line in zip(tokens[0::ncols], docs, labels.tolist(), lines.tolist(), strict=True):
         judged = out.setdefault(q, {})
         if d in judged:
-            raise TrecFormatError(path, line, f"one judgment per (query, docid); {d!r} repeats in {q!r}",
+            raise TrecFormatError(path, line, f"one judgment per (query, docid); {cut(d)} repeats in "
+                                  f"{cut(q)}",
                                   "remove the duplicate judgment", QRELS_KIND)
         judged[d] = rel
     return out

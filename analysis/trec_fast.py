@@ -118,6 +118,16 @@ def _no_empty_ids(table: pa.Table, qids: list[str]) -> bool:
     return True
 
 
+def _one_tag(table: pa.Table) -> bool:
+    """Every line carries one run tag (else the reference reader names the first line of another tag)."""
+    tags = set()
+    for chunk in table.column("tag").chunks:
+        if len(chunk.dictionary) != 1:
+            return False
+        tags.add(chunk.dictionary[0].as_py())
+    return len(tags) == 1
+
+
 def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
     """One dictionary-encoded array of an id column (the blocks of a large file each have their own)."""
     if col.num_chunks == 1:
@@ -147,7 +157,7 @@ def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
         return None
     encoded = _encoded(table.column("qid"))
     names: list[str] = encoded.dictionary.to_pylist()
-    if not _no_empty_ids(table, names):
+    if not _no_empty_ids(table, names) or not _one_tag(table):
         return None
     if qrels_qids is not None and not allow_unknown_queries and not set(qrels_qids).issuperset(names):
         return None

@@ -8,6 +8,9 @@ with a message naming the missing package.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from pathlib import Path
 
 import click
 
@@ -74,6 +77,12 @@ def cli() -> None:
 
 
 def main() -> None:
+    root = os.environ.get("BENCH_ROOT")
+    if root and not Path(root).is_dir():  # every command reads the checkout from there (bench.paths)
+        what = "does not exist" if not Path(root).exists() else "is not a folder"
+        click.echo(f"Error: BENCH_ROOT={root} {what}; bench reads the study's checkout from it. Fix: set "
+                   "BENCH_ROOT to the root folder of a checkout of the study, or unset it", err=True)
+        sys.exit(1)
     cli(prog_name="bench")
 
 

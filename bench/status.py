@@ -104,13 +104,22 @@ def _group(items: Iterable[tuple[str, str, int]]) -> list[tuple[str, str]]:
 
 def _prepare(root: Path) -> Found:
     """Step 0 leaves ``.env`` (git-ignored, per machine) with UID and GID for compose; the image and the
-    doctor's verdict are not files of the checkout (run `bench doctor` to see it)."""
+    doctor's verdict are not files of the checkout (run `bench doctor` to see it). A ``UID`` line without a
+    number (``UID``, ``GID=``) is not a value compose can use (issue 41)."""
     try:
-        lines = (root / ".env").read_text(encoding="utf-8-sig").splitlines()
+        lines = (root / ".env").read_bytes().decode("utf-8-sig").splitlines()
     except OSError:
         lines = []
-    names = {ln.strip().removeprefix("export ").partition("=")[0].strip() for ln in lines}
-    missing = [(f".env has no {n}= line (this machine)", "printf") for n in ("UID", "GID") if n not in names]
+    except UnicodeDecodeError as exc:
+        said = f".env is not UTF-8 text ({exc.reason} at byte {exc.start}); write it again"
+        return _items([(said, "printf")], 2)
+    values: dict[str, str] = {}
+    for ln in lines:
+        name, _, value = ln.strip().removeprefix("export ").partition("=")
+        values[name.strip()] = value.strip().strip("'\"").strip()
+    missing = [(f".env has no {n}= line (this machine)" if n not in values else
+                f".env's {n} line holds no number (this machine)", "printf")
+               for n in ("UID", "GID") if not values.get(n, "").isdigit()]
     return _items(missing, 2, (f"per machine: run `{bench_command('doctor')}` to check the machine itself",))
 
 

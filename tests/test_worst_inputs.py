@@ -4,6 +4,9 @@ Each command runs in its own process on the worst inputs a reviewer found: relev
 pytrec_eval (a segfault at 2^62), overflowed or collided with the reader's "unjudged" marker, and run files
 whose messages misled (gzip, lone CR line ends, a huge rank, an unknown query, a bad --flags file). Each
 must exit 1 (not a signal: a negative return code) with one line naming the file, the line and the fix.
+
+The next rounds' probes live beside these in tests/worst_inputs/ (issue 41: the swap under real signals and
+two reports at once in test_swap.py, one test per probe in test_probes.py).
 """
 
 from __future__ import annotations

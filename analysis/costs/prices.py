@@ -248,6 +248,11 @@ def _check_keys(path: Path, entry: Any, header: int | None, keys: Mapping[str, i
         )
 
 
+MAX_VALUE = 1e100
+"""No price may exceed this: far above any list price, far enough below the largest float (1.8e308) that every
+cost computed from it (a price times token counts, queries and months) stays finite (issue 41)."""
+
+
 def _value(path: Path, value: Any, line: int | None, where: str) -> int | float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise CostInputError(
@@ -262,6 +267,15 @@ def _value(path: Path, value: Any, line: int | None, where: str) -> int | float:
             line,
             f"{where}: negative price {value!r}",
             "enter the list price as a number >= 0",
+        )
+    if value > MAX_VALUE:  # 1e308 would make the costs infinite, refused only when costs.json is written
+        shown = f"{value:.6g}" if isinstance(value, float) else f"an integer of {len(str(value))} digits"
+        raise CostInputError(
+            path,
+            line,
+            f"{where}: value {shown}, far above any price (at most {MAX_VALUE:g}; the costs computed from it "
+            "would overflow)",
+            "enter the list price in the unit of its group (a typo or a unit error?)",
         )
     return value
 

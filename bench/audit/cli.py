@@ -11,7 +11,14 @@ import click
 import bench.quality.inputs as inputs_mod
 from bench import codeversion, guard, provenance
 from bench.audit.example import build_example
-from bench.audit.reproduce import DEFAULT_MODELS, committed_stages, format_result, new_dir, recorded_cuts
+from bench.audit.reproduce import (
+    DEFAULT_MODELS,
+    check_inputs_cover_runs,
+    committed_stages,
+    format_result,
+    new_dir,
+    recorded_cuts,
+)
 from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
@@ -106,6 +113,8 @@ def reproduce(models: tuple[str, ...], stages: tuple[str, ...], device: str, qre
         pre = guard.preflight("rehearsal", lock_names=["bundled"], root=root)
         inputs = load_inputs(dataset, None)
         queries, texts = inputs.queries, {p.docid: p.passage_text for p in inputs.corpus}
+        check_inputs_cover_runs(root, list(stages) or None, queries, texts,
+                                f"the dataset {dataset}" if dataset is not None else "the bundled sample")
         corpus = [p.passage_text for p in inputs.corpus]
         out_dir.mkdir(parents=True, exist_ok=True)
         qrels = qrels or inputs.write_qrels(out_dir / "qrels.tsv")

@@ -21,6 +21,7 @@ from typing import Any
 
 import analysis.report as report_mod
 from analysis.codeinfo import without_record
+from analysis.columns import run_line_problem
 from analysis.report import REPORT_ENTRIES, write_report
 from bench.audit.rows import Row, Verdict
 from bench.codeversion import code_digest
@@ -378,12 +379,10 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     except UnicodeDecodeError:
         return [f"{rel}: not UTF-8 text"]
     problems: list[str] = []
-    if suffix == ".trec":
-        for lineno, line in enumerate(text.splitlines(), 1):
-            cols = line.split(" ")
-            if len(cols) != 6 or not cols[3].isdigit() or not _is_number(cols[4]):
-                problems.append(f"{rel} line {lineno}: not a TREC run line (query Q0 passage rank score tag)")
-                break
+    if suffix == ".trec":  # the column rule of the report's reader and trec_eval (analysis.columns)
+        bad = run_line_problem(text)
+        if bad is not None:
+            problems.append(f"{rel} line {bad[0]}: not a TREC run line (query Q0 passage rank score tag)")
         return problems
     strings: list[str] = []
     if suffix in (".json", ".jsonl"):

@@ -30,6 +30,7 @@ from analysis import metrics
 from analysis.atomic import write_json_atomic
 from analysis.metrics import Judgments
 from analysis.reordering import check_run_files
+from analysis.textcheck import cut
 from analysis.trec import TrecFormatError, read_qrels, read_run_table
 from bench import clock
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
@@ -274,6 +275,31 @@ def reproduce(
     )
     write_json_atomic(out_dir / SUMMARY, {**asdict(result), "exit_code": result.exit_code})
     return result
+
+
+def check_inputs_cover_runs(root: Path, stages: Sequence[str] | None, queries: Mapping[str, str],
+                            texts: Mapping[str, str], inputs: str) -> None:
+    """Every query and passage of the committed first-stage runs that will be reranked is in the inputs
+    (``--bundled``, ``--dataset``): else BenchError naming the run file, the line and the id, before any
+    folder is made (issue 41: a KeyError, and a reproduce/<time>/ folder left behind)."""
+    for stage in _stages_to_rerun(root, stages):
+        path = root / RUNS / "first-stage" / f"{stage}.trec"
+        try:
+            lines = path.read_text(encoding="utf-8-sig").split("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BenchError(f"{path}: cannot read the committed run ({exc}). Fix: restore it from "
+                             "git") from exc
+        for number, line in enumerate(lines, 1):
+            cols = line.split()
+            if len(cols) < 3:
+                continue
+            missing = ("query", cols[0]) if cols[0] not in queries else (
+                ("passage", cols[2]) if cols[2] not in texts else None)
+            if missing is not None:
+                raise BenchError(
+                    f"{path}:{number}: the {missing[0]} {cut(missing[1])} is not in {inputs}: the committed "
+                    "runs come from other inputs. Fix: reproduce with the inputs the study ran on (its "
+                    "--dataset folder, or the measurement's data without --bundled/--dataset)")
 
 
 def _stages_to_rerun(root: Path, stages: Sequence[str] | None) -> list[str]:

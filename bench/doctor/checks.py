@@ -18,6 +18,7 @@ from bench.firststage.server import KEY_ENV as TYPESENSE_KEY_ENV
 from bench.firststage.server import URL_ENV as TYPESENSE_URL_ENV
 from bench.hints import bench_command
 from bench.rerankers.voyage import read_api_key
+from bench.runbook import RUNBOOK, parse_runbook
 
 LIST_AT_MOST = 6  # names listed per kind of difference; the count says how many in all
 REBUILD = "rebuild the image from the committed uv.lock (`docker compose build`), or `uv sync --locked`"
@@ -49,9 +50,24 @@ def python(m: Machine, step: str) -> list[Outcome]:
         problem(
             "python",
             f"{found}, but the study measures on the image's Python {plan.PYTHON_VERSION} (PLAN.md)",
-            f"run the step in the container (`{bench_command(step)}`)",
+            f"run the step in the container (`{_container_command(m, step)}`)",
         )
     ]
+
+
+def _container_command(m: Machine, step: str) -> str:
+    """The first container command of runbook step ``step`` (a step id is not a bench command: `bench
+    latency-cpu` has no compose service; issue 41), else the step's own doctor command."""
+    try:
+        steps = parse_runbook((m.root / RUNBOOK).read_text(encoding="utf-8"), m.root / RUNBOOK)
+    except (OSError, UnicodeDecodeError, BenchError):
+        steps = []
+    for found in steps:
+        if found.id == step:
+            command = next((c for c in found.commands if c.split()[:3] == ["docker", "compose", "run"]), None)
+            if command is not None:
+                return command
+    return bench_command("doctor", step)
 
 
 def _names(items: list[str]) -> str:
@@ -168,12 +184,13 @@ KEYS = {  # step -> the keys its commands read
 def keys(m: Machine, step: str) -> list[Outcome]:
     out = []
     for name in KEYS.get(step, ()):
+        why = f"{name} is not set"
         if name == "VOYAGE_API_KEY":  # the environment or .env, as bench.rerankers.voyage reads it
             try:
                 read_api_key(env=dict(m.env), dotenv=m.root / ".env")
                 present = True
-            except BenchError:
-                present = False
+            except BenchError as exc:  # a key of spaces, a .env that is not UTF-8: its own cause (issue 41)
+                present, why = False, (why if str(exc).startswith("No Voyage") else str(exc))
         else:  # ANTHROPIC_API_KEY: the environment only (bench.judged.run)
             present = bool(m.env.get(name, "").strip())
         if present:
@@ -182,7 +199,7 @@ def keys(m: Machine, step: str) -> list[Outcome]:
             out.append(
                 problem(
                     "keys",
-                    f"{name} is not set",
+                    why,
                     f"export {name}=... in the shell that runs docker compose (never commit it)",
                 )
             )

@@ -22,6 +22,7 @@ import httpx
 
 from bench import paths
 from bench.errors import BenchError
+from bench.firststage.server import shown_body
 
 
 class Unreadable(Exception):
@@ -130,11 +131,11 @@ def typesense_debug(url: str, api_key: str) -> dict[str, Any]:
     except httpx.HTTPError as exc:
         raise BenchError(f"no answer from {url} ({type(exc).__name__}: {exc})") from exc
     if resp.status_code != 200:
-        raise BenchError(f"{url}/debug answered HTTP {resp.status_code}: {resp.text[:200]}")
+        raise BenchError(f"{url}/debug answered HTTP {resp.status_code}: {shown_body(resp)}")
     try:
         data = resp.json()
     except ValueError as exc:
-        raise BenchError(f"{url}/debug did not answer JSON: {resp.text[:200]}") from exc
+        raise BenchError(f"{url}/debug did not answer JSON: {shown_body(resp)}") from exc
     return data if isinstance(data, dict) else {}
 
 

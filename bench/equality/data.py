@@ -156,8 +156,13 @@ def _open_text(path: Path) -> list[str]:
     if not path.is_file():
         raise BenchError(f"{path}: file missing; run `{hint('data fetch reranking-id-map')}`.")
     require_locked(path)
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [line for line in fh.read().splitlines() if line.strip()]
+    with gzip.open(path, "rt", encoding="utf-8-sig") as fh:
+        text = fh.read()
+    if "\ufeff" in text:  # after the first byte: two files concatenated (issue 41)
+        line = text.count("\n", 0, text.index("\ufeff")) + 1
+        raise BenchError(f"{path}:{line}: a UTF-8 byte-order mark inside the file, not at its first byte. "
+                         f"Fix: fetch the file again (`{hint('data fetch reranking-id-map')}`)")
+    return [line for line in text.splitlines() if line.strip()]
 
 
 def _doc(item: Any) -> tuple[str, tuple[str, ...]]:

@@ -72,15 +72,27 @@ class TypesenseServer:
         """A request whose JSON answer is returned; any status outside ``ok`` raises ``BenchError``."""
         resp = self.raw(method, path, **kwargs)
         if resp.status_code not in ok:
-            raise BenchError(
-                f"Typesense {method} {path} answered {resp.status_code}: {resp.text.strip()[:500]}"
-            )
+            raise BenchError(f"Typesense {method} {path} answered {resp.status_code}: {shown_body(resp)}")
         if not resp.content:
             return {}
         try:
             return resp.json()
         except json.JSONDecodeError as exc:
-            raise BenchError(f"Typesense {method} {path} returned non-JSON: {resp.text[:200]!r}") from exc
+            raise BenchError(f"Typesense {method} {path} returned non-JSON: {shown_body(resp)}") from exc
+
+
+def shown_body(resp: httpx.Response) -> str:
+    """A server's answer as a message may show it: JSON (Typesense's ``{"message": ...}``) cut to 300
+    characters; anything else only by its type and size, never its raw text (an HTML page of another server
+    on the port would fill the doctor's table; issue 41)."""
+    try:
+        data = resp.json()
+    except ValueError:
+        kind = resp.headers.get("content-type", "no Content-Type").split(";")[0].strip() or "no Content-Type"
+        return (f"a {kind} body of {len(resp.content)} bytes, not JSON (not shown; is another server than "
+                "Typesense listening at this address?)")
+    text = json.dumps(data, ensure_ascii=True)
+    return text if len(text) <= 300 else f"{text[:300]}…({len(text)} characters)"
 
 
 def free_port() -> int:

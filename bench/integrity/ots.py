@@ -99,11 +99,14 @@ def load_merkle_roots(path: Path) -> dict[int, bytes] | None:
         raise BenchError(f"{path}: 'roots' must map block heights to merkle roots.")
     out: dict[int, bytes] = {}
     for height, root in roots.items():
-        if not (isinstance(height, str) and height.isdigit()):
-            raise BenchError(f"{path}: block height {height!r} is not a non-negative integer string.")
+        if not (isinstance(height, str) and re.fullmatch(r"[0-9]+", height)):  # "²".isdigit() is True
+            shown = repr(height) if len(height) <= 40 else f"{height[:40]!r}…({len(height)} characters)"
+            raise BenchError(f"{path}: block height {shown} is not a non-negative integer of ASCII digits. "
+                             "Fix: write each block height in decimal digits 0-9, e.g. \"840000\"")
         if not (isinstance(root, str) and re.fullmatch(r"[0-9a-f]{64}", root)):
             raise BenchError(
-                f"{path}: merkle root of block {height} must be 64 lower-case hex digits, got {root!r}."
+                f"{path}: merkle root of block {height} must be 64 lower-case hex digits, got "
+                f"{str(root)[:80]!r}."
             )
         out[int(height)] = bytes.fromhex(root)[::-1]
     return out
@@ -180,8 +183,9 @@ def _read(proof_path: Path) -> bytes | str:
     """The proof's bytes, or why it is not a proof file (a link, a directory, unreadable)."""
     if proof_path.is_symlink():
         return "a symbolic link, not a proof file: commit the proof itself in its place"
-    if not proof_path.is_file():
-        return "not a regular file (a directory?): remove it and commit the proof file in its place"
+    if not proof_path.is_file():  # never opened: a FIFO would block the reader
+        kind = "a folder" if proof_path.is_dir() else "not a regular file (a FIFO or a device)"
+        return f"{kind}, not a proof file: move it away and commit the proof file in its place"
     try:
         return proof_path.read_bytes()
     except OSError as exc:
@@ -209,6 +213,8 @@ def check_proof(
         dtf = parse_proof(data)
     except ValueError as exc:
         return ProofReport(name, expected_sha256, "corrupt", str(exc))
+    except OSError as exc:
+        return ProofReport(name, expected_sha256, "corrupt", f"unreadable ({exc.strerror or exc})")
     if not isinstance(dtf.file_hash_op, OpSHA256):
         return ProofReport(
             name, expected_sha256, "wrong digest", f"proof hashes with {dtf.file_hash_op}, not SHA-256"

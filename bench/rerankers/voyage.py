@@ -82,13 +82,21 @@ def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = Non
     if dotenv is None:
         dotenv = paths.repo_root() / ".env"
     if dotenv.is_file():
-        for line in dotenv.read_text(encoding="utf-8").splitlines():
+        try:
+            text = dotenv.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise BenchError(f"{dotenv}: not UTF-8 text ({exc.reason} at byte {exc.start}). Fix: write the "
+                             f"file again as UTF-8, with a line `{KEY_ENV}=...`") from None
+        for number, line in enumerate(text.splitlines(), 1):
             line = line.strip()
             if line.startswith("export "):
                 line = line[len("export ") :].strip()
             name, sep, value = line.partition("=")
             if sep and name.strip() == KEY_ENV:
                 value = value.strip().strip("'\"")
+                if value and (not value.strip() or any(c.isspace() for c in value)):
+                    raise BenchError(f"{dotenv}:{number}: {KEY_ENV} holds whitespace, not a key (an API key "
+                                     "has none). Fix: put the key itself after the =")
                 if value:
                     return value
     raise BenchError(
