@@ -10,7 +10,6 @@ others are measured.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -36,6 +35,7 @@ from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
+from bench.memory import free_device_memory
 from bench.plan import CPU_INT8_MODEL, RERANKERS
 from bench.quality.candidates import Candidates
 from bench.reads import stage_reads
@@ -85,6 +85,7 @@ def model_outcome(
     plan models): it is rated by its base model's check (on ``device`` when given) plus the plan's int8
     agreement (the verdict of ``bench int8 agreement --against``, default ``results/int8/agreement.json``
     beside ``checks_dir``) for the quantised folder in use."""
+
     def base(m: str) -> dict[str, Any]:
         return (
             outcome_for(m, checks_dir, device)
@@ -319,17 +320,10 @@ def measure_all(
         if callable(close):
             close()
         del reranker
-        gc.collect()
-        _empty_cuda_cache()
+        free_device_memory()  # collected, cache emptied, peaks reset: the next model loads onto an empty card
     return {"blocks": written, "refused": refused, "records": blocks}
 
 
 def _torch_threads() -> int | None:
     torch = sys.modules.get("torch")
     return int(torch.get_num_threads()) if torch is not None else None
-
-
-def _empty_cuda_cache() -> None:
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
