@@ -54,6 +54,14 @@ def free_device_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def empty_device_cache() -> None:
+    """Collect and give the allocator's cached blocks back (after an out-of-memory error, outside its
+    ``except``); the peak counters stay: the block being measured keeps its peak."""
+    gc.collect()
+    if cuda_in_use():
+        _torch().cuda.empty_cache()
+
+
 def reset_peak_memory() -> None:
     """Start torch's peak counters anew (on CUDA; nothing elsewhere)."""
     if cuda_in_use():

@@ -37,6 +37,7 @@ from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
 from bench.memory import free_device_memory
 from bench.plan import CPU_INT8_MODEL, RERANKERS
+from bench.provenance import attention_implementations, torch_settings
 from bench.quality.candidates import Candidates
 from bench.reads import stage_reads
 from bench.rerankers.registry import STANDIN_IDS, load_reranker
@@ -216,6 +217,9 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     for why in refused.values():
         print(f"latency: {why}", file=stream)
     gpu = None
+    if preset.device.startswith("cuda"):
+        # before CUDA starts (torch would set LAZY): every kernel loads at start, none inside a timed call
+        os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
     unrated = unrated_models(
         models,
@@ -302,7 +306,12 @@ def measure_all(
             refused[model] = f"{model} refused: {exc.message}"
             print(f"latency: {refused[model]}", file=stream)
             continue
-        manifest_m = {**manifest, "torch_threads_at_load": _torch_threads()}
+        manifest_m = {
+            **manifest,
+            "torch_threads_at_load": _torch_threads(),
+            "torch_settings": torch_settings(),  # after the load: what the model runs with
+            "attention_implementation": attention_implementations(reranker),
+        }
         for block, _ in measure_model(
             model,
             reranker,

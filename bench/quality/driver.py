@@ -17,7 +17,7 @@ from bench.integrity.hashing import sha256_file
 from bench.interrupt import Interrupted, interruptible
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
-from bench.provenance import host_info
+from bench.provenance import attention_implementations, host_info, torch_settings
 from bench.quality.candidates import Candidates, freeze
 from bench.quality.phase import DeviceUnusable, Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
 from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
@@ -120,6 +120,8 @@ def _on_loaded(study: Study) -> Callable[[str, Reranker], None]:
     def on_loaded(model: str, reranker: Reranker) -> None:
         entry = study.manifest["models"].setdefault(model, {})
         entry["meta"] = reranker.meta.to_dict()
+        entry["attention_implementation"] = attention_implementations(reranker)
+        entry["torch_settings"] = torch_settings()
         if "host_after_load" not in study.session:
             # torch is imported by now: torch threads and the GPU name/driver/clocks are known
             study.session["host_after_load"] = host_info()

@@ -1,12 +1,13 @@
-"""Issue 40, item 1: the Qwen3 reference (``references/card_qwen3.py``) and the Qwen3 adapter build logits for the
-last position only, so their largest tensor is bounded by batch x vocabulary, not batch x width x vocabulary.
+"""Issue 40, item 1: the Qwen3 reference (``references/card_qwen3.py``) and the Qwen3 adapter build logits for
+the last position only, so their largest tensor is bounded by batch x vocabulary, not batch x width x
+vocabulary.
 
-A tiny Qwen3 (hidden size 8, one layer) with the real Qwen3 vocabulary size (151,669) runs on the CPU; a global
-forward hook records the size of every module output whose last dimension is the vocabulary (the LM head's
-logits). With the card's ``model(**batch).logits[:, -1, :]`` the logits held batch x width x vocabulary floats
-(about 30 MB per token of width at k = 100 in fp16; 18 GB at the bundled passages' ~600 tokens): the Qwen3
-models were "not rated" on a 16 GB card. The scores are the card's either way (checked against the full-logits
-forward, still reachable by ignoring ``logits_to_keep``)."""
+A tiny Qwen3 (hidden size 8, one layer) with the real Qwen3 vocabulary size (151,669) runs on the CPU; a
+global forward hook records the size of every module output whose last dimension is the vocabulary (the LM
+head's logits). With the card's ``model(**batch).logits[:, -1, :]`` the logits held batch x width x
+vocabulary floats (about 30 MB per token of width at k = 100 in fp16; 18 GB at the bundled passages' ~600
+tokens): the Qwen3 models were "not rated" on a 16 GB card. The scores are the card's either way (checked
+against the full-logits forward, still reachable by ignoring ``logits_to_keep``)."""
 
 from __future__ import annotations
 

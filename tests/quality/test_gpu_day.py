@@ -131,6 +131,12 @@ def test_sticky_cuda_error_stops_the_phase_and_records_nothing(tmp_path: Path, s
     if not sticky:
         result = execute(study, **run)  # type: ignore[arg-type]
         assert result.outcome.errors == 1
+        manifest = json.loads((study.dir / "manifest.json").read_text())
+        entry = manifest["models"]["first"]
+        assert entry["attention_implementation"] is None  # the fake has no transformers model
+        assert "float32_matmul_precision" in entry["torch_settings"]
+        memory = manifest["sessions"][-1]["device_memory"]["second"]
+        assert memory["peak_allocated_bytes"] is None and "CUDA" in memory["unmeasured"]
         with Journal(study.journal_path) as j:
             (bad,) = [r for r in j.records if r["status"] == "error"]
         assert bad["retry"] is True and "out of memory" in bad["error"]
