@@ -8,9 +8,9 @@ A block is one (machine, model or stage, k, pass). ``run_block``:
    GPU-memory counters (the block's peak allocated and reserved bytes go into ``host_after["device_memory"]``,
    null with the reason off CUDA); each measured call's start goes into the telemetry as
    ``call_offsets_s`` on the sampler's clock;
-4. makes the warm-up calls (discarded; the plan's 20 on the first 20 queries), which also settle the chunk
-   size (an adapter halves it on out-of-memory; the block records the size the warm-up ended with, and a
-   measured call that uses another size marks the block);
+4. makes the warm-up calls (discarded; the plan's 20 on the first 20 queries); the chunk size was settled
+   before the model's first block (``bench.latency.run.settle_chunk``), and the block records the size the
+   warm-up ended with (a measured call that uses another size marks the block);
 5. times every measured call in the seeded order through a ``Caller`` (the timer wraps the adapter's
    public call and nothing else);
 6. stops the sampler, records the host state again and applies the busy-host rule to the block itself
