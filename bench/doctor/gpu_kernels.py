@@ -105,7 +105,7 @@ def read_model_weights() -> dict[str, int]:
         folder = snapshots.snapshot_path(spec.model, spec.revision, paths.models_dir())
         if folder.is_dir():
             files = [f for pattern in ("*.safetensors", "*.bin") for f in folder.rglob(pattern)]
-            out[mid] = sum(f.stat().st_size for f in files)
+            out[mid] = sum(int(f.stat().st_size) for f in files)
     return out
 
 
