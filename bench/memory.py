@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import gc
 import sys
+from typing import Any
 
 
 def release_memory() -> bool:
@@ -27,3 +28,85 @@ def release_memory() -> bool:
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return bool(trim(0))
+
+
+# --- the GPU's memory (torch's caching allocator), read and freed only where torch is already imported ---
+
+
+def _torch() -> Any:
+    return sys.modules.get("torch")
+
+
+def cuda_in_use() -> bool:
+    """True when torch is imported and has a usable CUDA device (never imports torch, never starts CUDA)."""
+    torch = _torch()
+    return bool(torch is not None and torch.cuda.is_available())
+
+
+def free_device_memory() -> None:
+    """After a model's last reference is dropped: collect it, give the allocator's cached blocks back to the
+    driver and start the peak counters anew, so the next model loads onto an empty card and its peak is its
+    own. Call it outside any ``except`` block: a live traceback keeps the failed call's tensors alive."""
+    gc.collect()
+    if cuda_in_use():
+        torch = _torch()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def empty_device_cache() -> None:
+    """Collect and give the allocator's cached blocks back (after an out-of-memory error, outside its
+    ``except``); the peak counters stay: the block being measured keeps its peak."""
+    gc.collect()
+    if cuda_in_use():
+        _torch().cuda.empty_cache()
+
+
+def reset_peak_memory() -> None:
+    """Start torch's peak counters anew (on CUDA; nothing elsewhere)."""
+    if cuda_in_use():
+        _torch().cuda.reset_peak_memory_stats()
+
+
+def peak_memory() -> dict[str, Any]:
+    """Peak bytes allocated by tensors and reserved by the allocator since the last reset, on CUDA; on any
+    other device both are null with the reason (never 0: nothing was measured)."""
+    if not cuda_in_use():
+        return {
+            "peak_allocated_bytes": None,
+            "peak_reserved_bytes": None,
+            "unmeasured": "no CUDA device in this process: torch's allocator statistics exist on CUDA only",
+        }
+    cuda = _torch().cuda
+    return {
+        "peak_allocated_bytes": int(cuda.max_memory_allocated()),
+        "peak_reserved_bytes": int(cuda.max_memory_reserved()),
+        "unmeasured": None,
+    }
+
+
+STICKY_TEXTS = ("device-side assert", "illegal memory access", "unspecified launch failure",
+                "misaligned address", "illegal instruction", "cuda error")  # fmt: skip
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's out-of-memory error (or its text): the call may pass with smaller chunks or a freed card."""
+    torch = _torch()
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return "out of memory" in str(exc).lower()
+
+
+def is_sticky_device_error(exc: BaseException) -> bool:
+    """A CUDA error that poisons the process's CUDA context (device-side assert, illegal memory access, ...):
+    every later call fails the same way, so it is no query's own failure. torch >= 2.8 raises
+    ``torch.AcceleratorError`` for these; older releases a ``RuntimeError`` whose text starts "CUDA error"."""
+    if is_out_of_memory(exc):
+        return False
+    torch = _torch()
+    sticky_type = getattr(torch, "AcceleratorError", None) if torch is not None else None
+    if sticky_type is not None and isinstance(exc, sticky_type):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(t in text for t in STICKY_TEXTS)

@@ -77,6 +77,46 @@ def _torch_info() -> dict[str, Any]:
     }
 
 
+def torch_settings() -> dict[str, Any]:
+    """What decides which GPU kernels run, read only if torch is already imported: TF32 for matmul and cuDNN,
+    float32 matmul precision, the scaled-dot-product-attention backends enabled, and ``CUDA_MODULE_LOADING``
+    (unset: torch sets LAZY when CUDA starts, and a kernel first needed by a new shape then loads inside a
+    measured call; ``bench latency gpu`` sets EAGER)."""
+    torch = sys.modules.get("torch")
+    out: dict[str, Any] = {"cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING")}
+    if torch is None:
+        return {**out, "torch_imported": False}
+    cuda = torch.backends.cuda
+    return {
+        **out,
+        "torch_imported": True,
+        "tf32_matmul": bool(cuda.matmul.allow_tf32),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
+        "sdpa_backends": {
+            "flash": bool(cuda.flash_sdp_enabled()),
+            "mem_efficient": bool(cuda.mem_efficient_sdp_enabled()),
+            "cudnn": bool(cuda.cudnn_sdp_enabled()),
+            "math": bool(cuda.math_sdp_enabled()),
+        },
+    }
+
+
+def attention_implementations(adapter: Any) -> list[str] | None:
+    """The attention implementations (transformers' ``config._attn_implementation``: "sdpa", "eager",
+    "flash_attention_2", ...) of every model inside a loaded adapter's ``model``; None where it has none."""
+    model = getattr(adapter, "model", None)
+    modules = getattr(model, "modules", None)
+    if not callable(modules):
+        return None
+    found = {
+        str(impl)
+        for m in modules()
+        if (impl := getattr(getattr(m, "config", None), "_attn_implementation", None)) is not None
+    }
+    return sorted(found) or None
+
+
 def _sha(path: Path) -> str | None:
     return sha256_file(path) if path.is_file() else None
 
@@ -134,6 +174,7 @@ def collect_manifest(
         "deviations_sha256": _sha(root / "DEVIATIONS.md"),
         "datasets_lock_sha256": _sha(root / LOCK_NAME),
         "timestamp": stamp,
+        "torch_settings": torch_settings(),
         "extra": dict(extra) if extra is not None else {},
     }
     return manifest

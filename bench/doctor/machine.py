@@ -194,6 +194,9 @@ class Machine:
     nvml: Callable[[], NvmlReading] = read_nvml
     torch: Callable[[], TorchReading] = read_torch
     matmul: Callable[[], list[tuple[str, float, float]]] | None = None  # None: gpu.gpu_matmul
+    attention: Callable[[], list[tuple[str, float, float]]] | None = None  # None: gpu_kernels.gpu_sdpa
+    gpu_memory: Callable[[], tuple[int, int]] | None = None  # None: gpu_kernels.read_gpu_memory
+    model_weights: Callable[[], dict[str, int]] | None = None  # None: gpu_kernels.read_model_weights
     typesense: Callable[[str, str], dict[str, Any]] = typesense_debug
     probes: Callable[[str, str], Any] | None = None  # None: server_probes.probe_server (a ProbeReport)
     cpu: Callable[[], str] = cpu_summary

@@ -1,19 +1,26 @@
 """Which checks each step of docs/runbook.md needs, and the run of them (``bench doctor [STEP]``).
 
 Without a step, ``prepare`` (step 0): the machine as a whole (interpreter, packages, GPU, the reference
-environments). Every step gets the interpreter, packages and CPU checks; the GPU steps the four GPU
+environments). Every step gets the interpreter, packages and CPU checks; the GPU steps the six GPU
 checks; the others what their commands read (Typesense, API keys, disk, memory). Offline: nothing but
 loopback (Typesense) and local processes (the reference interpreters) is asked.
 """
 
 from __future__ import annotations
 
-from bench.doctor import checks, gpu, server_probes, space
+from bench.doctor import checks, gpu, gpu_kernels, server_probes, space
 from bench.doctor.machine import Machine
 from bench.doctor.outcome import Check, Outcome, cannot_tell
 
 BASE: tuple[Check, ...] = (checks.python, checks.packages, checks.cpu)
-GPU: tuple[Check, ...] = (gpu.nvml, gpu.driver, gpu.gpu, gpu.matmul)
+GPU: tuple[Check, ...] = (
+    gpu.nvml,
+    gpu.driver,
+    gpu.gpu,
+    gpu.matmul,
+    gpu_kernels.attention,  # issue 40: the models' attention kernel and free memory, own module
+    gpu_kernels.gpu_memory,
+)
 DEFAULT_STEP = "prepare"
 
 STEP_CHECKS: dict[str, tuple[Check, ...]] = {

@@ -40,6 +40,7 @@ from bench.equality.results import SCORING_DEVICE, results_dir, scoring_setting,
 from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.integrity.hub import snapshot_dir
+from bench.memory import is_sticky_device_error
 from bench.paths import bundled_dir, repo_root
 from bench.progress import Progress
 from bench.rerankers.protocol import Reranker
@@ -178,6 +179,12 @@ def _score_adapter(
     try:
         ours = adapter_scores(reranker, data.queries)
     except Exception as exc:  # recorded as "not rated" with the reason; the command still exits non-zero
+        if is_sticky_device_error(exc):  # every later model would fail the same way: stop (issue 40)
+            raise BenchError(
+                f"{model_id}: {type(exc).__name__}: {exc}. A CUDA error of this kind leaves the process "
+                "unable to use the GPU, so the checks stopped and no result of this run was written. Check "
+                "the GPU (`bench doctor check-adapters`) and run the same command again"
+            ) from exc
         reason = f"adapter failed while scoring: {type(exc).__name__}: {exc}"
         return _not_rated(model_id, reason, adapter=meta)
     finally:

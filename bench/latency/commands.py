@@ -10,7 +10,6 @@ others are measured.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -36,7 +35,9 @@ from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
+from bench.memory import free_device_memory
 from bench.plan import CPU_INT8_MODEL, RERANKERS
+from bench.provenance import attention_implementations, torch_settings
 from bench.quality.candidates import Candidates
 from bench.reads import stage_reads
 from bench.rerankers.registry import STANDIN_IDS, load_reranker
@@ -85,6 +86,7 @@ def model_outcome(
     plan models): it is rated by its base model's check (on ``device`` when given) plus the plan's int8
     agreement (the verdict of ``bench int8 agreement --against``, default ``results/int8/agreement.json``
     beside ``checks_dir``) for the quantised folder in use."""
+
     def base(m: str) -> dict[str, Any]:
         return (
             outcome_for(m, checks_dir, device)
@@ -215,6 +217,9 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     for why in refused.values():
         print(f"latency: {why}", file=stream)
     gpu = None
+    if preset.device.startswith("cuda"):
+        # before CUDA starts (torch would set LAZY): every kernel loads at start, none inside a timed call
+        os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
     timer: CallTimer = timer_for(preset.device)  # refuses CUDA requested and absent
     unrated = unrated_models(
         models,
@@ -301,7 +306,12 @@ def measure_all(
             refused[model] = f"{model} refused: {exc.message}"
             print(f"latency: {refused[model]}", file=stream)
             continue
-        manifest_m = {**manifest, "torch_threads_at_load": _torch_threads()}
+        manifest_m = {
+            **manifest,
+            "torch_threads_at_load": _torch_threads(),
+            "torch_settings": torch_settings(),  # after the load: what the model runs with
+            "attention_implementation": attention_implementations(reranker),
+        }
         for block, _ in measure_model(
             model,
             reranker,
@@ -319,17 +329,10 @@ def measure_all(
         if callable(close):
             close()
         del reranker
-        gc.collect()
-        _empty_cuda_cache()
+        free_device_memory()  # collected, cache emptied, peaks reset: the next model loads onto an empty card
     return {"blocks": written, "refused": refused, "records": blocks}
 
 
 def _torch_threads() -> int | None:
     torch = sys.modules.get("torch")
     return int(torch.get_num_threads()) if torch is not None else None
-
-
-def _empty_cuda_cache() -> None:
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()

@@ -2,8 +2,11 @@
 clocks, temperature and power), and the rule that no other process may hold the GPU.
 
 ``GpuProbe.sample()`` gives, per device: ``index``, ``name``, ``sm_clock_mhz``, ``mem_clock_mhz``,
-``temperature_c``, ``power_w``, ``pstate``, ``utilization_pct``, ``memory_used_mib``; a field NVML cannot
-read is null. The probe takes the NVML module as an argument so tests drive it with a fake.
+``temperature_c``, ``power_w``, ``pstate``, ``utilization_pct``, ``memory_used_mib`` (device-wide: every
+process's memory, the allocator's cache and a display included; the process's own peak is torch's, recorded
+per block), ``clock_event_reasons`` (NVML's throttle-reason bit mask) and ``clock_event_names`` (its set bits
+by name, nvml.h's ``nvmlClocksEventReason*``); a field NVML cannot read is null. The probe takes the NVML
+module as an argument so tests drive it with a fake.
 """
 
 from __future__ import annotations
@@ -21,7 +24,34 @@ FIELDS = (
     "pstate",
     "utilization_pct",
     "memory_used_mib",
+    "clock_event_reasons",
+    "clock_event_names",
 )
+# nvml.h: nvmlClocksEventReason* (formerly nvmlClocksThrottleReason*) bit values
+CLOCK_EVENT_BITS = (
+    ("gpu_idle", 0x1),
+    ("applications_clocks_setting", 0x2),
+    ("sw_power_cap", 0x4),
+    ("hw_slowdown", 0x8),
+    ("sync_boost", 0x10),
+    ("sw_thermal_slowdown", 0x20),
+    ("hw_thermal_slowdown", 0x40),
+    ("hw_power_brake_slowdown", 0x80),
+    ("display_clock_setting", 0x100),
+)
+
+
+def clock_event_names(mask: int | None) -> list[str] | None:
+    return None if mask is None else [name for name, bit in CLOCK_EVENT_BITS if mask & bit]
+
+
+def _clock_reasons(n: Any, handle: Any) -> int | None:
+    for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        fn = getattr(n, name, None)
+        if fn is not None:
+            value = _safe(fn, handle)
+            return int(value) if value is not None else None
+    return None
 
 
 def _safe(fn: Callable[..., Any], *args: Any) -> Any:
@@ -65,6 +95,7 @@ class GpuProbe:
             power = _safe(n.nvmlDeviceGetPowerUsage, h)
             mem = _safe(n.nvmlDeviceGetMemoryInfo, h)
             util = _safe(n.nvmlDeviceGetUtilizationRates, h)
+            reasons = _clock_reasons(n, h)
             out.append(
                 {
                     "index": i,
@@ -76,6 +107,8 @@ class GpuProbe:
                     "pstate": _safe(n.nvmlDeviceGetPerformanceState, h),
                     "utilization_pct": getattr(util, "gpu", None),
                     "memory_used_mib": mem.used / 2**20 if mem is not None else None,
+                    "clock_event_reasons": reasons,
+                    "clock_event_names": clock_event_names(reasons),
                 }
             )
         return out

@@ -4,10 +4,13 @@ A block is one (machine, model or stage, k, pass). ``run_block``:
 
 1. returns the finished block if its file exists (finished blocks are never re-measured or spliced);
 2. records the host state (a snapshot, no waiting: ``bench.latency.host.snapshot``);
-3. starts the telemetry sampler beside the calls (``bench.latency.telemetry``);
-4. makes the warm-up calls (discarded; the plan's 20 on the first 20 queries), which also settle the chunk
-   size (an adapter halves it on out-of-memory; the block records the size the warm-up ended with, and a
-   measured call that uses another size marks the block);
+3. starts the telemetry sampler beside the calls (``bench.latency.telemetry``) and resets torch's peak
+   GPU-memory counters (the block's peak allocated and reserved bytes go into ``host_after["device_memory"]``,
+   null with the reason off CUDA); each measured call's start goes into the telemetry as
+   ``call_offsets_s`` on the sampler's clock;
+4. makes the warm-up calls (discarded; the plan's 20 on the first 20 queries); the chunk size was settled
+   before the model's first block (``bench.latency.run.settle_chunk``), and the block records the size the
+   warm-up ended with (a measured call that uses another size marks the block);
 5. times every measured call in the seeded order through a ``Caller`` (the timer wraps the adapter's
    public call and nothing else);
 6. stops the sampler, records the host state again and applies the busy-host rule to the block itself
@@ -23,6 +26,7 @@ first block, over a short window: ``bench.latency.host.judge_before_run``.)
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +42,7 @@ from bench.interrupt import raise_if_interrupted
 from bench.latency.accuracy import accuracy_mark, check_accuracy
 from bench.latency.host import busy_mark, foreign_over, snapshot
 from bench.latency.telemetry import Sampler
+from bench.memory import peak_memory, reset_peak_memory
 from bench.progress import Progress
 
 
@@ -132,14 +137,17 @@ class Measured:
     observed: dict[str, tuple[Sequence[str], np.ndarray]]
     chunk: int | None
     telemetry: dict[str, Any] | None
+    memory: dict[str, Any] = field(default_factory=dict)  # peak GPU memory of the block (bench.memory)
 
 
 def _measure(spec: BlockSpec, caller: Caller, env: Environment, what: str) -> Measured:
     """The warm-up calls (discarded; they settle the chunk size), then every measured call, with the
     telemetry sampler running beside them."""
     sampler = env.sampler() if env.sampler is not None else None
+    reset_peak_memory()
     if sampler is not None:
         sampler.start()
+    starts: list[int] = []
     try:
         chunk: int | None = None
         for call in spec.warmup:
@@ -150,6 +158,7 @@ def _measure(spec: BlockSpec, caller: Caller, env: Environment, what: str) -> Me
         observed: dict[str, tuple[Sequence[str], np.ndarray]] = {}
         with Progress(f"latency {what}", len(spec.measured), "calls", stream=env.stream) as progress:
             for call in spec.measured:
+                starts.append(time.perf_counter_ns())
                 obs = caller(call, k=spec.k, pass_=spec.pass_)
                 samples.append(obs.sample)
                 if obs.scores is not None:
@@ -157,10 +166,12 @@ def _measure(spec: BlockSpec, caller: Caller, env: Environment, what: str) -> Me
                 progress.advance()
     finally:
         telemetry = sampler.stop() if sampler is not None else None
+    if telemetry is not None and sampler is not None:
+        telemetry["call_offsets_s"] = [(t - sampler.start_ns) / 1e9 for t in starts]
     if chunk is None:
         sizes = [s.chunk_size for s in samples if s.chunk_size is not None and s.n_passages >= spec.k]
         chunk = sizes[0] if sizes else None
-    return Measured(samples, observed, chunk, telemetry)
+    return Measured(samples, observed, chunk, telemetry, peak_memory())
 
 
 def _busy_over_block(
@@ -187,6 +198,7 @@ def run_block(spec: BlockSpec, caller: Caller, env: Environment) -> tuple[Block,
     before, started = env.host(), clock.utc_iso("milliseconds")
     got = _measure(spec, caller, env, what)
     after = dict(env.host())
+    after["device_memory"] = got.memory
     accuracy: Accuracy = check_accuracy(
         got.observed, env.reference, label=env.reference_label, why_missing=env.reference_missing
     )

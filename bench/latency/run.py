@@ -4,6 +4,12 @@ rehearsal's latency step alike: one model loaded once, then for every pass and e
 
 Inputs are plain mappings (queries, candidates in first-stage order, passage texts), so the study and the
 rehearsal run the same code on different data.
+
+One chunk size per model (issue 40, item 4): before its first block, an adapter that chunks its forward passes
+scores the model's longest call (the call at the largest k whose longest passage has the most characters: the
+batch is padded to it) untimed, halving on out of memory until it fits (``settle_chunk_size``); that size is
+used for every pass and k, recorded in each block's manifest (``chunk_settled``) and taken from there after a
+resume, so a resumed run does not start unchunked again.
 """
 
 from __future__ import annotations
@@ -120,6 +126,43 @@ def finished_blocks(model: str, settings: Settings, inputs: Inputs) -> list[Any]
     return [read_block(p) for p in paths]
 
 
+SETTLED_ON = (
+    "settled before the first block, untimed, on the call at the largest k whose longest passage has the "
+    "most characters"
+)
+
+
+def _recorded_chunk(settings: Settings, specs: Sequence[BlockSpec]) -> dict[str, Any] | None:
+    """The chunk size settled for this model by an earlier run, from any of its finished blocks."""
+    for spec in specs:
+        path = settings.out_root / spec.relpath()
+        if path.is_file():
+            settled = (read_block(path).manifest or {}).get("chunk_settled")
+            if isinstance(settled, dict) and isinstance(settled.get("size"), int):
+                return dict(settled)
+    return None
+
+
+def settle_chunk(reranker: Reranker, settings: Settings, specs: Sequence[BlockSpec]) -> dict[str, Any] | None:
+    """Fix the adapter's chunk size for all of the model's blocks (None: the adapter does not chunk)."""
+    settle = getattr(reranker, "settle_chunk_size", None)
+    fix = getattr(reranker, "fix_chunk_size", None)
+    if not callable(settle) or not callable(fix) or not specs:
+        return None
+    recorded = _recorded_chunk(settings, specs)
+    if recorded is not None:
+        fix(recorded["size"])
+        return {**recorded, "reused": "from a finished block of this model (a resumed run)"}
+    k_max = max(s.k for s in specs)
+    calls = [c for s in specs if s.k == k_max for c in (*s.warmup, *s.measured)]
+    def size(c: Call) -> tuple[int, int]:
+        return max(map(len, c.passages), default=0), sum(len(p) for p in c.passages)
+
+    longest = max(calls, key=size)
+    settled = settle(longest.query, list(longest.passages))
+    return {"size": int(settled), "k": k_max, "query_id": longest.query_id, "how": SETTLED_ON}
+
+
 def measure_model(
     model: str,
     reranker: Reranker,
@@ -135,9 +178,14 @@ def measure_model(
     """Every block of one loaded model; ``[(block, measured_now)]`` in measuring order."""
     stream = stream if stream is not None else sys.stderr
     pool = query_set(settings.preset, list(inputs.queries), settings.sample)
+    specs = specs_for(model, settings, inputs, pool)
+    settled = settle_chunk(reranker, settings, specs)
+    if settled is not None:
+        manifest = {**manifest, "chunk_settled": settled}
+        print(f"latency: {model}: chunk size {settled['size']} for every block", file=stream)
     caller = RerankerCaller(reranker, timer)
     results = []
-    for spec in specs_for(model, settings, inputs, pool):
+    for spec in specs:
         ref_path = (
             reference_path(settings.runs_dir, settings.stage, model, spec.k) if settings.runs_dir else None
         )

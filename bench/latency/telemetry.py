@@ -3,7 +3,10 @@
 at a fixed interval, its log committed next to the samples).
 
 A daemon thread calls each probe on a fixed schedule (tick ``i`` at ``start + i * interval``, so a slow
-probe does not stretch the interval) and keeps ``{"t_s": seconds since start, <probe name>: value}``.
+probe does not stretch the interval) and keeps ``{"t_s": seconds since start, <probe name>: value,
+"<probe name>_t_s": seconds since start when that probe began}``. ``start_ns`` is the start on
+``time.perf_counter_ns``, the clock of the calls: the harness stores each measured call's start on the same
+scale (``call_offsets_s``), so a clock dip can be tied to the calls it touched.
 Probes are plain functions: host load and CPU frequency always, ``GpuProbe.sample`` on GPU runs. A probe
 that raises records null for that tick (and the error text once in ``errors``).
 """
@@ -43,6 +46,7 @@ class Sampler:
     def _tick(self) -> None:
         row: dict[str, Any] = {"t_s": (time.perf_counter_ns() - self._start_ns) / 1e9}
         for name, probe in self.probes.items():
+            row[f"{name}_t_s"] = (time.perf_counter_ns() - self._start_ns) / 1e9
             try:
                 row[name] = probe()
             except Exception as exc:  # a failing probe loses its value, never the block
@@ -58,6 +62,11 @@ class Sampler:
             due = self._start_ns + round(i * self.interval_s * 1e9)
             if self._stop.wait(max(0.0, (due - time.perf_counter_ns()) / 1e9)):
                 return
+
+    @property
+    def start_ns(self) -> int:
+        """``time.perf_counter_ns`` at the start (0 before it)."""
+        return self._start_ns
 
     def start(self) -> Sampler:
         if self._thread is not None:
@@ -76,7 +85,7 @@ class Sampler:
         return {
             "source": self.source,
             "interval_s": self.interval_s,
-            "fields": ["t_s", *self.probes],
+            "fields": ["t_s", *(f for name in self.probes for f in (name, f"{name}_t_s"))],
             "errors": dict(self.errors),
             "samples": list(self.samples),
         }

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.interrupt import Interrupted, interruptible
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
-from bench.provenance import host_info
+from bench.provenance import attention_implementations, host_info, torch_settings
 from bench.quality.candidates import Candidates, freeze
-from bench.quality.phase import Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
+from bench.quality.phase import DeviceUnusable, Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
 from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
 from bench.quality.study import Study
 from bench.quality.summary import latency_table, model_summaries
@@ -62,6 +63,10 @@ def execute(
     except KeyboardInterrupt:
         study.end("interrupted")
         raise Interrupted(what, resume_hint) from None
+    except DeviceUnusable as exc:  # a sticky CUDA error: failed, with the error and how to go on
+        study.end("failed", error=exc.error, resume=resume_hint)
+        raise BenchError(f"{what} failed: {exc.message}. Restart the process (and check the GPU with `bench "
+                         f"doctor`), then resume with: {resume_hint}") from None  # fmt: skip
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise
@@ -77,6 +82,7 @@ def execute(
         errors=outcome.errors,
         retried=outcome.retried,
         not_run=dict(outcome.not_run),
+        device_memory=dict(outcome.memory),  # model -> peak GPU memory of this session's calls
         runs=[_run_record(r) for r in runs],
     )
     return SessionResult(candidates, outcome, runs, summaries, latency, consistency)
@@ -114,6 +120,8 @@ def _on_loaded(study: Study) -> Callable[[str, Reranker], None]:
     def on_loaded(model: str, reranker: Reranker) -> None:
         entry = study.manifest["models"].setdefault(model, {})
         entry["meta"] = reranker.meta.to_dict()
+        entry["attention_implementation"] = attention_implementations(reranker)
+        entry["torch_settings"] = torch_settings()
         if "host_after_load" not in study.session:
             # torch is imported by now: torch threads and the GPU name/driver/clocks are known
             study.session["host_after_load"] = host_info()

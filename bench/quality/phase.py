@@ -14,7 +14,16 @@ marked ``retry`` and a resume tries the query again (the earlier attempt stays i
 cannot run at all (``ModelUnavailable``: a rejected API key, no access, an unknown model name) is stopped at
 once and recorded as "not run" (``PhaseOutcome.not_run``); nothing is recorded for the failing call, so a
 resume after the fix scores every query. Ctrl-C/SIGTERM during a call writes nothing for that unit; it is
-redone on resume.
+redone on resume. A CUDA error that poisons the process (device-side assert, illegal memory access:
+``bench.memory.is_sticky_device_error``) is no query's failure either: every later call would fail the same
+way and count as 0. It stops the phase (``DeviceUnusable``), nothing is recorded for that unit, and the
+session is marked failed with the error and the resume command (``bench.quality.driver``); only out of
+memory stays per query.
+
+One model on the card at a time: after a model's last unit its adapter is closed and dropped, collected, the
+allocator's cache emptied and the peak counters reset (``bench.memory.free_device_memory``) before the next
+model loads; each model's peak allocated and reserved GPU memory goes into ``PhaseOutcome.memory`` (null with
+the reason on the CPU).
 
 Record fields: ``stage, model, depth, qid`` (key), ``status``, ``docids`` (the candidates passed, in
 order), ``scores`` (fp32 values widened exactly to float64, written with full precision), ``call`` (the
@@ -33,8 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from bench import clock
+from bench.errors import BenchError
 from bench.interrupt import raise_if_interrupted
 from bench.journal import Journal
+from bench.memory import free_device_memory, is_out_of_memory, is_sticky_device_error, peak_memory
 from bench.progress import Progress
 from bench.quality.candidates import Candidates, check_queries
 from bench.quality.depths import call_depths
@@ -93,12 +104,25 @@ class PhaseOutcome:
     retried: int = 0  # units whose earlier attempt had failed for a transient reason
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> RerankerMeta.to_dict()
     not_run: dict[str, str] = field(default_factory=dict)  # model -> why it was stopped (ModelUnavailable)
+    memory: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> peak GPU memory of its calls
+
+
+class DeviceUnusable(BenchError):
+    """A sticky CUDA error: the process cannot use the GPU any more; the phase stops, nothing recorded."""
+
+    def __init__(self, key: tuple[str, str, int, str], exc: BaseException) -> None:
+        stage, model, depth, qid = key
+        self.error = f"{type(exc).__name__}: {exc}"
+        super().__init__(
+            f"{model} on {stage} @{depth}, query {qid}: {self.error}. A CUDA error of this kind leaves the "
+            "process unable to use the GPU, so the phase stopped; nothing was recorded for this query"
+        )
 
 
 def is_transient(exc: BaseException) -> bool:
     """Failures that may pass: an API that stayed unavailable through every retry (429, 5xx, timeouts),
     and running out of GPU memory (another process may have held it). Anything else is final."""
-    return getattr(exc, "transient", False) is True or "out of memory" in str(exc).lower()
+    return getattr(exc, "transient", False) is True or is_out_of_memory(exc)
 
 
 def score_unit(
@@ -119,6 +143,8 @@ def score_unit(
     except ModelUnavailable:
         raise  # not this query's failure: the model is stopped and recorded as not run (``run_phase``)
     except Exception as exc:  # recorded, counted, reported: never swallowed
+        if is_sticky_device_error(exc):
+            raise DeviceUnusable(key, exc) from exc
         rec.update(status="error", scores=None, call=None, error=f"{type(exc).__name__}: {exc}")
         rec.update(latency_ns=None, utc=clock.utc_z("microseconds"))
         if is_transient(exc):
@@ -160,6 +186,7 @@ def run_phase(
         outcome.skipped += sum(len(spec.qids(candidates, s)) * len(depths) for s in spec.stages) - total_left
         if total_left == 0:
             continue
+        free_device_memory()  # the previous model is gone (``_release``): an empty card, peaks from zero
         reranker = load(model)
         outcome.meta[model] = reranker.meta.to_dict()
         if on_loaded is not None:
@@ -171,7 +198,18 @@ def run_phase(
             outcome.not_run[model] = f"{type(exc).__name__}: {exc}"
             print(f"not run: {model}: {exc} (no query of this model was recorded for this call; fix the "
                   "cause and resume)", file=stream, flush=True)  # fmt: skip
+        outcome.memory[model] = peak_memory()
+        _release(reranker)
+        del reranker  # the loop's last reference: the next load starts with this model collected
+    free_device_memory()
     return outcome
+
+
+def _release(reranker: Reranker) -> None:
+    """Let the adapter free what it holds (an API client, a model) before its last reference goes."""
+    close = getattr(reranker, "close", None)
+    if callable(close):
+        close()
 
 
 def _needs_work(journal: Journal, key: tuple[str, str, int, str]) -> bool:

@@ -4,7 +4,8 @@ Plan section "Rerankers". Inputs are built by ``CrossEncoder.preprocess`` (the l
 tokenisation: ``truncation="longest_first"`` at the model's maximum length, as the model cards'
 ``tokenizer(pairs, truncation=True, max_length=512)`` does) and scored by the CrossEncoder's modules.
 The per-pair input length is the attention mask's sum (special tokens included); a pair counts as
-truncated when its untruncated tokenisation is longer than the maximum.
+truncated when its untruncated tokenisation is longer than the maximum. Both are counted after the timed
+call (``Chunk.count``): the second tokenisation is the study's bookkeeping, not the model's latency.
 
 Score: bge and gte are not "raw logit" models in the plan, so the CrossEncoder's default activation
 (sigmoid for one label) is applied, in fp32 after the upcast. Sigmoid is monotone; ties it creates
@@ -35,13 +36,20 @@ class EncoderCrossEncoder(ChunkedTorchReranker):
     def _chunk(self, query: str, passages: Sequence[str]) -> Chunk:
         pairs = [(query, p) for p in passages]
         features = self.model.preprocess(pairs)
-        lengths = [int(x) for x in features["attention_mask"].sum(dim=1).tolist()]
-        truncated = [False] * len(pairs)
-        for i, n in enumerate(lengths):
-            if n >= self.max_length:  # only a full-length input can have been cut
-                full = self.tokenizer(query, pairs[i][1], truncation=False)["input_ids"]
-                truncated[i] = len(full) > self.max_length
-        return Chunk(to_device(features, self.meta.device), lengths, truncated)
+        mask = features["attention_mask"]  # on the CPU, as the tokenizer made it
+
+        def count() -> tuple[list[int], list[bool]]:
+            """After the timed call: lengths from the mask, and the untruncated tokenisation of the pairs that
+            reached the maximum (the plan times the model's input tokenisation, not this counter's)."""
+            lengths = [int(x) for x in mask.sum(dim=1).tolist()]
+            truncated = [False] * len(pairs)
+            for i, n in enumerate(lengths):
+                if n >= self.max_length:  # only a full-length input can have been cut
+                    full = self.tokenizer(query, pairs[i][1], truncation=False)["input_ids"]
+                    truncated[i] = len(full) > self.max_length
+            return lengths, truncated
+
+        return Chunk(to_device(features, self.meta.device), count=count)
 
     def _forward(self, features: dict[str, Any]) -> Any:
         scores = self.model(features)["scores"].float()

@@ -7,12 +7,14 @@ trust_remote_code=True)`` and ``model.rerank(query, documents)`` returning one d
 its input ``index`` and ``relevance_score``. The vendor code fixes the limits (query 1024, document
 8192 tokens) and its own chunking of long lists. ``max_input_tokens`` is the longest sequence the model
 itself received (query, documents, prompt and special tokens, seen by a hook on the input embeddings), not
-a document's length; documents (and the query) over the vendor's limits count as truncated pairs.
+a document's length; documents (and the query) over the vendor's limits count as truncated pairs. Both
+counts are made after the timed call (``score_timed``): inside it they were a second tokenisation of the
+query and all k documents and a GPU-to-CPU synchronisation per forward pass, timed as jina's latency.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,12 +46,18 @@ class JinaListwise:
         return [len(x) for x in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
     def score(self, query: str, passages: Sequence[str]) -> ScoreResult:
+        return self.score_timed(query, passages)()
+
+    def score_timed(self, query: str, passages: Sequence[str]) -> Callable[[], ScoreResult]:
+        """``model.rerank`` and its scores (the timed unit); returns the bookkeeping (token counts from the
+        model inputs seen, the vendor-limit counts by the tokenizer) to run after the clock has stopped."""
         # lazy: torch is heavy and is needed only here
         import torch
 
         docs = list(passages)  # first-stage order, as the plan requires
         if not docs:
-            return self.log.add(make_result([], max_input_tokens=0, truncated_pairs=0, chunk_size=0))
+            empty = make_result([], max_input_tokens=0, truncated_pairs=0, chunk_size=0)
+            return lambda: self.log.add(empty)
         with torch.inference_mode(), observe_inputs(self.model) as seen:
             results = self.model.rerank(query, docs)
         scores = np.full(len(docs), np.nan, dtype=np.float64)
@@ -62,11 +70,15 @@ class JinaListwise:
             raise BenchError(
                 f"jina-v3.5: model.rerank returned {len(results)} results for {len(docs)} documents"
             )
+        return lambda: self.log.add(self._record(scores, query, docs, seen))
+
+    def _record(self, scores: np.ndarray, query: str, docs: list[str], seen: _Seen) -> ScoreResult:
+        lengths = seen.lengths()
         q_lens, d_lens = self._lengths([query]), self._lengths(docs)
         reasons = []
         if seen.reason is not None:
             reasons.append(seen.reason)
-        elif not seen.lengths:
+        elif not lengths:
             reasons.append("model.rerank ran no forward pass through the input embeddings that was seen")
         if q_lens is None or d_lens is None:
             reasons.append("no tokenizer to count which query or documents exceed the vendor's limits")
@@ -78,31 +90,42 @@ class JinaListwise:
                 chunk_size=len(docs),
                 tokens_unmeasured="; ".join(reasons),
             )
-            return self.log.add(unmeasured)
+            return unmeasured
         assert q_lens is not None and d_lens is not None  # for mypy: reasons is empty
         cut = sum(n > DOCUMENT_LIMIT for n in d_lens) + (len(docs) if q_lens[0] > QUERY_LIMIT else 0)
-        return self.log.add(
-            make_result(
-                scores,
-                max_input_tokens=max(seen.lengths),
-                truncated_pairs=min(cut, len(docs)),
-                chunk_size=len(docs),
-                input_tokens=sum(seen.lengths),
-            )
+        return make_result(
+            scores,
+            max_input_tokens=max(lengths),
+            truncated_pairs=min(cut, len(docs)),
+            chunk_size=len(docs),
+            input_tokens=sum(lengths),
         )
 
 
 class _Seen:
-    def __init__(self) -> None:
-        self.lengths: list[int] = []
+    """The token-id tensors the model's input embeddings received, kept as they are (reading them on the
+    host would synchronise the GPU inside the timed call); ``lengths`` counts them afterwards."""
+
+    def __init__(self, pad: int | None = None) -> None:
+        self.inputs: list[Any] = []
+        self.pad = pad
         self.reason: str | None = None
+
+    def lengths(self) -> list[int]:
+        out: list[int] = []
+        for ids in self.inputs:
+            if ids.shape[0] == 1 or self.pad is None:
+                out.extend([int(ids.shape[1])] * int(ids.shape[0]))
+            else:
+                out.extend(int(n) for n in (ids != self.pad).sum(dim=1).tolist())
+        return out
 
 
 @contextmanager
 def observe_inputs(model: Any) -> Iterator[_Seen]:
-    """Token counts of the real model input: a forward pre-hook on the input embeddings records, for every
-    sequence the vendor's ``rerank`` feeds the model (query, documents, its prompt and special tokens
-    together), the number of tokens that are not padding."""
+    """Token counts of the real model input: a forward pre-hook on the input embeddings keeps, for every
+    batch the vendor's ``rerank`` feeds the model (query, documents, its prompt and special tokens
+    together), the token ids; ``_Seen.lengths`` counts the tokens that are not padding, after the call."""
     seen = _Seen()
     getter = getattr(model, "get_input_embeddings", None)
     try:
@@ -113,17 +136,14 @@ def observe_inputs(model: Any) -> Iterator[_Seen]:
         seen.reason = "the model exposes no input embeddings to observe its input"
         yield seen
         return
-    pad = getattr(getattr(model, "config", None), "pad_token_id", None)
+    seen.pad = getattr(getattr(model, "config", None), "pad_token_id", None)
 
     def hook(module: Any, args: tuple[Any, ...]) -> None:
         ids = args[0] if args else None
         if ids is None or getattr(ids, "ndim", 0) != 2:
             seen.reason = "the input embeddings were called without a 2-d tensor of token ids"
             return
-        if ids.shape[0] == 1 or pad is None:
-            seen.lengths.extend([int(ids.shape[1])] * int(ids.shape[0]))
-        else:
-            seen.lengths.extend(int(n) for n in (ids != pad).sum(dim=1).tolist())
+        seen.inputs.append(ids.detach())
 
     handle = embeddings.register_forward_pre_hook(hook)
     try:

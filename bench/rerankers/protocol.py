@@ -12,7 +12,7 @@ versions (``RerankerMeta``).
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
@@ -94,6 +94,18 @@ class Reranker(Protocol):
     def meta(self) -> RerankerMeta: ...
 
     def score(self, query: str, passages: Sequence[str]) -> ScoreResult: ...
+
+
+def score_parts(reranker: Reranker, query: str, passages: Sequence[str]) -> Callable[[], ScoreResult]:
+    """The timed part of one call, run now; returns its bookkeeping part, to run after the clock has
+    stopped. Adapters with a ``score_timed`` method split the two (the torch adapters: issue 40); for the
+    others the whole ``score`` call is the timed part."""
+    timed = getattr(reranker, "score_timed", None)
+    if callable(timed):
+        finish: Callable[[], ScoreResult] = timed(query, passages)
+        return finish
+    result = reranker.score(query, passages)
+    return lambda: result
 
 
 def count_ties(scores: npt.NDArray[np.float32]) -> int:

@@ -56,7 +56,7 @@ INTEGER_SUMS: dict[str, frozenset[str]] = {
         "sum((len(spec.qids(candidates, s)) * len(depths) for s in spec.stages))"}),
     # truncated pairs (bool) and input tokens (int) of one call
     "bench/rerankers/base.py": frozenset({"sum(cut)", "sum(lengths)"}),
-    "bench/rerankers/jina.py": frozenset({"sum(seen.lengths)"}),
+    "bench/rerankers/jina.py": frozenset({"sum(lengths)"}),
     "bench/rerankers/protocol.py": frozenset({"sum((r['n'] for r in recs))",
                                               "sum((r['ties'] for r in recs))"}),
     "bench/rerankers/standin.py": frozenset({"sum((min(n, self.max_seq) for n in lengths))"}),

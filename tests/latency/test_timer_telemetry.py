@@ -76,7 +76,8 @@ def test_sampler_ticks_on_a_fixed_schedule_and_survives_a_failing_probe() -> Non
     assert 9 <= len(ticks) <= 13, [t["t_s"] for t in ticks]
     assert all(t["t_s"] >= i * 0.06 - 0.002 for i, t in enumerate(ticks[:-1]))  # never before it is due
     assert all(t["x"] == 1.0 and t["bad"] is None for t in ticks)
-    assert log["errors"] == {"bad": "OSError: no sensor"} and log["fields"] == ["t_s", "x", "bad"]
+    assert log["errors"] == {"bad": "OSError: no sensor"}
+    assert log["fields"] == ["t_s", "x", "x_t_s", "bad", "bad_t_s"]
 
 
 class FakeNvml:
@@ -117,13 +118,17 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, h: str) -> list[Any]:
         return self.procs
 
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: str) -> int:
+        return 0x4 | 0x20  # nvml.h: SwPowerCap, SwThermalSlowdown
+
 
 def test_nvml_probe_fields_and_busy_gpu_refusal() -> None:
     probe = GpuProbe(FakeNvml([]))
     (dev,) = probe.sample()
     assert dev == {"index": 0, "name": "RTX 5070 Ti", "sm_clock_mhz": 2800, "mem_clock_mhz": 14001,
                    "temperature_c": 41, "power_w": 31.5, "pstate": None, "utilization_pct": 3,
-                   "memory_used_mib": 512.0}  # fmt: skip
+                   "memory_used_mib": 512.0, "clock_event_reasons": 0x24,
+                   "clock_event_names": ["sw_power_cap", "sw_thermal_slowdown"]}  # fmt: skip
     require_free_gpu(probe)
     held = GpuProbe(FakeNvml([SimpleNamespace(pid=4242, usedGpuMemory=2**30)]))
     with pytest.raises(BenchError, match="another process holds the GPU \\(pid 4242 on GPU 0\\)"):
