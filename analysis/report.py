@@ -195,8 +195,9 @@ def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
         lines.append(f"- {c['run']}: {_verdict_word(c)}, largest per-query difference "
                      f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}")
     if "NOT COMPARED" in {_verdict_word(c) for c in verdict["runs"]}:
-        lines.append("NOT COMPARED: no query of that run could be compared in pytrec_eval's own order (every one "
-                     "has tied scores); how its rows were ordered was not checked, so the check did not pass")
+        lines.append("NOT COMPARED: no query of that run could be compared in pytrec_eval's own order (every "
+                     "one has tied scores); how its rows were ordered was not checked, so the check did not "
+                     "pass")
     return lines
 
 

@@ -56,8 +56,8 @@ def choose_cap(cpu: Mapping[str, Any]) -> tuple[str | None, str]:
         return DESKTOP_ISA, (f"the desktop's instruction set as the plan names it (Ryzen 9 5950X: AVX2, no "
                              f"AVX-512, no VNNI); this CPU has {', '.join(extras)} above it")  # fmt: skip
     top = "AVX2" if flags.get("avx2") else "below AVX2"
-    return None, (f"the CPU has nothing above {top} (no AVX-512, no VNNI, no bf16, no AMX): it is the desktop's "
-                  "instruction set already, native and capped runs would be the same")  # fmt: skip
+    return None, (f"the CPU has nothing above {top} (no AVX-512, no VNNI, no bf16, no AMX): it is the "
+                  "desktop's instruction set already, native and capped runs would be the same")  # fmt: skip
 
 
 def honoured(native: Mapping[str, Any], capped: Mapping[str, Any], cap: str) -> tuple[bool, str]:

@@ -90,7 +90,7 @@ def keyword(s: ProbeSession, fx: HyphenFixture) -> ProbeResult:
         f'hyphen in a keyword query: "{QUERY}" finds the document with both words, and only it '
         f'(as "{rewrite(QUERY)}" does)',
         observed,
-        dict.fromkeys(_queries(), [BOTH]),
+        {label: [BOTH] for label in _queries()},
         f'"{QUERY}" did not find what "{rewrite(QUERY)}" finds: the server read the hyphen as an operator '
         "(an exclusion drops the second word) or joined the words",
     )
@@ -98,8 +98,10 @@ def keyword(s: ProbeSession, fx: HyphenFixture) -> ProbeResult:
 
 def hybrid(s: ProbeSession, fx: HyphenFixture) -> ProbeResult:
     vq = vector_literal(DOCS[0][2], k=len(DOCS), alpha=HYBRID_ALPHA)
-    items = [(fx.collection, {**STRICT, "q": q, "vector_query": vq, "exclude_fields": "embedding"})
-             for q in _queries().values()]  # fmt: skip
+    items = [
+        (fx.collection, {**STRICT, "q": q, "vector_query": vq, "exclude_fields": "embedding"})
+        for q in _queries().values()
+    ]
     results = s.searches(items, record=[{"collection": c, **p} for c, p in items], allow_error=True)
     observed: dict[str, Any] = {}
     for label, res in zip(_queries(), results, strict=True):
@@ -112,14 +114,15 @@ def hybrid(s: ProbeSession, fx: HyphenFixture) -> ProbeResult:
         f'hyphen in a hybrid query: "{QUERY}" with a vector query nearest to the document with both words '
         "finds it first (an exclusion would remove it from the vector list too)",
         observed,
-        dict.fromkeys(_queries(), {"accepted": True, "first hit": BOTH, "found": True}),
+        {label: {"accepted": True, "first hit": BOTH, "found": True} for label in _queries()},
         f'the hybrid search with "{QUERY}" did not put the document with both words first, or the server '
         "rejected the search (see its answer)",
     )
 
 
 def parsed_badly(result: ProbeResult) -> bool:
-    """The server answered the hyphenated query, and wrongly (a rejected search says nothing about hyphens)."""
+    """The server answered the hyphenated query, and wrongly (a rejected search says nothing about
+    hyphens)."""
     if result.honoured:
         return False
     answers = [v for v in result.observed.values() if isinstance(v, dict)]

@@ -116,7 +116,9 @@ PROBES: Final = (
     Probe("alpha", "alpha", "hybrid", pv.alpha, _feature("alpha")),
     # every German stage records both hyphen probes: one rule for all of them (HYPHEN_PROBES, decide)
     Probe("hyphen", "hyphen_query", "hyphen", ph.keyword, _feature("locale")),
-    Probe("hyphen-hybrid", "hyphen_query_hybrid", "hyphen", ph.hybrid, _feature("hybrid"), _feature("locale")),
+    Probe(
+        "hyphen-hybrid", "hyphen_query_hybrid", "hyphen", ph.hybrid, _feature("hybrid"), _feature("locale")
+    ),
 )
 HYPHEN_PROBES: Final = ("hyphen", "hyphen-hybrid")
 PROBE_NAMES: Final = tuple(p.name for p in PROBES)

@@ -25,6 +25,7 @@ from analysis.ranking import TIE_RULE
 from analysis.trec import read_qrels, write_run
 from bench.data import IMPORT_ORDER, Passage
 from bench.errors import BenchError
+from bench.firststage import probe_hyphen as ph
 from bench.firststage.definitions import (
     EXACT_FILTER_FIELD,
     KEYWORD_SUBSTITUTE_DROPS,
@@ -40,7 +41,6 @@ from bench.firststage.embed import CachedEmbeddings, Embedder
 from bench.firststage.exact import exact_top_k
 from bench.firststage.features import Mode, StageRefused, check_server
 from bench.firststage.importer import import_passages, text_doc
-from bench.firststage import probe_hyphen as ph
 from bench.firststage.probes import Decision, ProbeReport, decide, run_probes
 from bench.firststage.queries import run_queries, vector_top_ids
 from bench.firststage.server import TypesenseServer

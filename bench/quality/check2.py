@@ -46,7 +46,8 @@ def summary(result: dict[str, Any]) -> str:
         return "passed"
     if result.get("verdict") != "NOT COMPARED":
         return "FAILED"
-    names = [f"{r['stage']}/{r['model']}@{r['depth']}" for r in result["runs"] if r["verdict"] == "NOT COMPARED"]
+    names = [f"{r['stage']}/{r['model']}@{r['depth']}" for r in result["runs"]
+             if r["verdict"] == "NOT COMPARED"]  # fmt: skip
     return ("NOT COMPARED: equal to pytrec_eval in rank order, but not compared in pytrec_eval's own order "
             f"(every query has tied scores) for {', '.join(names)}")
 

@@ -122,7 +122,8 @@ def format_verdicts(verdicts: Sequence[Mapping[str, Any]], decision: Mapping[str
         lines.append(f"| {v['model']} | {v['depth']} | {100 * v['first']:.2f} | {100 * v['second']:.2f} | "
                      f"{v['difference_points']:.3f} | {v['limit_points']} | {v['passed']} |")  # fmt: skip
     for v in verdicts:
-        lines += [f"{v['model']}@{v['depth']}: reordering invariant broken: {m}" for m in v["reordering_breaks"]]
+        lines += [f"{v['model']}@{v['depth']}: reordering invariant broken: {m}"
+                  for m in v["reordering_breaks"]]  # fmt: skip
     for name, reason in decision["not_checked"].items():
         lines.append(f"not checked: {name} ({reason})")
     keys = ("all_passed", "failed", "not_checked")

@@ -63,8 +63,11 @@ class HyphenAsExclusion:
         for s, res in zip(json.loads(req.body)["searches"], data.get("results", []), strict=False):
             out = {_STEM.stemWord(w.lower()) for w in _AFTER_HYPHEN.findall(s.get("q", ""))}
             if out and "hits" in res:
-                res["hits"] = [h for h in res["hits"]
-                               if not out & _stems(f"{h['document'].get('title', '')} {h['document'].get('text', '')}")]  # fmt: skip
+                res["hits"] = [
+                    h
+                    for h in res["hits"]
+                    if not out & _stems(f"{h['document'].get('title', '')} {h['document'].get('text', '')}")
+                ]
         return json.dumps(data).encode()
 
 
@@ -91,11 +94,17 @@ class _Same:
 
 def _all_else_honoured(report: ProbeReport) -> ProbeReport:
     """The report with every probe but the hyphen ones honoured: only the hyphen probes decide."""
-    return replace(report, results=tuple(
-        r if r.name in HYPHEN_PROBES else replace(r, verdict="honoured") for r in report.results))  # fmt: skip
+    return replace(
+        report,
+        results=tuple(
+            r if r.name in HYPHEN_PROBES else replace(r, verdict="honoured") for r in report.results
+        ),
+    )
 
 
-def test_on_0241_the_keyword_probe_passes_and_the_rejected_hybrid_says_nothing(server: TypesenseServer) -> None:
+def test_on_0241_the_keyword_probe_passes_and_the_rejected_hybrid_says_nothing(
+    server: TypesenseServer,
+) -> None:
     report = _report(server, newer=False, broken=False)
     kw, hy = report.get("hyphen"), report.get("hyphen-hybrid")
     assert kw is not None and hy is not None
@@ -118,7 +127,11 @@ def test_a_server_with_hybrid_search_passes_both(server: TypesenseServer) -> Non
     report = _report(server, newer=True, broken=False)
     got = {n: (r.verdict, r.observed) for n in HYPHEN_PROBES if (r := report.get(n)) is not None}
     assert got["hyphen"][0] == got["hyphen-hybrid"][0] == "honoured"
-    assert got["hyphen-hybrid"][1]["Irokesen-Indianer"] == {"accepted": True, "first hit": "y1", "found": True}
+    assert got["hyphen-hybrid"][1]["Irokesen-Indianer"] == {
+        "accepted": True,
+        "first hit": "y1",
+        "found": True,
+    }
 
 
 def test_a_server_reading_the_hyphen_as_exclusion_fails_both_and_every_german_stage_rewrites(
@@ -129,11 +142,15 @@ def test_a_server_reading_the_hyphen_as_exclusion_fails_both_and_every_german_st
     assert kw is not None and hy is not None
     assert kw.verdict == hy.verdict == "not honoured"
     assert kw.observed == {"Irokesen-Indianer": ["y2"], "rewritten": ["y1"]}  # "Irokesen, and not Indianer"
-    assert hy.observed["Irokesen-Indianer"]["found"] is False and hy.observed["rewritten"]["first hit"] == "y1"
+    assert (
+        hy.observed["Irokesen-Indianer"]["found"] is False and hy.observed["rewritten"]["first hit"] == "y1"
+    )
     good = _all_else_honoured(report)
     for mode in ("measurement", "rehearsal"):
-        chosen = {s: decide(STAGE_DEFS[s], mode, good.for_stage(STAGE_DEFS[s])).hyphen_rewrite  # type: ignore[arg-type]
-                  for s in STAGE_DEFS}  # fmt: skip
+        chosen = {
+            s: decide(STAGE_DEFS[s], mode, good.for_stage(STAGE_DEFS[s])).hyphen_rewrite  # type: ignore[arg-type]
+            for s in STAGE_DEFS
+        }
         assert chosen == {s: s in GERMAN for s in STAGE_DEFS}
     # the keyword stages see the hybrid probe too (recorded, not deciding): one rule for all German stages
     assert {r.name for r in good.for_stage(STAGE_DEFS["keyword-71k"]).results} >= set(HYPHEN_PROBES)
@@ -141,17 +158,23 @@ def test_a_server_reading_the_hyphen_as_exclusion_fails_both_and_every_german_st
 
 def test_a_failure_the_rewrite_does_not_mend_refuses_the_stage(server: TypesenseServer) -> None:
     report = _all_else_honoured(_report(server, newer=True, broken=True))
-    mended = tuple(r if r.name != "hyphen" else replace(r, observed={**r.observed, "rewritten": []})
-                   for r in report.results)  # fmt: skip
+    mended = tuple(
+        r if r.name != "hyphen" else replace(r, observed={**r.observed, "rewritten": []})
+        for r in report.results
+    )
     with pytest.raises(ProbeRefused) as info:
-        decide(STAGE_DEFS["keyword-71k"], "measurement", replace(report, results=mended).for_stage(
-            STAGE_DEFS["keyword-71k"]))  # fmt: skip
+        decide(
+            STAGE_DEFS["keyword-71k"],
+            "measurement",
+            replace(report, results=mended).for_stage(STAGE_DEFS["keyword-71k"]),
+        )
     assert info.value.probes == ["hyphen"] and info.value.feature == "hyphen_query"
 
 
 def test_the_rewrite_and_the_17_dev_topics() -> None:
     assert ph.rewrite("Wo ist das Gebiet der Irokesen-Indianer in Kanada?") == (
-        "Wo ist das Gebiet der Irokesen Indianer in Kanada?")  # fmt: skip
+        "Wo ist das Gebiet der Irokesen Indianer in Kanada?"
+    )
     assert ph.rewrite("Wie viel wiegt ein U-Boot?") == "Wie viel wiegt ein U Boot?"
     assert ph.rewrite("Katzen -Hunde - Mäuse") == "Katzen -Hunde - Mäuse"  # not inside a word
     topics = Path("data/bundled/miracl-de-dev/topics.miracl-v1.0-de-dev.tsv").read_text(encoding="utf-8")
@@ -163,15 +186,31 @@ def test_the_rewrite_and_the_17_dev_topics() -> None:
     assert all(f"`{q}`" in listed for q in changed)
 
 
-def _run_keyword(server: TypesenseServer, small: Any, tmp: Path, bug: HyphenAsExclusion | None) -> dict[str, Any]:
+def _run_keyword(
+    server: TypesenseServer, small: Any, tmp: Path, bug: HyphenAsExclusion | None
+) -> dict[str, Any]:
     queries, passages, _ = small
-    queries = {"81674#0": "Wo ist das Gebiet der Irokesen-Indianer in Kanada?", **dict(list(queries.items())[:4])}
-    make: Callable[[], Any] = (lambda: TypesenseProxy(server, request=bug.request, answer=bug.answer)) if bug \
-        else (lambda: _Same(server))  # fmt: skip
+    queries = {
+        "81674#0": "Wo ist das Gebiet der Irokesen-Indianer in Kanada?",
+        **dict(list(queries.items())[:4]),
+    }
+    make: Callable[[], Any] = (
+        (lambda: TypesenseProxy(server, request=bug.request, answer=bug.answer))
+        if bug
+        else (lambda: _Same(server))
+    )
     with make() as px:
         handle = px.handle() if bug else server
-        run_stage("keyword-71k", server=handle, corpus=passages, queries=queries, mode="rehearsal",
-                  out_run=tmp / "run.trec", out_json=tmp / "run.json", warmup=0)  # fmt: skip
+        run_stage(
+            "keyword-71k",
+            server=handle,
+            corpus=passages,
+            queries=queries,
+            mode="rehearsal",
+            out_run=tmp / "run.trec",
+            out_json=tmp / "run.json",
+            warmup=0,
+        )
     return dict(json.loads((tmp / "run.json").read_text(encoding="utf-8")))
 
 
@@ -182,10 +221,12 @@ def test_each_stage_records_the_rule_and_applies_it_only_where_a_probe_failed(
     (tmp_path / "b").mkdir()
     plain = _run_keyword(server, small, tmp_path / "a", None)
     assert plain["hyphens"] == {
-        "rule": ph.RULE, "stage_is_german": True, "applied": False,
+        "rule": ph.RULE,
+        "stage_is_german": True,
+        "applied": False,
         "decided_by": "the probes hyphen and hyphen-hybrid (under probes)",
         "queries_with_hyphen_inside_a_word": ["81674#0"],
-    }  # fmt: skip
+    }
     drop_collections(server)
     bug = HyphenAsExclusion()
     rewritten = _run_keyword(server, small, tmp_path / "b", bug)

@@ -74,7 +74,8 @@ def test_check2_never_says_passed_for_a_run_not_compared_in_pytrec_evals_order(t
     qrels.write_text("q1\t0\td1\t1\nq2\t0\td2\t1\n", encoding="utf-8")
     path = tmp_path / "hybrid-71k" / "m@100.trec"
     path.parent.mkdir(parents=True)
-    write_run(path, {"q1": [("d1", 1.0), ("d2", 1.0)], "q2": [("d1", 0.5), ("d2", 0.5)]}, tag="hybrid-71k/m@100")
+    tied = {"q1": [("d1", 1.0), ("d2", 1.0)], "q2": [("d1", 0.5), ("d2", 0.5)]}
+    write_run(path, tied, tag="hybrid-71k/m@100")
     result = check_runs([RunFileInfo("hybrid-71k", "m", 100, path, 2, 0)], qrels)
     assert result["passed"] is False and result["verdict"] == "NOT COMPARED" and failures(result) is None
     (row,) = result["runs"]

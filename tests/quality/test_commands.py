@@ -79,8 +79,8 @@ def test_determinism_and_dtype_refuse_a_run_with_a_foreign_candidate(tmp_path: P
         p.parent.mkdir(parents=True)
         write_run(p, run, tag="hybrid-71k/m@100")
     for kind in ("determinism", "dtype"):
-        got = compare_runs(kind, tmp_path / "a", tmp_path / "b", stage="hybrid-71k", models=["m"], depths=[100],
-                           qrels_path=qrels, first_stage=first)  # fmt: skip
+        got = compare_runs(kind, tmp_path / "a", tmp_path / "b", stage="hybrid-71k", models=["m"],
+                           depths=[100], qrels_path=qrels, first_stage=first)  # fmt: skip
         assert got[0]["difference_points"] == 0.0 and got[0]["passed"] is False
         (msg,) = got[0]["reordering_breaks"]
         assert str(tmp_path / "b" / "hybrid-71k" / "m@100.trec") in msg and "'99#0'" in msg
