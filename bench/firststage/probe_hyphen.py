@@ -4,7 +4,8 @@ the word, in the German keyword search and in the hybrid search the plan sends?
 17 of the 305 MIRACL German dev topics hold a hyphen inside a word ("Wo ist das Gebiet der
 Irokesen-Indianer in Kanada?"; the list is in docs/typesense-source.md). With ``locale: "de"`` Typesense
 tokenises the query with ICU word breaks and keeps ``-`` as a token of its own; from v28.0
-``Collection::process_tokens`` turns a lone ``-`` token into the exclusion operator for every locale other than English, so "Irokesen-Indianer"
+``Collection::process_tokens`` turns a lone ``-`` token into the exclusion operator for every locale other
+than English, so "Irokesen-Indianer"
 becomes "Irokesen, and not Indianer" (docs/typesense-source.md, "Hyphens inside a query word"). 0.24.1
 keeps the hyphenated words. The probes ask the server, on a throwaway collection with the stage's German
 fields: the query "Irokesen-Indianer" must find the one document that holds both words (and it alone:
