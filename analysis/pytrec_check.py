@@ -60,7 +60,10 @@ class PytrecComparison:
 
     @property
     def own_order_checked(self) -> bool:
-        """pytrec_eval's own ordering is compared on every query without tied scores (if there is one)."""
+        """pytrec_eval's own ordering was compared on at least one query of the run (without tied scores);
+        a query missing from the run is 0 on both sides whatever the order, so it compares nothing."""
+        if self.own_order_run_queries is not None:
+            return self.own_order_run_queries > 0
         return self.own_order_queries > 0
 
     @property
@@ -80,7 +83,10 @@ class PytrecComparison:
         return "NOT COMPARED" if self.own_order_run_queries == 0 else "PASS"
 
     def as_dict(self) -> dict[str, Any]:
-        out = {**asdict(self), "own_order_checked": self.own_order_checked, "passed": self.passed}
+        """The record in study.json: ``passed`` is true only for PASS, so a run compared in neither order
+        that pytrec_eval's own ordering could check never reads as passed (``verdict`` says which)."""
+        out = {**asdict(self), "own_order_checked": self.own_order_checked,
+               "passed": self.verdict == "PASS", "verdict": self.verdict}  # fmt: skip
         del out["own_order_run_queries"]  # study.json keeps its keys (the golden report)
         return out
 
@@ -196,7 +202,7 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]
     try:
         _import_pytrec_eval()
     except RuntimeError as exc:
-        return {**verdict, "passed": None, "not_run": str(exc), "runs": []}
+        return {**verdict, "passed": None, "verdict": "NOT RUN", "not_run": str(exc), "runs": []}
     qrels = read_qrels(qrels_path)
     judgments = Judgments.from_qrels(qrels)
     results = []
@@ -205,4 +211,6 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]
         table = read_run_table(runs_dir / run.path, qrels_qids=qrels.keys())
         comparison = compare_with_pytrec_eval(qrels, table, judgments=judgments)
         results.append({"stage": s.stage, "run": run.path, **comparison.as_dict()})
-    return {**verdict, "passed": all(r["passed"] for r in results), "not_run": None, "runs": results}
+    verdicts = {r["verdict"] for r in results}
+    overall = "FAIL" if "FAIL" in verdicts else "NOT COMPARED" if "NOT COMPARED" in verdicts else "PASS"
+    return {**verdict, "passed": overall == "PASS", "verdict": overall, "not_run": None, "runs": results}

@@ -189,14 +189,24 @@ def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
             "rank-faithful and, on queries without tied scores, in pytrec_eval's own ordering): ")
     if verdict["passed"] is None:
         return [head + f"NOT RUN: {verdict['not_run']}"]
-    lines = [head + ("PASS" if verdict["passed"] else "FAIL")]
+    lines = [head + _verdict_word(verdict)]
     for c in verdict["runs"]:
         own = (f"own ordering largest difference {c['own_order_max_abs_diff']:.1e} on "
                f"{c['own_order_queries']} queries" if c["own_order_checked"] else "own ordering not compared")
         own += f" ({c['queries_with_ties']} queries with tied scores left out)"
-        lines.append(f"- {c['run']}: {'PASS' if c['passed'] else 'FAIL'}, largest per-query difference "
+        lines.append(f"- {c['run']}: {_verdict_word(c)}, largest per-query difference "
                      f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}")
+    if "NOT COMPARED" in {_verdict_word(c) for c in verdict["runs"]}:
+        lines.append("NOT COMPARED: no query of that run could be compared in pytrec_eval's own order (every "
+                     "one has tied scores); how its rows were ordered was not checked, so the check did not "
+                     "pass")
     return lines
+
+
+def _verdict_word(record: Mapping[str, Any]) -> str:
+    """PASS, FAIL or NOT COMPARED; a study.json from before issue 43 has no ``verdict``: from ``passed``."""
+    word = record.get("verdict")
+    return str(word) if word else ("PASS" if record["passed"] else "FAIL")
 
 
 @dataclass

@@ -11,7 +11,9 @@ diagnostics (``bench.progress``, ``print(..., file=sys.stderr)``) are not touche
 Terminal handlers are taken from the named loggers and from every logger below them that has its own
 (torch gives some modules one); torch's ``_StderrHandler`` counts as one. A library that installs its
 handler on import or first use (torch, optimum's ``get_logger``) must have done so before the block starts:
-the int8 quantising child (``bench.rehearse.quantize_child``) imports and configures them first.
+the int8 quantising child (``bench.rehearse.quantize_child``) imports and configures them first, and
+every block configures transformers' and optimum's (their handlers would otherwise come with the first
+model loaded inside it, as optimum's did with the rehearsal's int8 step; issue 43).
 ``capture_warnings`` also sends Python warnings (torch's ``TracerWarning`` when a model is exported)
 to the file, for a process whose every warning comes from a library (the child) (issue 32 item 6).
 """
@@ -52,6 +54,19 @@ def _transformers_logging() -> Any:
     return tlog
 
 
+def _optimum_logging() -> None:
+    """optimum adds its terminal handler to the "optimum" logger on first use of its ``get_logger``, which
+    ``import optimum.intel`` makes: inside the block that handler would print ("Could not infer whether the
+    model was already converted ...", "[Errno 2] ... refs/main" when an int8 folder is loaded offline).
+    Installed now (a light import), it is taken with the others (issue 43)."""
+    try:
+        # lazy: optimum is optional (the analysis-only install has none)
+        import optimum.utils.logging as olog
+    except ModuleNotFoundError:
+        return
+    olog.get_logger("optimum")
+
+
 def _terminal(handler: logging.Handler) -> bool:
     """A handler that writes to the terminal: a stream handler, or torch's ``_StderrHandler`` (a plain
     ``logging.Handler`` that writes to whatever ``sys.stderr`` is, like logging's last resort)."""
@@ -80,6 +95,7 @@ def library_log(path: Path, *, verbose: bool = False, capture_warnings: bool = F
     handler = logging.FileHandler(path, encoding="utf-8", delay=True)  # created with the first record
     handler.setFormatter(_PlainFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     tlog = _transformers_logging()
+    _optimum_logging()
     saved: list[tuple[logging.Logger, list[logging.Handler], bool, int]] = []
     bars = tlog.is_progress_bar_enabled() if tlog is not None else None
     names = (*LOGGERS, WARNINGS_LOGGER) if capture_warnings else LOGGERS

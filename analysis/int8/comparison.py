@@ -19,6 +19,7 @@ dtype-check: desktop CPU fp32 against the GPU on 20 queries, < 0.5 nDCG@10 point
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Final
@@ -119,16 +120,65 @@ def agreement(
     }
 
 
+#: the verdict of ``bench int8 agreement --against`` (bench.int8.agreement: VERDICT, VERDICT_FORMAT), read
+#: here without importing bench: the plan's gate "int8 scores on the server must match the desktop
+#: (Spearman >= 0.99 on 20 queries)"
+GATE_FILE: Final = Path("results") / "int8" / "agreement.json"
+GATE_FORMAT: Final = "int8-agreement/1"
+
+
+def int8_gate(path: Path) -> dict[str, Any]:
+    """The plan's int8 gate as the report shows it beside the int8 numbers: ``status`` "passed", "FAILED" or
+    "not run" (no verdict file yet, or one that is not a verdict), with the file and, from a verdict, the
+    minimum per-query Spearman and the queries below 0.99. What a FAILED gate means for the published
+    numbers: docs/runbook.md, step 11 (DEVIATIONS.md "int8 agreement gate missed")."""
+    rule = ("Spearman >= 0.99 on every one of 20 queries, the server's int8 scores against the desktop's "
+            "(plan section Latency)")  # fmt: skip
+    record: dict[str, Any] = {"file": str(path), "rule": rule}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        return {**record, "status": "not run", "reason": "no agreement verdict yet"}
+    except (OSError, ValueError) as exc:
+        return {**record, "status": "not run", "reason": f"unreadable ({type(exc).__name__})"}
+    verdict = isinstance(data, dict) and data.get("format") == GATE_FORMAT
+    if not verdict or type(data.get("passed")) is not bool:
+        return {**record, "status": "not run",
+                "reason": f"not an int8 agreement verdict ({GATE_FORMAT})"}
+    return {**record, "status": "passed" if data["passed"] else "FAILED",
+            "min_spearman": data.get("min_spearman"), "failed_queries": list(data.get("failed") or []),
+            "against": (data.get("against") or {}).get("file")}  # fmt: skip
+
+
+def gate_line(gate: dict[str, Any]) -> str:
+    """One line of the int8 section: the gate's result."""
+    head = f"The plan's int8 gate ({gate['rule']}; `{gate['file']}`): "
+    if gate["status"] == "not run":
+        return head + f"NOT RUN ({gate['reason']}); the int8 numbers above are the desktop's only."
+    low = gate.get("min_spearman")
+    low_text = f"{low:.4f}" if isinstance(low, int | float) else "n/a"
+    if gate["status"] == "passed":
+        return head + f"PASSED (minimum per-query Spearman {low_text})."
+    named = ", ".join(map(str, gate["failed_queries"])) or "none named"
+    return head + (
+        f"**FAILED** (minimum per-query Spearman {low_text}; below 0.99 or not comparable: {named}). The "
+        "int8 numbers above hold for the desktop's instruction set only; the server's int8 latency is not "
+        "published (D-039; runbook step 13)."
+    )
+
+
 def compare_int8(
-    runs_dir: Path, qrels_path: Path, *, stage: str = STAGE, depth: int = DEPTH
+    runs_dir: Path, qrels_path: Path, *, stage: str = STAGE, depth: int = DEPTH, gate: Path | None = None
 ) -> dict[str, Any] | None:
-    """The comparison record, or None when the int8 run does not exist (not measured)."""
+    """The comparison record, or None when the int8 run does not exist (not measured). ``gate``: the agreement
+    verdict (default ``GATE_FILE`` beside the runs folder, in the checkout's ``results``)."""
     p_int8, p_fp32 = (
         run_path(runs_dir, INT8_MODEL, stage, depth),
         run_path(runs_dir, FP32_MODEL, stage, depth),
     )
     if not p_int8.is_file():
         return None
+    gate_record = int8_gate(gate if gate is not None else runs_dir.parent / GATE_FILE)
     qrels = read_qrels(qrels_path)
     if not p_fp32.is_file():
         return {
@@ -136,6 +186,7 @@ def compare_int8(
             "depth": depth,
             "status": "not compared",
             "reason": f"{p_fp32.relative_to(runs_dir)} missing (the reference run: {LABEL})",
+            "gate": gate_record,
         }
     check_run_files(runs_dir / "first-stage" / f"{stage}.trec", [(p_int8, depth)],
                     first_name=f"first-stage/{stage}.trec")  # the fp32 run is checked with its stage
@@ -174,6 +225,7 @@ def compare_int8(
             "confidence": CONFIDENCE,
         },
         "agreement_with_reference": agreement(runs[FP32_MODEL], runs[INT8_MODEL]),
+        "gate": gate_record,
     }
 
 
@@ -183,7 +235,7 @@ def markdown(rec: dict[str, Any] | None) -> list[str]:
         return []
     head = f"## OpenVINO int8 against {LABEL} ({rec['stage']}, k = {rec['depth']})"
     if rec["status"] != "compared":
-        return [head, "", f"Not compared: {rec['reason']}.", ""]
+        return [head, "", f"Not compared: {rec['reason']}.", "", gate_line(rec["gate"]), ""]
     m, ci, a = rec["mean"], rec["interval"], rec["agreement_with_reference"]
 
     def pts(x: float) -> str:
@@ -212,5 +264,7 @@ def markdown(rec: dict[str, Any] | None) -> list[str]:
         f"Agreement with {LABEL} on the same candidates: per-query Spearman mean {a['spearman_mean']:.4f}, "
         f"minimum {a['spearman_min']:.4f} ({len(a['below_0.99'])} queries below 0.99); top-10 overlap mean "
         f"{a['top10_overlap_mean']:.2f} of 10.",
+        "",
+        gate_line(rec["gate"]),
         "",
     ]

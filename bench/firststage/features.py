@@ -44,6 +44,13 @@ FEATURES: Final = MappingProxyType(
             Feature("stopwords", "26.0", "stop-word sets (/stopwords API, search parameter stopwords)"),
             Feature("ef", "26.0", "vector_query ef (HNSW search breadth)"),
             Feature("hnsw_params", "26.0", "schema hnsw_params"),
+            # 28.0 to at least the v30 branch of 2025-09-26 read a lone "-" of a non-English locale as the
+            # exclusion operator (docs/typesense-source.md); the table cannot say "not from 28.0 to 29.x":
+            # the probes decide, and their disagreement with this line is recorded
+            Feature(
+                "hyphen_query", "0.24.0", "a hyphen inside a query word on a locale field (no exclusion)"
+            ),
+            Feature("hyphen_query_hybrid", "0.25.0", "a hyphen inside the keyword query of a hybrid search"),
         )
     }
 )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from bench.errors import BenchError
+from bench.firststage import probe_hyphen as ph
 from bench.firststage import probe_text as pt
 from bench.firststage import probe_vector as pv
 from bench.firststage.definitions import KEYWORD_SUBSTITUTE_STAGES, STAGE_DEFS, StageDef
@@ -113,9 +114,21 @@ PROBES: Final = (
     Probe("hnsw_params", "hnsw_params", "schema", pv.hnsw_params, lambda st: False, lambda st: st.vector),
     Probe("hybrid", "hybrid", "hybrid", pv.hybrid, _feature("hybrid")),
     Probe("alpha", "alpha", "hybrid", pv.alpha, _feature("alpha")),
+    # every German stage records both hyphen probes: one rule for all of them (HYPHEN_PROBES, decide)
+    Probe("hyphen", "hyphen_query", "hyphen", ph.keyword, _feature("locale")),
+    Probe(
+        "hyphen-hybrid", "hyphen_query_hybrid", "hyphen", ph.hybrid, _feature("hybrid"), _feature("locale")
+    ),
 )
+HYPHEN_PROBES: Final = ("hyphen", "hyphen-hybrid")
 PROBE_NAMES: Final = tuple(p.name for p in PROBES)
-_SETUP: Final = {"text": pt.setup, "vector": pv.setup, "hybrid": pv.setup_hybrid, "schema": lambda s: None}
+_SETUP: Final = {
+    "text": pt.setup,
+    "vector": pv.setup,
+    "hybrid": pv.setup_hybrid,
+    "hyphen": ph.setup,
+    "schema": lambda s: None,
+}
 
 
 @dataclass(frozen=True)
@@ -309,6 +322,19 @@ class Decision:
     probes_substituted: tuple[str, ...] = ()  # the failed probes a substitute stands in for
     send_ef: bool = True  # the ef probe was honoured: the ef rule's ladder is sent
     exact_substitute: bool = False  # rehearsal: exact search may stand in for raising ef
+    hyphen_rewrite: bool = False  # a hyphen probe failed: hyphens inside words become spaces in q (ph.RULE)
+
+
+def hyphen_rewrite(report: ProbeReport) -> tuple[bool, list[ProbeResult]]:
+    """(rewrite q, the failed hyphen probes the rewrite stands in for), in a measurement and a rehearsal
+    alike (DEVIATIONS.md "Hyphens inside query words"). Read from every hyphen probe of the report, needed
+    or recorded, so all German stages on one server send the same q. A probe whose search was rejected
+    (hybrid search on 0.24.1) says nothing about hyphens; a failure the rewrite does not mend is left to
+    refuse the stage."""
+    broken = [r for r in report.results if r.name in HYPHEN_PROBES and ph.parsed_badly(r)]
+    if not broken or not all(ph.rewrite_works(r) for r in broken):
+        return False, []
+    return True, broken
 
 
 def decide(stage: StageDef, mode: Mode, report: ProbeReport) -> Decision:
@@ -318,11 +344,13 @@ def decide(stage: StageDef, mode: Mode, report: ProbeReport) -> Decision:
     silent = [r for r in failing if r.verdict == NO_ANSWER]
     if silent:
         raise ProbeNoAnswer(stage.id, report.server_version, silent)
+    hyphen, hyphen_covered = hyphen_rewrite(report)
     if mode == "measurement":
-        if failing:
-            raise ProbeRefused(stage.id, report.server_version, failing)
-        return Decision()
-    covered: list[ProbeResult] = []
+        left = [r for r in failing if r not in hyphen_covered]
+        if left:
+            raise ProbeRefused(stage.id, report.server_version, left)
+        return Decision(probes_substituted=tuple(r.name for r in failing), hyphen_rewrite=hyphen)
+    covered: list[ProbeResult] = [r for r in failing if r in hyphen_covered]
     kw = False
     if stage.id in KEYWORD_SUBSTITUTE_STAGES:
         drops = [r for r in failing if r.name in KEYWORD_SUBSTITUTE_PROBES and r.verdict == "not honoured"]
@@ -341,4 +369,5 @@ def decide(stage: StageDef, mode: Mode, report: ProbeReport) -> Decision:
         probes_substituted=tuple(r.name for r in covered),
         send_ef=ef_probe is None or ef_probe.honoured,
         exact_substitute=exact,
+        hyphen_rewrite=hyphen,
     )

@@ -25,6 +25,7 @@ from analysis.ranking import TIE_RULE
 from analysis.trec import read_qrels, write_run
 from bench.data import IMPORT_ORDER, Passage
 from bench.errors import BenchError
+from bench.firststage import probe_hyphen as ph
 from bench.firststage.definitions import (
     EXACT_FILTER_FIELD,
     KEYWORD_SUBSTITUTE_DROPS,
@@ -162,6 +163,7 @@ def run_stage(
     # an empty q is a wildcard in Typesense (every document matches): a query the substitute emptied is not
     # sent; it has no candidates and scores 0
     sent = {q: t for q, t in queries.items() if t} if kw_sub is not None else queries
+    sent = _hyphen_queries(record, stage, decision, sent)
     run, timings = run_queries(server, stage, sent, qvecs, ef, position, warmup=warmup, exact=exact_sub)
     _search_record(record, stage, ef, exact_sub)
     _finish_record(record, run, timings.record(), queries, warmup, qrels_path, extra)
@@ -277,6 +279,31 @@ def _substitute_queries(
         "Typesense 30.2."
     )
     return stripped
+
+
+def _hyphen_queries(
+    record: dict[str, Any], stage: StageDef, decision: Decision, queries: Mapping[str, str]
+) -> Mapping[str, str]:
+    """The hyphen rule (``ph.RULE``), recorded in every stage: applied to the q of a German stage when a
+    hyphen probe failed on this server (``probes.hyphen_rewrite``), never to embedded or reranked text."""
+    german = "locale" in stage.features
+    applied = german and decision.hyphen_rewrite
+    record["hyphens"] = {
+        "rule": ph.RULE,
+        "stage_is_german": german,
+        "applied": applied,
+        "decided_by": "the probes hyphen and hyphen-hybrid (under probes)",
+        "queries_with_hyphen_inside_a_word": ph.hyphenated(queries),
+    }
+    if not applied:
+        return queries
+    record["query_text"] += "; a hyphen inside a word replaced by a space (a hyphen probe failed)"
+    record["notes"].append(
+        f"HYPHENS: a hyphen probe failed on Typesense {record['server_version']}; {stage.id} sent "
+        f"{len(record['hyphens']['queries_with_hyphen_inside_a_word'])} queries with the hyphen inside a "
+        "word replaced by a space (DEVIATIONS.md, \"Hyphens inside query words\")."
+    )
+    return {q: ph.rewrite(t) for q, t in queries.items()}
 
 
 @dataclass(frozen=True)

@@ -34,15 +34,31 @@ def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
         return {"passed": False, "runs": out, "error": f"{type(exc).__name__}: {exc}"}
     if not out:
         return {"passed": False, "runs": [], "error": "no run file was written, nothing to compare"}
-    return {"passed": all(r["passed"] for r in out), "runs": out, "error": None}
+    verdicts = {r["verdict"] for r in out}
+    overall = "FAIL" if "FAIL" in verdicts else "NOT COMPARED" if "NOT COMPARED" in verdicts else "PASS"
+    return {"passed": overall == "PASS", "verdict": overall, "runs": out, "error": None}
+
+
+def summary(result: dict[str, Any]) -> str:
+    """The word the command prints: passed, FAILED, or NOT COMPARED with the runs no query of which could be
+    compared in pytrec_eval's own order (every query tied; issue 43: never "passed" for those)."""
+    if result["passed"]:
+        return "passed"
+    if result.get("verdict") != "NOT COMPARED":
+        return "FAILED"
+    names = [f"{r['stage']}/{r['model']}@{r['depth']}" for r in result["runs"]
+             if r["verdict"] == "NOT COMPARED"]  # fmt: skip
+    return ("NOT COMPARED: equal to pytrec_eval in rank order, but not compared in pytrec_eval's own order "
+            f"(every query has tied scores) for {', '.join(names)}")
 
 
 def failures(result: dict[str, Any]) -> str | None:
-    """The message to exit 1 with, or None when check 2 passed on every run."""
+    """The message to exit 1 with, or None when check 2 found no difference on any run (a run NOT COMPARED in
+    pytrec_eval's own order is said by ``summary``, and recorded with ``passed`` false, but ends nothing)."""
     if result["error"] is not None:
         return f"plan check 2 (nDCG@10 against pytrec_eval) did not run: {result['error']}"
     bad = [f"{r['stage']}/{r['model']}@{r['depth']} (max diff {r['max_abs_diff']:.2e})"
-           for r in result["runs"] if not r["passed"]]  # fmt: skip
+           for r in result["runs"] if r["verdict"] == "FAIL"]  # fmt: skip
     if bad:
         return f"plan check 2 failed (nDCG@10 differs from pytrec_eval by more than 1e-4): {', '.join(bad)}"
     return None

@@ -26,7 +26,7 @@ from bench.plan import (
     RERANKERS,
 )
 from bench.quality import commands, inputs
-from bench.quality.check2 import record_check
+from bench.quality.check2 import record_check, summary
 from bench.quality.commands import Setup
 from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
@@ -95,7 +95,7 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
     if session.runs:  # plan check 2 on every run this session wrote (none written: nothing to check)
         check2, failed = record_check(study_obj, session.runs, inputs.study_queries()[1])
         click.echo(f"plan check 2 (nDCG@10 vs pytrec_eval, {len(check2['runs'])} runs): "
-                   f"{'passed' if check2['passed'] else 'FAILED'}")  # fmt: skip
+                   f"{summary(check2)}")  # fmt: skip
         problems += [failed] if failed is not None else []
     if session.outcome.not_run:
         reasons = "; ".join(f"{m}: {r}" for m, r in session.outcome.not_run.items())
@@ -121,7 +121,8 @@ def determinism(study: Path | None, runs: Path | None, first_stage: Path | None,
         )  # fmt: skip
     _, qrels = inputs.study_queries()
     verdicts = compare_runs("determinism", setup.root / "runs", setup.runs_dir, stage=DETERMINISM_STAGE,
-                            models=DETERMINISM_MODELS, depths=DEPTHS, qrels_path=qrels)  # fmt: skip
+                            models=DETERMINISM_MODELS, depths=DEPTHS, qrels_path=qrels,
+                            first_stage=setup.first_stage_dir / f"{DETERMINISM_STAGE}.trec")  # fmt: skip
     decision = decide(verdicts, [(m, k) for m in DETERMINISM_MODELS for k in DEPTHS], skipped)
     write_verdicts(setup.root / "results" / "determinism" / "verdicts.json", verdicts,
                    {"stage": DETERMINISM_STAGE, "first_runs": str(setup.root / "runs"),
@@ -162,6 +163,7 @@ def dtype_check(study: Path | None, runs: Path | None, first_stage: Path | None,
         models=DTYPE_CHECK_MODELS,
         depths=(QUALITY_DEPTH,),
         qrels_path=qrels,
+        first_stage=setup.first_stage_dir / f"{DETERMINISM_STAGE}.trec",
         qids=qids,
     )
     decision = decide(verdicts, [(m, QUALITY_DEPTH) for m in DTYPE_CHECK_MODELS], skipped)

@@ -15,7 +15,8 @@ from typing import Any
 from analysis.atomic import write_json_atomic
 from analysis.checks import determinism, dtype_rule
 from analysis.metrics import mean_scores
-from analysis.trec import read_qrels, read_run
+from analysis.reordering import check_run_files
+from analysis.trec import TrecFormatError, read_qrels, read_run
 from bench.errors import BenchError
 from bench.quality.runs import run_path
 
@@ -42,9 +43,12 @@ def compare_runs(
     models: Sequence[str],
     depths: Sequence[int],
     qrels_path: Path,
+    first_stage: Path,
     qids: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """One verdict per (model, depth) whose two run files exist: ``determinism`` or ``dtype``."""
+    """One verdict per (model, depth) whose two run files exist: ``determinism`` or ``dtype``. Each of the
+    two runs must reorder the frozen candidates of ``first_stage`` (the stage's first-stage run; the
+    reordering invariant, ``analysis.reordering``): a run that breaks it fails its verdict, named."""
     rule = determinism if kind == "determinism" else dtype_rule
     qrels = restricted_qrels(qrels_path, qids)
     out = []
@@ -53,10 +57,25 @@ def compare_runs(
             a, b = run_path(first_dir, stage, model, k), run_path(second_dir, stage, model, k)
             if not a.is_file() or not b.is_file():  # not checked: named by ``decide``
                 continue
-            result = rule(ndcg10(a, qrels), ndcg10(b, qrels))
+            broken = reordering_breaks(first_stage, [(a, k), (b, k)])
+            result = rule(ndcg10(a, qrels), ndcg10(b, qrels)).as_dict()
             out.append({"stage": stage, "model": model, "depth": k, "first_run": str(a), "second_run": str(b),
-                        "queries": len(qrels), **result.as_dict()})  # fmt: skip
+                        "queries": len(qrels), **result, "first_stage": str(first_stage),
+                        "reordering_breaks": broken,
+                        "passed": bool(result["passed"]) and not broken})  # fmt: skip
     return out
+
+
+def reordering_breaks(first_stage: Path, runs: Sequence[tuple[Path, int]]) -> list[str]:
+    """The reordering invariant on each run (path, depth): the one-line message of every run that breaks
+    it (file, line, query, id, fix), or of a missing first stage; [] when every run holds."""
+    broken = []
+    for path, k in runs:
+        try:
+            check_run_files(first_stage, [(path, k)], first_name=str(first_stage))
+        except TrecFormatError as exc:
+            broken.append(str(exc))
+    return broken
 
 
 def write_verdicts(path: Path, verdicts: list[dict[str, Any]], extra: Mapping[str, Any]) -> None:
@@ -102,6 +121,9 @@ def format_verdicts(verdicts: Sequence[Mapping[str, Any]], decision: Mapping[str
     for v in verdicts:
         lines.append(f"| {v['model']} | {v['depth']} | {100 * v['first']:.2f} | {100 * v['second']:.2f} | "
                      f"{v['difference_points']:.3f} | {v['limit_points']} | {v['passed']} |")  # fmt: skip
+    for v in verdicts:
+        lines += [f"{v['model']}@{v['depth']}: reordering invariant broken: {m}"
+                  for m in v["reordering_breaks"]]  # fmt: skip
     for name, reason in decision["not_checked"].items():
         lines.append(f"not checked: {name} ({reason})")
     keys = ("all_passed", "failed", "not_checked")

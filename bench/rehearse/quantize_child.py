@@ -57,9 +57,11 @@ def run_in_child(
         args["result"] = str(result_path)
         args_path.write_text(json.dumps(args), encoding="utf-8")
         cmd = [sys.executable, "-m", "bench.rehearse.quantize_child", str(args_path), str(os.getpid())]
-        # The child's own progress (nncf's bars) goes to our stderr; stdout is the rehearsal's summary.
-        out_fd = sys.__stderr__ or 2
-        code = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out_fd, check=False).returncode
+        # What the child prints on stdout is nncf's progress bars (rich, on stdout): a library's output, so it
+        # goes to the library log with the rest (issue 43), or to our stderr without a log or with --verbose
+        # (our stdout is the rehearsal's summary). The child's stderr stays ours: its errors and tracebacks.
+        with _child_stdout(log) as out:
+            code = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out, check=False).returncode
         result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else {}
     if code == 0 and "manifest" in result:
         return dict(result["manifest"])
@@ -69,6 +71,16 @@ def run_in_child(
         f"int8: quantising the stand-in in a child process failed (exit {code}); its messages are above "
         "on stderr. Nothing was written to the cache; run the rehearsal again."
     )
+
+
+@contextlib.contextmanager
+def _child_stdout(log: tuple[Path, bool] | None) -> Any:
+    if log is None or log[1]:
+        yield sys.__stderr__ or 2
+        return
+    log[0].parent.mkdir(parents=True, exist_ok=True)
+    with log[0].open("a", encoding="utf-8") as sink:
+        yield sink
 
 
 def _import_libraries() -> None:

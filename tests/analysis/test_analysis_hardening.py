@@ -195,6 +195,27 @@ def test_plan_check_2_failure_fails_the_command(small_study: Path, miracl_qrels_
     assert all(c["max_abs_diff"] == pytest.approx(2e-4, abs=1e-12) for c in check["runs"])
 
 
+def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
+        small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: a run whose every query has tied scores is compared in pytrec_eval's own order on no query;
+    study.json said ``passed: true`` beside ``own_order_checked: false`` while `check-pytrec` said NOT
+    COMPARED. Now the run and the check say NOT COMPARED, ``passed`` is false and the command fails."""
+    import analysis.pytrec_check as pc
+
+    monkeypatch.setattr(pc, "_tied_queries", lambda table: set(table.qids))  # every query of the run tied
+    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
+                                      "--out", str(tmp_path / "out"), "--no-figures"])
+    assert result.exit_code == 1, result.output
+    assert "the report was written, but Plan check 2" in result.output and "NOT COMPARED" in result.output
+    check = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())["plan_check_2"]
+    assert check["passed"] is False and check["verdict"] == "NOT COMPARED"
+    for c in check["runs"]:
+        assert c["max_abs_diff"] <= 1e-12  # the rank-faithful comparison still agrees
+        assert (c["own_order_checked"], c["passed"], c["verdict"]) == (False, False, "NOT COMPARED")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "): NOT COMPARED" in md and "own ordering not compared" in md and "): PASS" not in md
+
+
 def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels: Qrels) -> None:
     from analysis.pytrec_check import compare_with_pytrec_eval
 
@@ -210,7 +231,9 @@ def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels:
     tied = {q: [(rel, 0.5), ("unjudged-a", 0.5), ("unjudged-b", 0.5)]}
     cmp = compare_with_pytrec_eval({q: miracl_qrels[q]}, tied)
     assert cmp.queries_with_ties == 1 and not cmp.own_order_checked and cmp.passed is True
-    assert cmp.as_dict()["own_order_checked"] is False and cmp.as_dict()["passed"] is True
+    # nothing compared in pytrec_eval's own order: study.json's record does not say passed (issue 43)
+    assert cmp.verdict == "NOT COMPARED"
+    assert cmp.as_dict()["own_order_checked"] is False and cmp.as_dict()["passed"] is False
     # a tie in one query does not hide an ordering bug in another
     q2 = sorted(miracl_qrels)[1]
     rel2 = sorted(d for d, r in miracl_qrels[q2].items() if r > 0)[0]

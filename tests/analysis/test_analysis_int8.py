@@ -105,3 +105,40 @@ def test_no_int8_run_no_section(tmp_path: Path) -> None:
     rec = compare_int8(runs, qrels)
     assert rec is not None and rec["status"] == "not compared"
     assert "the reference run: bge-v2-m3, GPU float16" in rec["reason"]
+
+
+def test_the_report_shows_the_plans_int8_gate_beside_the_int8_numbers(tmp_path: Path) -> None:
+    """Issue 43: the agreement verdict of ``bench int8 agreement --against`` (results/int8/agreement.json
+    beside the runs folder) is shown and recorded with the int8 comparison: NOT RUN without a verdict,
+    PASSED, or FAILED with the queries and what a failed gate means for the published numbers."""
+    runs, qrels, _ = _layout(tmp_path, int8_noise=0.1)
+    gate_file = tmp_path / "results" / "int8" / "agreement.json"
+    out = tmp_path / "out"
+    report = write_report(runs, qrels, out, figures=False).read_text()
+    rec = json.loads((out / "int8-quality.json").read_text())
+    assert rec["gate"]["status"] == "not run" and rec["gate"]["file"] == str(gate_file)
+    assert "The plan's int8 gate (Spearman >= 0.99 on every one of 20 queries" in report
+    assert "NOT RUN" in report
+    gate_file.parent.mkdir(parents=True)
+    verdict = {"format": "int8-agreement/1", "passed": False, "min_spearman": 0.9712, "failed": ["q3", "q7"],
+               "against": {"file": "scores-desktop.json"}}  # fmt: skip
+    gate_file.write_text(json.dumps(verdict))
+    report = write_report(runs, qrels, tmp_path / "out2", figures=False).read_text()
+    rec = json.loads((tmp_path / "out2" / "int8-quality.json").read_text())
+    assert rec["gate"] | {"file": None, "rule": None} == {
+        "file": None, "rule": None, "status": "FAILED", "min_spearman": 0.9712,
+        "failed_queries": ["q3", "q7"], "against": "scores-desktop.json"}  # fmt: skip
+    assert "**FAILED** (minimum per-query Spearman 0.9712; below 0.99 or not comparable: q3, q7)" in report
+    assert "hold for the desktop's instruction set only" in report
+    gate_file.write_text(json.dumps({**verdict, "passed": True, "min_spearman": 0.9931, "failed": []}))
+    assert "PASSED (minimum per-query Spearman 0.9931)" in compare_and_line(runs, qrels, gate_file)
+    gate_file.write_text("{}")
+    assert "NOT RUN (not an int8 agreement verdict" in compare_and_line(runs, qrels, gate_file)
+
+
+def compare_and_line(runs: Path, qrels: Path, gate: Path) -> str:
+    from analysis.int8.comparison import gate_line
+
+    rec = compare_int8(runs, qrels, gate=gate)
+    assert rec is not None
+    return gate_line(rec["gate"])

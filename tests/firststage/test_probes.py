@@ -100,7 +100,8 @@ def test_every_feature_of_every_stage_has_a_probe() -> None:
         == HONOURED_0241 - {"vector-k", "flat_search_cutoff"}
         | {"stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold"}
     )
-    assert needs["hybrid-71k"] == needs["keyword-71k"] | {"vector-k", "ef", "hybrid", "alpha"}
+    hybrid_only = {"vector-k", "ef", "hybrid", "alpha", "hyphen-hybrid"}
+    assert needs["hybrid-71k"] == needs["keyword-71k"] | hybrid_only
 
 
 @pytest.mark.parametrize("stage", ["keyword-71k", "hybrid-71k", "keyword-full"])
@@ -112,7 +113,7 @@ def test_a_measurement_refuses_the_plan_stages_by_the_ignored_features(
         decide(sdef, "measurement", report.for_stage(sdef))
     want = {"stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold"}
     if stage == "hybrid-71k":
-        want |= {"ef", "hybrid", "alpha"}
+        want |= {"ef", "hybrid", "alpha", "hyphen-hybrid"}
     assert set(info.value.probes) == want
     assert info.value.feature == "stem" and info.value.first_version == "26.0"
     assert "probe stem (stem): not honoured" in info.value.message

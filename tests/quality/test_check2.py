@@ -62,3 +62,22 @@ def test_check2_without_pytrec_eval_is_not_a_pass(written: tuple[list[RunFileInf
     runs, qrels = written
     result = check_runs(runs, qrels)
     assert result["passed"] is False and "did not run" in (failures(result) or "")
+
+
+def test_check2_never_says_passed_for_a_run_not_compared_in_pytrec_evals_order(tmp_path: Path) -> None:
+    """Issue 43: every query of the run has tied scores, so pytrec_eval's own order compared nothing. The
+    manifest records NOT COMPARED (``passed`` false) and the command says so; no difference was found, so
+    the session does not fail."""
+    from bench.quality.check2 import summary
+
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q1\t0\td1\t1\nq2\t0\td2\t1\n", encoding="utf-8")
+    path = tmp_path / "hybrid-71k" / "m@100.trec"
+    path.parent.mkdir(parents=True)
+    tied = {"q1": [("d1", 1.0), ("d2", 1.0)], "q2": [("d1", 0.5), ("d2", 0.5)]}
+    write_run(path, tied, tag="hybrid-71k/m@100")
+    result = check_runs([RunFileInfo("hybrid-71k", "m", 100, path, 2, 0)], qrels)
+    assert result["passed"] is False and result["verdict"] == "NOT COMPARED" and failures(result) is None
+    (row,) = result["runs"]
+    assert (row["passed"], row["own_order_checked"], row["max_abs_diff"]) == (False, False, 0.0)
+    assert summary(result).startswith("NOT COMPARED") and "hybrid-71k/m@100" in summary(result)

@@ -12,7 +12,7 @@ import pytest
 from analysis.trec import write_run
 from bench.equality.results import write_result
 from bench.quality.commands import lock_names, per_depth_models, rated
-from bench.quality.verdicts import compare_runs
+from bench.quality.verdicts import compare_runs, decide, format_verdicts
 
 
 def test_unrated_models_are_skipped_with_reason(tmp_path: Path) -> None:
@@ -50,13 +50,46 @@ def test_compare_runs_applies_analysis_rules(tmp_path: Path) -> None:
         p = tmp_path / name / "hybrid-71k" / "m@100.trec"
         p.parent.mkdir(parents=True)
         write_run(p, run, tag="hybrid-71k/m@100")
+    first = tmp_path / "first-stage" / "hybrid-71k.trec"
+    first.parent.mkdir()
+    write_run(first, same, tag="hybrid-71k")
     ok = compare_runs("determinism", tmp_path / "a", tmp_path / "b", stage="hybrid-71k", models=["m"],
-                      depths=[100], qrels_path=qrels)  # fmt: skip
+                      depths=[100], qrels_path=qrels, first_stage=first)  # fmt: skip
     assert len(ok) == 1 and ok[0]["passed"] and ok[0]["difference_points"] == 0.0
+    assert ok[0]["reordering_breaks"] == [] and ok[0]["first_stage"] == str(first)
     bad = compare_runs("dtype", tmp_path / "a", tmp_path / "c", stage="hybrid-71k", models=["m"],
-                       depths=[100], qrels_path=qrels, qids=["q2"])  # fmt: skip
-    assert bad[0]["queries"] == 1 and not bad[0]["passed"]
+                       depths=[100], qrels_path=qrels, first_stage=first, qids=["q2"])  # fmt: skip
+    assert bad[0]["queries"] == 1 and not bad[0]["passed"] and bad[0]["reordering_breaks"] == []
     assert abs(bad[0]["first"] - 1 / math.log2(3)) < 1e-12  # q2: relevant passage at rank 2
+
+
+def test_determinism_and_dtype_refuse_a_run_with_a_foreign_candidate(tmp_path: Path) -> None:
+    """Issue 43: both runs of each pair must reorder the frozen candidates. Two runs that agree on nDCG@10
+    pass the rule, yet one holds a passage the first stage never returned: the verdict fails, naming it."""
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q1\t0\t1#0\t1\n")
+    docs = [f"{i}#0" for i in range(1, 12)]
+    cands = {"q1": [(d, float(-i)) for i, d in enumerate(docs)]}
+    foreign = {"q1": [*cands["q1"][:-1], ("99#0", -10.0)]}  # same top 10, a foreign id at rank 11
+    first = tmp_path / "first-stage" / "hybrid-71k.trec"
+    first.parent.mkdir()
+    write_run(first, cands, tag="hybrid-71k")
+    for name, run in (("a", cands), ("b", foreign)):
+        p = tmp_path / name / "hybrid-71k" / "m@100.trec"
+        p.parent.mkdir(parents=True)
+        write_run(p, run, tag="hybrid-71k/m@100")
+    for kind in ("determinism", "dtype"):
+        got = compare_runs(kind, tmp_path / "a", tmp_path / "b", stage="hybrid-71k", models=["m"],
+                           depths=[100], qrels_path=qrels, first_stage=first)  # fmt: skip
+        assert got[0]["difference_points"] == 0.0 and got[0]["passed"] is False
+        (msg,) = got[0]["reordering_breaks"]
+        assert str(tmp_path / "b" / "hybrid-71k" / "m@100.trec") in msg and "'99#0'" in msg
+        decision = decide(got, [("m", 100)], {})
+        assert decision["exit_code"] == 1 and decision["failed"] == ["m@100"]
+        assert "m@100: reordering invariant broken: " in format_verdicts(got, decision)
+    missing = compare_runs("determinism", tmp_path / "a", tmp_path / "a", stage="hybrid-71k", models=["m"],
+                           depths=[100], qrels_path=qrels, first_stage=tmp_path / "none.trec")  # fmt: skip
+    assert missing[0]["passed"] is False and len(missing[0]["reordering_breaks"]) == 2
 
 
 def test_pitfall_variants_are_rated_by_their_plan_model(tmp_path: Path) -> None:

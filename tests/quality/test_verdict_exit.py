@@ -48,6 +48,9 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr("bench.quality.commands.run_session", fake_session)
     monkeypatch.setattr("bench.quality.inputs.study_queries", lambda: ({"q1": "a", "q2": "b"}, qrels))
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: tmp_path)
+    first = tmp_path / "runs" / "first-stage" / f"{DETERMINISM_STAGE}.trec"  # what both runs reorder
+    first.parent.mkdir(parents=True)
+    write_run(first, {"q1": GOOD, "q2": GOOD}, tag=DETERMINISM_STAGE)
     state["root"] = tmp_path
     return state
 

@@ -154,3 +154,24 @@ def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, 
     assert "optimum.intel.openvino.modeling_base: Could not infer whether" in text
     assert "py.warnings" in text and "TracerWarning" in text
     assert (tmp_path / "q" / "int8-manifest.json").is_file()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_nncfs_progress_bars_go_to_the_library_log_not_the_terminal(
+    tiny: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43: the rehearsal's step 4 (quantise) showed nncf's progress bars ("Statistics collection",
+    "Applying Fast Bias correction"), a library's output, on the terminal. Inside a ``library_log`` block
+    (the rehearsal's), the child's stdout, where they are printed, goes to the log file; nothing of the
+    libraries reaches stdout or stderr."""
+    from bench.liblog import library_log
+
+    log = tmp_path / "rehearsal" / "libraries.log"
+    with library_log(log):
+        run_in_child(tiny, tmp_path / "q", task="feature-extraction", pairs=PAIRS, spec=CHOSEN.to_dict(),
+                     max_length=16, record={"source_model": "tiny"})  # fmt: skip
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out, err)
+    text = log.read_text(encoding="utf-8")
+    assert "Statistics collection" in text and "Could not infer" not in out + err
