@@ -131,7 +131,7 @@ def int8_gate(path: Path) -> dict[str, Any]:
     """The plan's int8 gate as the report shows it beside the int8 numbers: ``status`` "passed", "FAILED" or
     "not run" (no verdict file yet, or one that is not a verdict), with the file and, from a verdict, the
     minimum per-query Spearman and the queries below 0.99. What a FAILED gate means for the published
-    numbers: docs/runbook.md, step 11 (DEVIATIONS.md "int8 agreement gate missed")."""
+    numbers: docs/runbook.md, step 13 (D-048, "int8 agreement gate missed")."""
     rule = ("Spearman >= 0.99 on every one of 20 queries, the server's int8 scores against the desktop's "
             "(plan section Latency)")  # fmt: skip
     record: dict[str, Any] = {"file": str(path), "rule": rule}
