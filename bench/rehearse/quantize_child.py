@@ -22,8 +22,9 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bench.errors import BenchError
 from bench.firststage.launcher import EXIT_PARENT_GONE, set_parent_death_signal
@@ -60,8 +61,8 @@ def run_in_child(
         # What the child prints on stdout is nncf's progress bars (rich, on stdout): a library's output, so it
         # goes to the library log with the rest (issue 43), or to our stderr without a log or with --verbose
         # (our stdout is the rehearsal's summary). The child's stderr stays ours: its errors and tracebacks.
-        with _child_stdout(log) as out:
-            code = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out, check=False).returncode
+        with _child_stdout(log) as child_out:  # not `out`: that is the model folder (a Path) above
+            code = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=child_out, check=False).returncode
         result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else {}
     if code == 0 and "manifest" in result:
         return dict(result["manifest"])
@@ -74,9 +75,9 @@ def run_in_child(
 
 
 @contextlib.contextmanager
-def _child_stdout(log: tuple[Path, bool] | None) -> Any:
+def _child_stdout(log: tuple[Path, bool] | None) -> Iterator[IO[str] | int]:
     if log is None or log[1]:
-        yield sys.__stderr__ or 2
+        yield sys.__stderr__ if sys.__stderr__ is not None else 2
         return
     log[0].parent.mkdir(parents=True, exist_ok=True)
     with log[0].open("a", encoding="utf-8") as sink:
