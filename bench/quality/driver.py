@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bench.errors import BenchError
+from bench.hints import bench_command
 from bench.integrity.hashing import sha256_file
 from bench.interrupt import Interrupted, interruptible
 from bench.journal import Journal
@@ -65,8 +66,9 @@ def execute(
         raise Interrupted(what, resume_hint) from None
     except DeviceUnusable as exc:  # a sticky CUDA error: failed, with the error and how to go on
         study.end("failed", error=exc.error, resume=resume_hint)
-        raise BenchError(f"{what} failed: {exc.message}. Restart the process (and check the GPU with `bench "
-                         f"doctor`), then resume with: {resume_hint}") from None  # fmt: skip
+        doctor = bench_command("doctor")
+        raise BenchError(f"{what} failed: {exc.message}. Restart the process (and check the GPU with "
+                         f"`{doctor}`), then resume with: {resume_hint}") from None  # fmt: skip
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -7,12 +7,10 @@ one line naming the file (and the line) and the fix; never a traceback, never a 
 from __future__ import annotations
 
 import errno
-import http.server
 import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from bench.errors import BenchError
 from bench.rerankers.voyage import read_api_key
 from bench.status import _prepare
 from tests.conftest import REPO_ROOT
+from tests.support.loopback import Loopback, Response
 from tests.worst_inputs.conftest import MODEL, STAGE, one_line, run
 
 RUN = f"{STAGE}/{MODEL}@20.trec"
@@ -209,7 +208,7 @@ def test_a_proof_that_is_a_folder(tmp_path: Path) -> None:
     (root / "PLAN.md.ots").mkdir()
     proc = run(["bench", "timestamps", "verify"], root=root)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    assert "corrupt  a folder where the proof file belongs" in proc.stdout, proc.stdout
+    assert "corrupt  PLAN.md.ots is a folder, not a proof file" in proc.stdout, proc.stdout
 
 
 def test_bench_root_that_is_a_file() -> None:
@@ -327,25 +326,10 @@ def test_a_full_disk_names_the_path_and_no_report_that_was_not_there(
 
 @pytest.fixture
 def foreign_server() -> Iterator[str]:
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head><body></body></html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_POST = do_DELETE = do_GET
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    body = b"<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head><body></body></html>"
+    page = Response(200, body, {"Content-Type": "text/html"})
+    with Loopback(lambda request: page) as server:
+        yield server.url
 
 
 def test_doctor_never_prints_a_foreign_servers_html(foreign_server: str) -> None:
