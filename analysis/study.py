@@ -348,9 +348,9 @@ def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], 
     """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
-        judgments = sum(len(judged) for judged in qrels.values())
+        count = sum(len(judged) for judged in qrels.values())
         raise ValueError(f"{qrels_path}: expected at least one relevant judgment (label above 0), found none "
-                         f"among {judgments}: every metric would be 0 and the best model "
+                         f"among {count}: every metric would be 0 and the best model "
                          "a tie broken by name. Fix: pass the study's qrels "
                          "(labels 1 and above mark relevant passages)")
     judgments = Judgments.from_qrels(qrels)
