@@ -11,11 +11,12 @@ files, folders recreated, symlinks copied), and then ``renameat2(RENAME_EXCHANGE
 fsynced before the exchange, holds both folders' inode numbers, so a writer killed (SIGKILL, a power cut)
 before the exchange leaves the complete old report (the next writer removes the build) and one killed after
 it the complete new report (the next writer removes the old folder). Where the exchange is unavailable
-(another OS, a libc without ``renameat2``, a filesystem that refuses it, ``<out>`` a symlink), the fallback
-renames each top-level entry in turn under a journal that records every entry; a kill between two renames
-leaves a mix there until the next writer rolls it back to the earlier content. SIGINT and SIGTERM are held
-back during either swap (they take effect once it is done, so a signal never stops it halfway). Leftover
-``.<out>.XXXXXXXX.build`` and ``.old`` folders of a killed writer are removed, and named, by the next one.
+(another OS, a libc without ``renameat2``, a filesystem that refuses it, ``<out>`` a symlink or ``.``, an
+entry that cannot be hard-linked), the fallback renames each top-level entry in turn under a journal that
+records every entry; a kill between two renames leaves a mix there until the next writer rolls it back to
+the earlier content. SIGINT and SIGTERM are held back during either swap (they take effect once it is done,
+so a signal never stops it halfway). Leftover ``.<out>.XXXXXXXX.build`` and ``.old`` folders of a killed
+writer are removed, and named, by the next one.
 
 Lives in ``analysis`` because ``analysis`` may not import ``bench``; ``bench`` uses it too (it is a leaf:
 it imports nothing of the project).
@@ -296,9 +297,10 @@ def built_beside(out_dir: Path | str, owned: Collection[str]) -> Iterator[Path]:
     build (hard links of files, so the same inodes; folders recreated with their mode; symlinks copied), then
     build and ``out_dir`` are exchanged by ``renameat2(RENAME_EXCHANGE)`` and the old folder removed. Where
     the exchange is unavailable (no ``renameat2`` in the C library, another OS, a filesystem that refuses it,
-    ``out_dir`` a symlink, an entry that cannot be linked), the fallback is :func:`_swap`: each entry swapped
-    by rename under a journal, a kill between two renames rolled back by the next writer. SIGINT/SIGTERM are
-    held back during either swap (module docstring).
+    ``out_dir`` a symlink (its target's entries are swapped, the link stays), ``out_dir`` given as ``.`` (the
+    build then lies inside it), an entry that cannot be linked or chowned), the fallback is :func:`_swap`:
+    each entry swapped by rename under a journal, a kill between two renames rolled back by the next writer.
+    SIGINT/SIGTERM are held back during either swap (module docstring).
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -364,6 +366,8 @@ def _swap_whole(out_dir: Path, build: Path, owned: Collection[str]) -> bool:
     is finished by the next one (:func:`recover`), which tells by ``out_dir``'s inode whether the exchange
     happened (then it removes the old folder, now at the build's name) or not (then the build)."""
     if out_dir.is_symlink() or _renameat2() is None or not out_dir.is_dir():
+        return False
+    if out_dir.resolve() in build.resolve().parents:  # `--out .`: the build lies inside it, not beside
         return False
     report = sorted(set(owned) | {p.name for p in build.iterdir()})
     try:

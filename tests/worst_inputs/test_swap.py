@@ -269,3 +269,28 @@ def test_entries_the_report_does_not_own_survive_the_swap(
     else:
         assert out.stat().st_ino == out_ino and len(renames) == RENAMES
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "outside.txt"]
+
+
+def _build_in(out: Path) -> None:
+    with out_lock(out), atomic.built_beside(out, ["report.md"]) as build:
+        (build / "report.md").write_text("new\n")
+
+
+def test_out_as_a_symlink_or_as_dot_falls_back_and_keeps_everything(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out`` a symlink: the link stays a link and its target's entries are swapped (the exchange would
+    replace the link itself); ``--out .``: the build lies inside it, so the fallback swap runs (the exchange's
+    mirror would copy the build into itself)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "report.md").write_text("old\n")
+    (real / "keep.txt").write_text("k\n")
+    (tmp_path / "link").symlink_to("real")
+    _build_in(tmp_path / "link")
+    assert (tmp_path / "link").is_symlink() and os.readlink(tmp_path / "link") == "real"
+    assert snapshot(real) == {"keep.txt": b"k\n", "report.md": b"new\n"}
+    monkeypatch.chdir(real)
+    ino = real.stat().st_ino
+    _build_in(Path("."))
+    assert snapshot(real) == {"keep.txt": b"k\n", "report.md": b"new\n"} and real.stat().st_ino == ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
