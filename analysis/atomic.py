@@ -4,12 +4,18 @@ The project's one JSON file format (:func:`json_bytes`, :func:`write_json_atomic
 (:func:`fsync_dir`), and a folder's content built beside it and swapped in whole (:func:`built_beside`,
 ``analysis report``) under a lock that one writer holds at a time (:func:`out_lock`).
 
-The swap of a folder's entries is recoverable at every step (issue 41): before its first rename a journal
-``.<out>.swap`` beside ``<out>`` records (fsynced) the build folder, the trash folder and every entry with
-whether an old and a new one exist. SIGINT and SIGTERM are held back during the swap (they take effect once
-it is done, so a signal never stops it halfway); a failed rename, or a kill (SIGKILL, a power cut) that
-leaves the journal behind, is rolled back to the earlier content from the journal, in the process itself or
-by the next writer that takes the lock. Leftover ``.<out>.XXXXXXXX.build`` and ``.old`` folders of a killed
+The swap is whole at every step (issue 41). On Linux ``<out>`` changes in one step: the build beside it
+gets the report's new entries and, recreated, every entry of ``<out>`` the report does not own (hard links of
+files, folders recreated, symlinks copied), and then ``renameat2(RENAME_EXCHANGE)`` exchanges build and
+``<out>``; the old folder, now at the build's name, is removed. A journal ``.<out>.swap`` beside ``<out>``,
+fsynced before the exchange, holds both folders' inode numbers, so a writer killed (SIGKILL, a power cut)
+before the exchange leaves the complete old report (the next writer removes the build) and one killed after
+it the complete new report (the next writer removes the old folder). Where the exchange is unavailable
+(another OS, a libc without ``renameat2``, a filesystem that refuses it, ``<out>`` a symlink or ``.``, an
+entry that cannot be hard-linked), the fallback renames each top-level entry in turn under a journal that
+records every entry; a kill between two renames leaves a mix there until the next writer rolls it back to
+the earlier content. SIGINT and SIGTERM are held back during either swap (they take effect once it is done,
+so a signal never stops it halfway). Leftover ``.<out>.XXXXXXXX.build`` and ``.old`` folders of a killed
 writer are removed, and named, by the next one.
 
 Lives in ``analysis`` because ``analysis`` may not import ``bench``; ``bench`` uses it too (it is a leaf:
@@ -18,13 +24,18 @@ it imports nothing of the project).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import fcntl
+import functools
 import json
 import math
 import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -195,11 +206,16 @@ def recover(out_dir: Path | str) -> list[str]:
     said: list[str] = []
     journal = _journal_path(out_dir)
     if journal.exists():
-        _roll_back(out_dir, json.loads(journal.read_text(encoding="ascii")))
-        journal.unlink()
+        record = json.loads(journal.read_text(encoding="ascii"))
+        if record.get("exchange"):
+            said += _recover_exchange(out_dir, record)
+        else:
+            _roll_back(out_dir, record)
+            said.append(f"{journal}: an earlier writer of {out_dir} was killed while swapping its files in; "
+                        "the files it replaced are put back as they were, and this journal of the swap "
+                        "removed")
+        journal.unlink(missing_ok=True)
         fsync_dir(out_dir.parent)
-        said.append(f"{journal}: an earlier writer of {out_dir} was killed while swapping its files in; the "
-                    "files it replaced are put back as they were, and this journal of the swap removed")
     pattern = _leftover_pattern(out_dir)
     for entry in sorted(out_dir.parent.iterdir()):
         if pattern.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
@@ -209,6 +225,22 @@ def recover(out_dir: Path | str) -> list[str]:
             entry.unlink()  # a journal half-written when its writer was killed (never renamed into place)
             said.append(f"{entry}: removed, a file left by an interrupted writer of {out_dir}")
     return said
+
+
+def _recover_exchange(out_dir: Path, record: dict[str, Any]) -> list[str]:
+    """Finish an exchange (:func:`_swap_whole`) whose writer was killed: ``out_dir``'s inode tells whether
+    the exchange happened. Before it, ``out_dir`` is the earlier report, whole, and the build is removed
+    (its hard links only: the files stay in ``out_dir``); after it, ``out_dir`` is the new report, whole, and
+    the old folder at the build's name is removed (:func:`_finish_exchange`)."""
+    journal, build = _journal_path(out_dir), out_dir.parent / record["build"]
+    exchanged = out_dir.is_dir() and os.lstat(out_dir).st_ino == record["build_ino"]
+    if not exchanged:
+        shutil.rmtree(build, ignore_errors=True)
+        return [f"{journal}: an earlier writer of {out_dir} was killed before it swapped its report in; "
+                f"{out_dir} is the earlier report, unchanged; its build {build} and this journal removed"]
+    said = _finish_exchange(out_dir, record)
+    return [f"{journal}: an earlier writer of {out_dir} was killed after it swapped its report in; {out_dir} "
+            f"is that new report, whole; the earlier report's folder {build} and this journal removed", *said]
 
 
 def _roll_back(out_dir: Path, journal: dict[str, Any]) -> None:
@@ -259,9 +291,16 @@ def built_beside(out_dir: Path | str, owned: Collection[str]) -> Iterator[Path]:
     nothing in ``out_dir`` changes and the temporary folder is removed. Otherwise every top-level entry of
     the build replaces the entry of the same name in ``out_dir``, and entries named in ``owned`` that the
     build did not produce are removed (so no file of an earlier build survives, e.g. a stage no longer
-    present); other entries of ``out_dir`` (a rehearsal's runs and journal) are left alone. Each entry is
-    swapped by rename, under a journal and with SIGINT/SIGTERM held back (module docstring); if a rename
-    fails, the entries already swapped are put back.
+    present); other entries of ``out_dir`` (a rehearsal's runs and journal) are kept.
+
+    On Linux ``out_dir`` changes in one step (:func:`_swap_whole`): the kept entries are recreated in the
+    build (hard links of files, so the same inodes; folders recreated with their mode; symlinks copied), then
+    build and ``out_dir`` are exchanged by ``renameat2(RENAME_EXCHANGE)`` and the old folder removed. Where
+    the exchange is unavailable (no ``renameat2`` in the C library, another OS, a filesystem that refuses it,
+    ``out_dir`` a symlink (its target's entries are swapped, the link stays), ``out_dir`` given as ``.`` (the
+    build then lies inside it), an entry that cannot be linked or chowned), the fallback is :func:`_swap`:
+    each entry swapped by rename under a journal, a kill between two renames rolled back by the next writer.
+    SIGINT/SIGTERM are held back during either swap (module docstring).
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -274,13 +313,186 @@ def built_beside(out_dir: Path | str, owned: Collection[str]) -> Iterator[Path]:
                 _rename(build, out_dir)
                 fsync_dir(out_dir.parent)
                 return
-            _swap(out_dir, build, owned)
+            if not _swap_whole(out_dir, build, owned):
+                _swap(out_dir, build, owned)
     finally:
         with _signals_held():
-            shutil.rmtree(build, ignore_errors=True)
+            if not _journal_path(out_dir).exists():  # a journal left: the next writer finishes from it
+                shutil.rmtree(build, ignore_errors=True)
+
+
+RENAME_EXCHANGE = 2
+"""``renameat2`` flag (linux/fs.h): exchange two paths atomically, both must exist."""
+_AT_FDCWD = -100
+_NO_EXCHANGE = {errno.EINVAL, errno.ENOSYS, errno.EXDEV, errno.EOPNOTSUPP, errno.ENOTSUP}
+"""What ``renameat2`` answers where the exchange is unavailable: the fallback swap runs instead."""
+
+
+@functools.cache
+def _renameat2() -> Any:
+    """``renameat2`` of the C library through ctypes (glibc >= 2.28), or None (another OS, an older libc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Exchange ``a`` and ``b`` in one step; a test seam counts this with the renames and journal writes."""
+    fn = _renameat2()
+    if fn is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not in this C library", str(a))
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def _write_journal(journal: Path, record: dict[str, Any]) -> None:
+    """The journal of an exchange, fsynced before it (a test seam counts this step)."""
+    write_json_atomic(journal, record)
+
+
+def _swap_whole(out_dir: Path, build: Path, owned: Collection[str]) -> bool:
+    """Replace ``out_dir`` by ``build`` in one step (``renameat2(RENAME_EXCHANGE)``), the entries the report
+    does not own recreated in the build first (:func:`_mirror`); False (nothing changed, the build as the
+    caller left it) where that is unavailable, so the caller falls back to :func:`_swap`.
+
+    The journal, written before the exchange, holds both folders' inode numbers: a writer killed after it
+    is finished by the next one (:func:`recover`), which tells by ``out_dir``'s inode whether the exchange
+    happened (then it removes the old folder, now at the build's name) or not (then the build)."""
+    if out_dir.is_symlink() or _renameat2() is None or not out_dir.is_dir():
+        return False
+    if out_dir.resolve() in build.resolve().parents:  # `--out .`: the build lies inside it, not beside
+        return False
+    report = sorted(set(owned) | {p.name for p in build.iterdir()})
+    try:
+        _mirror(out_dir, build, set(report))
+    except OSError:  # an entry that cannot be linked here (another filesystem, another owner)
+        _unmirror(build, set(report))
+        return False
+    journal = _journal_path(out_dir)
+    record = {"exchange": True, "build": build.name, "report": report,
+              "out_ino": os.lstat(out_dir).st_ino, "build_ino": os.lstat(build).st_ino}  # fmt: skip
+    _write_journal(journal, record)
+    try:
+        _exchange(build, out_dir)
+    except OSError as exc:
+        journal.unlink(missing_ok=True)
+        fsync_dir(out_dir.parent)
+        if exc.errno not in _NO_EXCHANGE:
+            raise
+        _unmirror(build, set(report))
+        return False
+    fsync_dir(out_dir.parent)
+    for line in _finish_exchange(out_dir, record):
+        print(f"Warning: {line}", file=sys.stderr)
+    return True
+
+
+def _mirror(src: Path, dst: Path, skip: Collection[str] = ()) -> None:
+    """Recreate ``src``'s entries (but ``skip``) in the folder ``dst`` on the same filesystem: files (and
+    FIFOs, sockets) as hard links, folders recreated (mode, times; the owner checked), symlinks copied; then
+    ``dst`` gets ``src``'s mode and times. Raises OSError where an entry cannot be recreated so."""
+    st = os.lstat(src)
+    if (st.st_uid, st.st_gid) != (os.lstat(dst).st_uid, os.lstat(dst).st_gid):
+        os.chown(dst, st.st_uid, st.st_gid)  # PermissionError: not ours to recreate; the fallback swap
+    with os.scandir(src) as it:
+        for entry in sorted(it, key=lambda e: e.name):
+            if entry.name in skip:
+                continue
+            target = dst / entry.name
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), target)
+            elif entry.is_dir(follow_symlinks=False):
+                os.mkdir(target)
+                _mirror(Path(entry.path), target)
+            else:
+                os.link(entry.path, target, follow_symlinks=False)
+    shutil.copystat(src, dst, follow_symlinks=False)
+
+
+def _unmirror(build: Path, report: Collection[str]) -> None:
+    """Remove what :func:`_mirror` put into ``build`` (every entry not in ``report``); links only, so the
+    files themselves stay in ``--out``."""
+    for entry in build.iterdir():
+        if entry.name not in report:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    os.chmod(build, 0o755)
+
+
+def _finish_exchange(out_dir: Path, record: dict[str, Any]) -> list[str]:
+    """After the exchange: remove the old folder (at the build's name) and the journal. Its report entries
+    go; each other entry is removed only where ``out_dir`` holds the same (inode, or symlink target); one
+    changed or added there after :func:`_mirror` (by someone else, in the milliseconds between) is moved
+    into ``out_dir``. What cannot be moved is kept, in a folder named in the returned lines."""
+    old = out_dir.parent / record["build"]
+    said: list[str] = []
+    try:
+        _discard_old(old, out_dir, record["report"])
+    except OSError as exc:
+        return [f"{old}: the earlier report's folder could not be removed ({exc.strerror or exc}); the next "
+                f"writer of {out_dir} removes it"]
+    if old.exists():
+        kept = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".kept"))
+        os.rename(old, kept / old.name)
+        said.append(f"{kept}: entries of {out_dir} changed while the report swapped it in, kept here; move "
+                    "what you need back into it")
+    _journal_path(out_dir).unlink(missing_ok=True)
+    fsync_dir(out_dir.parent)
+    return said
+
+
+def _discard_old(old: Path, new: Path, report: Collection[str]) -> None:
+    """Remove the folder ``old`` (exchanged out of ``new``'s place): its ``report`` entries, and each other
+    entry that ``new`` holds the same; a different one is moved into ``new``; a conflict (a folder against a
+    file) is left in ``old``, which then stays."""
+    if not old.exists():
+        return
+    for entry in sorted(old.iterdir()):
+        if entry.name in report:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        else:
+            _merge_back(entry, new / entry.name)
+    with contextlib.suppress(OSError):  # not empty: a conflict kept
+        old.rmdir()
+
+
+def _merge_back(src: Path, dst: Path) -> None:
+    """``src`` (in the old folder) against ``dst`` (its copy in the new one): removed where the same, moved
+    into the new folder where different or missing, left where a folder meets a file."""
+    if not (dst.exists() or dst.is_symlink()):
+        os.rename(src, dst)
+    elif src.is_dir() and not src.is_symlink():
+        if dst.is_dir() and not dst.is_symlink():
+            for entry in sorted(src.iterdir()):
+                _merge_back(entry, dst / entry.name)
+            with contextlib.suppress(OSError):
+                src.rmdir()
+    elif src.is_symlink():
+        if dst.is_symlink() and os.readlink(src) == os.readlink(dst):
+            src.unlink()
+        elif not dst.is_dir() or dst.is_symlink():
+            os.rename(src, dst)
+    elif (os.lstat(src).st_ino, os.lstat(src).st_dev) == (os.lstat(dst).st_ino, os.lstat(dst).st_dev):
+        src.unlink()
+    elif not dst.is_dir() or dst.is_symlink():
+        os.rename(src, dst)
 
 
 def _swap(out_dir: Path, build: Path, owned: Collection[str]) -> None:
+    """The fallback swap (no ``renameat2`` exchange here): each top-level entry renamed in turn, under a
+    journal; a failed rename is rolled back at once, a kill between two renames by the next writer."""
     trash = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".old"))
     entries = [(name, (out_dir / name).exists() or (out_dir / name).is_symlink(), (build / name).exists())
                for name in sorted(set(owned) | {p.name for p in build.iterdir()})]

@@ -1,10 +1,15 @@
-"""Run ``analysis report`` with a seam in the swap (issue 41): the Nth rename of
-``analysis.atomic._rename`` is preceded (or followed) by an action, as the reviewer's ``strace -e inject``
-did it: a real signal sent to this process (``SIGINT``, ``SIGTERM``, ``SIGKILL``), a failed rename
-(``oserror``), or a pause until a file appears (``pause``: writes ``<dir>/paused``, waits for
-``<dir>/go``; two processes at once).
+"""Run ``analysis report`` with a seam in the swap (issue 41): the Nth step of the swap is preceded (or
+followed) by an action, as the reviewer's ``strace -e inject`` did it. The steps counted: each rename of
+``analysis.atomic._rename`` (the fallback swap, one entry at a time), and the exchange's journal write,
+exchange and removal of the old folder (``_write_journal``, ``_exchange``, ``_discard_old``). The action: a
+real signal sent to this process (``SIGINT``, ``SIGTERM``, ``SIGKILL``), a failed step (``oserror``), or a
+pause until a file appears (``pause``: writes ``<dir>/paused``, waits for ``<dir>/go``; two processes at
+once).
 
     python seam.py N ACTION before|after DIR report --runs ... (the analysis command line)
+
+With ``SEAM_NO_EXCHANGE=1`` in the environment the exchange is unavailable (no ``renameat2``), so the
+fallback swap runs.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import analysis.atomic as atomic
 from analysis.cli import cli
@@ -22,7 +29,6 @@ from analysis.cli import cli
 
 def main() -> None:
     n, action, when, folder = int(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
-    real = atomic._rename
     count = [0]
 
     def act() -> None:
@@ -35,15 +41,22 @@ def main() -> None:
             return
         os.kill(os.getpid(), getattr(signal, action))
 
-    def seam(src: Path, dst: Path) -> None:
-        count[0] += 1
-        if count[0] == n and when == "before":
-            act()
-        real(src, dst)
-        if count[0] == n and when == "after":
-            act()
+    def counted(real: Callable[..., Any]) -> Callable[..., Any]:
+        def seam(*args: Any) -> Any:
+            count[0] += 1
+            if count[0] == n and when == "before":
+                act()
+            result = real(*args)
+            if count[0] == n and when == "after":
+                act()
+            return result
 
-    atomic._rename = seam  # type: ignore[assignment]
+        return seam
+
+    for name in ("_rename", "_write_journal", "_exchange", "_discard_old"):
+        setattr(atomic, name, counted(getattr(atomic, name)))
+    if os.environ.get("SEAM_NO_EXCHANGE") == "1":
+        atomic._renameat2 = lambda: None  # type: ignore[assignment]
     try:
         cli(sys.argv[5:], prog_name="analysis")
     finally:

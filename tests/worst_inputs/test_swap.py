@@ -1,14 +1,21 @@
 """``analysis report`` replaces its report whole or not at all (issue 41, item 1).
 
-As the reviewer found it: a real signal (SIGINT, SIGTERM, SIGKILL) sent at every rename of the swap, before
-and after it (``seam.py`` counts them), and a failed rename; after each, ``--out`` holds the complete old
-report or the complete new one (byte for byte), and the next run leaves nothing behind. Two reports at once
-into one ``--out``: the second refuses with one line (the lock), never a mix.
+As the reviewer found it: a real signal (SIGINT, SIGTERM, SIGKILL) sent at every step of the swap, before
+and after it (``seam.py`` counts them), and a failed step. The exchange (Linux, ``renameat2``): after each,
+``--out`` holds the complete old report or the complete new one (byte for byte) at once, before any
+recovery, and the next run removes what was left and names it. The fallback swap (the exchange made
+unavailable through the seam): the same after a signal or a failed rename, and after a SIGKILL between two
+renames once the next writer has rolled it back from the journal. Entries of ``--out`` the report does not
+own survive either swap with their content (files: the same inode). Two reports at once into one
+``--out``: the second refuses with one line (the lock), never a mix.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -16,12 +23,14 @@ from pathlib import Path
 
 import pytest
 
+import analysis.atomic as atomic
 from analysis.atomic import out_lock
 from analysis.report import write_report
 from tests.worst_inputs.conftest import env, one_line
 
 SEAM = Path(__file__).with_name("seam.py")
-RENAMES = 4  # quality/ and report.md (--no-figures), each: the old one to the trash, the new one in
+RENAMES = 4  # the fallback: quality/ and report.md (--no-figures), each: the old one to the trash, the new in
+STEPS = 3  # the exchange: its journal written, the exchange, the old folder removed
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
@@ -50,9 +59,79 @@ def report_args(study: Path, out: Path, which: str) -> list[str]:
             "--no-figures", "--title", f"report {which}"]  # fmt: skip
 
 
-def seam(n: int, action: str, when: str, folder: Path, args: list[str]) -> subprocess.Popen[str]:
+def seam(n: int, action: str, when: str, folder: Path, args: list[str],
+         exchange: bool = True) -> subprocess.Popen[str]:
+    extra = {} if exchange else {"SEAM_NO_EXCHANGE": "1"}
     return subprocess.Popen([sys.executable, str(SEAM), str(n), action, when, str(folder), *args],
-                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            env=env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+
+
+def write_version(out: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_bytes(data)
+
+
+def next_run_cleans(study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path,
+                    left: list[str]) -> None:
+    """The next run: cleans what was left (and says what it removed or put back), then writes B."""
+    out = tmp_path / "out"
+    nxt = subprocess.run([sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")], env=env(),
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert nxt.returncode == 0, nxt.stderr
+    assert snapshot(out) == versions["B"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    for name in left:  # each leftover named
+        if not name.endswith(".lock"):
+            assert name in nxt.stderr, nxt.stderr
+
+
+def signal_exit(proc: subprocess.Popen[str], stderr: str, action: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    if action == "SIGKILL":
+        assert proc.returncode == -signal.SIGKILL, stderr
+    elif action.startswith("SIG"):
+        assert proc.returncode == 128 + getattr(signal, action), stderr
+        assert f"Error: interrupted by {action}" in stderr, stderr
+
+
+EXCHANGE_CASES = [(sig, n, "before") for sig in ("SIGINT", "SIGTERM", "SIGKILL", "oserror")
+                  for n in range(1, STEPS + 1)]  # fmt: skip
+EXCHANGE_CASES += [(sig, STEPS, "after") for sig in ("SIGINT", "SIGTERM", "SIGKILL")]
+
+
+@pytest.mark.parametrize(("action", "n", "when"), EXCHANGE_CASES)
+def test_a_signal_at_any_step_of_the_exchange_leaves_a_whole_report(
+        study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int,
+        when: str) -> None:  # fmt: skip
+    """Immediately after each (no recovery run first), ``--out`` is A or B whole: A while the exchange has not
+    happened (steps 1, 2), B from the exchange on; a caught signal waits for the swap and ends with B."""
+    out = tmp_path / "out"
+    write_version(out, versions["A"])  # the earlier report
+    proc = seam(n, action, when, tmp_path, report_args(study, out, "B"))
+    _, stderr = proc.communicate(timeout=300)
+    signal_exit(proc, stderr, action)
+    exchanged = n == STEPS or (action.startswith("SIG") and action != "SIGKILL")
+    assert snapshot(out) == versions["B" if exchanged else "A"], stderr
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name != "out")
+    if action == "SIGKILL":
+        build = [x for x in left if x.endswith(".build")]
+        # killed before step 1 the journal is not yet written; after step 3 the old folder is gone
+        assert [x for x in left if not x.endswith((".build", ".lock"))] == ([] if n == 1 else [".out.swap"])
+        assert len(build) == (0 if when == "after" else 1), left
+    elif action == "oserror":
+        done = int(stderr.rsplit("renames ", 1)[1])
+        assert done == n, stderr
+        if n < STEPS:  # before the exchange: nothing changed, nothing left
+            assert proc.returncode == 1 and "the earlier report" in stderr and left == [], stderr
+        else:  # the report is in; the old folder could not be removed: said, and left to the next writer
+            assert proc.returncode == 0 and "the next writer" in stderr, stderr
+            assert len(left) == 2 and ".out.swap" in left, left
+    else:
+        assert int(stderr.rsplit("renames ", 1)[1]) == STEPS, stderr
+        assert left == [], left
+    next_run_cleans(study, versions, tmp_path, left)
 
 
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")
@@ -61,23 +140,18 @@ CASES += [(sig, RENAMES, "after") for sig in SIGNALS]
 
 
 @pytest.mark.parametrize(("action", "n", "when"), CASES)
-def test_a_signal_at_any_rename_leaves_a_whole_report(study: Path, versions: dict[str, dict[str, bytes]],
-                                                      tmp_path: Path, action: str, n: int, when: str) -> None:
+def test_fallback_a_signal_at_any_rename_leaves_a_whole_report(
+        study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int,
+        when: str) -> None:  # fmt: skip
+    """The fallback swap (no exchange): one rename per entry under a journal."""
     out = tmp_path / "out"
-    for name, data in versions["A"].items():  # the earlier report
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        (out / name).write_bytes(data)
-    proc = seam(n, action, when, tmp_path, report_args(study, out, "B"))
+    write_version(out, versions["A"])  # the earlier report
+    proc = seam(n, action, when, tmp_path, report_args(study, out, "B"), exchange=False)
     _, stderr = proc.communicate(timeout=300)
-    assert "Traceback" not in stderr, stderr
-    if action == "SIGKILL":
-        assert proc.returncode == -signal.SIGKILL, stderr
-    elif action == "oserror":
+    signal_exit(proc, stderr, action)
+    if action == "oserror":
         assert proc.returncode == 1, stderr
         assert "Input/output error (injected)" in stderr and "the earlier report" in stderr, stderr
-    else:
-        assert proc.returncode == 128 + getattr(signal, action), stderr
-        assert f"Error: interrupted by {action}" in stderr, stderr
     if action != "SIGKILL":  # the seam was reached; a signal waits for the swap to finish
         done = int(stderr.rsplit("renames ", 1)[1])
         # a signal: the whole swap; a failed rename: it, then each one done before it undone
@@ -97,15 +171,7 @@ def test_a_signal_at_any_rename_leaves_a_whole_report(study: Path, versions: dic
     left = sorted(p.name for p in tmp_path.iterdir() if p.name != "out")
     if action != "SIGKILL":  # the process cleaned up after itself
         assert left == [], left
-    # the next run: cleans what was left (and says what it removed or put back), then writes B
-    nxt = subprocess.run([sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")], env=env(),
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert nxt.returncode == 0, nxt.stderr
-    assert snapshot(out) == versions["B"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    for name in left:  # each leftover named
-        if not name.endswith(".lock"):
-            assert name in nxt.stderr, nxt.stderr
+    next_run_cleans(study, versions, tmp_path, left)
 
 
 def test_two_reports_at_once_never_mix(study: Path, versions: dict[str, dict[str, bytes]],
@@ -143,3 +209,88 @@ def test_two_reports_started_together(study: Path, versions: dict[str, dict[str,
         assert any(rc == 0 for rc, _ in results.values())
         assert snapshot(out) in (versions["A"], versions["B"])
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(f".out{round_}.")) == []
+
+
+def _not_owned(out: Path, outside: Path) -> dict[str, object]:
+    """Entries the report does not own, put into ``out``: a file that is also a hard link elsewhere, a
+    folder with a file in a subfolder (mode 0700), an empty folder, a symlink; ``out`` gets mode 0750."""
+    (out / "notes.txt").write_text("mine\n")
+    os.link(out / "notes.txt", outside)
+    (out / "runs-extra" / "sub").mkdir(parents=True)
+    (out / "runs-extra" / "sub" / "x.trec").write_text("q 0 d 1 1.0 t\n")
+    os.chmod(out / "runs-extra" / "sub", 0o700)
+    (out / "empty").mkdir()
+    (out / "link").symlink_to("notes.txt")
+    os.chmod(out, 0o750)
+    x = out / "runs-extra" / "sub" / "x.trec"
+    return {"ino": (out / "notes.txt").stat().st_ino, "x": x.stat().st_ino}
+
+
+def _fail_einval(a: Path, b: Path) -> None:
+    raise OSError(errno.EINVAL, "Invalid argument", str(a))
+
+
+def _fail_exdev(a: Path, b: Path) -> None:
+    raise OSError(errno.EXDEV, "Invalid cross-device link", str(a))
+
+
+@pytest.mark.parametrize("way", ["exchange", "no renameat2", "EINVAL", "EXDEV"])
+def test_entries_the_report_does_not_own_survive_the_swap(
+        study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        way: str) -> None:  # fmt: skip
+    """Either swap keeps the files, folders and symlinks of ``--out`` the report does not own: the same
+    content, the same inode for files (hard links), folder modes kept, ``--out``'s mode kept. The exchange
+    replaces ``--out``'s folder (a new inode); the fallback (forced through the seam: no ``renameat2``, or
+    the exchange refused with EINVAL / EXDEV) renames entries inside it (the same inode)."""
+    out = tmp_path / "out"
+    write_report(study / "runs", study / "qrels.tsv", out, title="report A", figures=False)
+    before = _not_owned(out, tmp_path / "outside.txt")
+    out_ino = out.stat().st_ino
+    renames: list[tuple[Path, Path]] = []
+    real_rename = atomic._rename
+    monkeypatch.setattr(atomic, "_rename", lambda a, b: (renames.append((a, b)), real_rename(a, b)))
+    if way == "no renameat2":
+        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+    elif way != "exchange":
+        monkeypatch.setattr(atomic, "_exchange", _fail_einval if way == "EINVAL" else _fail_exdev)
+    write_report(study / "runs", study / "qrels-b.tsv", out, title="report B", figures=False)
+    now = snapshot(out)
+    mine = {"notes.txt": b"mine\n", "runs-extra/sub/x.trec": b"q 0 d 1 1.0 t\n", "link": b"mine\n"}
+    assert now == {**versions["B"], **mine}
+    assert (out / "notes.txt").stat().st_ino == before["ino"] == (tmp_path / "outside.txt").stat().st_ino
+    assert (out / "notes.txt").stat().st_nlink == 2  # the build's extra link is gone with the old folder
+    assert (out / "runs-extra" / "sub" / "x.trec").stat().st_ino == before["x"]
+    assert os.readlink(out / "link") == "notes.txt"
+    assert (out / "empty").is_dir() and list((out / "empty").iterdir()) == []
+    assert stat.S_IMODE((out / "runs-extra" / "sub").stat().st_mode) == 0o700
+    assert stat.S_IMODE(out.stat().st_mode) == 0o750
+    if way == "exchange":
+        assert out.stat().st_ino != out_ino and renames == []
+    else:
+        assert out.stat().st_ino == out_ino and len(renames) == RENAMES
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "outside.txt"]
+
+
+def _build_in(out: Path) -> None:
+    with out_lock(out), atomic.built_beside(out, ["report.md"]) as build:
+        (build / "report.md").write_text("new\n")
+
+
+def test_out_as_a_symlink_or_as_dot_falls_back_and_keeps_everything(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out`` a symlink: the link stays a link and its target's entries are swapped (the exchange would
+    replace the link itself); ``--out .``: the build lies inside it, so the fallback swap runs (the exchange's
+    mirror would copy the build into itself)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "report.md").write_text("old\n")
+    (real / "keep.txt").write_text("k\n")
+    (tmp_path / "link").symlink_to("real")
+    _build_in(tmp_path / "link")
+    assert (tmp_path / "link").is_symlink() and os.readlink(tmp_path / "link") == "real"
+    assert snapshot(real) == {"keep.txt": b"k\n", "report.md": b"new\n"}
+    monkeypatch.chdir(real)
+    ino = real.stat().st_ino
+    _build_in(Path("."))
+    assert snapshot(real) == {"keep.txt": b"k\n", "report.md": b"new\n"} and real.stat().st_ino == ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
