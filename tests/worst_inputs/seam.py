@@ -1,4 +1,4 @@
-"""Run ``analysis report`` with a seam in the swap (issue 41): the Nth rename of
+"""Run ``analysis report`` with a seam in the swap: the Nth rename of
 ``analysis.atomic._rename`` is preceded (or followed) by an action, as the reviewer's ``strace -e inject``
 did it: a real signal sent to this process (``SIGINT``, ``SIGTERM``, ``SIGKILL``), a failed rename
 (``oserror``), or a pause until a file appears (``pause``: writes ``<dir>/paused``, waits for
