@@ -1,4 +1,4 @@
-"""Host state before and after every latency block (plan section "Latency"; the issue's list: load
+"""Host state before and after every latency block (plan section "Latency"; the list recorded: load
 average, CPU frequency where readable, free memory, torch and OpenMP thread counts, CPU affinity, GPU
 clocks/temperature/power on GPU runs) and the busy-host rule.
 
