@@ -4,7 +4,7 @@ The project's one JSON file format (:func:`json_bytes`, :func:`write_json_atomic
 (:func:`fsync_dir`), and a folder's content built beside it and swapped in whole (:func:`built_beside`,
 ``analysis report``) under a lock that one writer holds at a time (:func:`out_lock`).
 
-The swap is whole at every step (issue 41). On Linux ``<out>`` changes in one step: the build beside it
+The swap is whole at every step. On Linux ``<out>`` changes in one step: the build beside it
 gets the report's new entries and, recreated, every entry of ``<out>`` the report does not own (hard links of
 files, folders recreated, symlinks copied), and then ``renameat2(RENAME_EXCHANGE)`` exchanges build and
 ``<out>``; the old folder, now at the build's name, is removed. A journal ``.<out>.swap`` beside ``<out>``,

@@ -172,7 +172,7 @@ def code_digest_cmd(out_file: Path) -> None:
 
 def _os_error_line(exc: OSError, out_dir: Path, had_report: bool) -> str:
     """One line for a full disk, a read-only folder: the file of --out being written (not the temporary
-    build folder beside it, which is removed), and whether an earlier report is there (issue 41)."""
+    build folder beside it, which is removed), and whether an earlier report is there."""
     name = str(exc.filename) if exc.filename else ""
     build = re.search(rf"/\.{re.escape(out_dir.name)}\.[a-z0-9_]{{8}}\.build(/|$)", name)
     if build is not None:

@@ -1,4 +1,4 @@
-"""The analysis code on record: what produced the numbers (issue 39; plan section "Reproducibility and
+"""The analysis code on record: what produced the numbers (plan section "Reproducibility and
 licences").
 
 Every file ``analysis report`` writes records the same four fields, ``analysis_code``:

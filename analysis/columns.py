@@ -1,4 +1,4 @@
-"""The one column rule of TREC run and qrels lines (issue 41), shared by ``analysis``'s readers
+"""The one column rule of TREC run and qrels lines, shared by ``analysis``'s readers
 (:mod:`analysis.trec`) and ``bench audit``'s check of committed runs.
 
 trec_eval (usnistgov/trec_eval, ``get_trec_results.c`` ``parse_results_line`` and ``get_qrels.c``)

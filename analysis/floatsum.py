@@ -1,4 +1,4 @@
-"""One defined float order for every sum and mean that reaches a written number (issue 31).
+"""One defined float order for every sum and mean that reaches a written number.
 
 Python 3.12 made the builtin ``sum()`` of floats compensated (Neumaier), and ``statistics`` and ``math.fsum``
 round differently again: the same floats summed with them give other last digits on 3.11 than on 3.12+.

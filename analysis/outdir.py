@@ -1,4 +1,4 @@
-"""What ``analysis report --out`` may be (issue 32, item 4: no lost files), checked before anything is read
+"""What ``analysis report --out`` may be (no lost files), checked before anything is read
 or written.
 
 The report swaps the entries it owns into ``--out`` whole (:func:`analysis.atomic.built_beside`): an owned

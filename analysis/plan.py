@@ -87,7 +87,7 @@ PITFALL_REFERENCE: Final = PITFALL_RUN_IDS[0]  # variant (a), correct per the mo
 PITFALL_TYPESENSE: Final = ("keyword-plain-71k", "keyword-71k")  # (run, reference): first-stage runs
 
 
-# --- Run ids (issue 9, item 2): which `<model>@<k>.trec` names a study may hold ---------------------------
+# --- Run ids: which `<model>@<k>.trec` names a study may hold ---------------------------
 
 
 class RunId(NamedTuple):
@@ -111,7 +111,7 @@ RUN_IDS: Final = MappingProxyType(
 )
 
 
-STANDIN_MARK: Final = "‡"  # a declared rehearsal stand-in, never a plan model (issue 21)
+STANDIN_MARK: Final = "‡"  # a declared rehearsal stand-in, never a plan model
 
 
 def is_standin(run_id: str | None) -> bool:
@@ -126,7 +126,7 @@ def contamination_of(run_id: str) -> Contamination | None:
     return None if entry is None or entry.base is None else CONTAMINATION.get(entry.base)
 
 
-# --- The embedder's contamination (item 3 of issue 9) -------------------------------------------------------
+# --- The embedder's contamination -------------------------------------------------------
 # Plan section "Rerankers": "Arctic-l-v2.0: MIRACLRetrieval, MIRACLRetrievalHardNegatives, MIRACLReranking";
 # "Flagged models are marked in every table". Arctic embeds the passages of the vector and hybrid stages, so
 # their first-stage rows carry the mark.

@@ -1,7 +1,7 @@
 """Qrels prepared once for many runs (:class:`Judgments`): the lowest module of the metrics.
 
 Kept apart from :mod:`analysis.metrics` so that the run readers (:mod:`analysis.trec_fast`) can name the type
-without importing the metrics, which import the readers (issue 24: no import cycles). Reading a qrels file
+without importing the metrics, which import the readers (no import cycles). Reading a qrels file
 stays :func:`analysis.trec.read_qrels` (it shares the TREC readers' validation).
 """
 
@@ -22,7 +22,7 @@ __all__ = ["CUTOFF", "LABEL_FIX", "LABEL_RULE", "MAX_LABEL", "MIN_LABEL", "UNJUD
 CUTOFF = 10  # nDCG@10: the ideal DCG is computed to this depth
 UNJUDGED: Final = -(2**62)  # relevance marker of an unjudged row: outside MIN_LABEL..MAX_LABEL, never a label
 
-# What a relevance label may be (issue 32 item 2), decided here once for every qrels reader. trec_eval
+# What a relevance label may be, decided here once for every qrels reader. trec_eval
 # (form_res_rels.c, also inside pytrec_eval) allocates and walks an array of (largest label + 1) levels per
 # query: measured with pytrec-eval-terrier 0.5.11 on 305 queries, 0.04 s at 65,535, 1.1 s at 2^20, 22 s at
 # 2^24; from 2^61 the array size overflows and it writes out of bounds (a segfault at 2^62), and a label over

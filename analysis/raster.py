@@ -1,4 +1,4 @@
-"""A small raster canvas for the report's stage figures (issue 34): Pillow only, no matplotlib.
+"""A small raster canvas for the report's stage figures: Pillow only, no matplotlib.
 
 matplotlib's import and its artists (every text laid out, measured and drawn as an object) were most of a
 cold full-size ``analysis report``: about 1.8 s of CPU for four figures of a few dozen marks and labels. This

@@ -1,4 +1,4 @@
-"""The reordering invariant (plan section "Quality"; issue 32, item 1): a reranked run reorders its stage's
+"""The reordering invariant (plan section "Quality"): a reranked run reorders its stage's
 frozen first-stage candidates and nothing else.
 
 The plan fixes the candidates ("every reranker on keyword-71k, ... depth 100"), and its depth rule:

@@ -204,7 +204,7 @@ def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
 
 
 def _verdict_word(record: Mapping[str, Any]) -> str:
-    """PASS, FAIL or NOT COMPARED; a study.json from before issue 43 has no ``verdict``: from ``passed``."""
+    """PASS, FAIL or NOT COMPARED; an older study.json has no ``verdict``: from ``passed``."""
     word = record.get("verdict")
     return str(word) if word else ("PASS" if record["passed"] else "FAIL")
 
@@ -244,7 +244,7 @@ def _latency(context: ReportContext) -> list[str]:
 
 
 def _rehearsal_int8(context: ReportContext) -> list[str]:
-    """The rehearsal's int8 step on its stand-in (issue 21) when a rehearsal passes its ``int8.json``
+    """The rehearsal's int8 step on its stand-in when a rehearsal passes its ``int8.json``
     (``section_options={"int8_record": path}``)."""
     path = context.options.get("int8_record")
     if path is None:
@@ -375,7 +375,7 @@ def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | N
     """The entries of an earlier report in ``out_dir`` (costs.json, latency-summary/, ...) that this report
     does not write, so the swap removes them; said aloud (a warning line each, and a line of report.md): a
     rerun without ``--prices`` or ``--latency`` drops them. Not a key of study.json: ``bench audit``
-    recomputes the report without the prices and compares study.json byte for byte (issue 41)."""
+    recomputes the report without the prices and compares study.json byte for byte."""
     sections = [e for sec in SECTIONS for e in sec.entries]
     dropped = [e for e in sections if ((out_dir / e).exists() or (out_dir / e).is_symlink())
                and not (build / e).exists()]

@@ -1,4 +1,4 @@
-"""``analysis simulate``: evidence that the plan's procedure is sound (beyond the plan, issue 3).
+"""``analysis simulate``: evidence that the plan's procedure is sound (beyond the plan).
 
 Studies are generated on the real qrels (:mod:`analysis.synthetic`) and analysed with the study's own code
 (:func:`analysis.study.analyse_stages`: sign-flip tests, Holm, wording, best model):

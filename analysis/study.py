@@ -151,7 +151,7 @@ def _looks_like_run(name: str) -> bool:
 
 def run_files(folder: Path) -> list[Path]:
     """The ``*.trec`` files of a stage folder (or first-stage/), sorted. Anything else there is refused by
-    name, so that no file is left out of the report unsaid (issue 32): a compressed run (``.gz``: not read,
+    name, so that no file is left out of the report unsaid: a compressed run (``.gz``: not read,
     so that the report reads exactly the bytes that ``bench audit`` checks and hashes; "gunzip it"),
     another case of the suffix (``.TREC``), a hidden run file, a folder, any other file."""
     out = []
@@ -169,7 +169,7 @@ def run_files(folder: Path) -> list[Path]:
         elif lower.endswith(".trec") and f.name.startswith("."):
             expected = "a visible run file, found a hidden one"
             fix = "remove it, or rename it without the leading dot"
-        elif f.suffix == ".trec":  # the right name, but not a regular file to read (issue 41)
+        elif f.suffix == ".trec":  # the right name, but not a regular file to read
             expected, fix = _not_a_regular_file(f)
         elif lower.endswith(".trec"):
             expected, fix = "the suffix .trec in lower case", f"rename it to {f.name[: -len('.trec')]}.trec"

@@ -1,4 +1,4 @@
-"""Values shown in messages and written into Markdown (issue 41): a long value is cut, and a title or note
+"""Values shown in messages and written into Markdown: a long value is cut, and a title or note
 that would make Markdown structure (a line break, a control character) is refused.
 
 A leaf: imports nothing of the project, so ``analysis`` and ``bench`` readers share it.

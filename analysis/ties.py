@@ -1,4 +1,4 @@
-"""Where a run's rank order and trec_eval's order part (issue 32 item 5: ties said aloud).
+"""Where a run's rank order and trec_eval's order part (ties said aloud).
 
 Our numbers follow the rank column (the plan's tie rule: equal scores keep their first-stage order,
 :mod:`analysis.ranking`). trec_eval ignores the rank column: it sorts each query by score descending and

@@ -402,7 +402,7 @@ def read_run(
 
 
 def read_qrels(path: Path | str, *, layout: str = "trec") -> dict[str, dict[str, int]]:
-    """qid -> docid -> relevance label; the one qrels reader (issue 32: every command reads qrels here).
+    """qid -> docid -> relevance label; the one qrels reader (every command reads qrels here).
 
     ``layout="trec"``: four columns ``qid iter docid relevance``. ``layout="beir"``: BEIR's
     ``qrels/<split>.tsv``, three columns ``query-id corpus-id score`` under an optional header line. Labels

@@ -1,4 +1,4 @@
-"""The columnar fast path of the TREC run reader (issue 15: the full report reads 239 MiB of runs).
+"""The columnar fast path of the TREC run reader (the full report reads 239 MiB of runs).
 
 pyarrow's multi-threaded C++ CSV reader splits the columns and parses the numbers; the rules of
 :mod:`analysis.trec` are then checked on whole columns with numpy. This path never raises a format error and
@@ -35,11 +35,11 @@ _NAMES = ["qid", "q0", "docid", "rank", "score", "tag"]
 _BLOCK = 1 << 22
 _READ = pacsv.ReadOptions(column_names=_NAMES, use_threads=True, block_size=_BLOCK)
 # a file of one block cannot be parsed in parallel: pyarrow's thread pool only adds its hand-offs, and the
-# report already reads one file per CPU on its own threads (issue 34: load 1.5 -> 1.2 s on 2 cores)
+# report already reads one file per CPU on its own threads (load 1.5 -> 1.2 s on 2 cores)
 _READ_ONE_BLOCK = pacsv.ReadOptions(column_names=_NAMES, use_threads=False, block_size=_BLOCK)
 _PARSE = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
                             newlines_in_values=False, ignore_empty_lines=True)
-# the id columns dictionary-encoded while they are converted (issue 34: about a third less than converting
+# the id columns dictionary-encoded while they are converted (about a third less than converting
 # strings and encoding them afterwards); a file of several blocks has one dictionary per block (_encoded).
 # q0 and tag too: they are never used (their bytes are checked by _plain_text), and a dictionary is cheaper
 _IDS = pa.dictionary(pa.int32(), pa.string())
@@ -58,7 +58,7 @@ def numpy_of(values: pa.Array | pa.ChunkedArray, null: int | None = None) -> np.
     ``null`` given, a copy where each null is ``null`` (as ``fill_null``).
 
     pyarrow's own ``to_numpy`` and ``fill_null`` import pandas on their first call in a process (to check for
-    pandas' types): 0.5 s of a cold ``analysis report`` (issue 34). The values are the same bits."""
+    pandas' types): 0.5 s of a cold ``analysis report``. The values are the same bits."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     dtype = _NUMPY.get(values.type)
@@ -93,7 +93,7 @@ class FastRun:
 
 def _plain_text(data: bytes) -> bool:
     """ASCII, no ``0x``, line ends ``\\n`` or ``\\r\\n``, no other byte below 0x20 and no 0x7f: every field
-    is printable ASCII (one numpy pass over the bytes, issue 34; empty fields: :func:`_no_empty_ids`)."""
+    is printable ASCII (one numpy pass over the bytes; empty fields: :func:`_no_empty_ids`)."""
     if not data.isascii() or b"\x7f" in data:
         return False
     # one-byte searches first (memchr): the two-byte ones only when the byte occurs at all
@@ -221,8 +221,8 @@ _LINES = pacsv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False
 def string_array(values: list[str]) -> pa.Array:
     """``values`` as an Arrow string array, built by the CSV reader from one value per line.
 
-    ``pa.array`` on Python objects makes pyarrow import pandas to check for its types: 0.5 s of a cold report
-    (issue 34). Every value here is a qrels docid (split on whitespace: never empty, no tab, no line break);
+    ``pa.array`` on Python objects makes pyarrow import pandas to check for its types: 0.5 s of a cold report.
+    Every value here is a qrels docid (split on whitespace: never empty, no tab, no line break);
     a line break would change the row count, which is checked, and a tab is refused by the CSV reader."""
     if not values:
         return pa.array([], type=pa.string())

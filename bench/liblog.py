@@ -1,4 +1,4 @@
-"""Library diagnostics go to a log file, not to the user's terminal (issue 9 item 15).
+"""Library diagnostics go to a log file, not to the user's terminal.
 
 transformers prints a load report for every model whose checkpoint has keys the architecture does not use
 (``BertModel LOAD REPORT ... UNEXPECTED`` for all-MiniLM-L6-v2's ``position_ids``) and a weight-loading
@@ -13,9 +13,9 @@ Terminal handlers are taken from the named loggers and from every logger below t
 handler on import or first use (torch, optimum's ``get_logger``) must have done so before the block starts:
 the int8 quantising child (``bench.rehearse.quantize_child``) imports and configures them first, and
 every block configures transformers' and optimum's (their handlers would otherwise come with the first
-model loaded inside it, as optimum's did with the rehearsal's int8 step; issue 43).
+model loaded inside it, as optimum's did with the rehearsal's int8 step).
 ``capture_warnings`` also sends Python warnings (torch's ``TracerWarning`` when a model is exported)
-to the file, for a process whose every warning comes from a library (the child) (issue 32 item 6).
+to the file, for a process whose every warning comes from a library (the child).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _optimum_logging() -> None:
     """optimum adds its terminal handler to the "optimum" logger on first use of its ``get_logger``, which
     ``import optimum.intel`` makes: inside the block that handler would print ("Could not infer whether the
     model was already converted ...", "[Errno 2] ... refs/main" when an int8 folder is loaded offline).
-    Installed now (a light import), it is taken with the others (issue 43)."""
+    Installed now (a light import), it is taken with the others."""
     try:
         # lazy: optimum is optional (the analysis-only install has none)
         import optimum.utils.logging as olog

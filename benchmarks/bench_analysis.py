@@ -1,4 +1,4 @@
-"""Speed of `analysis report` on a full-size study (issue 3, "Speed"); run on demand, not in CI.
+"""Speed of `analysis report` on a full-size study; run on demand, not in CI.
 
     uv run python benchmarks/bench_analysis.py [--ranx-pairs 45] [--keep DIR]
 
@@ -10,8 +10,8 @@ then the first stage's tail with placeholder scores), and prints, in this proces
     sign-flip test for every comparison, 10,000 sign flips; Holm; wording) - target < 1 s on 2 cores,
   * the whole report with figures (write_report) - target < 3 s,
   * peak memory (max RSS of this process), and a cold `analysis report` subprocess for reference,
-  * issue 15's row side by side with its anchor: the whole report in ONE process with the columnar reader
-    (target < 1.5 s), the same with the line-by-line reference reader (the reader before issue 15), and the
+  * the load row side by side with its anchor: the whole report in ONE process with the columnar reader
+    (target < 1.5 s), the same with the line-by-line reference reader (the former reader), and the
     statistics alone (the anchor); the JSON of both readers is compared byte for byte.
 Then it times ranx's Fisher randomisation test (10,000 permutations) on the same comparisons and prints the
 ratio. ranx is in the optional dependency group `benchmarks`: install it with
@@ -111,7 +111,7 @@ def _issue15_row(runs: Path, tmp: Path, t_stats: float, repeat: int, mib: float,
     same = all((tmp / "out-fast" / "quality" / p.name).read_bytes() == p.read_bytes()
                for p in (tmp / "out-reference" / "quality").iterdir())
     fast, before = timings["fast"], timings["reference"]
-    print("issue 15, row 2 (load average now "
+    print("row 2, the whole report (load average now "
           f"{os.getloadavg()[0]:.1f}; on a busy machine wall time mostly measures the other processes):")
     print("| work | measured now | before (reference reader) | anchor, same run | target |")
     print("|---|---|---|---|---|")

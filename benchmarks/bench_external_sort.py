@@ -1,4 +1,4 @@
-"""The external sort of the full corpus's import order at scale (issue 23, item 3): time, peak memory and
+"""The external sort of the full corpus's import order at scale: time, peak memory and
 peak disk of ``bench.data.order.external_sort`` against N, and the preflight's disk prediction beside it.
 
 Per N of ``--sizes``: N generated German passages (``scale_corpus``, the scale benchmark's generator) are

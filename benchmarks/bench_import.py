@@ -1,4 +1,4 @@
-"""Import throughput and importer memory (plan section "First stages"; issue 4 benchmarks).
+"""Import throughput and importer memory (plan section "First stages").
 
 1. 71,277 synthetic passages with 1024-dim vectors into the local Typesense 0.24.1: docs/s for several
    batch sizes (on the first 10,000 documents each), then the whole corpus with the fastest batch size.

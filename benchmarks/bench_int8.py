@@ -1,4 +1,4 @@
-"""The int8 goal on this CPU (plan section "OpenVINO int8 variant", issue 11): Spearman >= 0.99 on every one
+"""The int8 goal on this CPU (plan section "OpenVINO int8 variant"): Spearman >= 0.99 on every one
 of the 20 queries and a p50 speed-up of at least 2x over PyTorch fp32 at k = 100, for the stand-in
 (all-MiniLM-L6-v2) quantised with the study's code and configuration.
 

@@ -1,10 +1,10 @@
 """The plan's int8 agreement across instruction sets on one machine (plan section "Latency": "int8 scores on
-the server must match the desktop (Spearman >= 0.99 on 20 queries)"; issue 22).
+the server must match the desktop (Spearman >= 0.99 on 20 queries)").
 
 The desktop has AVX2 only (Ryzen 9 5950X: no AVX-512, no VNNI); the server may have AVX-512 with VNNI and
 bf16. This script runs the rehearsal's int8 stand-in (all-MiniLM-L6-v2 quantised by the study's code and
 configuration, compiled with the pinned precision f32) twice in child processes on the same inputs:
-natively, and with oneDNN capped by ``ONEDNN_MAX_CPU_ISA`` at the desktop's ``AVX2`` (issue 43; any CPU
+natively, and with oneDNN capped by ``ONEDNN_MAX_CPU_ISA`` at the desktop's ``AVX2`` (any CPU
 with something above AVX2). It prints the per-query Spearman of the two runs and whether the plan's 0.99
 holds on every query.
 

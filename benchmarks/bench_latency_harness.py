@@ -1,4 +1,4 @@
-"""Performance of the latency harness itself (issue 10): prints two figures.
+"""Performance of the latency harness itself: prints two figures.
 
 1. Timer and bookkeeping overhead per call with a do-nothing adapter (it returns a prebuilt result): the
    time of ``RerankerCaller.__call__`` (clock reads, the adapter call, building the raw sample) measured

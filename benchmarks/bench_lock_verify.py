@@ -1,5 +1,5 @@
 """Hash throughput of `bench data verify` (bench.integrity.hashing.sha256_file) against `openssl dgst -sha256`
-on the same temporary file (default 1 GiB), printed side by side. Issue 2 target: within 10 % of openssl.
+on the same temporary file (default 1 GiB), printed side by side. Target: within 10 % of openssl.
 
     uv run python benchmarks/bench_lock_verify.py [--size-mb 1024] [--repeat 3]
 

@@ -1,6 +1,6 @@
 """Time and memory of `bench rehearse`: a first run with empty caches, then a repeated run with caches.
 
-Budget (issue 21, which decides issue 10's open question; the rehearsal's latency and int8 steps time 5
+Budget (the rehearsal's time limit; the rehearsal's latency and int8 steps time 5
 warm-up calls and 10 sampled queries per k): on the 2-core development machine, whichever CPU it has,
 first run < 12 min, repeated run < 5 min, peak memory of the process tree < 4 GB, with nothing else running.
 Peak memory is the largest sum of the resident set sizes of the rehearsal process and all its descendants
@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = {"first": 12 * 60.0, "repeated": 5 * 60.0}  # issue 21
+TARGETS = {"first": 12 * 60.0, "repeated": 5 * 60.0}  # the budget above
 PEAK_TARGET = 4 * 1024**3
 
 
@@ -147,7 +147,7 @@ def main() -> int:
         print(step_times(keep / name))
         if name == "repeated" or code != 0:
             print("\n--- what the rehearsal printed ---\n" + stdout)
-    print("\n--- budget (issue 21) ---")
+    print("\n--- budget ---")
     print(cpu_line())
     print("\n".join(lines))
     if args.keep is None:

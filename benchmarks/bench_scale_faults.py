@@ -1,4 +1,4 @@
-"""Kill-and-resume at scale (issue 23, item 4): the importer and, separately, the server SIGKILLed at seeded
+"""Kill-and-resume at scale: the importer and, separately, the server SIGKILLed at seeded
 passages of a generated German corpus (``scale_corpus``), resumed, and compared with an uninterrupted import
 by document count and a SHA-256 over (id, position) of every document (``bench.firststage.resume_check``).
 

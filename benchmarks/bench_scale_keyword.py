@@ -1,4 +1,4 @@
-"""keyword-full at full size (issue 23): how server memory, disk, import and query time grow with N.
+"""keyword-full at full size: how server memory, disk, import and query time grow with N.
 
 Per N of ``--sizes``: a German corpus of N passages generated on the fly from the bundled sample's
 statistics (``scale_corpus.RULE``: Zipf head from the sample, Heaps-law vocabulary growth with new words

@@ -1,4 +1,4 @@
-"""Issue 15, row "import": ``import_passages`` side by side with its anchor, in one run.
+"""``import_passages`` side by side with its anchor, in one run.
 
 10,000 synthetic German-like passages with random L2-normalised 1024-dim float32 vectors, batch 1,000, into
 the local Typesense 0.24.1 (one server, a fresh collection per import):

@@ -1,4 +1,4 @@
-"""Issue 15, row "rehearsal first run": the step "first stages" side by side with its anchor, in one run.
+"""The step "first stages" side by side with its anchor, in one run.
 
 1. Embedding throughput of the stand-in (all-MiniLM-L6-v2, fp32, CPU) on passages of the bundled sample,
    the former way (chunks of 2,048 passages in id order, batch 64) against the current way

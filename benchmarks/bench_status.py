@@ -1,4 +1,4 @@
-"""Wall time of `bench status` in a fresh process (issue 20: under 2 s; it reads nothing heavy).
+"""Wall time of `bench status` in a fresh process (under 2 s; it reads nothing heavy).
 
 Prints the median of 5 runs of `bench status --json` on this checkout, the load average beside it, and
 whether torch, numpy or pyarrow were imported (they must not be)."""

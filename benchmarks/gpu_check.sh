@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared GPU check of issue 40 (item 9): tests/gpu/test_gpu.py on the GPU machine, in under 10 minutes.
+# The prepared GPU check: tests/gpu/test_gpu.py on the GPU machine, in under 10 minutes.
 # The timer against CUDA events, the NVML sampler's cost, the out-of-memory path, tiny models of every family
 # in fp16 and bf16, and the Qwen3 reference's memory at the real vocabulary size. Each check prints one
 # "GPU-CHECK name: {json}" line; the whole output goes to the log (first argument, default

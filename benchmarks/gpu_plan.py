@@ -1,4 +1,4 @@
-"""The first GPU step (issue 40, item 8; docs/runbook.md, before step 5): time 5 queries at k = 100 (and at 50
+"""The first GPU step (docs/runbook.md, before step 5): time 5 queries at k = 100 (and at 50
 and 20) per local model on the GPU and re-plan the GPU steps from what was measured.
 
 Inputs: the bundled MIRACL-de dev queries and judged-pool passages (``data/bundled``), each query with 100

@@ -1,4 +1,4 @@
-"""The speed guard (issue 34, item 2): the quick benchmarks in one command, each compared with its last
+"""The speed guard: the quick benchmarks in one command, each compared with its last
 recorded figure. Run it before resolving an issue that touches ``analysis/`` or a hot path.
 
     uv run python benchmarks/guard.py            # measure, compare with benchmarks/recorded.json

@@ -1,4 +1,4 @@
-"""The speed guard's judgement (issue 34, item 2): figures measured now against the recorded ones.
+"""The speed guard's judgement: figures measured now against the recorded ones.
 
 Pure functions, no clock: ``guard.py`` measures and calls these; the tests call them with planted figures.
 Every figure is a time (seconds, lower is faster). Where the figure has an anchor measured in the same run

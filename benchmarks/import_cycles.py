@@ -1,4 +1,4 @@
-"""Import cycles across ``bench/`` and ``analysis/``, counting imports inside functions too (issue 24).
+"""Import cycles across ``bench/`` and ``analysis/``, counting imports inside functions too.
 
 ``lint-imports`` (import-linter, contracts in pyproject.toml) states the layers; this script states the
 stronger rule the layers imply: no module reaches itself through imports, wherever in a file the import

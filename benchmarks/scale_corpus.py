@@ -1,4 +1,4 @@
-"""A German corpus of any size, generated on the fly from the bundled sample's statistics (issue 23).
+"""A German corpus of any size, generated on the fly from the bundled sample's statistics.
 
 The rule (``RULE``, printed by the benchmark and stated in docs/performance.md):
 

@@ -11,7 +11,7 @@
 #                                 /opt/ref-mxbai  references/mxbai/uv.lock
 #   docker/install.sh project   the project itself into /opt/venv; git's safe.directory for /study
 #
-# Lean (issue 31, item 4): the three environments share torch and the CUDA libraries. They are installed from
+# Lean: the three environments share torch and the CUDA libraries. They are installed from
 # one uv cache on /opt's own filesystem with UV_LINK_MODE=hardlink, so every file of a wheel that two or three
 # environments hold is stored once (hardlinks); the cache is deleted at the end of the same step, so no layer
 # keeps it. A cache given from outside (UV_CACHE_DIR set, as the proxy does to keep its downloads) stays.

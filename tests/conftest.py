@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Under pytest-xdist (``-n 2``) each worker, and every process it starts, runs torch (and OpenMP, MKL, BLAS)
 # with one intra-op thread: two workers on a 2-core machine that each spin two threads wait at the threads'
-# barriers (the runbook chain's tiny models were about 40x slower so, issue 20). Set before anything imports
+# barriers (the runbook chain's tiny models were about 40x slower so). Set before anything imports
 # torch; a value the environment already sets is kept. Without xdist nothing changes.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -134,7 +134,7 @@ def _lock_enforcement_ends_with_the_test() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def rehearsal(tmp_path_factory: pytest.TempPathFactory) -> Rehearsal:
-    """The session's one ``bench rehearse`` run on the mini dataset with issue 21's bad input
+    """The session's one ``bench rehearse`` run on the mini dataset with its bad input
     (``tests.support.rehearsal``): tests read it; a test that resumes or changes a rehearsal copies it first.
     Under pytest-xdist one worker makes it and the others wait for it."""
     from tests.support.rehearsal import shared_rehearsal

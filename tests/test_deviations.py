@@ -1,5 +1,5 @@
 """DEVIATIONS.md: structure of every entry, real plan sections, consecutive ids, valid dates, append-only
-history (issue 2; format in the file's own header)."""
+history (format in the file's own header)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_repository_deviations_are_valid(repo_root: Path, headings: set[str]) ->
 
 def test_deviations_are_append_only_in_history(repo_root: Path) -> None:
     """Every version in any commit of the history (merges and both of their sides included: `git log` would
-    skip a version only a merge held, issue 39) is a prefix of the current file: entries are appended, never
+    skip a version only a merge held) is a prefix of the current file: entries are appended, never
     edited."""
     current = (repo_root / "DEVIATIONS.md").read_bytes()
     commits = subprocess.run(["git", "-C", str(repo_root), "rev-list", "HEAD"], capture_output=True,

@@ -1,4 +1,4 @@
-"""Hints the commands print are written as the author types them in the container (issue 20, break 15):
+"""Hints the commands print are written as the author types them in the container:
 one helper (``bench.hints``) formats them, and no string the commands print says ``uv run bench``."""
 
 from __future__ import annotations

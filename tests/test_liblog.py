@@ -1,5 +1,5 @@
-"""Library diagnostics (the transformers load report) go to the log file, not the terminal, unless verbose
-(issue 9 item 15); the loggers are restored afterwards."""
+"""Library diagnostics (the transformers load report) go to the log file, not the terminal, unless verbose;
+the loggers are restored afterwards."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_load_report_goes_to_the_file_not_the_terminal(
     import optimum.utils.logging as olog
     import transformers.utils.logging as tlog
 
-    olog.get_logger("optimum")  # every block installs optimum's handler first (issue 43); it stays after
+    olog.get_logger("optimum")  # every block installs optimum's handler first; it stays after
     before = _state()
     log = tmp_path / "run" / "libraries.log"
     with library_log(log):
@@ -72,7 +72,7 @@ with library_log(log):
 
 
 def test_optimum_messages_of_the_int8_step_go_to_the_file(tmp_path: Path) -> None:
-    """Issue 43: a fresh `bench rehearse` printed optimum's "Could not infer whether the model was already
+    """A fresh `bench rehearse` printed optimum's "Could not infer whether the model was already
     converted ..." and "[Errno 2] ... refs/main" at step 9: optimum installs its terminal handler on first
     use, which came inside the block. In a fresh interpreter (optimum not yet configured) nothing reaches
     stderr and both lines are in the log file."""

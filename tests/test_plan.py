@@ -1,4 +1,4 @@
-"""PLAN.md is the first commit, alone, and never changes (issue 2; plan preamble).
+"""PLAN.md is the first commit, alone, and never changes (plan preamble).
 
 The check reads git directly (not through bench) so that it stays independent of the code it guards.
 """
@@ -45,7 +45,7 @@ def plan_problems(root: Path) -> list[str]:
 
 def _changed_in_some_commit(root: Path, first: str) -> list[str]:
     """Every commit of the history (merges and both of their sides: ``git rev-list`` walks all parents) must
-    hold the first commit's PLAN.md blob; a change that was later reverted still fails (issue 39)."""
+    hold the first commit's PLAN.md blob; a change that was later reverted still fails."""
     commits = _git(root, "rev-list", "--topo-order", "--reverse", "HEAD").decode().split()
     query = "".join(f"{c}:{PLAN}\n" for c in commits).encode()
     out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check=%(objectname)"], input=query,
@@ -117,7 +117,7 @@ def _first(root: Path) -> str:
 
 
 def test_a_reverted_plan_change_fails(tmp_git_repo: Callable[..., Path]) -> None:
-    """Issue 39: change the plan, commit, `git revert`: HEAD is identical again, the history is not."""
+    """Change the plan, commit, `git revert`: HEAD is identical again, the history is not."""
     root = tmp_git_repo([{PLAN: TITLE}, {PLAN: TITLE + "x\n"}, {PLAN: TITLE}], messages=["A plan", "e", "r"])
     changed = _git(root, "rev-parse", "HEAD~1").decode().strip()
     assert plan_problems(root) == [f"commit {changed[:7]} holds a PLAN.md that is not the first commit's"]

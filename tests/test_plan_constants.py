@@ -1,5 +1,5 @@
 """bench/plan.py (and analysis/plan.py through it) against PLAN.md: every value is captured from the plan's
-text by a pattern and compared with the constant, so a typo on either side fails here (issue 2)."""
+text by a pattern and compared with the constant, so a typo on either side fails here."""
 
 from __future__ import annotations
 
@@ -410,7 +410,7 @@ def test_statistics_constants_live_once_in_analysis(name: str) -> None:
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
 
 
-# --- Embedder contamination and run ids (analysis.plan, issue 9 items 2 and 3) -----------------------------
+# --- Embedder contamination and run ids (analysis.plan) -----------------------------
 
 
 def test_embedder_flag_and_its_stages() -> None:

@@ -1,11 +1,11 @@
-"""No input of ours ends a command in a signal or a traceback (issue 32 items 2 and 6).
+"""No input of ours ends a command in a signal or a traceback.
 
 Each command runs in its own process on the worst inputs a reviewer found: relevance labels that crashed
 pytrec_eval (a segfault at 2^62), overflowed or collided with the reader's "unjudged" marker, and run files
 whose messages misled (gzip, lone CR line ends, a huge rank, an unknown query, a bad --flags file). Each
 must exit 1 (not a signal: a negative return code) with one line naming the file, the line and the fix.
 
-The next rounds' probes live beside these in tests/worst_inputs/ (issue 41: the swap under real signals and
+The next rounds' probes live beside these in tests/worst_inputs/ (the swap under real signals and
 two reports at once in test_swap.py, one test per probe in test_probes.py).
 """
 
@@ -159,7 +159,7 @@ def test_a_bad_flags_file_is_named(small: Path, tmp_path: Path) -> None:
     proc = _run(["analysis", "report", "--runs", str(small / "runs"), "--qrels", str(small / "qrels.tsv"),
                  "--out", str(tmp_path / "out"), "--no-figures", "--flags", str(flags)])  # fmt: skip
     # the line Python's own parser blames: the closing brace (line 2) on Python 3.11, the trailing comma
-    # itself (line 1) on 3.14 (found by the Python 3.14 proxy run, issue 31)
+    # itself (line 1) on 3.14 (found by the Python 3.14 proxy run)
     with pytest.raises(json.JSONDecodeError) as parsed:
         json.loads(text)
     _assert_clean_refusal(proc, f"{flags}:{parsed.value.lineno}", "JSON")

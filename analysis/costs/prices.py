@@ -250,7 +250,7 @@ def _check_keys(path: Path, entry: Any, header: int | None, keys: Mapping[str, i
 
 MAX_VALUE = 1e100
 """No price may exceed this: far above any list price, far enough below the largest float (1.8e308) that every
-cost computed from it (a price times token counts, queries and months) stays finite (issue 41)."""
+cost computed from it (a price times token counts, queries and months) stays finite."""
 
 
 def _value(path: Path, value: Any, line: int | None, where: str) -> int | float:

@@ -1,4 +1,4 @@
-"""The rehearsal report's int8 section (issue 21): the rehearsal's ``int8.json`` as a table.
+"""The rehearsal report's int8 section: the rehearsal's ``int8.json`` as a table.
 
 The rehearsal runs the plan's int8 method on its stand-in (all-MiniLM-L6-v2, PyTorch fp32 against OpenVINO
 static int8 on the same CPU) and records per-query Spearman, top-10 overlap, nDCG@10 of both and the timings

@@ -1,4 +1,4 @@
-"""Audit row 10: the analysis code on record (issue 39; plan section "Reproducibility and licences").
+"""Audit row 10: the analysis code on record (plan section "Reproducibility and licences").
 
 Every file ``analysis report`` writes records the code that wrote it (``analysis.codeinfo``: commit, dirty
 flag, digest of ``analysis/`` and of the locked packages it imports). The row checks that

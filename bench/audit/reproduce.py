@@ -281,7 +281,7 @@ def check_inputs_cover_runs(root: Path, stages: Sequence[str] | None, queries: M
                             texts: Mapping[str, str], inputs: str) -> None:
     """Every query and passage of the committed first-stage runs that will be reranked is in the inputs
     (``--bundled``, ``--dataset``): else BenchError naming the run file, the line and the id, before any
-    folder is made (issue 41: a KeyError, and a reproduce/<time>/ folder left behind)."""
+    folder is made (a KeyError, and a reproduce/<time>/ folder left behind)."""
     for stage in _stages_to_rerun(root, stages):
         path = root / RUNS / "first-stage" / f"{stage}.trec"
         try:

@@ -2,7 +2,7 @@
 and licences"). Rows in order: 1 plan commit, 2 timestamps, 3 DEVIATIONS.md, 4 datasets.lock, 5 results
 recomputed, 6 manifests, 7 ids and numbers only, 8 licences, 9 reranked runs reorder their first stage's
 candidates (added last, so that rows 1-8 keep their numbers), 10 results written by the analysis code on
-record (issue 39)."""
+record."""
 
 from __future__ import annotations
 

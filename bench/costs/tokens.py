@@ -105,7 +105,7 @@ def passage_tokens_record(
     stages: dict[str, Any] = {}
     for stage, lists in sorted(candidates.items()):
         docids = sorted({d for ids in lists.values() for d in ids[:100]})
-        # texts of the stage's own corpus (issue 9, item 4: keyed by (corpus, docid))
+        # texts of the stage's own corpus (keyed by (corpus, docid))
         own = texts.for_stage(stage) if isinstance(texts, StageTexts) else texts
         missing = [d for d in docids if d not in own]
         if missing:

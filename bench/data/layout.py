@@ -2,7 +2,7 @@
 
 A leaf module (it imports nothing of bench): the readers (:mod:`bench.data.hub`, :mod:`bench.data.miracl`,
 :mod:`bench.equality.data`) and the lock's expected files (:mod:`bench.integrity.hub`) both read the layouts
-here, so the lock does not import the readers, which check every file against the lock (issue 24). Where
+here, so the lock does not import the readers, which check every file against the lock. Where
 each layout was confirmed is said in those modules.
 """
 

@@ -1,4 +1,4 @@
-"""The full corpus's import order (plan: "documents imported in ascending passage-id order"; issue 23).
+"""The full corpus's import order (plan: "documents imported in ascending passage-id order").
 
 ``check_order`` streams the shards in numeric shard order and reports whether the passage ids ascend
 (``bench.data.IMPORT_ORDER``) across all of them: the first place where they do not, how many adjacent

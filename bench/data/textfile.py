@@ -34,7 +34,7 @@ def open_text(path: Path, *, newline: str | None = None, stream: TextIO | None =
 
 class _NoInnerBom:
     """A text file read line by line that refuses a byte-order mark after the first byte (two files
-    concatenated: the mark would become part of an id), naming the file and the line (issue 41)."""
+    concatenated: the mark would become part of an id), naming the file and the line."""
 
     def __init__(self, path: Path, fh: TextIO) -> None:
         self.path, self.fh, self.line = path, fh, 0

@@ -1,4 +1,4 @@
-"""``bench doctor [STEP]``: is this machine ready for a step of docs/runbook.md? (issue 31, item 6).
+"""``bench doctor [STEP]``: is this machine ready for a step of docs/runbook.md?
 
 A registry of small checks (``checks.py``, ``packages.py``, ``gpu.py``), each returning ok, a problem with
 its fix, or "cannot tell" with the reason; ``steps.py`` maps every runbook step to the checks it needs and

@@ -57,7 +57,7 @@ def python(m: Machine, step: str) -> list[Outcome]:
 
 def _container_command(m: Machine, step: str) -> str:
     """The first container command of runbook step ``step`` (a step id is not a bench command: `bench
-    latency-cpu` has no compose service; issue 41), else the step's own doctor command."""
+    latency-cpu` has no compose service), else the step's own doctor command."""
     try:
         steps = parse_runbook((m.root / RUNBOOK).read_text(encoding="utf-8"), m.root / RUNBOOK)
     except (OSError, UnicodeDecodeError, BenchError):
@@ -189,7 +189,7 @@ def keys(m: Machine, step: str) -> list[Outcome]:
             try:
                 read_api_key(env=dict(m.env), dotenv=m.root / ".env")
                 present = True
-            except BenchError as exc:  # a key of spaces, a .env that is not UTF-8: its own cause (issue 41)
+            except BenchError as exc:  # a key of spaces, a .env that is not UTF-8: its own cause
                 present, why = False, (why if str(exc).startswith("No Voyage") else str(exc))
         else:  # ANTHROPIC_API_KEY: the environment only (bench.judged.run)
             present = bool(m.env.get(name, "").strip())

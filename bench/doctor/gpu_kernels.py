@@ -1,4 +1,4 @@
-"""Two GPU checks of ``bench doctor`` beyond the matrix product (issue 40, item 7): the attention kernel the
+"""Two GPU checks of ``bench doctor`` beyond the matrix product: the attention kernel the
 models run (scaled dot-product attention with a padding mask, fp16 and bf16) against a float64 CPU
 reference, and the GPU's free memory against the largest local model's weights (a card that also drives a
 display has less than its size). Both go through the machine seam (``Machine.attention``,

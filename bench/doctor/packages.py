@@ -1,4 +1,4 @@
-"""Are the installed packages exactly uv.lock's? (issue 31, item 6; PLAN "Reproducibility": every package
+"""Are the installed packages exactly uv.lock's? (PLAN "Reproducibility": every package
 pinned by uv.lock).
 
 The expected set is what ``uv sync --locked`` would install for this interpreter: uv.lock's resolution

@@ -1,4 +1,4 @@
-"""``bench doctor first-stages``: the running Typesense answers the behavioural probes (issue 33 item 1).
+"""``bench doctor first-stages``: the running Typesense answers the behavioural probes.
 
 The version check (``checks.typesense``) reads a number; the probes ask the server to show every feature the
 first stages rely on (``bench.firststage.probes``, the same probes every ``bench first-stage`` command runs

@@ -18,7 +18,7 @@ GPU: tuple[Check, ...] = (
     gpu.driver,
     gpu.gpu,
     gpu.matmul,
-    gpu_kernels.attention,  # issue 40: the models' attention kernel and free memory, own module
+    gpu_kernels.attention,  # the models' attention kernel and free memory, own module
     gpu_kernels.gpu_memory,
 )
 DEFAULT_STEP = "prepare"

@@ -4,7 +4,7 @@ Every file names ``rated`` (bool) and ``reason`` (str); the quality phase reads 
 skips a model that is not rated. For the Voyage models the file also carries check 3's ``pointwise`` flag,
 which decides whether every depth is requested separately. Ids and numbers only, no texts.
 
-A check holds for the device and dtype it ran with (issue 20, D-036: fp32 on the CPU says little about
+A check holds for the device and dtype it ran with (D-036: fp32 on the CPU says little about
 fp16 on the GPU). Every file records ``device`` (its kind: ``cuda``, ``cpu``; ``api`` for Voyage) and
 ``dtype`` (the dtype chosen for the adapter: the vendor's on CUDA, ``float32`` on the CPU, or the one asked
 for; ``dtype_loaded`` is what the weights came in). ``<model>.json`` is the check in the setting ``bench

@@ -179,7 +179,7 @@ def _score_adapter(
     try:
         ours = adapter_scores(reranker, data.queries)
     except Exception as exc:  # recorded as "not rated" with the reason; the command still exits non-zero
-        if is_sticky_device_error(exc):  # every later model would fail the same way: stop (issue 40)
+        if is_sticky_device_error(exc):  # every later model would fail the same way: stop
             raise BenchError(
                 f"{model_id}: {type(exc).__name__}: {exc}. A CUDA error of this kind leaves the process "
                 "unable to use the GPU, so the checks stopped and no result of this run was written. Check "

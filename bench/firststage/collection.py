@@ -86,7 +86,7 @@ def import_body(docs: Sequence[Mapping[str, Any]]) -> bytes:
     """The JSONL request body of one import batch: one compact UTF-8 JSON object per document.
 
     Serialised by orjson (its numpy option writes a float64 vector straight from the array, without a
-    Python float per element): this was most of the import time with 1024-dim vectors (issue 15). The
+    Python float per element): this was most of the import time with 1024-dim vectors. The
     body parses to exactly the documents ``json.dumps(d, ensure_ascii=False, separators=(",", ":"))``
     gave before: the same keys, strings and float64 values; only the spelling of some numbers differs
     (``1e-07`` there is ``1e-7`` here, ``7.1e-05`` is ``0.000071``). Vectors must be float64 to keep

@@ -67,7 +67,7 @@ class ExactSubstitute:
         )
 
 
-#: Rehearsal only (issue 21): the keyword stage a server without ``stem`` and stop-word sets (before 26.0) may
+#: Rehearsal only: the keyword stage a server without ``stem`` and stop-word sets (before 26.0) may
 #: still run, as a declared substitute. Only keyword-71k: keyword-full has no full corpus in a rehearsal.
 KEYWORD_SUBSTITUTE_STAGES: Final = ("keyword-71k",)
 KEYWORD_SUBSTITUTE_DROPS: Final = ("stem", "stopwords")  # features the substitute does without

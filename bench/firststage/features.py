@@ -3,7 +3,7 @@
 Typesense 0.24.1 accepts several of the plan's settings and silently ignores them (field ``stem``,
 ``stopwords``, vector_query ``ef`` and ``alpha``, ``hnsw_params``). So a stage never relies on the server
 to reject what it lacks, nor on this table: before it runs, the server is asked the behavioural probes of
-every feature the stage needs (``bench.firststage.probes``, issue 33), which refuse it by name
+every feature the stage needs (``bench.firststage.probes``), which refuse it by name
 (``StageRefused``) or choose a rehearsal's substitute; this table is their cross-check (a disagreement is
 reported and recorded). A measurement additionally refuses any server other than the plan's pinned
 version (``ServerRefused``).

@@ -1,4 +1,4 @@
-"""Start a child that stops itself when its parent dies (issue 9 item 17: no orphaned Typesense).
+"""Start a child that stops itself when its parent dies (no orphaned Typesense).
 
 ``python -m bench.firststage.launcher PARENT_PID PROGRAM ARGS...`` asks Linux to send SIGTERM to this
 process when its parent dies (``prctl(PR_SET_PDEATHSIG)``, see prctl(2)), checks that the parent is

@@ -1,4 +1,4 @@
-"""Before keyword-full sends anything: will the full corpus fit this machine? (issue 23, plan "First stages").
+"""Before keyword-full sends anything: will the full corpus fit this machine? (plan "First stages").
 
 The prediction comes from a fitted model, ``keyword_full_fit.json`` beside this module, written by
 ``benchmarks/bench_scale_keyword.py --write-fit`` from measured imports of generated German corpora (its

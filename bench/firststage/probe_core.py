@@ -1,4 +1,4 @@
-"""The machinery of the behavioural probes (issue 33; plan section "First stages"): the throwaway
+"""The machinery of the behavioural probes (plan section "First stages"): the throwaway
 collections a probe run makes on the server, the requests it sends and the answers it keeps, and the
 record of one probe's verdict.
 

@@ -1,4 +1,4 @@
-"""The hyphen probes (issue 43 item 2): does the running server read a hyphen inside a query word as part of
+"""The hyphen probes: does the running server read a hyphen inside a query word as part of
 the word, in the German keyword search and in the hybrid search the plan sends?
 
 17 of the 305 MIRACL German dev topics hold a hyphen inside a word ("Wo ist das Gebiet der

@@ -1,4 +1,4 @@
-"""The keyword probes (issue 33): does the running server apply the German keyword settings of the plan
+"""The keyword probes: does the running server apply the German keyword settings of the plan
 (section "First stages") as we send them? Each probe asks one question on a few crafted German documents
 and compares the answer with the one a server honouring the setting gives; where a setting could be
 ignored silently, the same question is also asked without it (or with another value), so an ignored

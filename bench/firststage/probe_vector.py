@@ -1,4 +1,4 @@
-"""The vector and hybrid probes (issue 33): vector_query ``k``, ``ef`` and ``flat_search_cutoff``, schema
+"""The vector and hybrid probes: vector_query ``k``, ``ef`` and ``flat_search_cutoff``, schema
 ``hnsw_params``, hybrid search and the meaning of ``alpha``.
 
 The crafted vector set (``HARD_N`` random unit vectors in ``HARD_DIMS`` dimensions, seed 20261009) is hard

@@ -1,4 +1,4 @@
-"""Behavioural probes of the search server (issue 33; plan section "First stages"; DESIGN "The stack proves
+"""Behavioural probes of the search server (plan section "First stages"; DESIGN "The stack proves
 itself"): before a stage sends anything of its own, the running server is asked, on a throwaway collection
 of crafted German documents, the questions whose answers prove each feature the stage relies on.
 

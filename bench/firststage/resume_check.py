@@ -1,4 +1,4 @@
-"""Proof that a crashed import resumes to the same collection (issue 23, item 4; plan "First stages").
+"""Proof that a crashed import resumes to the same collection (plan "First stages").
 
 Three imports of one corpus into fresh data directories of the local Typesense 0.24.1:
 

@@ -84,7 +84,7 @@ class TypesenseServer:
 def shown_body(resp: httpx.Response) -> str:
     """A server's answer as a message may show it: JSON (Typesense's ``{"message": ...}``) cut to 300
     characters; anything else only by its type and size, never its raw text (an HTML page of another server
-    on the port would fill the doctor's table; issue 41)."""
+    on the port would fill the doctor's table)."""
     try:
         data = resp.json()
     except ValueError:

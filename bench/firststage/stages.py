@@ -97,7 +97,7 @@ def default_checkpoint(server: TypesenseServer, collection: str) -> Path:
 
 def _embed_corpus(cached: CachedEmbeddings, passages: Sequence[Passage]) -> np.ndarray:
     """All passage vectors in corpus order; one ``embed`` call, so the texts still to encode are sorted by
-    length across the whole corpus (issue 15: less padding per batch)."""
+    length across the whole corpus (less padding per batch)."""
     with Progress("embed passages", len(passages), "passages") as prog:
         return cached.embed([p.passage_text for p in passages], on_progress=prog.advance, on_cached=prog.skip)
 

@@ -1,4 +1,4 @@
-"""Owner records for the local Typesense's temporary folders, and the sweep of stale ones (issue 9 item 17).
+"""Owner records for the local Typesense's temporary folders, and the sweep of stale ones.
 
 ``local_typesense`` keeps the server's data and log in ``<tmp>/bench-typesense-*``. A harness killed by
 SIGKILL cannot remove that folder (its server stops itself: ``bench.firststage.launcher``). So each folder

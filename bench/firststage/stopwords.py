@@ -128,7 +128,7 @@ _WORD = re.compile(r"\w+")
 
 
 def rehearsal_strip_stopwords(query: str, sw: StopwordSet, *, mode: str) -> str:
-    """Rehearsal only (issue 21): ``query`` with every word of the plan's stop set removed, for a server
+    """Rehearsal only: ``query`` with every word of the plan's stop set removed, for a server
     without stop-word sets (before 26.0; DEVIATIONS.md D-040).
 
     A word is a run of Unicode word characters, compared lower-cased (Typesense lower-cases tokens with

@@ -9,7 +9,7 @@ missing query, a different candidate list or a NaN coefficient fails.
 
 Two scores files are compared only if both were made with the same quantisation configuration and the same
 inference precision (recorded from the quantised folder's manifest and from what OpenVINO reported after
-compiling); otherwise the comparison is refused, naming both (issue 22: across instruction sets the plan's
+compiling); otherwise the comparison is refused, naming both (across instruction sets the plan's
 0.99 held only with the overflow fix and f32). The verdict of a comparison goes to ``VERDICT``
 (``results/int8/agreement.json``), pass or fail, with both machines' CPU flags; the published CPU latency
 rates ``bge-v2-m3-int8`` by its base model's adapter check plus that verdict (``int8_outcome``).

@@ -1,5 +1,5 @@
 """Compiling an int8 model and reading back what OpenVINO really runs (plan sections "Latency": "int8 scores
-on the server must match the desktop", and "OpenVINO int8 variant"; issue 22).
+on the server must match the desktop", and "OpenVINO int8 variant").
 
 ``compile_int8`` is the one place an int8 model is compiled: every adapter (``bench.int8.adapter``) loads
 through it, with the pinned ``COMPILE_CONFIG`` (inference precision f32, D-037). ``runtime_properties``

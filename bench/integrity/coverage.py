@@ -1,7 +1,7 @@
 """datasets.lock must cover every data file the study reads, and each file is checked again when opened.
 
 Plan section "Data": files are checked against datasets.lock at the start of every measuring command. Two
-gaps closed here (issue 9, item 21):
+gaps closed here:
 
 - **A shortened lock.** ``verify`` refuses an empty lock, and a lock that lacks an entry for a file the
   study reads: every file under ``data/bundled`` (except SOURCES.md), every expected file of a hub dataset

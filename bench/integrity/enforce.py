@@ -1,11 +1,11 @@
-"""Files read after the start-of-command check are checked again when opened (issue 9, item 21).
+"""Files read after the start-of-command check are checked again when opened.
 
 ``preflight`` records the files it verified (``activate``); readers of the bundled files and the hub
 snapshots call ``require_locked(path)`` when they open a file. An unlisted file under the data folders
 verified then is an error naming it; a listed file is hashed again (files under 64 MiB always, larger ones
 when size, mtime or inode changed since the check) and must still match. Without a preflight in the process
 (library use, tests) nothing is enforced. Kept apart from :mod:`bench.integrity.coverage` (which reads the
-hub layouts): the readers import only this module and the lock (issue 24: no import cycles).
+hub layouts): the readers import only this module and the lock (no import cycles).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Accuracy in the same run (the issue, after MLPerf: outputs of the timing run equal the accuracy run's).
+"""Accuracy in the same run (after MLPerf: outputs of the timing run equal the accuracy run's).
 
 The scores an adapter returned while it was timed are compared, per query, with the scores of the quality
 run of the same model for the same candidates: Spearman >= 0.99 per query (the plan's equality rule,

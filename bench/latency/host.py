@@ -1,4 +1,4 @@
-"""Host state before and after every latency block (plan section "Latency"; the issue's list: load
+"""Host state before and after every latency block (plan section "Latency"; the list recorded: load
 average, CPU frequency where readable, free memory, torch and OpenMP thread counts, CPU affinity, GPU
 clocks/temperature/power on GPU runs) and the busy-host rule.
 
@@ -13,7 +13,7 @@ device, see ``bench.latency.gpu``, or null), ``cpu_counters`` (``monotonic_s``, 
 before the run, or over the block for ``host_after`` of a block; null in a block's ``host_before``; see
 below).
 
-Busy host (issue 20, break 10): other processes' CPU is judged, never the load average, which our own
+Busy host: other processes' CPU is judged, never the load average, which our own
 threads raise between the blocks of one run (on the 8-vCPU server most blocks would be refused or marked).
 Other processes' CPU is the host's busy CPU time (``/proc/stat`` through psutil: user, nice, system, irq,
 softirq, steal) minus the CPU time of this process and its descendants (psutil). Every snapshot carries both

@@ -5,7 +5,7 @@ rehearsal's latency step alike: one model loaded once, then for every pass and e
 Inputs are plain mappings (queries, candidates in first-stage order, passage texts), so the study and the
 rehearsal run the same code on different data.
 
-One chunk size per model (issue 40, item 4): before its first block, an adapter that chunks its forward passes
+One chunk size per model: before its first block, an adapter that chunks its forward passes
 scores the model's longest call (the call at the largest k whose longest passage has the most characters: the
 batch is padded to it) untimed, halving on out of memory until it fits (``settle_chunk_size``); that size is
 used for every pass and k, recorded in each block's manifest (``chunk_settled``) and taken from there after a

@@ -1,5 +1,5 @@
 """The telemetry sampler that runs beside a latency block, never inside the timed call (plan section
-"Latency": ``nvidia-smi`` logging clocks, temperature and power throughout; the issue: a background sampler
+"Latency": ``nvidia-smi`` logging clocks, temperature and power throughout; here: a background sampler
 at a fixed interval, its log committed next to the samples).
 
 A daemon thread calls each probe on a fixed schedule (tick ``i`` at ``start + i * interval``, so a slow

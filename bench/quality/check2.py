@@ -41,7 +41,7 @@ def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
 
 def summary(result: dict[str, Any]) -> str:
     """The word the command prints: passed, FAILED, or NOT COMPARED with the runs no query of which could be
-    compared in pytrec_eval's own order (every query tied; issue 43: never "passed" for those)."""
+    compared in pytrec_eval's own order (every query tied; never "passed" for those)."""
     if result["passed"]:
         return "passed"
     if result.get("verdict") != "NOT COMPARED":

@@ -67,7 +67,7 @@ def rated(
     """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files.
 
     With ``device`` (and the requested ``dtype``), a plan model counts as rated only by a check that ran in
-    the setting its scores will be produced with (issue 20): a model checked only on another device or
+    the setting its scores will be produced with: a model checked only on another device or
     dtype is refused, before anything is written, naming both settings and the check to run."""
     def check(model: str) -> dict[str, Any]:
         base = base_model(model)  # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed

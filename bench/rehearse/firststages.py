@@ -9,7 +9,7 @@ settings silently dropped. Stages whose run file and record
 already exist in the rehearsal directory (a resumed rehearsal) are not run again: their candidates may be
 frozen into the journal's study already, and a rerun must not change them. A refusal is recorded as well
 (``first-stage/<stage>.refused.json``), so a resume does not start Typesense only to refuse the same
-stages again (issue 9 item 24).
+stages again.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def _read_refusal(path: Path) -> dict[str, Any]:
         if record.get("status") != "refused":
             raise ValueError("status is not 'refused'")
         needed = ("feature", "first_version", "server_version", "reason")
-        probes = record.get("probes", [])  # the failed probes (absent from records made before issue 33)
+        probes = record.get("probes", [])  # the failed probes (absent from older records)
         if not isinstance(probes, list):
             raise ValueError("probes is not a list")
         return {**{k: record[k] for k in ("status", *needed)}, "probes": probes, "resumed": True}

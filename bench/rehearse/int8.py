@@ -208,7 +208,7 @@ def compare_with_latency_step(
 
     lat: dict[str, dict[int, list[int]]] = {"fp32": {}, "int8": {}}
     scores: dict[str, dict[str, np.ndarray]] = {"fp32": {}, "int8": {}}
-    timed: dict[int, TimedDepth] = {}  # written as latency blocks (issue 21)
+    timed: dict[int, TimedDepth] = {}  # written as latency blocks
     load = {"before": os.getloadavg()}
     for k in TIMED_DEPTHS:
         warm = [qids[i % len(qids)] for i in range(REHEARSAL_WARMUP)]
@@ -365,7 +365,7 @@ def finished_record(directory: Path, basis: Mapping[str, Any]) -> dict[str, Any]
 
 
 def precision_and_isa(runtime: Mapping[str, Any]) -> dict[str, Any]:
-    """What the speed-up depends on (issue 22): the precision OpenVINO compiled with, the instruction set
+    """What the speed-up depends on: the precision OpenVINO compiled with, the instruction set
     its int8 kernels ran on, the CPU's VNNI / bf16 flags, and everything it reported."""
     cpu = runtime.get("cpu") or {}
     return {

@@ -1,4 +1,4 @@
-"""The rehearsal's int8 timings as latency blocks (issue 21): ``<rehearsal>/latency/not-published/cpu/
+"""The rehearsal's int8 timings as latency blocks: ``<rehearsal>/latency/not-published/cpu/
 rehearsal/minilm-standin-int8/k<k>-pass1.json``, the format of ``analysis.latency`` (``latency-block/1``).
 
 The int8 step times the int8 stand-in with ``bench.quality.timing.timed_score`` (texts in, scores out, the

@@ -1,8 +1,8 @@
-"""The rehearsal's CPU latency step: the plan's CPU preset scaled to fit (issues 10 and 21).
+"""The rehearsal's CPU latency step: the plan's CPU preset scaled to fit.
 
 The stand-in ``minilm-standin`` from the reranker registry, *without* the passage cache, so every call
 encodes the query and all k passages (the plan's unit); 5 warm-up calls, then 10 queries sampled with
-seed 20261009 from the queries of the reranked stage, at k = 20 and 100, one pass (issue 21: the rehearsal
+seed 20261009 from the queries of the reranked stage, at k = 20 and 100, one pass (the rehearsal
 checks that the pipeline runs and is not a measurement, so it times fewer calls than the plan's CPU preset,
 which ``bench latency cpu`` keeps unchanged); scores compared with the
 rehearsal's quality run; host state, telemetry, and the first-stage query times of every stage that ran.
@@ -34,9 +34,9 @@ from bench.rerankers.registry import load_reranker
 
 REHEARSAL_MODEL = "minilm-standin"
 # bm25-standin is timed too (about a millisecond a call), so that the decision figure has several options per
-# stage and machine (issue 21); the int8 step compares only the MiniLM stand-in
+# stage and machine; the int8 step compares only the MiniLM stand-in
 REHEARSAL_MODELS = (REHEARSAL_MODEL, "bm25-standin")
-REHEARSAL_WARMUP = 5  # issue 21: the rehearsal's budget (the plan's CPU preset: 20)
+REHEARSAL_WARMUP = 5  # the rehearsal's budget (the plan's CPU preset: 20)
 REHEARSAL_QUERIES = 10
 REHEARSAL_PRESET = Preset(
     name="rehearsal",

@@ -59,7 +59,7 @@ def run_in_child(
         args_path.write_text(json.dumps(args), encoding="utf-8")
         cmd = [sys.executable, "-m", "bench.rehearse.quantize_child", str(args_path), str(os.getpid())]
         # What the child prints on stdout is nncf's progress bars (rich, on stdout): a library's output, so it
-        # goes to the library log with the rest (issue 43), or to our stderr without a log or with --verbose
+        # goes to the library log with the rest, or to our stderr without a log or with --verbose
         # (our stdout is the rehearsal's summary). The child's stderr stays ours: its errors and tracebacks.
         with _child_stdout(log) as child_out:  # not `out`: that is the model folder (a Path) above
             code = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=child_out, check=False).returncode

@@ -79,7 +79,7 @@ def new_dir(root: Path) -> Path:
 
 def _loader(passage_cache: bool, corpus: list[str], cut: StandinCut) -> Any:
     def load(model: str) -> Any:
-        if model == "bm25-standin":  # lexical stand-in: statistics of the rehearsal's corpus (issue 21)
+        if model == "bm25-standin":  # lexical stand-in: statistics of the rehearsal's corpus
             return load_reranker(model, device="cpu", corpus=corpus)
         inner = load_reranker(model, device="cpu", max_length=cut.max_seq)
         if not passage_cache:

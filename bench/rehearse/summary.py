@@ -135,7 +135,7 @@ def metrics_table(
                 path = runs_dir / stage / f"{model}@{k}.trec"
                 if not path.is_file():
                     continue
-                mark = STANDIN_MARK if is_standin(model) else ""  # flagged in every table (issue 21)
+                mark = STANDIN_MARK if is_standin(model) else ""  # flagged in every table
                 row: dict[str, Any] = {"stage": stage, "run": f"{model}{mark}@{k}"}
                 row.update(
                     mean_scores(qrels, read_run(path, allow_unknown_queries=True), measures=TABLE_MEASURES)

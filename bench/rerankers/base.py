@@ -8,7 +8,7 @@ traceback still holds the failed pass's activations. Every such retry counts in 
 around the call can see that it timed a failed attempt too (``bench.latency.callers``). The latency phase
 settles one chunk size per model before its first block (``settle_chunk_size``, ``fix_chunk_size``).
 
-The timed unit (issue 40, item 3): ``score_timed`` does what the plan times (the model's own input
+The timed unit: ``score_timed`` does what the plan times (the model's own input
 tokenisation, the forward passes, the scores out) and returns the rest, the study's bookkeeping (input
 lengths, truncation counts, the call record), as a function the caller runs after its clock has stopped
 (``bench.rerankers.protocol.score_parts``). ``score`` is both in one.

@@ -1,4 +1,4 @@
-"""bm25-standin: BM25 over the rehearsal's corpus as a second, lexical stand-in reranker (issue 21).
+"""bm25-standin: BM25 over the rehearsal's corpus as a second, lexical stand-in reranker.
 
 Not a plan model. ``minilm-standin`` embeds with the very model that made the rehearsal's vector-stage
 candidates, so reranking vector-71k with it can only come out "on par"; this scorer is genuinely different:

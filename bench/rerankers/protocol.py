@@ -98,7 +98,7 @@ class Reranker(Protocol):
 
 def score_parts(reranker: Reranker, query: str, passages: Sequence[str]) -> Callable[[], ScoreResult]:
     """The timed part of one call, run now; returns its bookkeeping part, to run after the clock has
-    stopped. Adapters with a ``score_timed`` method split the two (the torch adapters: issue 40); for the
+    stopped. Adapters with a ``score_timed`` method split the two (the torch adapters); for the
     others the whole ``score`` call is the timed part."""
     timed = getattr(reranker, "score_timed", None)
     if callable(timed):

@@ -248,7 +248,7 @@ def _standin(model_id: str, opts: LoadOptions) -> Reranker:
 
 @register("bm25-standin")
 def _bm25(model_id: str, opts: LoadOptions) -> Reranker:
-    """BM25 over a corpus (issue 21), the rehearsal's lexical stand-in; needs ``corpus``."""
+    """BM25 over a corpus, the rehearsal's lexical stand-in; needs ``corpus``."""
     _only_correct(model_id, opts)
     if opts.corpus is None:
         raise BenchError(

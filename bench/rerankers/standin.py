@@ -23,9 +23,9 @@ from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_
 STANDIN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The bundled rehearsal's cut: inputs at 128 tokens, the length the model was trained with (its model card,
 # bundled in the package: "The sequence length was limited to 128 tokens"). Chosen for the bundled sample's
-# budget (issue 21): at 256 a call with 100 passages took about 8 s on the 2-core EPYC, and the latency and
+# budget: at 256 a call with 100 passages took about 8 s on the 2-core EPYC, and the latency and
 # int8 steps make 60 such calls (DEVIATIONS.md D-041). ``bench rehearse --dataset`` instead uses the model's
-# published configuration, ``published_max_seq()`` (issue 32 item 7). The embedder stand-in always uses the
+# published configuration, ``published_max_seq()``. The embedder stand-in always uses the
 # reranker stand-in's cut, so the passage vectors the rehearsal caches are the ones this model scores with.
 STANDIN_MAX_SEQ = 128
 #: The file of the packaged model that holds sentence-transformers' ``max_seq_length``.

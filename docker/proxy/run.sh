@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A proxy of the study's image without Docker (issue 31, item 3): a Debian trixie chroot with Python 3.14 from
+# A proxy of the study's image without Docker: a Debian trixie chroot with Python 3.14 from
 # Debian (.ci/chroot-py314.sh, the builder of CI on 3.14), the commit under test cloned to /study, then THE SAME
 # docker/install.sh that docker/bench.Dockerfile runs, with the Dockerfile's ENV; then the checks. On demand,
 # never in CI. Results and what they mean: docs/image-proxy.md (record each run there).

@@ -1,4 +1,4 @@
-"""Issue 9, analysis side: incomplete runs, run ids, the embedder mark, the corpus rule (analysis.report)."""
+"""Analysis side: incomplete runs, run ids, the embedder mark, the corpus rule (analysis.report)."""
 
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ def test_report_states_the_plans_corpus_rule(small_study: Path, miracl_qrels_pat
     assert "Numbers of different stages are never compared" not in md
 
 
-# --- item 7: plan check 2 inside `analysis report` ----------------------------------------------------------
+# --- plan check 2 inside `analysis report` ----------------------------------------------------------
 
 
 def test_plan_check_2_verdict_in_study_json(small_study: Path, miracl_qrels_path: Path,
@@ -197,7 +197,7 @@ def test_plan_check_2_failure_fails_the_command(small_study: Path, miracl_qrels_
 
 def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
         small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 43: a run whose every query has tied scores is compared in pytrec_eval's own order on no query;
+    """A run whose every query has tied scores is compared in pytrec_eval's own order on no query;
     study.json said ``passed: true`` beside ``own_order_checked: false`` while `check-pytrec` said NOT
     COMPARED. Now the run and the check say NOT COMPARED, ``passed`` is false, and the command says so in a
     warning (exit 0: nothing disagreed; `analysis check-pytrec` on that run exits 1)."""
@@ -233,7 +233,7 @@ def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels:
     tied = {q: [(rel, 0.5), ("unjudged-a", 0.5), ("unjudged-b", 0.5)]}
     cmp = compare_with_pytrec_eval({q: miracl_qrels[q]}, tied)
     assert cmp.queries_with_ties == 1 and not cmp.own_order_checked and cmp.passed is True
-    # nothing compared in pytrec_eval's own order: study.json's record does not say passed (issue 43)
+    # nothing compared in pytrec_eval's own order: study.json's record does not say passed
     assert cmp.verdict == "NOT COMPARED"
     assert cmp.as_dict()["own_order_checked"] is False and cmp.as_dict()["passed"] is False
     # a tie in one query does not hide an ordering bug in another
@@ -245,7 +245,7 @@ def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels:
     assert cmp.own_order_max_abs_diff > 0.1 and cmp.passed is False
 
 
-# --- item 20: the report is built beside --out and swapped in -----------------------------------------------
+# --- the report is built beside --out and swapped in -----------------------------------------------
 
 
 def _tree(root: Path) -> dict[str, bytes]:

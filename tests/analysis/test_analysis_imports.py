@@ -1,4 +1,4 @@
-"""analysis installs and runs without bench, torch, scipy or server clients (issue 3)."""
+"""analysis installs and runs without bench, torch, scipy or server clients."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_runtime_imports_only_numpy_click_matplotlib() -> None:
 
 
 def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_qrels_path: Path) -> None:
-    """Issue 34: pyarrow imports pandas on its first ``pa.array``, ``to_numpy`` or ``fill_null`` (0.5 s of a
+    """Pyarrow imports pandas on its first ``pa.array``, ``to_numpy`` or ``fill_null`` (0.5 s of a
     cold report), and matplotlib was most of the figures' time; a whole report with figures needs neither."""
     from analysis.synthetic import write_study  # numpy: not at collection
     from analysis.trec import read_qrels

@@ -78,7 +78,7 @@ def test_report_keeps_int8_out_of_the_holm_families(tmp_path: Path) -> None:
 
 
 def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
-    """Issue 20, break 7: the reference run is the quality phase's GPU run in the vendor's dtype, so the
+    """The reference run is the quality phase's GPU run in the vendor's dtype, so the
     section must not call it fp32 (D-038); the label follows bench's vendor dtype for bge-v2-m3."""
     from analysis.int8.comparison import REFERENCE_DTYPE, markdown
     from bench.rerankers.base import VENDOR_DTYPE, choose_dtype
@@ -108,7 +108,7 @@ def test_no_int8_run_no_section(tmp_path: Path) -> None:
 
 
 def test_the_report_shows_the_plans_int8_gate_beside_the_int8_numbers(tmp_path: Path) -> None:
-    """Issue 43: the agreement verdict of ``bench int8 agreement --against`` (results/int8/agreement.json
+    """The agreement verdict of ``bench int8 agreement --against`` (results/int8/agreement.json
     beside the runs folder) is shown and recorded with the int8 comparison: NOT RUN without a verdict,
     PASSED, or FAILED with the queries and what a failed gate means for the published numbers."""
     runs, qrels, _ = _layout(tmp_path, int8_noise=0.1)

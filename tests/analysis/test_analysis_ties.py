@@ -1,4 +1,4 @@
-"""Ties said aloud (issue 32 item 5): `analysis metrics` warns when tied scores make the rank order differ
+"""Ties said aloud: `analysis metrics` warns when tied scores make the rank order differ
 from trec_eval's and prints both nDCG@10 values; `check-pytrec` says NOT COMPARED, not PASS, when no query
 could be compared in pytrec_eval's own order. Both compared with pytrec_eval itself."""
 

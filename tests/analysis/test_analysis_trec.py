@@ -218,7 +218,7 @@ def test_parsing_paths_agree(
         ("q1 Q0 d1 -1 3.0 t\nq1 Q0 d2 1 2.0 t\n", 1, "a rank of at least 1, found -1"),
         ("q1 Q0 d1 0 3.0 t\nq1 Q0 d2 1 2.0 t\n", 1, "a rank of at least 1, found 0"),
         ("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 3 2.0 t\n", 2, "rank 2 is missing"),
-        # a rank above the query's passage count is named on its own line (issue 32: a huge rank on line 1
+        # a rank above the query's passage count is named on its own line (a huge rank on line 1
         # was blamed on line 2)
         ("q1 Q0 d1 2 3.0 t\nq1 Q0 d2 3 2.0 t\n", 2, "found rank 3 (rank 1 is missing)"),
         ("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 2 1.0 t\n", 3, "rank 2 repeats in query 'q1'"),
@@ -284,7 +284,7 @@ def test_error_pickles_with_its_kind() -> None:
     assert str(again) == str(err) == "x.tsv:3 (TREC qrels file): expected something. Fix: fix it"
 
 
-# ---- issue 32 items 2 and 6: labels in range, messages with their true cause ---------------------------
+# ---- labels in range, messages with their true cause ---------------------------
 
 
 @pytest.mark.parametrize("label", [2**62, 2**63 - 1, 2**63, 10**20, -(2**62), -1, 65536])

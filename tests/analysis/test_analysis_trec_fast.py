@@ -2,7 +2,7 @@
 
 Every file either gives the same run on both paths or the same error (the fast path then defers to the
 reference reader, which words it); and the reports of a benchmark-shaped and a rehearsal-shaped study are
-byte-identical with either reader (issue 15: "results byte-identical to today's").
+byte-identical with either reader ("results byte-identical to today's").
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ CASES: list[tuple[bytes, bool]] = [
     (b"q1 Q0 d1 1 3.5 t\rq1 Q0 d2 2 3.0 t\n", False),  # a lone CR is whitespace for the reference
     (b"q1 Q0 d\x0b1 1 3.5 t\n", False),
     (b"q1 Q0 d1\x00 1 3.5 t\n", False),
-    (b"q1 Q0 d\x7f1 1 3.5 t\n", False),  # DEL: not printable (checked on the bytes since issue 34)
+    (b"q1 Q0 d\x7f1 1 3.5 t\n", False),  # DEL: not printable (checked on the bytes)
     (b"q1 Q0 d1 1 3.5 t\x1f\n", False),
     (b"q1 Q0 d1 1 3.5 t\r\r\n", False),
     (b"q1  d1 1 3.5 t\nq1 Q0 d2 2 3.0 t\n", False),  # an empty Q0 field on the first line only
@@ -179,7 +179,7 @@ def test_reports_are_byte_identical_with_either_reader(
 
 
 def test_numpy_of_equals_pyarrows_own_conversion() -> None:
-    """numpy_of reads the buffers itself (pyarrow's to_numpy and fill_null import pandas, issue 34): the same
+    """numpy_of reads the buffers itself (pyarrow's to_numpy and fill_null import pandas): the same
     values as pyarrow's conversion for plain, sliced, chunked and null-holding columns."""
     import pyarrow as pa  # heavy: only here
 

@@ -1,4 +1,4 @@
-"""The stage figure drawn with Pillow (analysis.figures, analysis.raster; issue 34): its size, that a rerun
+"""The stage figure drawn with Pillow (analysis.figures, analysis.raster): its size, that a rerun
 writes the same bytes, that each run's point lands where its value says (in both panels) with its verdict's
 marker, the tick rule, the legend placement and the refusal when the font is missing."""
 

@@ -1,4 +1,4 @@
-"""A perfect ranking scores exactly 1.0 on every Python (issue 31, item 1).
+"""A perfect ranking scores exactly 1.0 on every Python.
 
 Python 3.12 made ``sum()`` of floats compensated; an ideal DCG summed that way differs in the last bit from
 the DCG of the same ranking summed left to right (``np.bincount``), and a perfect ranking of a query with

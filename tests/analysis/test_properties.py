@@ -1,4 +1,4 @@
-"""Property tests of every plan metric against pytrec_eval and ir_measures (issue 32 item 8).
+"""Property tests of every plan metric against pytrec_eval and ir_measures.
 
 Hypothesis draws small qrels and runs with what real files have and the readers must survive: tied scores,
 graded labels (0-3), queries of the qrels the run lacks, queries without a relevant passage, run queries the
@@ -32,7 +32,7 @@ summation order only; the plan's 1e-4 is not needed anywhere):
   ``Judged@10`` divides by the run's length there. Compared as judged counts: ``10 * ours`` against
   ``min(10, n) * theirs``.
 * **mrr@10 in pytrec_eval**: trec_eval's ``recip_rank`` has no cutoff, so it gets the run cut at rank 10.
-* **Negative labels** are refused by our one qrels reader (issue 32 item 2: labels 0..65535): trec_eval reads
+* **Negative labels** are refused by our one qrels reader (labels 0..65535): trec_eval reads
   a negative label as "not pooled", which ``-J`` drops like an unjudged passage, while a judged non-relevant
   passage stays in the condensed list; ``test_negative_labels_are_refused_not_read_two_ways`` shows both.
 * Relevant means label > 0 for every measure on both sides (pytrec_eval's and ir_measures' default
@@ -319,7 +319,7 @@ def probes(draw: Any) -> tuple[str, str]:
                                    "crlf", "bom"]))  # fmt: skip
     if damage == "label" and qrels_lines:
         i = draw(st.integers(0, len(qrels_lines) - 1))
-        # 2**62 (a segfault in pytrec_eval) and -2**62 (our unjudged marker) are issue 32 item 2's worst
+        # 2**62 (a segfault in pytrec_eval) and -2**62 (our unjudged marker) are the worst
         # cases, owned by the label-range change: see test_label_of_2_62_crashes_check_pytrec below
         big = draw(st.sampled_from(["99999999999999999999", "-99999999999999999999", "1.5", "x", "1e3"]))
         parts = qrels_lines[i].split()
@@ -381,7 +381,7 @@ def test_clis_end_cleanly_on_drawn_probes(tmp_path: Path, probe: tuple[str, str]
 
 
 def test_a_label_of_2_62_is_refused_before_pytrec_eval(tmp_path: Path) -> None:
-    """It segfaulted pytrec_eval inside check-pytrec (issue 32 item 2); the qrels reader refuses it now."""
+    """It segfaulted pytrec_eval inside check-pytrec; the qrels reader refuses it now."""
     for args, proc in _cli(tmp_path, "q1 0 d1 4611686018427387904\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n",
                            ("check-pytrec",)):  # fmt: skip
         assert proc.returncode == 1, f"{args[3]}: exit {proc.returncode}"

@@ -1,4 +1,4 @@
-"""Report parts added for the rehearsal (issue 21): the stage figure's paired-difference panel, the stand-in
+"""Report parts added for the rehearsal: the stage figure's paired-difference panel, the stand-in
 mark, the per-stage count of queries without candidates, and the rehearsal's int8 section."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 32, items 1, 3 and 4 on `analysis report` (and `analysis metrics`): a reranked run that does not
+"""Refusals of `analysis report` (and `analysis metrics`): a reranked run that does not
 reorder its first stage's candidates is refused; no file of a runs folder is left out unsaid; coverage is
 said; `--out` loses no file the report did not write and is never one of its inputs. Each refusal exits 1
 with one line naming the file and the fix, and writes nothing."""
@@ -108,7 +108,7 @@ def test_the_int8_run_and_the_pitfall_runs_are_checked(runs: Path, miracl_qrels_
     assert (out / "report.md").read_bytes() == before  # the earlier report is left as it was
 
 
-# ---- item 3: nothing dropped silently ------------------------------------------------------------------
+# ---- nothing dropped silently ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("name", "said"), [
@@ -175,7 +175,7 @@ def test_report_records_the_missing_queries(runs: Path, miracl_qrels: Qrels, mir
     assert "a query missing from a run scores 0" in md
 
 
-# ---- item 4: no lost files -------------------------------------------------------------------------------
+# ---- no lost files -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("where", ["equal", "inside"])

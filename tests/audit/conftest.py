@@ -94,7 +94,7 @@ def build_study_repo(base: Path) -> StudyRepo:
     git(root, "commit", "-q", "-m", PLAN_TITLE)
     for rel in SETUP_FILES:
         _copy(REPO_ROOT / rel, root / rel)
-    # the analysis code on record before the study (runbook step 1; audit row 10, issue 39)
+    # the analysis code on record before the study (runbook step 1; audit row 10)
     (root / "timestamps").mkdir()
     record = {codeinfo.KEY: codeinfo.code_record(root)}
     (root / "timestamps" / "analysis-code.json").write_text(json.dumps(record))

@@ -1,4 +1,4 @@
-"""Issue 39, item 6: the analysis code on record. `analysis report` writes a record of the code into every
+"""The analysis code on record. `analysis report` writes a record of the code into every
 file; audit row 10 checks it against the code of the commit that committed the runs, wants every later
 change to analysis/ named in DEVIATIONS.md, and the stamped analysis record committed before the first run."""
 

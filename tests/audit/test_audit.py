@@ -1,4 +1,4 @@
-"""`bench audit` (issue 14): today's repository says "not yet" plainly; a committed study built from a
+"""`bench audit`: today's repository says "not yet" plainly; a committed study built from a
 rehearsal passes every row but the timestamps; each kind of tampering is named by its row; bad input
 (stray file, missing run, shallow clone) gets a clear message."""
 
@@ -83,7 +83,7 @@ def test_tampered_run_file_is_named(clone: Path, study_repo: StudyRepo) -> None:
 
 def test_a_foreign_id_in_a_committed_reranked_run_is_named(clone: Path, study_repo: StudyRepo,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 32: one foreign id in one reranked run, committed together with the results a report without
+    """One foreign id in one reranked run, committed together with the results a report without
     the check makes of it. Row 9 names the file, query and id, row 5's rerun of the report refuses the run,
     and the audit exits 1 (before, rows 5 and 9 said nothing: every row but the stamps OK, exit 3)."""
     import analysis.study

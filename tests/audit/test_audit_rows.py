@@ -81,7 +81,7 @@ def test_exit_codes_and_table() -> None:
 def test_manifests_row_accepts_sessions_of_other_commits_with_the_same_code(
     tmp_git_repo: Callable[..., Path],
 ) -> None:
-    """Issue 20, break 3: a study's sessions may name different commits (the run files of a stopped session
+    """A study's sessions may name different commits (the run files of a stopped session
     committed in between); row 6 checks that each recorded code digest is its commit's, so the same code
     is shown, and a digest that is not its commit's fails."""
     import hashlib
@@ -118,7 +118,7 @@ def test_manifests_row_accepts_sessions_of_other_commits_with_the_same_code(
 
 
 def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo: Callable[..., Path]) -> None:
-    """Issue 20, break 4: the determinism, dtype-check and pitfalls runs are committed under results/ (the
+    """The determinism, dtype-check and pitfalls runs are committed under results/ (the
     report and row 5 read the pitfalls runs there); row 7 allows .trec files in exactly those folders, checks
     their lines, and still calls a .trec elsewhere under results/ stray."""
     from bench.audit.committed import ids_only_row
@@ -126,7 +126,7 @@ def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo:
     from tests.conftest import git
 
     assert RUN_FOLDERS["dtype-check gpu"] == f"{DTYPE_CHECK_DIR}/gpu/runs"
-    line = "q1 Q0 d1 1 0.5 hybrid-71k/bge-v2-m3@100\n"  # the run tag its place asks for (issue 39)
+    line = "q1 Q0 d1 1 0.5 hybrid-71k/bge-v2-m3@100\n"  # the run tag its place asks for
     files = {f"{RUN_FOLDERS[p]}/hybrid-71k/bge-v2-m3@100.trec": line
              for p in ("pitfalls", "determinism", "dtype-check cpu-fp32", "dtype-check gpu")}  # fmt: skip
     root = tmp_git_repo([{"runs/hybrid-71k/bge-v2-m3@100.trec": line, **files}])
@@ -172,7 +172,7 @@ def _trec(run: dict[str, list[str]], tag: str) -> str:
 
 
 def test_reorder_row_over_every_run_folder(tmp_git_repo: Callable[..., Path]) -> None:
-    """Row 9 (issue 32): each committed reranked run of every run folder against its committed first stage."""
+    """Row 9: each committed reranked run of every run folder against its committed first stage."""
     from bench.audit.reorder import reorder_row
 
     first = {"q1": ["a", "b", "c", "d"], "q2": ["e", "f", "g"]}

@@ -1,6 +1,6 @@
-"""Issue 39: each forgery a hostile reviewer tried on a copy of the repository, built here in a scratch
+"""Each forgery a hostile reviewer tried on a copy of the repository, built here in a scratch
 repository, makes its row FAIL (or NOT YET for an attestation nobody has verified), naming the file and the
-commit; none says OK and none prints a traceback. Every test fails on the code before issue 39."""
+commit; none says OK and none prints a traceback. Every test failed on the code before these checks."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ FORGED_HEIGHT = 900_001
 
 
 def forged_proof(data: bytes, height: int = FORGED_HEIGHT) -> bytes:
-    """The forgery of the issue, in ten lines: a proof that commits to the file's SHA-256 with a made-up
+    """The offline forgery, in ten lines: a proof that commits to the file's SHA-256 with a made-up
     Bitcoin attestation (the "merkle root" is the digest itself)."""
     ts = Timestamp(hashlib.sha256(data).digest())
     ts.attestations.add(BitcoinBlockHeaderAttestation(height))
@@ -225,8 +225,8 @@ def test_a_deviation_that_lived_only_in_a_merge_fails_row_3(tmp_git_repo: Callab
 
 
 def test_the_repositorys_own_history_lists_every_deviations_version() -> None:
-    """14 distinct versions of DEVIATIONS.md exist in this repository's commits up to issue 39's branch
-    point, one first written by the merge 9a85e34; `git log --follow` listed 13."""
+    """14 distinct versions of DEVIATIONS.md exist in this repository's commits up to the branch that added
+    these checks, one first written by the merge 9a85e34; `git log --follow` listed 13."""
     if git(REPO_ROOT, "rev-parse", "--is-shallow-repository").strip() == "true":
         pytest.skip("shallow clone")
     versions = bgit.file_versions(REPO_ROOT, "DEVIATIONS.md")

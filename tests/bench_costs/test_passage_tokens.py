@@ -69,7 +69,7 @@ def test_two_snapshots_need_a_revision(tmp_path: Path) -> None:
 
 
 def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 20, break 12: passage-tokens reads the first-stage runs and their passages, so the lock check
+    """Passage-tokens reads the first-stage runs and their passages, so the lock check
     covers the stages' corpora only (not the topics, not the 32 full-corpus shards for 71k stages); the
     verification itself is the real ``coverage.verify``, of the entries named."""
     import inspect

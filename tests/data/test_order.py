@@ -1,5 +1,5 @@
 """The full corpus's import order: the check, and the bounded-memory external sort on a miniature corpus
-whose shards are out of order (issue 23, item 3)."""
+whose shards are out of order."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`bench doctor` (issue 31, item 6): each check on this machine where it can show something, and through the
+"""`bench doctor`: each check on this machine where it can show something, and through the
 machine seam (``bench.doctor.machine.Machine``) for what this machine is not: an older driver, a GPU torch
 was not built for, a package that differs from uv.lock, a full disk, missing keys, a reference environment
 that is the main one. Every refusal is one line with its fix. The GPU checks' passing side (a visible GPU,
@@ -206,7 +206,7 @@ def test_typesense_0241_on_the_port_is_not_ready(typesense: object) -> None:
 
 @pytest.mark.typesense
 def test_the_probes_of_0241_name_what_it_does_not_honour(typesense: object) -> None:
-    """bench doctor first-stages asks the running server the probes (issue 33): on 0.24.1 each feature a plan
+    """bench doctor first-stages asks the running server the probes: on 0.24.1 each feature a plan
     stage needs and the server ignores is one line naming the stages and the fix."""
     url, key = typesense.url, typesense.api_key  # type: ignore[attr-defined]
     env = {"BENCH_TYPESENSE_URL": url, "BENCH_TYPESENSE_API_KEY": key}

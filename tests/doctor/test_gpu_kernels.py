@@ -1,6 +1,7 @@
-"""`bench doctor`'s issue-40 GPU checks through the machine seam: the models' attention kernel (scaled
-dot-product attention with a padding mask, fp16 and bf16) and the GPU's free memory against the largest local
-model's weights. The kernel's own computation runs here on the CPU; the GPU side through the seam."""
+"""`bench doctor`'s GPU checks beyond the matrix product, through the machine seam: the models' attention
+kernel (scaled dot-product attention with a padding mask, fp16 and bf16) and the GPU's free memory against the
+largest local model's weights. The kernel's own computation runs here on the CPU; the GPU side through the
+seam."""
 
 from __future__ import annotations
 

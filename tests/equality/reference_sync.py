@@ -9,7 +9,7 @@ import pytest
 
 # Skipping a reference environment is allowed only when uv could not reach the network AND this switch is set
 # (an offline development machine without uv's cache); every other failure (a broken references/*/uv.lock, a
-# missing uv) fails the test, so CI cannot pass silently (issue 9, item 8).
+# missing uv) fails the test, so CI cannot pass silently.
 OFFLINE_SKIP_SWITCH = "BENCH_REFERENCE_ENVS_OFFLINE_SKIP"
 NETWORK_MARKERS = (
     "dns error",

@@ -1,4 +1,4 @@
-"""Issue 20, break 6: adapter checks run on the device and dtype the scores are produced with (by default
+"""Adapter checks run on the device and dtype the scores are produced with (by default
 the ones `bench quality` uses), the result file records both, and `bench quality` and the latency commands
 refuse a model whose passed check was in another setting, naming both. The CPU stands in for CUDA where
 a model has to load; the CUDA refusal itself is tested with CUDA absent (this machine) and stubbed."""

@@ -160,7 +160,7 @@ def test_check_one_adapter_that_fails_while_scoring(data: EqualitySet, tmp_path:
 def test_check_models_goes_on_after_load_failures(data: EqualitySet, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """An OSError or RuntimeError from one model's load is that model's "not rated" result with the
-    exception text; every other model still gets its result file (issue 9, item 9)."""
+    exception text; every other model still gets its result file."""
     import bench.equality.runner as runner_mod
     from bench.equality.runner import check_models
 

@@ -70,7 +70,7 @@ def test_every_local_model_has_a_deciding_reference() -> None:
 
 def test_broken_reference_lock_fails_instead_of_skipping(tmp_path: Path) -> None:
     """A damaged references/*/uv.lock makes `uv sync` fail without any network problem: that is a failure,
-    even with the offline switch set (issue 9, item 8)."""
+    even with the offline switch set."""
     import shutil
     import subprocess
 

@@ -1,4 +1,4 @@
-"""Issue 40, item 1: the Qwen3 reference (``references/card_qwen3.py``) and the Qwen3 adapter build logits for
+"""The Qwen3 reference (``references/card_qwen3.py``) and the Qwen3 adapter build logits for
 the last position only, so their largest tensor is bounded by batch x vocabulary, not batch x width x
 vocabulary.
 

@@ -1,4 +1,4 @@
-"""Issue 40, item 5 in adapter check 1: a sticky CUDA error (device-side assert, illegal memory access) stops
+"""In adapter check 1: a sticky CUDA error (device-side assert, illegal memory access) stops
 the checks with one line saying what to do, instead of marking this and every later model "not rated" with the
 same error. Out of memory stays the model's own failure (not rated, with the reason)."""
 

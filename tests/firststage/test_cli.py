@@ -125,7 +125,7 @@ def test_cli_end_to_end_with_version_pin_lowered(
     assert "20#1" in {d for d, _ in run["1#0"]}
     rec = json.loads((tmp_path / "results" / "first-stage" / "keyword-plain-71k.json").read_text())
     assert rec["mode"] == "measurement" and rec["image"].startswith("typesense/typesense:30.2@sha256:")
-    assert rec["image_reported"] == rec["image"]  # issue 20, break 14: null before compose set it
+    assert rec["image_reported"] == rec["image"]  # null before compose set it
     assert rec["manifest"]["kind"] == "first-stage" and rec["import"]["documents"] == 3
     assert rec["corpus_layout"] == {"corpus_71k_id_column": "id"}
 
@@ -134,7 +134,7 @@ def test_cli_end_to_end_with_version_pin_lowered(
 def test_the_probes_refuse_a_server_that_claims_302_before_any_data_is_read(
     server: TypesenseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """0.24.1 behind a stand-in that says 30.2 (issue 33): the version pin passes, the probes refuse, and the
+    """0.24.1 behind a stand-in that says 30.2: the version pin passes, the probes refuse, and the
     command stops before it reads the hub files (there are none here) or writes anything."""
     from bench.plan import TYPESENSE_VERSION
     from tests.support.typesense_proxy import TypesenseProxy

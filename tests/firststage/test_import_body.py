@@ -1,4 +1,4 @@
-"""The import's request body (issue 15): orjson-built bodies parse to exactly the documents that the former
+"""The import's request body: orjson-built bodies parse to exactly the documents that the former
 ``json.dumps`` bodies held, and ``import_batch`` posts them (a loopback server records what arrives)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ TEXTS = [
 
 
 def _reference_body(docs: list[dict[str, Any]]) -> bytes:
-    """The body as bench built it before issue 15 (vectors as Python floats from ``.tolist()``)."""
+    """The body as bench built it before the orjson bodies (vectors as Python floats from ``.tolist()``)."""
     return "\n".join(json.dumps(d, ensure_ascii=False, separators=(",", ":")) for d in docs).encode("utf-8")
 
 

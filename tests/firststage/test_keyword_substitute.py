@@ -1,4 +1,4 @@
-"""Rehearsal only (issue 21): keyword-71k on Typesense 0.24.1 without stem and stop-word sets.
+"""Rehearsal only: keyword-71k on Typesense 0.24.1 without stem and stop-word sets.
 
 The substitute keeps the plan's fields with ``locale: "de"`` and the plan's search parameters, drops field
 ``stem`` and the ``stopwords`` parameter (0.24.1 would silently ignore both), and removes the plan's stop
@@ -82,7 +82,7 @@ def test_rehearsal_runs_keyword_71k_with_the_substitute(server: TypesenseServer,
     assert record["substitute"]["kind"] == "keyword"
     assert record["substitute"]["queries_empty_after_stopwords"] == ["zz-stop-words-only"]
     assert any(n.startswith("REHEARSAL SUBSTITUTE") for n in record["notes"])
-    # chosen by the probes' verdicts, which the record keeps (issue 33)
+    # chosen by the probes' verdicts, which the record keeps
     assert record["substitute"]["probes_not_honoured"] == [
         "stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold"]  # fmt: skip
     verdicts = {p["name"]: p["verdict"] for p in record["probes"]["probes"]}

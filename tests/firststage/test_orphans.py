@@ -1,4 +1,4 @@
-"""No orphaned Typesense (issue 9 item 17): the launcher's parent-death signal, the owner record and the
+"""No orphaned Typesense: the launcher's parent-death signal, the owner record and the
 sweep of stale folders, and a harness killed by SIGKILL whose server stops itself."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hyphen probes and the study's rule for a server that fails them (issue 43 item 2), on the real
+"""The hyphen probes and the study's rule for a server that fails them, on the real
 Typesense 0.24.1 and behind the probe seam.
 
 0.24.1 keeps "Irokesen-Indianer" as two words on a ``locale: "de"`` field (the keyword probe passes) and

@@ -1,4 +1,4 @@
-"""The behavioural probes on the real Typesense 0.24.1 (issue 33 item 2).
+"""The behavioural probes on the real Typesense 0.24.1.
 
 The probes must find what docs/field-notes.md says 0.24.1 does and does not honour (stem, stop-word sets, ef,
 alpha and hnsw_params ignored, hybrid rejected; locale, drop_tokens_threshold, prefix, the tie sort and

@@ -1,6 +1,6 @@
 """Each probe that 0.24.1 honours fails behind a stand-in that ignores its feature, and a server that
 answers a probe with an error, no answer in time or a malformed body refuses the stage by the probe's name
-with the server's answer, with nothing of the stage written (issue 33, items 2 and "Bad input").
+with the server's answer, with nothing of the stage written.
 
 The stand-in (tests/support/typesense_proxy.py) forwards to the real 0.24.1 and changes one thing; it can
 also claim to be 30.2, so a measurement gets past the version pin and only the probes stand in its way.

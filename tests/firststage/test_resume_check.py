@@ -1,4 +1,4 @@
-"""Kill-and-resume, proven by comparison (issue 23, item 4), at the size of the bundled sample (7,402 real
+"""Kill-and-resume, proven by comparison, at the size of the bundled sample (7,402 real
 passages); ``benchmarks/bench_scale_faults.py`` runs the same check at 1,000,000 generated passages."""
 
 from __future__ import annotations

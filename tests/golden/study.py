@@ -1,4 +1,4 @@
-"""The small fixed study of the golden report (issue 24, item 1): every input built from code, fixed.
+"""The small fixed study of the golden report: every input built from code, fixed.
 
 40 queries of the bundled MIRACL-de dev qrels; three first stages (hybrid-71k, and keyword-plain-71k against
 keyword-71k, which turns the pitfalls section on); rerankers bge-v2-m3, voyage-rerank-3 and the

@@ -1,4 +1,4 @@
-"""Golden files of `analysis report` (issue 24, item 1): the report of a small fixed study
+"""Golden files of `analysis report`: the report of a small fixed study
 (tests/golden/study.py), report.md and every JSON it writes, compared byte for byte with the files committed
 under tests/golden/report/.
 

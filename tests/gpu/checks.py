@@ -1,4 +1,4 @@
-"""The check functions of the GPU day (issue 40, item 9), each taking the device so that the CPU tests run
+"""The check functions of the GPU day, each taking the device so that the CPU tests run
 the same code (``test_checks_on_cpu.py``) and the GPU tests (``test_gpu.py``) only add the CUDA side. Each
 returns what it measured as a dict; the tests print it (``benchmarks/gpu_check.sh`` keeps the log)."""
 

@@ -1,4 +1,4 @@
-"""The GPU checks (issue 40, item 9): ``test_gpu.py`` is marked ``gpu`` and skipped where torch sees no CUDA
+"""The GPU checks: ``test_gpu.py`` is marked ``gpu`` and skipped where torch sees no CUDA
 device; ``benchmarks/gpu_check.sh`` runs it on the GPU machine (under 10 minutes) and keeps the log of what
 each check measured. ``test_checks_on_cpu.py`` runs the same check functions (``checks.py``) on the CPU
 wherever they have a CPU form, so the script's code is exercised before any GPU day."""

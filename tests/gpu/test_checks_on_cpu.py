@@ -1,5 +1,5 @@
 """The GPU day's check functions (``tests/gpu/checks.py``) run on the CPU where they have a CPU form, so the
-code ``benchmarks/gpu_check.sh`` runs is exercised before any GPU is at hand (issue 40, item 9)."""
+code ``benchmarks/gpu_check.sh`` runs is exercised before any GPU is at hand."""
 
 from __future__ import annotations
 

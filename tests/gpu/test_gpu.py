@@ -1,4 +1,4 @@
-"""The GPU checks of issue 40 (item 9), run by ``benchmarks/gpu_check.sh`` on the GPU machine; skipped without
+"""The GPU checks, run by ``benchmarks/gpu_check.sh`` on the GPU machine; skipped without
 CUDA. Each prints what it measured (``-s`` in the script): the timer against CUDA events, the NVML sampler's
 cost, the out-of-memory path, tiny models of every family in fp16 and bf16, and the Qwen3 reference's memory
 at the real vocabulary size."""

@@ -1,4 +1,4 @@
-"""``benchmarks/guard.py`` (issue 34, item 2): the speed guard's verdicts and exit codes on planted figures,
+"""``benchmarks/guard.py``: the speed guard's verdicts and exit codes on planted figures,
 its recorded-figures file, and one real planted slowdown through the whole command (the self-check figure).
 Nothing here asserts a time: the tests check the comparison and the plumbing (speed is checked by the
 benchmark scripts themselves)."""

@@ -65,7 +65,7 @@ def test_cli_refuses_a_bad_against_file_before_scoring(tmp_path: Path) -> None:
     assert "not an int8 scores file" in result.output
 
 
-# --- configuration and precision of both files; the shared --id-map; the verdict (issues 20, 22) ---
+# --- configuration and precision of both files; the shared --id-map; the verdict ---
 
 CONF = {"quantization": {"name": "overflow-fix"}, "inference_precision": "f32",
         "runtime_inference_precision": "f32"}  # fmt: skip
@@ -132,7 +132,7 @@ def test_agreement_takes_the_check_adapters_id_map_fallback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     """D-019: without de.gz the equality set's ids come from one pass over the full corpus, as in
-    check-adapters; the lock names and the loader follow the same method (issue 20, break 8)."""
+    check-adapters; the lock names and the loader follow the same method."""
     from click.testing import CliRunner
 
     from bench.cli import cli

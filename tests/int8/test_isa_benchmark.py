@@ -1,4 +1,4 @@
-"""``benchmarks/bench_int8_isa.py`` (issue 22): the plan's int8 agreement across instruction sets on one
+"""``benchmarks/bench_int8_isa.py``: the plan's int8 agreement across instruction sets on one
 machine, native against a oneDNN ISA cap. The cap is chosen from the CPU's flags, a cap is taken as honoured
 only when the int8 kernels OpenVINO reports really changed and stayed at or below it, and on a CPU with
 nothing above AVX2 the script says so and exits 0 without a verdict."""
@@ -33,7 +33,7 @@ def test_threshold_is_the_plans() -> None:
 
 def test_the_cap_is_the_desktops_avx2_wherever_the_cpu_has_more() -> None:
     """The plan compares the server's int8 scores with the desktop's (Ryzen 9 5950X: AVX2, no AVX-512, no
-    VNNI): any CPU with something above AVX2 is capped at AVX2 (issue 43; was AVX512_CORE, which on a Zen 4
+    VNNI): any CPU with something above AVX2 is capped at AVX2 (was AVX512_CORE, which on a Zen 4
     changed no int8 kernel and gave no verdict)."""
     zen4 = EPYC | {"avx512f": True, "avx512_vnni": True, "avx512_bf16": True}
     for flags in (XEON, zen4, EPYC | {"avx512f": True}, EPYC | {"avx_vnni": True}):

@@ -67,7 +67,7 @@ def test_with_the_latency_step_fp32_is_not_timed_again() -> None:
 
 
 def test_precision_and_isa_stand_next_to_the_speed_up() -> None:
-    """Issue 22: int8.json and the step's lines say which precision and instruction set the speed-up is of."""
+    """Int8.json and the step's lines say which precision and instruction set the speed-up is of."""
     queries = {f"q{i:02d}": "x" * i for i in range(4)}
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}

@@ -1,5 +1,5 @@
 """A UTF-8 byte-order mark in a topics file, a BEIR file or datasets.lock never changes what is read
-silently: readers strip it and say so, or refuse with "byte-order mark" in the message (issue 9, item 16)."""
+silently: readers strip it and say so, or refuse with "byte-order mark" in the message."""
 
 from __future__ import annotations
 

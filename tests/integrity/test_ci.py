@@ -47,7 +47,7 @@ def test_ci_runs_exactly_the_readme_command(repo_root: Path) -> None:
         "uv run docker-compose -f compose.yaml --profile cpu config -q",
     ]
     assert all(commands.index(c) < commands.index(TEST_COMMAND) for c in checks)
-    # the torch-free tests on Python 3.14 (issue 31): the script exists, is executable and runs before the
+    # the torch-free tests on Python 3.14: the script exists, is executable and runs before the
     # test command; the chroot builder it uses is the one shared with the image proxy
     assert ".ci/py314" in commands and commands.index(".ci/py314") < commands.index(TEST_COMMAND)
     py314 = repo_root / ".ci" / "py314"

@@ -1,4 +1,4 @@
-"""The code rule (issue 20, break 3): the code digest is what a reviewer recomputes with git and sha256sum,
+"""The code rule: the code digest is what a reviewer recomputes with git and sha256sum,
 outputs never change it or block, and a code change is named."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Collecting the suite loads no heavy library (issue 24, item 6): every pytest-xdist worker imports every
+"""Collecting the suite loads no heavy library: every pytest-xdist worker imports every
 test module, so a heavy import at the top of one test file is paid by each worker before any test runs (torch,
 scipy.stats, statsmodels and matplotlib there cost 17 s of CPU per worker on the 2-core AMD EPYC, load 8,
 2026-12-01). A test that needs such a library imports it inside the function, with a comment.

@@ -1,4 +1,4 @@
-"""The CPU server and the API runs get into the container without a GPU reservation (issue 14): the
+"""The CPU server and the API runs get into the container without a GPU reservation: the
 `bench-cpu` service (profile "cpu") is the `bench` service without `deploy`, validated like the rest."""
 
 from __future__ import annotations

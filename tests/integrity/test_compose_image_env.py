@@ -1,4 +1,4 @@
-"""Issue 20, break 14: compose hands the Typesense image its typesense service starts to the bench services
+"""Compose hands the Typesense image its typesense service starts to the bench services
 (``BENCH_TYPESENSE_IMAGE``), from one pinned value in compose.yaml, and ``bench first-stage`` records it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every `docker compose run` command the documents show has its options before the service (issue 20):
+"""Every `docker compose run` command the documents show has its options before the service:
 `docker compose run --rm --entrypoint analysis bench-cpu report ...`. Written after the service
 (`bench-cpu --entrypoint analysis report`), compose passes them to the container's entry point, and the
 author's command fails. The commands are parsed from README.md, results/README.md and docs/*.md (inline

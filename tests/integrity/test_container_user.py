@@ -1,4 +1,4 @@
-"""Issue 20, break 13: the bench services run as the invoking user, so what they write into the mounted
+"""The bench services run as the invoking user, so what they write into the mounted
 checkout belongs to the author, not root.
 
 Tested without a Docker engine: Compose renders ``user`` from UID/GID (the environment or the git-ignored

@@ -449,7 +449,7 @@ def test_fetch_reads_the_id_map_once(checkout: Path, monkeypatch: pytest.MonkeyP
     assert "--id-map corpus" in result.output
 
 
-# --- an empty or shortened lock, and files checked when opened (issue 9, item 21) ------------------------
+# --- an empty or shortened lock, and files checked when opened ------------------------
 
 
 def test_empty_lock_is_refused(checkout: Path) -> None:

@@ -1,4 +1,4 @@
-"""docker/bench.Dockerfile read as text (issue 14; issue 9 item 15a): every base image pinned by digest,
+"""docker/bench.Dockerfile read as text: every base image pinned by digest,
 Python packages installed only from uv.lock, pytrec-eval in what the container installs, and a
 base-image comment that cites only what a reader can check."""
 

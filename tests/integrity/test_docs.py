@@ -1,4 +1,4 @@
-"""README.md is the short front door and docs/ holds the rest (issue 24, item 5).
+"""README.md is the short front door and docs/ holds the rest.
 
 README stays under 10 KB and holds no dated measurement, every page of docs/ is reachable from it, and every
 relative link in README.md and docs/*.md resolves to a file that exists and, with a ``#fragment``, to a

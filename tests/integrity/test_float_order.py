@@ -1,4 +1,4 @@
-"""One defined float order (issue 31, item 1): no interpreter-dependent float sum in bench/ or analysis/.
+"""One defined float order: no interpreter-dependent float sum in bench/ or analysis/.
 
 Python 3.12 made ``sum()`` of floats compensated; ``statistics`` averages and ``math.fsum`` round otherwise
 again. A float sum on the path to a written number must be numpy's or ``analysis.floatsum.ltr_sum`` /
@@ -126,7 +126,7 @@ def test_every_integer_sum_entry_still_exists() -> None:
     assert stale == []
 
 
-# The float sums of main before issue 31 (verbatim lines): each must be refused.
+# The float sums of main before this rule (verbatim lines): each must be refused.
 OLD_SITES = {
     "analysis/qrels.py": "idcg[i] = sum((top * dcg_discount(np.arange(top.size))).tolist(), 0.0)",
     "analysis/pytrec_check.py": "x = dict(ours=sum(ours.values()) / n if n else 0.0)",

@@ -1,5 +1,5 @@
-"""Imports inside functions in bench/ and analysis/ only for heavy optional libraries, each with a comment
-(issue 24, item 2): every other import stands at the module's top, where a reader and import-linter see it.
+"""Imports inside functions in bench/ and analysis/ only for heavy optional libraries, each with a comment;
+every other import stands at the module's top, where a reader and import-linter see it.
 
 A function-level import is allowed when the module it imports is one of ``HEAVY`` (a heavy or optional
 third-party library: loading it costs seconds or it may be missing) or one of ``HEAVY_INTERNAL`` (a module
@@ -126,7 +126,7 @@ def test_function_level_imports_are_heavy_optional_ones_with_a_comment() -> None
     assert len(list((ROOT / "bench").rglob("*.py"))) > 100 and (ROOT / "analysis" / "report.py").is_file()
     found = function_imports(ROOT)
     assert found == [], (
-        f"{len(found)} function-level import(s) refused (issue 24, item 2):\n" + "\n".join(found)
+        f"{len(found)} function-level import(s) refused:\n" + "\n".join(found)
     )
 
 

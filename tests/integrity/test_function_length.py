@@ -1,4 +1,4 @@
-"""No function in bench/ or analysis/ over 70 lines (issue 24, item 4): a long function mixes concerns.
+"""No function in bench/ or analysis/ over 70 lines: a long function mixes concerns.
 
 Length is what ``ast`` says: ``end_lineno - lineno + 1`` of every ``def`` and ``async def``, methods and
 nested functions too (from the ``def`` line to the last line of the body: a docstring counts, decorators do
@@ -14,8 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
 LIMIT = 70
 # Over the limit for now, each with its reason; an entry that is no longer over the limit fails the test, so
-# the list only shrinks. Empty since issue 24's round: bench/latency/harness.py run_block was split on branch
-# runbook2 (_measure, _busy_over_block).
+# the list only shrinks. Empty now.
 PENDING: dict[str, str] = {}
 
 

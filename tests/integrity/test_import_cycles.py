@@ -1,5 +1,5 @@
 """benchmarks/import_cycles.py: no import cycle across bench/ and analysis/, counting imports inside functions
-and under TYPE_CHECKING (issue 24); and the counter itself finds the cycles that lint-imports cannot see."""
+and under TYPE_CHECKING; and the counter itself finds the cycles that lint-imports cannot see."""
 
 from __future__ import annotations
 

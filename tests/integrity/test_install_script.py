@@ -1,4 +1,4 @@
-"""docker/install.sh is the image's one installation (issue 31, items 3 and 4): docker/bench.Dockerfile runs
+"""docker/install.sh is the image's one installation: docker/bench.Dockerfile runs
 only it, the proxy of the image (docker/proxy/run.sh) runs the same steps, and what it installs is lean (three
 environments hardlinked from one uv cache removed in its own step, the test-only groups left out, uv pinned by
 hash)."""

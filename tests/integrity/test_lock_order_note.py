@@ -1,4 +1,4 @@
-"""``bench data lock`` checks the full corpus's import order and records it in the lock's notes (issue 23)."""
+"""``bench data lock`` checks the full corpus's import order and records it in the lock's notes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One fake reranker and one tiny-model builder in the tests (issue 24, item 3): ``tests/support/fakes.py``
+"""One fake reranker and one tiny-model builder in the tests: ``tests/support/fakes.py``
 holds the only fake reranker and ``tests/support/tiny_models.py`` the only model builders. A test file
 elsewhere that defines a class named ``Fake...`` with a ``score`` method, subclasses ``FakeReranker`` to
 change its ``score``, or builds a model configuration itself (``BertConfig(``, ``Qwen3Config(``,

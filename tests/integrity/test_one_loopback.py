@@ -1,4 +1,4 @@
-"""One loopback HTTP server in the tests (issue 24, item 3): ``tests/support/loopback.py`` is the only file
+"""One loopback HTTP server in the tests: ``tests/support/loopback.py`` is the only file
 under tests/ or benchmarks/ that imports ``http.server`` or ``socketserver``; every fake API, stand-in server
 and file server answers on its ``Loopback`` with a ``respond`` function. A file elsewhere that imports either
 fails this test, named by file and line.

@@ -1,8 +1,8 @@
-"""README and the docs say what is true now about the timestamps (issue 9 item 11).
+"""README and the docs say what is true now about the timestamps.
 
 While no proof is committed none of them may claim that the plan "is timestamped" or that timestamps "prove"
 anything; README's status must say that `bench timestamps verify` reports "not stamped", and the sentence
-about what a proof will show (moved to docs/reviewing.md by issue 24) stays conditional."""
+about what a proof will show (in docs/reviewing.md) stays conditional."""
 
 from __future__ import annotations
 

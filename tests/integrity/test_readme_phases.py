@@ -1,5 +1,5 @@
-"""The phase table (docs/phases.md, moved there from README.md by issue 24) lists every `bench` subcommand
-with the compose service it runs in (issue 14): `bench` (GPU) or `bench-cpu` (profile cpu, no GPU
+"""The phase table (docs/phases.md) lists every `bench` subcommand
+with the compose service it runs in: `bench` (GPU) or `bench-cpu` (profile cpu, no GPU
 reservation), both defined in compose.yaml."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""results/README.md names the paths the code writes (issue 20, break 15: its latency layout had drifted
+"""results/README.md names the paths the code writes (its latency layout had drifted
 from the code's): the latency block path, the phases' run folders under results/ and the verdict files."""
 
 from __future__ import annotations

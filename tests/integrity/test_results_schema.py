@@ -1,5 +1,5 @@
-"""Committed result and run files hold ids and numbers only (plan section "Reproducibility and licences";
-issue 14): whatever is committed under results/ and runs/ passes the audit's row-7 rule, and the rule
+"""Committed result and run files hold ids and numbers only (plan section "Reproducibility and licences"):
+whatever is committed under results/ and runs/ passes the audit's row-7 rule, and the rule
 refuses text keys, query texts, passage texts, malformed runs and stray files."""
 
 from __future__ import annotations

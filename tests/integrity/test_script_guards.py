@@ -1,4 +1,4 @@
-"""Every script run by path has its work under ``if __name__ == "__main__":`` (issue 31). On Python 3.14,
+"""Every script run by path has its work under ``if __name__ == "__main__":``. On Python 3.14,
 ``multiprocessing`` starts processes with forkserver by default, and importing ``openvino`` starts a telemetry
 process: both import the main module again, so a script whose work sits at module level runs twice
 (docs/field-notes.md, "The study's own stack"). A module may define, import, assign and make its import path

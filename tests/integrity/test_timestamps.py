@@ -75,7 +75,7 @@ def test_pending_proofs_pass_and_list_the_calendar(study_repo: Path, proof_facto
 
 
 def test_committed_merkle_roots_never_verify(study_repo: Path, proof_factory: Factory) -> None:
-    """Issue 39: the repository's own merkle-roots file is the author's data; a match is shown as "checked
+    """The repository's own merkle-roots file is the author's data; a match is shown as "checked
     against the repository's own file", never as verified (NOT YET, exit 3); a mismatch still fails."""
     merkle = stamp_all(study_repo, proof_factory, bitcoin_height=800_123)
     assert merkle is not None

@@ -149,7 +149,7 @@ def test_prepare_command_writes_packet_key_and_record(
 def test_prepare_from_committed_runs_without_the_study_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 20, break 11: on a machine with the committed runs/ and results/ and no git-ignored
+    """On a machine with the committed runs/ and results/ and no git-ignored
     studies/quality, ``bench judged prepare`` (defaults) draws from the committed, unchanged runs; a changed
     run is refused naming it. A study manifest written elsewhere (container paths) is matched by stage,
     model, depth and SHA-256, not by its absolute paths."""

@@ -1,4 +1,4 @@
-"""Issue 20, break 10: the busy-host rule judges the CPU that other processes use, not the load average that
+"""The busy-host rule judges the CPU that other processes use, not the load average that
 our own threads raise between the blocks of one run.
 
 Real processes, no timing assumptions: the measuring window is spent by waiting on an event (a spinner has

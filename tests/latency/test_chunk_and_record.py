@@ -1,6 +1,6 @@
-"""Issue 40 in the latency phase: one chunk size per model, settled before its first block and kept across
-passes, k and a resume (item 4); a call that ran out of memory is measured again, and the recovery runs
-outside the ``except`` (item 4); what each block records (item 6): peak GPU memory (null with the reason off
+"""In the latency phase: one chunk size per model, settled before its first block and kept across
+passes, k and a resume; a call that ran out of memory is measured again, and the recovery runs
+outside the ``except``; what each block records: peak GPU memory (null with the reason off
 CUDA), each call's start on the telemetry clock, NVML throttle reasons, the torch settings and attention
 implementation. Out of memory is a stand-in of torch's own type (``torch.OutOfMemoryError``, which is
 ``torch.cuda.OutOfMemoryError``) raised by a model on the CPU."""

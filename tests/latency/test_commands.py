@@ -116,7 +116,7 @@ def test_report_section_keeps_published_and_not_published_apart(tmp_path: Path) 
 
 def test_clean_code_rule_ignores_outputs_of_every_phase(tmp_path: Path) -> None:
     """Finished blocks and any other phase's outputs under results/ and runs/ (committed or not) never refuse
-    a latency session (issue 20, break 3); an uncommitted change under bench/ does, naming the file."""
+    a latency session; an uncommitted change under bench/ does, naming the file."""
     import subprocess
 
     from bench.latency import commands
@@ -147,7 +147,7 @@ def test_clean_code_rule_ignores_outputs_of_every_phase(tmp_path: Path) -> None:
 def test_remaining_blocks_are_measured_by_the_code_of_the_finished_ones(
     tmp_git_repo: Callable[..., Path],
 ) -> None:
-    """The rule of bench.codeversion for latency (issue 20): finished blocks of one machine were measured by
+    """The rule of bench.codeversion for latency: finished blocks of one machine were measured by
     one version of the code; a resume after a commit of the finished blocks (same code) continues, a resume
     after a code change is refused naming the path."""
     from bench.codeversion import code_digest

@@ -1,4 +1,4 @@
-"""The published CPU int8 latency (issue 20, break 1): ``bge-v2-m3-int8`` has no adapter check of its own
+"""The published CPU int8 latency: ``bge-v2-m3-int8`` has no adapter check of its own
 (``bench check-adapters`` knows plan models only); it is rated by bge-v2-m3's check plus the plan's int8
 agreement verdict (``bench int8 agreement --against``), and refused naming what is missing otherwise."""
 
@@ -75,7 +75,7 @@ def test_published_cpu_latency_names_what_the_int8_variant_lacks(tmp_path: Path)
                                  "--checks", str(checks)])  # fmt: skip
     assert r.exit_code == 1, r.output
     assert f"{INT8_ID} is not rated (rated by bge-v2-m3's adapter check" in r.output
-    # the int8 variant runs on the CPU: its base model's check must be the CPU one (issue 20, break 6)
+    # the int8 variant runs on the CPU: its base model's check must be the CPU one
     assert scoring_setting("bge-v2-m3", "cpu") == {"device": "cpu", "dtype": "float32"}
     assert f"no adapter-check result for device cpu, dtype float32 in {checks}" in r.output
     assert "check-adapters bge-v2-m3 --device cpu" in r.output and "bge-v2-m3-int8.json" not in r.output

@@ -40,10 +40,10 @@ def make_rehearsal(root: Path, n_queries: int) -> tuple[dict[str, str], dict[str
 def test_step_measures_10_sampled_queries_at_k20_and_k100(tmp_path: Path) -> None:
     queries, texts = make_rehearsal(tmp_path, 30)
     fake = ordered_fake()
-    assert REHEARSAL_MODELS == (REHEARSAL_MODEL, "bm25-standin")  # both timed in a rehearsal (issue 21)
+    assert REHEARSAL_MODELS == (REHEARSAL_MODEL, "bm25-standin")  # both timed in a rehearsal
     out = latency_step(tmp_path, queries, texts, "vector-71k", stream=io.StringIO(), log=lambda m: None,
                        load=lambda m: fake, models=(REHEARSAL_MODEL,))  # fmt: skip
-    assert len(fake.calls) == 2 * (5 + 10)  # issue 21's budget: 5 warm-up and 10 measured calls per k
+    assert len(fake.calls) == 2 * (5 + 10)  # the rehearsal's budget: 5 warm-up and 10 measured calls per k
     assert sorted(out["fp32_ns"]) == [20, 100] and len(out["fp32_ns"][100]) == 10
     assert set(out["fp32_ns"][20]) == set(out["fp32_ns"][100]) == set(out["query_ids"])
     blocks = read_blocks(tmp_path / "latency")

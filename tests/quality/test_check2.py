@@ -1,5 +1,5 @@
 """Plan check 2 as ``bench quality`` runs it: pytrec_eval against our nDCG@10 on the written runs; a
-difference over 1e-4 or a missing pytrec_eval fails (issue 9, item 7, bench side)."""
+difference over 1e-4 or a missing pytrec_eval fails."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_check2_without_pytrec_eval_is_not_a_pass(written: tuple[list[RunFileInf
 
 
 def test_check2_never_says_passed_for_a_run_not_compared_in_pytrec_evals_order(tmp_path: Path) -> None:
-    """Issue 43: every query of the run has tied scores, so pytrec_eval's own order compared nothing. The
+    """Every query of the run has tied scores, so pytrec_eval's own order compared nothing. The
     manifest records NOT COMPARED (``passed`` false) and the command says so; no difference was found, so
     the session does not fail."""
     from bench.quality.check2 import summary

@@ -64,7 +64,7 @@ def test_compare_runs_applies_analysis_rules(tmp_path: Path) -> None:
 
 
 def test_determinism_and_dtype_refuse_a_run_with_a_foreign_candidate(tmp_path: Path) -> None:
-    """Issue 43: both runs of each pair must reorder the frozen candidates. Two runs that agree on nDCG@10
+    """Both runs of each pair must reorder the frozen candidates. Two runs that agree on nDCG@10
     pass the rule, yet one holds a passage the first stage never returned: the verdict fails, naming it."""
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("q1\t0\t1#0\t1\n")

@@ -1,4 +1,4 @@
-"""Issue 20, break 2: ``bench dtype-check`` can finish. Its CPU session writes run files under
+"""``bench dtype-check`` can finish. Its CPU session writes run files under
 ``results/dtype-check/``; before the fix its GPU session then refused the dirty tree, and once those files
 were committed the resume refused the new commit. Here, in a temporary git repository laid out as the
 project: the GPU session is interrupted (Ctrl-C while loading its first model) after the CPU session

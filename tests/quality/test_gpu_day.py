@@ -1,6 +1,6 @@
-"""Issue 40 in the quality phase: one model on the card at a time (item 2), a sticky CUDA error stops the
-phase instead of counting every later query as 0 (item 5), and each model's peak GPU memory is recorded,
-null with the reason on the CPU (item 6)."""
+"""In the quality phase: one model on the card at a time, a sticky CUDA error stops the
+phase instead of counting every later query as 0, and each model's peak GPU memory is recorded,
+null with the reason on the CPU."""
 
 from __future__ import annotations
 

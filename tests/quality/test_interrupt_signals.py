@@ -1,4 +1,4 @@
-"""SIGHUP (terminal closed) ends a command like SIGTERM and Ctrl-C (issue 9 item 17)."""
+"""SIGHUP (terminal closed) ends a command like SIGTERM and Ctrl-C."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def test_sigkill_at_random_points_then_resume_is_byte_identical(tmp_path: Path) 
     _compare(tmp_path / "ref", tmp_path / "killed")
     manifest = json.loads((tmp_path / "killed" / "study" / "manifest.json").read_text())
     statuses = [s["status"] for s in manifest["sessions"]]
-    # every SIGKILLed session is marked by the next start; none stays "running" forever (issue 9, item 24)
+    # every SIGKILLed session is marked by the next start; none stays "running" forever
     assert statuses[-1] == "complete" and "running" not in statuses
     assert statuses.count(KILLED) == kills
     killed = [s for s in manifest["sessions"] if s["status"] == KILLED]

@@ -1,6 +1,6 @@
-"""``bench quality`` runs a local model and a Voyage model in one study (issue 9, item 19); a rejected key
+"""``bench quality`` runs a local model and a Voyage model in one study; a rejected key
 stops the Voyage model as "not run" and a resume after the fix scores it; a transient API failure is
-retried on resume (item 18). The Voyage endpoint is a loopback HTTP server speaking the rerank JSON."""
+retried on resume. The Voyage endpoint is a loopback HTTP server speaking the rerank JSON."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_local_and_voyage_model_in_one_study(study_env: dict[str, Path]) -> None
     assert len(check2["runs"]) == 6 and check2["error"] is None
     assert all(r["max_abs_diff"] <= 1e-4 for r in check2["runs"])
     # the stand-ins' scores tie within every one of the 4 queries: nothing could be compared in pytrec_eval's
-    # own order, so the check says NOT COMPARED, never passed (issue 43), and ends nothing
+    # own order, so the check says NOT COMPARED, never passed, and ends nothing
     assert [(r["verdict"], r["queries_with_ties"]) for r in check2["runs"]] == [("NOT COMPARED", 4)] * 6
     assert check2["passed"] is False and check2["verdict"] == "NOT COMPARED"
     assert "plan check 2 (nDCG@10 vs pytrec_eval, 6 runs): NOT COMPARED" in res.output

@@ -1,4 +1,4 @@
-"""Issue 20, the quality resume trap: ``bench quality`` skips a model that is not rated; the author runs
+"""The quality resume trap: ``bench quality`` skips a model that is not rated; the author runs
 ``bench check-adapters``, which passes it, commits the check file and resumes, as the runbook says ("fix
 the cause and resume"). Before the fix the resume was refused as "different parameters (models)" because
 the study recorded the rated set; now the set asked for is what must match, the newly rated model runs and

@@ -1,4 +1,4 @@
-"""Issue 32, item 1: the run files bench's quality phase writes satisfy the reordering invariant that
+"""The run files bench's quality phase writes satisfy the reordering invariant that
 ``analysis report`` and ``bench audit`` check (``analysis.reordering``): both ways the plan makes a depth-k
 run, the pointwise depths 20 and 50 derived from the depth-100 scores and jina's separate call per depth
 (the listwise fake), on first stages with more than 100 candidates, fewer than k, and a query missing."""

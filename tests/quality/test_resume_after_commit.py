@@ -1,4 +1,4 @@
-"""Issue 20, break 3, the real scenario: in a temporary git repository laid out as the project (default
+"""The real scenario: in a temporary git repository laid out as the project (default
 paths: runs/, results/adapter-checks, studies/quality), ``bench quality`` ends with a model "not run"; the
 finished run files (uncommitted, then committed) do not block the resume, which scores the model; a resume
 after a change under bench/ is refused naming the path. Before the fix, the uncommitted run files refused
@@ -25,7 +25,7 @@ from tests.quality.test_quality_api_and_local import KEY, voyage  # noqa: F401 (
 from tests.support.voyage_api import FakeVoyage
 
 MODELS = ("bge-v2-m3", "voyage-rerank-3")
-API = {"device": "api", "dtype": "api"}  # the setting an API model's check records (issue 20, break 6)
+API = {"device": "api", "dtype": "api"}  # the setting an API model's check records
 
 
 @pytest.fixture

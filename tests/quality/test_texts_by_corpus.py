@@ -1,5 +1,5 @@
 """Candidate texts are keyed by (corpus, docid): the 71k stages' reranker inputs do not depend on whether
-keyword-full is in the session (issue 9, item 4)."""
+keyword-full is in the session."""
 
 from __future__ import annotations
 

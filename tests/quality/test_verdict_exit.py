@@ -1,5 +1,5 @@
 """``bench determinism`` / ``bench dtype-check`` exit 1 on a failed rule and on nothing checked, 0 only when
-every required model was checked and passed (issue 9, item 6); one boundary convention for both rules."""
+every required model was checked and passed; one boundary convention for both rules."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Warm-up belongs to a process: after a resume, the new process's first calls are warm-up again and are
-not timed (issue 9, item 23)."""
+not timed."""
 
 from __future__ import annotations
 

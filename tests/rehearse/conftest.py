@@ -20,7 +20,7 @@ def mini_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def mini_beir_bad(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The mini dataset without titles and with a query the keyword stage finds nothing for (issue 21)."""
+    """The mini dataset without titles and with a query the keyword stage finds nothing for."""
     return write_mini_beir(tmp_path_factory.mktemp("mini-beir-bad"), titles=False, bad_query=True)
 
 

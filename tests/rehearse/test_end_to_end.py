@@ -34,7 +34,7 @@ CTRL_C_QUERIES = 2  # --max-queries of the interrupted rehearsal
 
 
 def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
-    """On the mini dataset without titles and with one query of stop words only (issue 21's bad input): the
+    """On the mini dataset without titles and with one query of stop words only (the bad input): the
     run goes on, that query has no keyword-71k candidates, scores 0, and the report counts it."""
     out = rehearsal.dir
     assert rehearsal.returncode == 0, rehearsal.stdout + rehearsal.stderr
@@ -105,7 +105,7 @@ def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
     assert int8["queries"] == summary["latency_step"]["query_ids"] and int8["calibration"]["n"] == 300
     assert int8["latency"]["int8"]["100"]["n"] == len(int8["queries"]) and -1 <= int8["spearman_min"] <= 1
     assert "int8 (stand-in," in printed
-    assert int8["inference_precision"] == "f32" and int8["int8_isa"] is not None  # issue 22
+    assert int8["inference_precision"] == "f32" and int8["int8_isa"] is not None  # what the speed-up is of
     assert "  int8 precision f32, int8 kernels on " in printed
     assert "| minilm-standin | 20 |" in printed
     assert not (ROOT / "runs" / "vector-71k").exists()  # never into the study's runs/

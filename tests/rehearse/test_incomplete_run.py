@@ -1,5 +1,5 @@
 """The rehearsal's report marks an incomplete stand-in run: a query removed from a ``minilm-standin`` run is
-named in the report, which refuses to rate the run (issue 9, "Done when"). The report is built the way
+named in the report, which refuses to rate the run. The report is built the way
 ``bench rehearse`` builds it (``analysis.report.write_report`` with the rehearsal's own stage flags); a full
 rehearsal with a failing stand-in takes minutes (its int8 step), so this test starts from its run files."""
 
@@ -23,7 +23,7 @@ def test_report_marks_a_stand_in_run_with_a_missing_query(tmp_path: Path) -> Non
     write_run(runs / "first-stage" / "vector-71k.trec", first, tag="first-stage/vector-71k")
     (runs / "vector-71k").mkdir()
     for k in (20, 50, 100):
-        # the first k reordered (reversed), the tail in first-stage order: the reordering invariant (issue 32)
+        # the first k reordered (reversed), the tail in first-stage order: the reordering invariant
         run = {q: [(d, float(-r)) for r, (d, _) in enumerate([*reversed(rows[:k]), *rows[k:]])]
                for q, rows in first.items()}
         if k == 100:

@@ -66,7 +66,7 @@ def test_beir_qrels_query_without_text(tmp_path: Path) -> None:
     ("1#0\t2#0\n", "3 columns `query-id corpus-id score`"),
 ])  # fmt: skip
 def test_beir_qrels_go_through_the_one_qrels_reader(tmp_path: Path, line: str, needle: str) -> None:
-    """Issue 32 item 2: `bench rehearse --dataset` read BEIR qrels with its own parser, which took any
+    """`bench rehearse --dataset` read BEIR qrels with its own parser, which took any
     integer; now analysis.trec.read_qrels decides, with the file, the line and the fix."""
     ds = write_mini_beir(tmp_path / "ds")
     qrels = ds / "qrels" / "test.tsv"

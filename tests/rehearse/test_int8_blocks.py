@@ -1,4 +1,4 @@
-"""The rehearsal's int8 timings as latency blocks (issue 21): written in the latency format, read back by
+"""The rehearsal's int8 timings as latency blocks: written in the latency format, read back by
 ``analysis.latency``, priced by the costs section as "CPU int8", accuracy checked against the fp32 run."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A resumed rehearsal keeps a finished int8 step (issue 24 item 6): ``int8.json`` names what it was computed
+"""A resumed rehearsal keeps a finished int8 step: ``int8.json`` names what it was computed
 from (``computed_from``); ``run_int8_step`` with the same inputs returns it without loading or timing the int8
 stand-in, and with any input changed (the first-stage run, the fp32 quality run, a candidate's text, the
 latency step's fp32 times, the quantised model, a missing int8 latency block, a record older than the check)

@@ -128,7 +128,7 @@ def test_args_file_is_json_the_child_can_read(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, tmp_path: Path) -> None:
-    """Issue 32 item 6: optimum's "Could not infer whether the model was already converted" (with its
+    """Optimum's "Could not infer whether the model was already converted" (with its
     "[Errno 2] ... refs/main"), torch's TracerWarnings and "No CUDA runtime is found" reached the terminal of
     `bench rehearse` from the quantising child, beside the parent's clean libraries.log."""
     log = tmp_path / "libraries.log"
@@ -161,7 +161,7 @@ def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, 
 def test_nncfs_progress_bars_go_to_the_library_log_not_the_terminal(
     tiny: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 43: the rehearsal's step 4 (quantise) showed nncf's progress bars ("Statistics collection",
+    """The rehearsal's step 4 (quantise) showed nncf's progress bars ("Statistics collection",
     "Applying Fast Bias correction"), a library's output, on the terminal. Inside a ``library_log`` block
     (the rehearsal's), the child's stdout, where they are printed, goes to the log file; nothing of the
     libraries reaches stdout or stderr."""

@@ -1,5 +1,5 @@
-"""A rehearsal keeps the transformers load report off the terminal and in its libraries.log (issue 9 item
-15). Checked on the session's shared run (``rehearsal`` fixture), which is its own process: the report is
+"""A rehearsal keeps the transformers load report off the terminal and in its libraries.log.
+Checked on the session's shared run (``rehearsal`` fixture), which is its own process: the report is
 printed once per model load, and an in-process model cache of another test would hide it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A resumed rehearsal does not start Typesense only to refuse the unsupported stages again (issue 9 item
-24): refusals are recorded in the rehearsal folder and read back; a damaged record names its file."""
+"""A resumed rehearsal does not start Typesense only to refuse the unsupported stages again:
+refusals are recorded in the rehearsal folder and read back; a damaged record names its file."""
 
 from __future__ import annotations
 

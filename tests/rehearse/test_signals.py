@@ -1,4 +1,4 @@
-"""SIGKILL and SIGHUP to a running `bench rehearse` leave no typesense-server of that run (issue 9 item 17).
+"""SIGKILL and SIGHUP to a running `bench rehearse` leave no typesense-server of that run.
 
 Each rehearsal gets its own TMPDIR, so its server (data folder in the command line) is told apart from
 the servers other tests run at the same time. The rehearsals use the cache of the session's shared run

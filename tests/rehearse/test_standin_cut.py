@@ -1,4 +1,4 @@
-"""The MiniLM stand-ins' input cut (issue 32 item 7): ``--dataset`` embeds with the model's published
+"""The MiniLM stand-ins' input cut: ``--dataset`` embeds with the model's published
 configuration (sentence-transformers' ``max_seq_length`` of the packaged model, read from its
 ``sentence_bert_config.json``), the bundled rehearsal keeps the 128-token budget cut (DEVIATIONS.md D-041),
 and every place that loads a stand-in in a rehearsal gets the cut of that rehearsal. No embedding run:

@@ -1,4 +1,4 @@
-"""`bench rehearse` is a declared list of steps run by one loop (issue 24, item 4): the declared order is
+"""`bench rehearse` is a declared list of steps run by one loop: the declared order is
 consistent (each step needs only what an earlier one gave), rehearsal.json's ``times_s`` keys are those of
 the rehearsal before the loop, and the loop's interrupt check, timing, progress and study guard hold for any
 step (checked on stand-in steps, without a rehearsal)."""

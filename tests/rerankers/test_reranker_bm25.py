@@ -1,4 +1,4 @@
-"""bm25-standin (issue 21): BM25 via bm25s over a corpus, checked against the Lucene BM25 formula written
+"""bm25-standin: BM25 via bm25s over a corpus, checked against the Lucene BM25 formula written
 out here from the same tokens (document frequencies and lengths of the whole corpus, not the candidates)."""
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def test_jina_maps_sorted_results_back_to_input_order() -> None:
 
 def listwise_model(tokenizer: Any) -> Any:
     """Like jina's listwise ``rerank``: one model input holds a prompt, the query and every document; the
-    length of that input, not of a document, is what ``max_input_tokens`` must report (issue 9, item 5)."""
+    length of that input, not of a document, is what ``max_input_tokens`` must report."""
     import torch  # heavy: kept out of the module's top so that collecting this file does not load torch
 
     class ListwiseModel(torch.nn.Module):

@@ -97,7 +97,7 @@ def test_models_list_and_fetch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_models_fetches_the_embedder_at_the_plans_revision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 20, break 9: vector-71k and hybrid-71k need the Arctic snapshot; `bench models` fetches it at
+    """Vector-71k and hybrid-71k need the Arctic snapshot; `bench models` fetches it at
     the revision PLAN.md pins (bench.plan.EMBEDDING_MODEL, checked against PLAN.md's text here too)."""
     import huggingface_hub
 

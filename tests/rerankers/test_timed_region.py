@@ -1,4 +1,4 @@
-"""Issue 40, item 3: the timed unit is the plan's (the model's own input tokenisation, the forward passes, the
+"""The timed unit is the plan's (the model's own input tokenisation, the forward passes, the
 scores out), the same for every adapter. Inside the latency timer (``RerankerCaller``) this counts tokenizer
 calls and host reads of tensors (``tolist``/``item``: each one a GPU-to-CPU synchronisation on CUDA;
 ``cpu``/``numpy``: the scores out), for every torch adapter family: the encoder cross-encoders (bge, and gte

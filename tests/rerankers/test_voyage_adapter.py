@@ -181,8 +181,8 @@ def test_not_a_voyage_model() -> None:
 
 
 def test_token_counts_are_null_with_the_reason_not_zero(fake: FakeVoyage) -> None:
-    """Voyage truncates server-side: the record says "not measured" (None and why), never 0 (issue 9,
-    item 5); the aggregate over calls says the same."""
+    """Voyage truncates server-side: the record says "not measured" (None and why), never 0;
+    the aggregate over calls says the same."""
     with make(fake) as r:
         res = r.score("Frage?", DOCS)
         r.score("Zweite Frage?", DOCS[:2])
@@ -204,7 +204,7 @@ def test_token_counts_are_null_with_the_reason_not_zero(fake: FakeVoyage) -> Non
 )
 def test_refusals_that_stop_the_model(fake: FakeVoyage, status: int, body: bytes, refused: bool) -> None:
     """A bad key, no access or an unknown model name stops the whole model (ModelUnavailable), other client
-    errors stay errors of one query (issue 9, item 18)."""
+    errors stay errors of one query."""
     from bench.rerankers.protocol import ModelUnavailable
 
     fake.script = [Reply(status=status, body=body)]

@@ -1,6 +1,6 @@
 """The miniature's sizes reach every module that holds one (tests/support/minibench.py).
 
-Found by tests/runbook (issue 24 moved MIRACL's test-B count from bench.data.miracl into the leaf
+Found by tests/runbook (a refactor moved MIRACL's test-B count from bench.data.miracl into the leaf
 bench.data.layout; the miniature still set only bench.data.miracl's copy, so `bench data lock` checked the
 miniature's 12 test-B topics against 712 and refused). A count the plan fixes may live in bench.plan (set
 there before any other module is imported) or in a module named in ``OTHER_SIZES``; a module that copies

@@ -1,4 +1,4 @@
-"""docs/runbook.md run end to end, as written there, on a miniature study (issue 20, item 2).
+"""docs/runbook.md run end to end, as written there, on a miniature study.
 
 The steps and their commands are parsed from docs/runbook.md (``bench.runbook``) and run in order in a fresh
 git repository made from the project: its tracked files copied, PLAN.md committed alone first (the project's
@@ -322,7 +322,7 @@ def stamp(study: Study, args: list[str]) -> None:
     elif target == "DEVIATIONS.md":
         sha = hashlib.sha256(data).hexdigest()
         ministudy.write_proof(data, study.root / "timestamps" / "DEVIATIONS.md" / f"{sha}.ots")
-    else:  # any other file (the analysis code's record, issue 39): FILE.ots
+    else:  # any other file (the analysis code's record): FILE.ots
         ministudy.write_proof(data, study.root / f"{target}.ots")
 
 
@@ -411,7 +411,7 @@ def first_stage(study: Study, args: list[str]) -> None:
             corpus,
             key=lambda p: (-len(words & set((p["title"] + " " + p["text"]).lower().split())), p["docid"]),
         )[:100]
-        tag = f"first-stage/{stage}"  # as bench first-stage writes it (audit row 7 checks it, issue 39)
+        tag = f"first-stage/{stage}"  # as bench first-stage writes it (audit row 7 checks it)
         lines += [f"{qid} Q0 {p['docid']} {r} {100 - r + 1} {tag}" for r, p in enumerate(scored, 1)]
     run = study.root / "runs" / "first-stage" / f"{stage}.trec"
     run.parent.mkdir(parents=True, exist_ok=True)
@@ -693,7 +693,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             forks.close()
 
 
-# Part of the README's test command (issue 20: under 5 minutes on the 2-core machine). Figures: on 2026-12-01
+# Part of the README's test command (under 5 minutes on the 2-core machine). Figures: on 2026-12-01
 # the whole chain (all 20 steps of docs/runbook.md, from scratch) took 335 s on the shared 2-core AMD EPYC
 # (AVX2 only) at load average 5.8-6 from other work, not idle: check-adapters 63 s (three reference processes
 # importing torch and transformers), latency-gpu 41 s (63 blocks), int8 37 s (OpenVINO quantisation), report

@@ -1,4 +1,4 @@
-"""`bench status` on hand-made partial states (issue 20, item 3): which stages, models, depths and sessions
+"""`bench status` on hand-made partial states: which stages, models, depths and sessions
 are missing, and the exact next command from docs/runbook.md."""
 
 from __future__ import annotations

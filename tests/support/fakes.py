@@ -1,4 +1,4 @@
-"""The one fake reranker of the tests (issue 24, item 3): no torch, no model, behaviour chosen by keywords.
+"""The one fake reranker of the tests: no torch, no model, behaviour chosen by keywords.
 
 ``FakeReranker(model_id, score=RULE, ...)`` follows the ``Reranker`` protocol (``meta``, ``score``), is a
 context manager and keeps every result in ``log`` (a ``RecordLog``), as the real adapters do. Every call is

@@ -1,11 +1,11 @@
-"""One shared ``bench rehearse`` run for the tests that assert on a rehearsal's outputs (issue 24, items 3
-and 6), and the small BEIR-layout dataset it runs on.
+"""One shared ``bench rehearse`` run for the tests that assert on a rehearsal's outputs,
+and the small BEIR-layout dataset it runs on.
 
 ``shared_rehearsal`` (the session fixture ``rehearsal`` in tests/conftest.py) runs ``bench rehearse`` once
 per test session, as its own process: the transformers load report is printed once per model load in a
 process, so only a fresh process shows whether it reaches the terminal (tests/rehearse/test_quiet.py), and
 the rehearsal's memory goes with it. The dataset is the mini dataset without titles and with a query of stop
-words only (issue 21's bad input). Tests read the run and never change it: a test that resumes or
+words only (the bad input). Tests read the run and never change it: a test that resumes or
 interrupts a rehearsal works on a copy (``Rehearsal.copy_to``) or starts its own process with the run's
 cache (``Rehearsal.env``: the embedding cache and the quantised int8 stand-in are then reused, so no
 second quantisation happens in a session).
@@ -35,10 +35,10 @@ N_QUERIES = 5  # write_mini_beir's default
 N_OTHER = 20
 # The shared run: 2 queries (10 judged passages each), 10 NoMIRACL passages and the stop-word query. Its
 # latency and int8 steps encode every candidate of each timed call (all 30 passages at k = 100), so the
-# corpus size drives their time; no test of the run asserts on its size (issue 24 item 6).
+# corpus size drives their time; no test of the run asserts on its size.
 SHARED_QUERIES = 2
 SHARED_OTHER = 10
-STOP_WORD_QUERY = ("stop-words-only", "Was ist das?")  # the keyword stage finds nothing for it (issue 21)
+STOP_WORD_QUERY = ("stop-words-only", "Was ist das?")  # the keyword stage finds nothing for it
 # Variables a rehearsal process must not inherit: with a key set, the judged step would call the API
 UNSET = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 

@@ -1,4 +1,4 @@
-"""Every tiny random model of the tests (issue 24, item 3): one module, in the hub snapshot layout at the
+"""Every tiny random model of the tests: one module, in the hub snapshot layout at the
 plan's pinned revisions, as ``bench models fetch`` leaves them (``models--ORG--NAME/snapshots/<revision>/``),
 loaded by the real loading code offline in seconds. Not used by any measurement.
 

@@ -1,5 +1,5 @@
 """One Typesense 0.24.1 server per test session (per pytest-xdist worker) for the tests that only need a
-server (issue 24, item 6): a server start per test module cost a launcher process, a health wait and a
+server: a server start per test module cost a launcher process, a health wait and a
 sweep each time.
 
 ``typesense`` (session fixture, tests/conftest.py) starts it; tests/firststage's module fixture ``server``

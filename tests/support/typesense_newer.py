@@ -1,5 +1,5 @@
 """A stand-in for the features Typesense 0.24.1 lacks, done as Typesense's source at v29.0 does them, in
-front of the real 0.24.1 (issue 33): so the probes that 0.24.1 fails are shown passing where a server has
+front of the real 0.24.1: so the probes that 0.24.1 fails are shown passing where a server has
 the feature (a probe that could never pass would refuse the study on 30.2 too).
 
 On a ``tests.support.typesense_proxy.TypesenseProxy`` (the one loopback server):

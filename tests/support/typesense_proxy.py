@@ -1,4 +1,4 @@
-"""A stand-in for a Typesense server that behaves wrongly in one chosen way (issue 33): a loopback server
+"""A stand-in for a Typesense server that behaves wrongly in one chosen way: a loopback server
 (``tests.support.loopback``) that forwards every request to the real 0.24.1 and changes one thing on the
 way in or out: a search parameter, a ``vector_query`` option or a schema property dropped (a server that
 ignores it), an answer rewritten, a version it claims in ``GET /debug``, or a failing answer of its own

@@ -1,4 +1,4 @@
-"""The vendors' official clients as witnesses of our thin httpx clients (issue 43 item 3).
+"""The vendors' official clients as witnesses of our thin httpx clients.
 
 The same operations go through the official client (``typesense`` 2.1.1, ``voyageai`` 0.5.0, dev group only)
 and through ours (``bench.firststage``'s ``TypesenseServer`` and the functions the stages call;

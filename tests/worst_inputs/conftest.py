@@ -1,4 +1,4 @@
-"""Shared inputs of the worst-inputs tests (issue 41): a small study on real qrels, and a runner that starts
+"""Shared inputs of the worst-inputs tests: a small study on real qrels, and a runner that starts
 each command in its own process (a signal or a traceback is seen as it would be by a user)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run ``analysis report`` with a seam in the swap (issue 41): the Nth step of the swap is preceded (or
+"""Run ``analysis report`` with a seam in the swap: the Nth step of the swap is preceded (or
 followed) by an action, as the reviewer's ``strace -e inject`` did it. The steps counted: each rename of
 ``analysis.atomic._rename`` (the fallback swap, one entry at a time), and the exchange's journal write,
 exchange and removal of the old folder (``_write_journal``, ``_exchange``, ``_discard_old``). The action: a

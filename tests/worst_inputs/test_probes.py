@@ -1,7 +1,7 @@
-"""One test per probe of the worst-inputs round of issue 41 (the swap's probes: test_swap.py).
+"""One test per probe of the worst-inputs round (the swap's probes: test_swap.py).
 
-Each ends as the issue asks: exit 0 with a stated warning (a line and a field of the record), or exit 1 with
-one line naming the file (and the line) and the fix; never a traceback, never a signal.
+Each ends as the bad-input rule asks: exit 0 with a stated warning (a line and a field of the record), or
+exit 1 with one line naming the file (and the line) and the fix; never a traceback, never a signal.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``analysis report`` replaces its report whole or not at all (issue 41, item 1).
+"""``analysis report`` replaces its report whole or not at all.
 
 As the reviewer found it: a real signal (SIGINT, SIGTERM, SIGKILL) sent at every step of the swap, before
 and after it (``seam.py`` counts them), and a failed step. The exchange (Linux, ``renameat2``): after each,

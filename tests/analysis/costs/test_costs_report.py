@@ -308,7 +308,7 @@ def commit_ecb(out: Path) -> Path:
 
 
 def test_the_committed_ecb_file_is_the_default(study: Path, tmp_path: Path) -> None:
-    """Issue 20, break 5: API sessions after 2026-10-30 (the packaged file's last day) are priced with the
+    """API sessions after 2026-10-30 (the packaged file's last day) are priced with the
     ECB file committed under results/costs/, without any --ecb-file."""
     out = tmp_path / "results"
     commit_ecb(out)
