@@ -127,14 +127,15 @@ GATE_FILE: Final = Path("results") / "int8" / "agreement.json"
 GATE_FORMAT: Final = "int8-agreement/1"
 
 
-def int8_gate(path: Path) -> dict[str, Any]:
+def int8_gate(path: Path, shown: str | None = None) -> dict[str, Any]:
     """The plan's int8 gate as the report shows it beside the int8 numbers: ``status`` "passed", "FAILED" or
     "not run" (no verdict file yet, or one that is not a verdict), with the file and, from a verdict, the
     minimum per-query Spearman and the queries below 0.99. What a FAILED gate means for the published
     numbers: docs/runbook.md, step 13 (D-048, "int8 agreement gate missed")."""
     rule = ("Spearman >= 0.99 on every one of 20 queries, the server's int8 scores against the desktop's "
             "(plan section Latency)")  # fmt: skip
-    record: dict[str, Any] = {"file": str(path), "rule": rule}
+    # the file as the record names it: the same whatever the working folder (the audit recomputes it)
+    record: dict[str, Any] = {"file": shown or str(path), "rule": rule}
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
@@ -178,7 +179,8 @@ def compare_int8(
     )
     if not p_int8.is_file():
         return None
-    gate_record = int8_gate(gate if gate is not None else runs_dir.parent / GATE_FILE)
+    default = (runs_dir.parent / GATE_FILE, GATE_FILE.as_posix())
+    gate_record = int8_gate(gate) if gate is not None else int8_gate(*default)
     qrels = read_qrels(qrels_path)
     if not p_fp32.is_file():
         return {

@@ -98,11 +98,16 @@ class StepFailed(AssertionError):
     pass
 
 
+def _shown(stdout: str) -> str:
+    """A failed step's stdout: its head (an audit's table, where the failing row is) and its tail."""
+    return stdout if len(stdout) <= 7000 else f"{stdout[:4000]}\n[...]\n{stdout[-3000:]}"
+
+
 def fail(step: Step, command: str, proc: subprocess.CompletedProcess[str] | None, why: str) -> None:
     tail = (
         ""
         if proc is None
-        else f"\n--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+        else f"\n--- stdout ---\n{_shown(proc.stdout)}\n--- stderr ---\n{proc.stderr[-6000:]}"
     )
     raise StepFailed(
         f"runbook step {step.id!r} (docs/runbook.md line {step.line}), command {command!r}: {why}{tail}"
