@@ -423,14 +423,6 @@ def in_run_folder(rel: str) -> bool:
     return any(rel.startswith(f"{folder}/") for folder in _result_run_folders())
 
 
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
 def non_regular_files(root: Path, folders: tuple[str, ...] = (RUNS, RESULTS)) -> dict[str, str]:
     """Committed entries under ``folders`` that are not regular files (git mode 100644/100755): a symbolic
     link (mode 120000, possibly to a file outside the repository) or a submodule (160000), with the
