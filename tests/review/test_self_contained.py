@@ -1,7 +1,7 @@
 """The repository is self-contained: no tracked file refers to notes outside it (the author's FIELD-NOTES,
 the notes folder beside the development checkout, the development machines' /work folders). What the code
-relies on from such notes is in docs/field-notes.md. DEVIATIONS.md is only appended to, so its older entries keep citing "FIELD-NOTES"; a
-later entry says where that material now lives."""
+relies on from such notes is in docs/field-notes.md. DEVIATIONS.md is only appended to, so its older
+entries keep citing "FIELD-NOTES"; a later entry says where that material now lives."""
 
 from __future__ import annotations
 
