@@ -387,18 +387,8 @@ def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | N
     return dropped
 
 
-def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
-                   inputs: dict[str, Any], all_flags: Mapping[str, str], stage_flags: Mapping[str, str], *,
-                   title: str | None, header_lines: Sequence[str], figures: bool,
-                   options: Mapping[str, Any]) -> None:
-    records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
-    for stage, rec in records.items():
-        write_json_atomic(out_dir / "quality" / f"{stage}.json", rec)
-    study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
-             "flags": {m: all_flags[m] for m in sorted(all_flags)},
-             "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
-             "winners": {s: r["winner"] for s, r in records.items()}}
-
+def _intro_markdown(inputs: Mapping[str, Any], title: str | None, header_lines: Sequence[str]) -> list[str]:
+    """The title, the header lines and the paragraphs on method, wording and corpora."""
     md = [f"# {title or 'Quality of German rerankers on MIRACL-de'}", "", *header_lines]
     if header_lines:
         md.append("")
@@ -419,6 +409,13 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
         "it); the family against the first stage is not affected.",
         "",
     ]
+    return md
+
+
+def _marks_markdown(stages: list[StageResult], all_flags: Mapping[str, str],
+                    stage_flags: Mapping[str, str]) -> list[str]:
+    """The contamination flags, the declared stand-ins and the incomplete runs, each a paragraph."""
+    md: list[str] = []
     marked = [f"{m}: {n}" for m, n in sorted(all_flags.items()) if any(r.model == m for s in stages
                                                                         for r in s.runs)]
     marked += [f"first stage of {st}: {stage_flags[st]}" for st in sorted(stage_flags)
@@ -437,6 +434,23 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
         md.append("Incomplete runs (a query missing from a run scores 0) are marked in their row and not "
                   "rated: " + "; ".join(incomplete))
         md.append("")
+    return md
+
+
+def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
+                   inputs: dict[str, Any], all_flags: Mapping[str, str], stage_flags: Mapping[str, str], *,
+                   title: str | None, header_lines: Sequence[str], figures: bool,
+                   options: Mapping[str, Any]) -> None:
+    records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
+    for stage, rec in records.items():
+        write_json_atomic(out_dir / "quality" / f"{stage}.json", rec)
+    study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
+             "flags": {m: all_flags[m] for m in sorted(all_flags)},
+             "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
+             "winners": {s: r["winner"] for s, r in records.items()}}
+
+    md = _intro_markdown(inputs, title, header_lines)
+    md += _marks_markdown(stages, all_flags, stage_flags)
     for s in stages:
         md += _stage_markdown(s, all_flags, stage_flags)
         if figures:

@@ -124,6 +124,26 @@ def _stall_reason(exc: BenchError) -> str | None:
     return f"{type(cause).__name__}: {cause}"[:200] if isinstance(cause, httpx.TransportError) else None
 
 
+def _send_import(server: TypesenseServer, name: str, body: bytes) -> httpx.Response | str:
+    """One POST of the batch: the server's answer, or the reason it stalled (no answer, or a stall status)."""
+    try:
+        resp = server.raw(
+            "POST",
+            f"/collections/{name}/documents/import",
+            params={"action": "upsert"},
+            content=body,
+            headers={"Content-Type": "text/plain"},
+        )
+    except BenchError as exc:
+        reason = _stall_reason(exc)
+        if reason is None:
+            raise
+        return reason
+    if resp.status_code in STALL_STATUSES:
+        return f"{resp.status_code} {resp.text.strip()[:150]}"
+    return resp
+
+
 def import_batch(
     server: TypesenseServer,
     name: str,
@@ -143,22 +163,11 @@ def import_batch(
     started = clock()
     attempt = 0
     while True:
-        try:
-            resp = server.raw(
-                "POST",
-                f"/collections/{name}/documents/import",
-                params={"action": "upsert"},
-                content=body,
-                headers={"Content-Type": "text/plain"},
-            )
-        except BenchError as exc:
-            reason = _stall_reason(exc)
-            if reason is None:
-                raise
-        else:
-            if resp.status_code not in STALL_STATUSES:
-                break
-            reason = f"{resp.status_code} {resp.text.strip()[:150]}"
+        answer = _send_import(server, name, body)
+        if isinstance(answer, httpx.Response):
+            resp = answer
+            break
+        reason = answer
         wait = min(backoff.first_s * backoff.factor**attempt, backoff.max_wait_s)
         elapsed = clock() - started
         if elapsed + wait > backoff.budget_s:

@@ -59,16 +59,8 @@ def server_context(port: int | None) -> AbstractContextManager[Any]:
     return local_typesense(api_port=port)
 
 
-def run_first_stages(
-    out_dir: Path,
-    inputs: Inputs,
-    qrels_path: Path,
-    *,
-    port: int | None,
-    embedder_factory: Callable[[], Any],
-    log: Callable[[str], None],
-) -> dict[str, dict[str, Any]]:
-    """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order."""
+def _earlier_state(out_dir: Path, log: Callable[[str], None]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The stages an earlier rehearsal ran or saw refused (read back, not run again), and those to run."""
     state: dict[str, dict[str, Any]] = {}
     todo = []
     for stage in STAGES:
@@ -82,6 +74,20 @@ def run_first_stages(
                 f"{state[stage]['first_version']}), not asked again")  # fmt: skip
         else:
             todo.append(stage)
+    return state, todo
+
+
+def run_first_stages(
+    out_dir: Path,
+    inputs: Inputs,
+    qrels_path: Path,
+    *,
+    port: int | None,
+    embedder_factory: Callable[[], Any],
+    log: Callable[[str], None],
+) -> dict[str, dict[str, Any]]:
+    """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order."""
+    state, todo = _earlier_state(out_dir, log)
     if not todo:
         return {s: state[s] for s in STAGES}
     embedder = None

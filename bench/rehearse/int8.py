@@ -280,6 +280,30 @@ def run_int8_step(
 
     release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
     int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
+    result = _int8_comparison(directory, int8_model, fp32_latency, fp32_path, first_stage_run, log=log,
+                              qids=qids, queries=queries, candidates=candidates, texts=texts, qrels=qrels,
+                              max_seq=max_seq)  # fmt: skip
+    record = _int8_record(folder, made, result, int8_model, first_stage_run, basis)
+    write_json_atomic(directory / RECORD, record, default=str)
+    return record
+
+
+def _int8_comparison(
+    directory: Path,
+    int8_model: Int8BiEncoder,
+    fp32_latency: Mapping[str, Any] | None,
+    fp32_path: Path,
+    first_stage_run: Path,
+    *,
+    log: Callable[[str], None],
+    qids: list[str],
+    queries: Mapping[str, str],
+    candidates: Mapping[str, list[str]],
+    texts: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    max_seq: int,
+) -> dict[str, Any]:
+    """The timed comparison: on the latency step's queries with its fp32 times, or fp32 and int8 timed."""
     if fp32_latency is not None:
         log(f"int8: timing the int8 stand-in on the latency step's {len(fp32_latency['query_ids'])} queries")
         result = compare_with_latency_step(int8_model, fp32_latency,
@@ -296,6 +320,12 @@ def run_int8_step(
         log(f"int8: timing fp32 and int8 stand-in on {len(qids)} queries at k = 20 and 100")
         result = compare(load_reranker("minilm-standin", device="cpu", max_length=max_seq), int8_model,
                          {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
+    return result
+
+
+def _int8_record(folder: Path, made: Mapping[str, Any], result: Mapping[str, Any], int8_model: Int8BiEncoder,
+                 first_stage_run: Path, basis: Mapping[str, Any]) -> dict[str, Any]:
+    """The int8 record: what was compared, the int8 folder's manifest, the results and the precision."""
     manifest = read_manifest(folder)
     kept = ("quantization", "overflow_fix", "cpu", "packages", "calibration_sha256", "files",
             "calibration_samples_used")  # fmt: skip
@@ -309,7 +339,6 @@ def run_int8_step(
         **precision_and_isa(int8_model.meta.extra["openvino_runtime"]),
         "computed_from": basis,
     }  # fmt: skip
-    write_json_atomic(directory / RECORD, record, default=str)
     return record
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -195,8 +196,9 @@ def test_the_run_is_judged_once_before_its_first_block() -> None:
     state, mark = judge_before_run("bench latency gpu", allow_busy=True, state=lambda: busy)
     assert state is busy and mark is not None and "measured anyway" in mark
     with neighbour() as pid:
-        real = lambda: host_state(foreign=lambda: measure_foreign_load(  # noqa: E731
-            wait=wait_until(lambda: cpu_of(pid), NEEDED_CPU_S), clock=fixed_clock(1.0)))
+        def real() -> dict[str, Any]:
+            return host_state(foreign=lambda: measure_foreign_load(
+                wait=wait_until(lambda: cpu_of(pid), NEEDED_CPU_S), clock=fixed_clock(1.0)))
         half = lambda: {**real(), "cpu_count": 0.5}  # noqa: E731  (the limit: 0.25 cores)
         before, mark = judge_before_run("the run", allow_busy=True, state=half)
     assert before["foreign"]["cpu_s"] >= NEEDED_CPU_S - SLACK_S and mark is not None
