@@ -211,9 +211,11 @@ def recover(out_dir: Path | str) -> list[str]:
             said += _recover_exchange(out_dir, record)
         else:
             _roll_back(out_dir, record)
-            said.append(f"{journal}: an earlier writer of {out_dir} was killed while swapping its files in; "
-                        "the files it replaced are put back as they were, and this journal of the swap "
-                        "removed")
+            said.append(
+                f"{journal}: an earlier writer of {out_dir} was killed while swapping its files in; "
+                "the files it replaced are put back as they were, and this journal of the swap "
+                "removed"
+            )
         journal.unlink(missing_ok=True)
         fsync_dir(out_dir.parent)
     pattern = _leftover_pattern(out_dir)
@@ -236,11 +238,16 @@ def _recover_exchange(out_dir: Path, record: dict[str, Any]) -> list[str]:
     exchanged = out_dir.is_dir() and os.lstat(out_dir).st_ino == record["build_ino"]
     if not exchanged:
         shutil.rmtree(build, ignore_errors=True)
-        return [f"{journal}: an earlier writer of {out_dir} was killed before it swapped its report in; "
-                f"{out_dir} is the earlier report, unchanged; its build {build} and this journal removed"]
+        return [
+            f"{journal}: an earlier writer of {out_dir} was killed before it swapped its report in; "
+            f"{out_dir} is the earlier report, unchanged; its build {build} and this journal removed"
+        ]
     said = _finish_exchange(out_dir, record)
-    return [f"{journal}: an earlier writer of {out_dir} was killed after it swapped its report in; {out_dir} "
-            f"is that new report, whole; the earlier report's folder {build} and this journal removed", *said]
+    return [
+        f"{journal}: an earlier writer of {out_dir} was killed after it swapped its report in; {out_dir} "
+        f"is that new report, whole; the earlier report's folder {build} and this journal removed",
+        *said,
+    ]
 
 
 def _roll_back(out_dir: Path, journal: dict[str, Any]) -> None:
@@ -376,8 +383,13 @@ def _swap_whole(out_dir: Path, build: Path, owned: Collection[str]) -> bool:
         _unmirror(build, set(report))
         return False
     journal = _journal_path(out_dir)
-    record = {"exchange": True, "build": build.name, "report": report,
-              "out_ino": os.lstat(out_dir).st_ino, "build_ino": os.lstat(build).st_ino}  # fmt: skip
+    record = {
+        "exchange": True,
+        "build": build.name,
+        "report": report,
+        "out_ino": os.lstat(out_dir).st_ino,
+        "build_ino": os.lstat(build).st_ino,
+    }
     _write_journal(journal, record)
     try:
         _exchange(build, out_dir)
@@ -438,13 +450,17 @@ def _finish_exchange(out_dir: Path, record: dict[str, Any]) -> list[str]:
     try:
         _discard_old(old, out_dir, record["report"])
     except OSError as exc:
-        return [f"{old}: the earlier report's folder could not be removed ({exc.strerror or exc}); the next "
-                f"writer of {out_dir} removes it"]
+        return [
+            f"{old}: the earlier report's folder could not be removed ({exc.strerror or exc}); the next "
+            f"writer of {out_dir} removes it"
+        ]
     if old.exists():
         kept = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".kept"))
         os.rename(old, kept / old.name)
-        said.append(f"{kept}: entries of {out_dir} changed while the report swapped it in, kept here; move "
-                    "what you need back into it")
+        said.append(
+            f"{kept}: entries of {out_dir} changed while the report swapped it in, kept here; move "
+            "what you need back into it"
+        )
     _journal_path(out_dir).unlink(missing_ok=True)
     fsync_dir(out_dir.parent)
     return said
@@ -494,8 +510,10 @@ def _swap(out_dir: Path, build: Path, owned: Collection[str]) -> None:
     """The fallback swap (no ``renameat2`` exchange here): each top-level entry renamed in turn, under a
     journal; a failed rename is rolled back at once, a kill between two renames by the next writer."""
     trash = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".old"))
-    entries = [(name, (out_dir / name).exists() or (out_dir / name).is_symlink(), (build / name).exists())
-               for name in sorted(set(owned) | {p.name for p in build.iterdir()})]
+    entries = [
+        (name, (out_dir / name).exists() or (out_dir / name).is_symlink(), (build / name).exists())
+        for name in sorted(set(owned) | {p.name for p in build.iterdir()})
+    ]
     journal = _journal_path(out_dir)
     fsync_dir(trash)
     write_json_atomic(journal, {"build": build.name, "trash": trash.name, "entries": entries})

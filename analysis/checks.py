@@ -49,8 +49,14 @@ def _within(difference: float, limit: float, boundary_passes: bool) -> bool:
 def determinism(first_ndcg10: float, second_ndcg10: float) -> RuleResult:
     """Second run agrees with the first within 0.1 nDCG@10 points (a difference of exactly 0.1 passes)."""
     d = _points(first_ndcg10, second_ndcg10)
-    return RuleResult("determinism: |second - first| <= 0.1 nDCG@10 points", first_ndcg10, second_ndcg10, d,
-                      DETERMINISM_MAX_POINTS, _within(d, DETERMINISM_MAX_POINTS, DETERMINISM_BOUNDARY_PASSES))
+    return RuleResult(
+        "determinism: |second - first| <= 0.1 nDCG@10 points",
+        first_ndcg10,
+        second_ndcg10,
+        d,
+        DETERMINISM_MAX_POINTS,
+        _within(d, DETERMINISM_MAX_POINTS, DETERMINISM_BOUNDARY_PASSES),
+    )
 
 
 def dtype_rule(cpu_fp32_ndcg10: float, gpu_ndcg10: float) -> RuleResult:
@@ -58,8 +64,14 @@ def dtype_rule(cpu_fp32_ndcg10: float, gpu_ndcg10: float) -> RuleResult:
     CPU points. ``passed`` means the GPU value may be used (a difference of exactly 0.5 fails)."""
     d = _points(cpu_fp32_ndcg10, gpu_ndcg10)
     passed = _within(d, DTYPE_CHECK_MAX_POINTS, DTYPE_CHECK_BOUNDARY_PASSES)
-    return RuleResult("dtype: |cpu_fp32 - gpu| < 0.5 nDCG@10 points -> GPU value used for CPU points",
-                      cpu_fp32_ndcg10, gpu_ndcg10, d, DTYPE_CHECK_MAX_POINTS, passed)
+    return RuleResult(
+        "dtype: |cpu_fp32 - gpu| < 0.5 nDCG@10 points -> GPU value used for CPU points",
+        cpu_fp32_ndcg10,
+        gpu_ndcg10,
+        d,
+        DTYPE_CHECK_MAX_POINTS,
+        passed,
+    )
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -82,7 +94,10 @@ def control_agreement(agreeing: int, pairs: int = JUDGED_CONTROL_PAIRS) -> dict[
         "agreeing": agreeing,
         "pairs": pairs,
         "minimum": JUDGED_CONTROL_MIN_AGREEMENT,
-        "warning": (f"only {agreeing} of {pairs} control pairs agree with the MIRACL judgments (plan minimum "
-                    f"{JUDGED_CONTROL_MIN_AGREEMENT}); treat the false-negative rates with caution") if warn
+        "warning": (
+            f"only {agreeing} of {pairs} control pairs agree with the MIRACL judgments (plan minimum "
+            f"{JUDGED_CONTROL_MIN_AGREEMENT}); treat the false-negative rates with caution"
+        )
+        if warn
         else None,
     }

@@ -51,8 +51,10 @@ def _user_errors(func: F) -> F:
             where = f"{exc.filename}: " if exc.filename else ""
             reason = exc.strerror or str(exc)
             name = type(exc).__name__
-            raise click.ClickException(f"{where}{reason} ({name}). Fix: check the path, free space and "
-                                       "permissions, then run the command again") from exc
+            raise click.ClickException(
+                f"{where}{reason} ({name}). Fix: check the path, free space and "
+                "permissions, then run the command again"
+            ) from exc
 
     return wrapper  # type: ignore[return-value]
 
@@ -78,8 +80,9 @@ def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_quer
     out: dict[str, dict[str, float | int | list[str]]] = {}
     for run in runs:
         try:
-            table = read_run_table(run, qrels_qids=judgments.qids,
-                                   allow_unknown_queries=allow_unknown_queries)
+            table = read_run_table(
+                run, qrels_qids=judgments.qids, allow_unknown_queries=allow_unknown_queries
+            )
         except UnknownQueryError as exc:  # this command has the option the reader cannot know of
             raise exc.with_fix(f"{exc.fix}, or pass --allow-unknown-queries to ignore them") from exc
         values = evaluate_table(judgments, table, METRICS_JSON_KEYS)
@@ -104,41 +107,75 @@ def metrics(qrels: Path, runs: Sequence[Path], as_json: bool, allow_unknown_quer
         missing = [str(q) for q in row["queries_missing"]]  # type: ignore[union-attr]
         if missing:
             shown = ", ".join(missing[:10]) + (f", ... ({len(missing)} in all)" if len(missing) > 10 else "")
-            click.echo(f"  missing: {len(missing)} of {row['queries']} qrels queries are not in this run; "
-                       f"each scores 0 in every mean above: {shown}")
+            click.echo(
+                f"  missing: {len(missing)} of {row['queries']} qrels queries are not in this run; "
+                f"each scores 0 in every mean above: {shown}"
+            )
 
 
 _folder = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
 @cli.command()
-@click.option("--runs", "runs_dir", required=True, type=_folder,
-              help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.")
+@click.option(
+    "--runs",
+    "runs_dir",
+    required=True,
+    type=_folder,
+    help="Folder with first-stage/<stage>.trec and <stage>/<model>@<k>.trec.",
+)
 @click.option("--qrels", required=True, type=_existing)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--flags", "flags_file", type=_existing,
-              help="JSON object model id -> contamination note, added to the plan's flags.")
+@click.option(
+    "--flags",
+    "flags_file",
+    type=_existing,
+    help="JSON object model id -> contamination note, added to the plan's flags.",
+)
 @click.option("--title", default=None)
 @click.option("--no-figures", is_flag=True, help="Skip the PNG figures.")
-@click.option("--latency", "latency_dir", type=_folder, default=None,
-              help="Latency results folder (results/latency): adds the latency section (and feeds the costs "
-              "section's latencies with --prices).")
+@click.option(
+    "--latency",
+    "latency_dir",
+    type=_folder,
+    default=None,
+    help="Latency results folder (results/latency): adds the latency section (and feeds the costs "
+    "section's latencies with --prices).",
+)
 @costs_options
 @_user_errors
-def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, title: str | None,
-           no_figures: bool, latency_dir: Path | None = None, **cost_options: Any) -> None:
+def report(
+    runs_dir: Path,
+    qrels: Path,
+    out_dir: Path,
+    flags_file: Path | None,
+    title: str | None,
+    no_figures: bool,
+    latency_dir: Path | None = None,
+    **cost_options: Any,
+) -> None:
     """Write quality/*.json, report.md and figures/*.png for a study (and costs.json with --prices)."""
     flags = None if flags_file is None else read_flags(flags_file)
     if title is not None and one_line_problem(title) is not None:
-        raise ValueError(f"--title {cut(title)}: expected one line of text, found {one_line_problem(title)}; "
-                         "it would make Markdown structure in report.md. Fix: give a title on one line")
+        raise ValueError(
+            f"--title {cut(title)}: expected one line of text, found {one_line_problem(title)}; "
+            "it would make Markdown structure in report.md. Fix: give a title on one line"
+        )
     costs = cost_inputs(latency_dir=latency_dir, out_dir=out_dir, **cost_options)
     had_report = (out_dir / "report.md").exists()
     with interrupts_exit(out_dir):
         try:
-            path = write_report(runs_dir, qrels, out_dir, title=title, flags=flags, figures=not no_figures,
-                                latency_dir=latency_dir, costs=costs,
-                                warn=lambda line: click.echo(f"Warning: {line}", err=True))
+            path = write_report(
+                runs_dir,
+                qrels,
+                out_dir,
+                title=title,
+                flags=flags,
+                figures=not no_figures,
+                latency_dir=latency_dir,
+                costs=costs,
+                warn=lambda line: click.echo(f"Warning: {line}", err=True),
+            )
         except OSError as exc:
             raise click.ClickException(_os_error_line(exc, out_dir, had_report)) from exc
     click.echo(str(path))
@@ -156,16 +193,23 @@ def report(runs_dir: Path, qrels: Path, out_dir: Path, flags_file: Path | None, 
 
 
 @cli.command("code-digest")
-@click.option("--out", "out_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the record (the runbook: timestamps/analysis-code.json, then stamped).")
+@click.option(
+    "--out",
+    "out_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the record (the runbook: timestamps/analysis-code.json, then stamped).",
+)
 @_user_errors
 def code_digest_cmd(out_file: Path) -> None:
     """Write the analysis code's record (commit, digest of analysis/ and of the locked packages it imports),
     to be timestamped before the first measurement; refuses uncommitted changes to analysis/ or uv.lock."""
     record = code_record()
     if record["commit"] is None or record["dirty"] is not False:
-        raise ValueError(f"{codeinfo.REPO}: analysis/ or uv.lock has uncommitted changes (or this is not a "
-                         "git checkout); commit them, then run `analysis code-digest` again")  # fmt: skip
+        raise ValueError(
+            f"{codeinfo.REPO}: analysis/ or uv.lock has uncommitted changes (or this is not a "
+            "git checkout); commit them, then run `analysis code-digest` again"
+        )
     write_json_atomic(out_file, {codeinfo.KEY: record})
     click.echo(f"{out_file}: analysis digest {record['analysis_digest']} at commit {record['commit'][:12]}")
 
@@ -176,12 +220,17 @@ def _os_error_line(exc: OSError, out_dir: Path, had_report: bool) -> str:
     name = str(exc.filename) if exc.filename else ""
     build = re.search(rf"/\.{re.escape(out_dir.name)}\.[a-z0-9_]{{8}}\.build(/|$)", name)
     if build is not None:
-        name = f"{out_dir / name[build.end():]} (being built beside {out_dir})"
+        name = f"{out_dir / name[build.end() :]} (being built beside {out_dir})"
     where = f"{name}: " if name else f"{out_dir}: "
-    kept = (f"the earlier report in {out_dir} is left as it was" if had_report
-            else f"no report was written to {out_dir}")
-    return (f"{where}{exc.strerror or exc} ({type(exc).__name__}); {kept}. Fix: check the path, free space "
-            "and permissions, then run the command again")
+    kept = (
+        f"the earlier report in {out_dir} is left as it was"
+        if had_report
+        else f"no report was written to {out_dir}"
+    )
+    return (
+        f"{where}{exc.strerror or exc} ({type(exc).__name__}); {kept}. Fix: check the path, free space "
+        "and permissions, then run the command again"
+    )
 
 
 def read_flags(flags_file: Path) -> dict[str, str]:
@@ -191,25 +240,33 @@ def read_flags(flags_file: Path) -> dict[str, str]:
         text = flags_file.read_text(encoding="utf-8")
         loaded = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{flags_file}:{exc.lineno}: expected a JSON object model id -> note, found "
-                         f"invalid JSON ({exc.msg}, column {exc.colno}). Fix: correct the file, e.g. "
-                         '{"gte-base": "trained on MIRACL"} (no trailing comma)') from exc
+        raise ValueError(
+            f"{flags_file}:{exc.lineno}: expected a JSON object model id -> note, found "
+            f"invalid JSON ({exc.msg}, column {exc.colno}). Fix: correct the file, e.g. "
+            '{"gte-base": "trained on MIRACL"} (no trailing comma)'
+        ) from exc
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{flags_file}: expected UTF-8 JSON ({exc.reason}). Fix: re-encode the file as "
-                         "UTF-8") from exc
+        raise ValueError(
+            f"{flags_file}: expected UTF-8 JSON ({exc.reason}). Fix: re-encode the file as UTF-8"
+        ) from exc
     if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
-        raise ValueError(f"{flags_file}: expected a JSON object model id -> note. Fix: write it as "
-                         '{"gte-base": "trained on MIRACL"}')
+        raise ValueError(
+            f"{flags_file}: expected a JSON object model id -> note. Fix: write it as "
+            '{"gte-base": "trained on MIRACL"}'
+        )
     for model, note in loaded.items():
         line = _line_of(text, json.dumps(model))
         if model not in RUN_IDS:
-            raise ValueError(f"{flags_file}:{line}: expected a run id of the plan, found {cut(model)}; its "
-                             "contamination mark would be lost. Fix: use one of "
-                             + ", ".join(sorted(RUN_IDS)))
+            raise ValueError(
+                f"{flags_file}:{line}: expected a run id of the plan, found {cut(model)}; its "
+                "contamination mark would be lost. Fix: use one of " + ", ".join(sorted(RUN_IDS))
+            )
         problem = one_line_problem(note)
         if problem is not None:
-            raise ValueError(f"{flags_file}:{line}: the note of {model} holds {problem}; it would make "
-                             "Markdown structure in report.md. Fix: write the note on one line")
+            raise ValueError(
+                f"{flags_file}:{line}: the note of {model} holds {problem}; it would make "
+                "Markdown structure in report.md. Fix: write the note on one line"
+            )
     return loaded
 
 
@@ -237,9 +294,12 @@ def interrupts_exit(out_dir: Path) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         signum = got[0] if got else signal.SIGINT
-        click.echo(f"Error: interrupted by {signal.Signals(signum).name}: {out_dir} holds a whole report, "
-                   "the earlier one (or none) or, when the signal came during the final swap, the new one; "
-                   "no half-written file is left. Fix: run the command again", err=True)
+        click.echo(
+            f"Error: interrupted by {signal.Signals(signum).name}: {out_dir} holds a whole report, "
+            "the earlier one (or none) or, when the signal came during the final swap, the new one; "
+            "no half-written file is left. Fix: run the command again",
+            err=True,
+        )
         sys.exit(128 + signum)
     finally:
         for s, h in before.items():
@@ -260,22 +320,29 @@ def check_pytrec(qrels: Path, run: Path) -> None:
     click.echo(f"pytrec_eval ndcg_cut_10      {result.pytrec_eval!r}")
     click.echo(f"largest per-query difference {result.max_abs_diff!r} (query {result.worst_qid})")
     click.echo(f"queries with tied scores     {result.queries_with_ties}")
-    click.echo(f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
-               "descending; ours by first-stage rank)")
+    click.echo(
+        f"pytrec_eval on raw scores    {result.pytrec_eval_raw!r} (trec_eval breaks ties by docid "
+        "descending; ours by first-stage rank)"
+    )
     if result.own_order_run_queries:
-        click.echo(f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
-                   f"{result.own_order_worst_qid}; {result.own_order_run_queries} run queries without tied "
-                   "scores, where pytrec_eval's order must equal ours)")
+        click.echo(
+            f"own ordering, largest diff   {result.own_order_max_abs_diff!r} (query "
+            f"{result.own_order_worst_qid}; {result.own_order_run_queries} run queries without tied "
+            "scores, where pytrec_eval's order must equal ours)"
+        )
     else:
-        click.echo("own ordering                 not compared (every query of the run has tied scores as "
-                   "pytrec_eval compares them, as 32-bit floats)")
+        click.echo(
+            "own ordering                 not compared (every query of the run has tied scores as "
+            "pytrec_eval compares them, as 32-bit floats)"
+        )
     click.echo(f"verdict                      {result.verdict} (tolerance {result.tolerance})")
     if result.verdict == "NOT COMPARED":
         raise click.ClickException(
             f"{run}: NOT COMPARED: our nDCG@10 equals pytrec_eval's in our rank order, but no query could be "
             "compared in pytrec_eval's own order, because every query of the run has tied scores. Fix: check "
             "a run whose scores are not all tied (e.g. the first-stage run), or compare the orders yourself "
-            "with `analysis metrics`, which prints both nDCG@10 values")
+            "with `analysis metrics`, which prints both nDCG@10 values"
+        )
     if not result.passed:
         sys.exit(1)
 
@@ -291,8 +358,14 @@ def check_pytrec(qrels: Path, run: Path) -> None:
 def simulate(qrels: Path, studies: int, models: int, base_ndcg: float, correlation: float, seed: int) -> None:
     """Family-wise error under the null and power for a 2-point difference, on the real qrels."""
 
-    result = run_simulation(read_qrels(qrels), studies=studies, models=models, base_ndcg10=base_ndcg,
-                            seed=seed, correlation=correlation)
+    result = run_simulation(
+        read_qrels(qrels),
+        studies=studies,
+        models=models,
+        base_ndcg10=base_ndcg,
+        seed=seed,
+        correlation=correlation,
+    )
     click.echo(json.dumps(result.as_dict(), indent=1, sort_keys=True))
 
 

@@ -54,8 +54,11 @@ def tree_digest(files: Mapping[str, bytes]) -> str:
 
 def working_files(root: Path = REPO) -> dict[str, bytes]:
     """Every ``analysis/**/*.py`` file on disk (the code that runs), repository-relative."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted((root / PACKAGE).rglob("*.py"))
-            if "__pycache__" not in p.parts}  # fmt: skip
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted((root / PACKAGE).rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
 
 
 def imported_modules(files: Mapping[str, bytes]) -> set[str]:
@@ -188,10 +191,14 @@ def well_formed(record: object) -> bool:
         return False
     hex64 = re.compile(r"[0-9a-f]{64}")
     commit, dirty = record["commit"], record["dirty"]
-    return bool(all(isinstance(record[k], str) and hex64.fullmatch(record[k]) for k in ("analysis_digest",
-                                                                                   "packages_digest"))
-            and (commit is None or (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit)))
-            and (dirty is None or isinstance(dirty, bool)))  # fmt: skip
+    return bool(
+        all(
+            isinstance(record[k], str) and hex64.fullmatch(record[k])
+            for k in ("analysis_digest", "packages_digest")
+        )
+        and (commit is None or (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit)))
+        and (dirty is None or isinstance(dirty, bool))
+    )
 
 
 def stamp_tree(out_dir: Path, record: Mapping[str, Any]) -> None:

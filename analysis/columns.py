@@ -41,8 +41,10 @@ def stray_character(text: str) -> tuple[int, str] | None:
     line = text.count("\n", 0, found.start()) + 1
     ch = found.group()
     if ch == "\ufeff":
-        return line, ("a UTF-8 byte-order mark (U+FEFF, bytes ef bb bf) inside the file, not at its first "
-                      "byte (two files concatenated?)")
+        return line, (
+            "a UTF-8 byte-order mark (U+FEFF, bytes ef bb bf) inside the file, not at its first "
+            "byte (two files concatenated?)"
+        )
     return line, f"a control character {ch!r} (no TREC tool writes one; the file is damaged or not text)"
 
 
@@ -51,8 +53,10 @@ def unicode_space(line: str) -> str | None:
     found = _UNICODE_SPACE.search(line)
     if found is None:
         return None
-    return (f"; it holds {found.group()!r} (U+{ord(found.group()):04X}), which does not separate columns: "
-            "trec_eval separates by ASCII space, tab, CR, LF, VT and FF only")
+    return (
+        f"; it holds {found.group()!r} (U+{ord(found.group()):04X}), which does not separate columns: "
+        "trec_eval separates by ASCII space, tab, CR, LF, VT and FF only"
+    )
 
 
 def run_line_problem(text: str) -> tuple[int, str] | None:

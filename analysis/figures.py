@@ -51,8 +51,13 @@ def paired_differences_vs_first(stage: StageResult) -> list[dict[str, object]]:
     diffs = np.column_stack([r.per_query["ndcg@10"] - base for r in runs])
     intervals = bootstrap_intervals(diffs)
     return [
-        {"run": r, "mean": 100 * float(diffs[:, i].mean()), "low": 100 * float(intervals[i][0]),
-         "high": 100 * float(intervals[i][1]), "verdict": verdicts.get((r.model, r.depth), "not rated")}
+        {
+            "run": r,
+            "mean": 100 * float(diffs[:, i].mean()),
+            "low": 100 * float(intervals[i][0]),
+            "high": 100 * float(intervals[i][1]),
+            "verdict": verdicts.get((r.model, r.depth), "not rated"),
+        }
         for i, r in enumerate(runs)
     ]
 
@@ -93,8 +98,13 @@ def _axes(canvas: Canvas, panel: Panel, xlabel: str, xlabel_pt: float, title: st
         canvas.line([(x, panel.top), (x, panel.bottom)], _GRID, 0.8)
         canvas.line([(x, panel.bottom), (x, panel.bottom + pt(3.5))], "black", 0.8)
         canvas.text(x, panel.bottom + pt(3.5) + pt(3.5), tick_label(t, decimals), 10, va="top")
-    canvas.text((panel.left + panel.right) / 2, panel.bottom + pt(3.5) + pt(3.5) + pt(10) * 1.2 + pt(4),
-                xlabel, xlabel_pt, va="top")
+    canvas.text(
+        (panel.left + panel.right) / 2,
+        panel.bottom + pt(3.5) + pt(3.5) + pt(10) * 1.2 + pt(4),
+        xlabel,
+        xlabel_pt,
+        va="top",
+    )
     canvas.text((panel.left + panel.right) / 2, panel.top - pt(6), title, title_pt, va="bottom")
 
 
@@ -134,8 +144,14 @@ def _difference_panel(canvas: Canvas, panel: Panel, stage: StageResult, runs: li
     shown = [(i, r, rows[id(r)]) for i, r in enumerate(runs) if id(r) in rows]
     ends = [float(v) for _, _, d in shown for v in (d["low"], d["high"])]  # type: ignore[arg-type]
     _x_range(panel, [*ends, 0.0])
-    _axes(canvas, panel, "paired Δ nDCG@10 vs first stage (points),\npaired bootstrap 95 % interval", 8,
-          "marker = Holm verdict vs first stage", 8)
+    _axes(
+        canvas,
+        panel,
+        "paired Δ nDCG@10 vs first stage (points),\npaired bootstrap 95 % interval",
+        8,
+        "marker = Holm verdict vs first stage",
+        8,
+    )
     canvas.line([(panel.x(0.0), panel.top), (panel.x(0.0), panel.bottom)], _LINE, 0.8, dash=(3.7, 1.6))
     seen: set[str] = set()
     points: list[tuple[float, float]] = []
@@ -154,8 +170,9 @@ def _difference_panel(canvas: Canvas, panel: Panel, stage: StageResult, runs: li
         _legend(canvas, panel, seen, points)
 
 
-def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
-                 stage_flags: Mapping[str, str] | None = None) -> Path:
+def stage_figure(
+    stage: StageResult, path: Path, flags: Mapping[str, str], stage_flags: Mapping[str, str] | None = None
+) -> Path:
     """The stage's figure as a PNG at ``path``: left, each run's nDCG@10 with its interval; right, the paired
     differences to the first stage (module docstring)."""
     sf = stage_flags or {}
@@ -166,8 +183,14 @@ def stage_figure(stage: StageResult, path: Path, flags: Mapping[str, str],
     ax.ymin, ax.ymax = dax.ymin, dax.ymax = -0.5, len(runs) - 0.5
     first = 100 * stage.first_stage.means["ndcg@10"]
     _x_range(ax, [first, *(100 * v for r in runs for v in r.intervals["ndcg@10"])])
-    _axes(canvas, ax, "nDCG@10 (points) with 95 % bootstrap interval", 10,
-          f"{stage.stage}: rerankers against the first stage", 9)
+    _axes(
+        canvas,
+        ax,
+        "nDCG@10 (points) with 95 % bootstrap interval",
+        10,
+        f"{stage.stage}: rerankers against the first stage",
+        9,
+    )
     canvas.line([(ax.x(first), ax.top), (ax.x(first), ax.bottom)], _LINE, 0.8, dash=(3.7, 1.6))
     for i, r in enumerate(runs):
         colour = _GREY if r.depth is None else _COLOURS.get(r.depth, "#8172b2")

@@ -32,13 +32,27 @@ from analysis.qrels import dcg_discount as _dcg_discount
 from analysis.trec import RunTable
 
 __all__ = [
-    "MEASURES", "MISSING_QUERY_POLICY", "Judgments", "evaluate", "evaluate_indexed", "evaluate_table",
+    "MEASURES",
+    "MISSING_QUERY_POLICY",
+    "Judgments",
+    "evaluate",
+    "evaluate_indexed",
+    "evaluate_table",
     "mean_scores",
 ]
 
 MEASURES: Final = (
-    "ndcg@10", "ndcg'@10", "hit@5", "hit@10", "recall@5", "recall@10", "recall@20", "recall@100",
-    "mrr@10", "judged@10", "ceiling",
+    "ndcg@10",
+    "ndcg'@10",
+    "hit@5",
+    "hit@10",
+    "recall@5",
+    "recall@10",
+    "recall@20",
+    "recall@100",
+    "mrr@10",
+    "judged@10",
+    "ceiling",
 )
 MISSING_QUERY_POLICY: Final = (
     "every query of the qrels counts; a query missing from a run scores 0 on every measure; run queries "
@@ -86,8 +100,13 @@ def evaluate_table(
     return _measures(judgments, row_q, pos, judgments.relevance(row_q, docids), wanted)
 
 
-def evaluate_indexed(judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray,
-                     measures: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+def evaluate_indexed(
+    judgments: Judgments,
+    qids: Sequence[str],
+    offsets: np.ndarray,
+    doc: np.ndarray,
+    measures: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
     """:func:`evaluate_table` for rows whose docids are given as indices into ``judgments.doc_index`` (-1:
     not judged): the columnar reader's form, no Python strings. Same arithmetic, same values."""
     wanted = _wanted(measures)
@@ -103,8 +122,9 @@ def _wanted(measures: Sequence[str] | None) -> tuple[str, ...]:
     return wanted
 
 
-def _row_queries(judgments: Judgments, qids: Sequence[str],
-                 offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _row_queries(
+    judgments: Judgments, qids: Sequence[str], offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Query index (into ``judgments.qids``) and 0-based position of each kept row, and the keep mask (rows
     of queries not in the qrels are dropped)."""
     index = {q: i for i, q in enumerate(judgments.qids)}
@@ -116,8 +136,9 @@ def _row_queries(judgments: Judgments, qids: Sequence[str],
     return row_q[keep], pos[keep], keep
 
 
-def _measures(judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.ndarray,
-              wanted: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _measures(
+    judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.ndarray, wanted: tuple[str, ...]
+) -> dict[str, np.ndarray]:
     nq = len(judgments.qids)
     is_judged = rel != UNJUDGED
     gain = np.where(rel > 0, rel, 0).astype(np.float64)
@@ -138,8 +159,9 @@ def _measures(judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.
             cj = np.cumsum(is_judged)
             cond = cj - 1 - np.repeat(np.r_[0, cj][_group_starts(row_q)], _group_sizes(row_q))
             mask = is_judged & (cond < _CUTOFF)
-            dcg = np.bincount(row_q[mask], weights=gain[mask] * _dcg_discount(cond[mask].astype(np.float64)),
-                              minlength=nq)
+            dcg = np.bincount(
+                row_q[mask], weights=gain[mask] * _dcg_discount(cond[mask].astype(np.float64)), minlength=nq
+            )
             out[m] = _safe_div(dcg, judgments.idcg)
         elif m.startswith("hit@"):
             k = int(m[4:])
@@ -161,8 +183,9 @@ def _measures(judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.
             gq, gg = gq[order], gg[order]
             ideal_pos = np.arange(gq.size) - np.repeat(_group_starts(gq), _group_sizes(gq))
             m10 = ideal_pos < _CUTOFF
-            dcg = np.bincount(gq[m10], weights=(gg * _dcg_discount(ideal_pos.astype(np.float64)))[m10],
-                              minlength=nq)
+            dcg = np.bincount(
+                gq[m10], weights=(gg * _dcg_discount(ideal_pos.astype(np.float64)))[m10], minlength=nq
+            )
             out[m] = _safe_div(dcg, judgments.idcg)
     return out
 

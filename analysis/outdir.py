@@ -33,8 +33,13 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_out_dir(out_dir: Path, *, folder_files: Mapping[str, str], files: tuple[str, ...],
-                  inputs: Mapping[str, Path | None]) -> None:
+def check_out_dir(
+    out_dir: Path,
+    *,
+    folder_files: Mapping[str, str],
+    files: tuple[str, ...],
+    inputs: Mapping[str, Path | None],
+) -> None:
     """Refuse an ``out_dir`` where the report would lose a file it did not write or overwrite its input.
 
     ``folder_files``: owned folder -> the suffix of every file the report writes in it; ``files``: owned
@@ -47,30 +52,40 @@ def check_out_dir(out_dir: Path, *, folder_files: Mapping[str, str], files: tupl
         path = given.resolve()
         if path.is_dir() and _inside(out, path):
             where = "is" if out == path else "lies inside"
-            raise OutDirError(f"{out_dir}: --out {where} the {option} folder {given}; the report's files "
-                              f"would become part of its input. Fix: write the report to a folder outside "
-                              f"{given}")
+            raise OutDirError(
+                f"{out_dir}: --out {where} the {option} folder {given}; the report's files "
+                f"would become part of its input. Fix: write the report to a folder outside "
+                f"{given}"
+            )
         for name in owned:
             if _inside(path, out / name):
-                raise OutDirError(f"{given} ({option}) lies in {out_dir / name}, which the report replaces "
-                                  f"whole. Fix: move the input out of {out_dir / name}, or choose another "
-                                  "--out")
+                raise OutDirError(
+                    f"{given} ({option}) lies in {out_dir / name}, which the report replaces "
+                    f"whole. Fix: move the input out of {out_dir / name}, or choose another "
+                    "--out"
+                )
     if not out_dir.is_dir():
         return
     for name in files:
         entry = out_dir / name
         if entry.is_dir() and not entry.is_symlink():
-            raise OutDirError(f"{entry}: a folder where the report writes its file {name}; the report does "
-                              "not delete what it did not write. Fix: move the folder out of --out")
+            raise OutDirError(
+                f"{entry}: a folder where the report writes its file {name}; the report does "
+                "not delete what it did not write. Fix: move the folder out of --out"
+            )
     for name, suffix in folder_files.items():
         entry = out_dir / name
         if not entry.exists() and not entry.is_symlink():
             continue
         if not entry.is_dir():
-            raise OutDirError(f"{entry}: a file where the report writes its folder {name}/; the report does "
-                              "not delete what it did not write. Fix: move the file out of --out")
+            raise OutDirError(
+                f"{entry}: a file where the report writes its folder {name}/; the report does "
+                "not delete what it did not write. Fix: move the file out of --out"
+            )
         for item in sorted(entry.iterdir()):
             if item.is_dir() or item.suffix != suffix or item.name.startswith("."):
-                raise OutDirError(f"{item}: not a file the report writes ({name}/ holds only its *{suffix} "
-                                  f"files, replaced whole by each report); the report does not delete what "
-                                  f"it did not write. Fix: move it out of {entry}")
+                raise OutDirError(
+                    f"{item}: not a file the report writes ({name}/ holds only its *{suffix} "
+                    f"files, replaced whole by each report); the report does not delete what "
+                    f"it did not write. Fix: move it out of {entry}"
+                )

@@ -138,8 +138,10 @@ EMBEDDING_STAGES: Final = ("vector-71k", "hybrid-71k")
 
 
 def embedder_note() -> str:
-    return (f"the {EMBEDDER} embedder of this stage lists {EMBEDDING_CONTAMINATION.note} among its "
-            f"training data (MTEB model registry, read {CONTAMINATION_READ_DATE})")
+    return (
+        f"the {EMBEDDER} embedder of this stage lists {EMBEDDING_CONTAMINATION.note} among its "
+        f"training data (MTEB model registry, read {CONTAMINATION_READ_DATE})"
+    )
 
 
 # --- Boundary convention of the two comparison rules (section "Quality"), written once ---------------------

@@ -85,8 +85,12 @@ class PytrecComparison:
     def as_dict(self) -> dict[str, Any]:
         """The record in study.json: ``passed`` is true only for PASS, so a run compared in neither order
         that pytrec_eval's own ordering could check never reads as passed (``verdict`` says which)."""
-        out = {**asdict(self), "own_order_checked": self.own_order_checked,
-               "passed": self.verdict == "PASS", "verdict": self.verdict}  # fmt: skip
+        out = {
+            **asdict(self),
+            "own_order_checked": self.own_order_checked,
+            "passed": self.verdict == "PASS",
+            "verdict": self.verdict,
+        }
         del out["own_order_run_queries"]  # study.json keeps its keys (the golden report)
         return out
 
@@ -128,8 +132,9 @@ def _scored(table: RunTable, rank_faithful: bool) -> dict[str, dict[str, float]]
     return out
 
 
-def pytrec_ndcg10(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
-                  rank_faithful: bool = True) -> dict[str, float]:
+def pytrec_ndcg10(
+    qrels: Mapping[str, Mapping[str, int]], run: RunLike, *, rank_faithful: bool = True
+) -> dict[str, float]:
     """pytrec_eval ``ndcg_cut_10`` per qrels query (0 for queries missing from the run)."""
     pytrec_eval = _import_pytrec_eval()
     evaluator = pytrec_eval.RelevanceEvaluator({q: dict(v) for q, v in qrels.items()}, {"ndcg_cut_10"})
@@ -149,14 +154,16 @@ def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[floa
     return (diffs[worst] if worst is not None else 0.0), worst
 
 
-def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLike, *,
-                             judgments: Judgments | None = None) -> PytrecComparison:
+def compare_with_pytrec_eval(
+    qrels: Mapping[str, Mapping[str, int]], run: RunLike, *, judgments: Judgments | None = None
+) -> PytrecComparison:
     """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`).
     ``judgments``: ``Judgments.from_qrels(qrels)`` if the caller has it already."""
     table = _as_table(run)
     judgments = judgments or Judgments.from_qrels(qrels)
-    ours = dict(zip(judgments.qids, evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist(),
-                    strict=True))
+    ours = dict(
+        zip(judgments.qids, evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist(), strict=True)
+    )
     theirs = pytrec_ndcg10(qrels, table)
     raw = pytrec_ndcg10(qrels, table, rank_faithful=False)
     n = len(qrels)
@@ -179,8 +186,10 @@ def compare_with_pytrec_eval(qrels: Mapping[str, Mapping[str, int]], run: RunLik
     )
 
 
-CHOICE = ("one run per stage: the best model's run at depth 100 (else at the deepest depth); a stage without "
-          "reranked runs: its first-stage run")
+CHOICE = (
+    "one run per stage: the best model's run at depth 100 (else at the deepest depth); a stage without "
+    "reranked runs: its first-stage run"
+)
 
 
 def checked_run(stage: StageResult) -> RunResult:
@@ -197,8 +206,11 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]
     """Plan check 2 on one run per stage (:func:`checked_run`): the verdict recorded in study.json.
 
     ``passed`` is None (and ``not_run`` says why) only when pytrec_eval cannot be imported."""
-    verdict: dict[str, Any] = {"tolerance": PYTREC_EVAL_TOLERANCE, "reference": "pytrec_eval ndcg_cut_10",
-                               "choice": CHOICE}
+    verdict: dict[str, Any] = {
+        "tolerance": PYTREC_EVAL_TOLERANCE,
+        "reference": "pytrec_eval ndcg_cut_10",
+        "choice": CHOICE,
+    }
     try:
         _import_pytrec_eval()
     except RuntimeError as exc:

@@ -16,8 +16,18 @@ import numpy as np
 
 from analysis.floatsum import ltr_sum
 
-__all__ = ["CUTOFF", "LABEL_FIX", "LABEL_RULE", "MAX_LABEL", "MIN_LABEL", "UNJUDGED", "Judgments",
-           "dcg_discount", "label_problem", "labels_out_of_range"]
+__all__ = [
+    "CUTOFF",
+    "LABEL_FIX",
+    "LABEL_RULE",
+    "MAX_LABEL",
+    "MIN_LABEL",
+    "UNJUDGED",
+    "Judgments",
+    "dcg_discount",
+    "label_problem",
+    "labels_out_of_range",
+]
 
 CUTOFF = 10  # nDCG@10: the ideal DCG is computed to this depth
 UNJUDGED: Final = -(2**62)  # relevance marker of an unjudged row: outside MIN_LABEL..MAX_LABEL, never a label
@@ -91,13 +101,21 @@ class Judgments:
                 rels.append(r)
         _check_labels(qrels, rels)
         order = np.argsort(np.asarray(keys, dtype=np.int64), kind="stable")
-        return cls(qids, qrels, idcg, nrel, doc_index, np.asarray(keys, dtype=np.int64)[order],
-                   np.asarray(rels, dtype=np.int64)[order])
+        return cls(
+            qids,
+            qrels,
+            idcg,
+            nrel,
+            doc_index,
+            np.asarray(keys, dtype=np.int64)[order],
+            np.asarray(rels, dtype=np.int64)[order],
+        )
 
     def relevance(self, row_query: np.ndarray, docids: Sequence[str]) -> np.ndarray:
         """Relevance of each row (query index into ``qids``, docid); :data:`UNJUDGED` where not judged."""
-        doc = np.fromiter(map(self.doc_index.get, docids, itertools.repeat(-1)), dtype=np.int64,
-                          count=len(docids))
+        doc = np.fromiter(
+            map(self.doc_index.get, docids, itertools.repeat(-1)), dtype=np.int64, count=len(docids)
+        )
         return self.relevance_of(row_query, doc)
 
     def relevance_of(self, row_query: np.ndarray, doc: np.ndarray) -> np.ndarray:
@@ -120,5 +138,6 @@ def _check_labels(qrels: Mapping[str, Mapping[str, int]], rels: list[int]) -> No
             for d, r in judged.items():
                 problem = label_problem(r)
                 if problem is not None:
-                    raise ValueError(f"qrels query {q!r}, passage {d!r}: expected {problem}. "
-                                     f"Fix: {LABEL_FIX}")
+                    raise ValueError(
+                        f"qrels query {q!r}, passage {d!r}: expected {problem}. Fix: {LABEL_FIX}"
+                    )

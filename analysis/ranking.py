@@ -36,4 +36,3 @@ def rank_by_score(docids: Sequence[str], scores: Sequence[float]) -> list[tuple[
         raise ValueError("NaN score: no order is defined; fix the scorer")
     order = np.argsort(-values, kind="stable")
     return [(docids[i], float(values[i])) for i in order.tolist()]
-

@@ -41,19 +41,23 @@ def font_path() -> Path:
     spec = importlib.util.find_spec("matplotlib")
     origin = spec.origin if spec is not None else None
     if origin is None:
-        raise RuntimeError("the figures' font comes with matplotlib, which is not installed: "
-                           "run `uv sync --locked`")
+        raise RuntimeError(
+            "the figures' font comes with matplotlib, which is not installed: run `uv sync --locked`"
+        )
     path = Path(origin).parent / "mpl-data" / "fonts" / "ttf" / _FONT
     if not path.is_file():
-        raise RuntimeError(f"{path}: the figures' font is missing from matplotlib's package data; "
-                           "reinstall it with `uv sync --locked --reinstall-package matplotlib`")
+        raise RuntimeError(
+            f"{path}: the figures' font is missing from matplotlib's package data; "
+            "reinstall it with `uv sync --locked --reinstall-package matplotlib`"
+        )
     return path
 
 
 @lru_cache(maxsize=16)
 def _font(size_pt: float) -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(str(font_path()), size=max(1, round(pt(size_pt))),
-                              layout_engine=ImageFont.Layout.BASIC)
+    return ImageFont.truetype(
+        str(font_path()), size=max(1, round(pt(size_pt))), layout_engine=ImageFont.Layout.BASIC
+    )
 
 
 def nice_ticks(low: float, high: float, most: int = 7) -> tuple[list[float], int]:
@@ -113,8 +117,13 @@ class Canvas:
         self.image = Image.new("RGB", (self.width * SCALE, self.height * SCALE), "white")
         self.draw = ImageDraw.Draw(self.image)
 
-    def line(self, points: Sequence[tuple[float, float]], colour: str, width_pt: float,
-             dash: tuple[float, float] | None = None) -> None:
+    def line(
+        self,
+        points: Sequence[tuple[float, float]],
+        colour: str,
+        width_pt: float,
+        dash: tuple[float, float] | None = None,
+    ) -> None:
         """A polyline in output pixels; ``dash`` (on, off) in points for a dashed straight segment."""
         w = max(1, round(pt(width_pt) * SCALE))
         if dash is None or len(points) != 2:
@@ -127,8 +136,10 @@ class Canvas:
         while start < length:
             end = min(start + on, length)
             a, b = start / length, end / length
-            segment = [((x0 + a * (x1 - x0)) * SCALE, (y0 + a * (y1 - y0)) * SCALE),
-                       ((x0 + b * (x1 - x0)) * SCALE, (y0 + b * (y1 - y0)) * SCALE)]
+            segment = [
+                ((x0 + a * (x1 - x0)) * SCALE, (y0 + a * (y1 - y0)) * SCALE),
+                ((x0 + b * (x1 - x0)) * SCALE, (y0 + b * (y1 - y0)) * SCALE),
+            ]
             self.draw.line(segment, fill=colour, width=w)
             start = end + off
 
@@ -146,14 +157,26 @@ class Canvas:
             self.draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=face, outline=colour, width=edge)
         elif kind in ("^", "v"):
             s = 1 if kind == "^" else -1
-            self.draw.polygon([(cx, cy - s * r), (cx - r, cy + s * r), (cx + r, cy + s * r)], fill=face,
-                              outline=colour, width=edge)
+            self.draw.polygon(
+                [(cx, cy - s * r), (cx - r, cy + s * r), (cx + r, cy + s * r)],
+                fill=face,
+                outline=colour,
+                width=edge,
+            )
         else:
             for dx in (-r, r):
                 self.draw.line([(cx - r, cy - dx), (cx + r, cy + dx)], fill=colour, width=edge)
 
-    def text(self, x: float, y: float, text: str, size_pt: float, ha: str = "center", va: str = "center",
-             colour: str = "black") -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        size_pt: float,
+        ha: str = "center",
+        va: str = "center",
+        colour: str = "black",
+    ) -> None:
         """Text at output pixel ``(x, y)``; ``ha``: left, center, right; ``va``: top, center, bottom."""
         self.texts.append((x, y, text, size_pt, ha, va, colour))
 
@@ -168,7 +191,8 @@ class Canvas:
         for x, y, text, size, ha, va, colour in self.texts:
             for i, line in enumerate(text.split("\n")):
                 dy = i * pt(size) * 1.2
-                draw.text((x, y + dy), line, fill=colour, font=_font(size),
-                          anchor=anchors[0][ha] + anchors[1][va])
+                draw.text(
+                    (x, y + dy), line, fill=colour, font=_font(size), anchor=anchors[0][ha] + anchors[1][va]
+                )
         path.parent.mkdir(parents=True, exist_ok=True)
         out.save(path, format="PNG", compress_level=1)

@@ -39,12 +39,22 @@ if TYPE_CHECKING:
 
     from analysis.trec_fast import FastRun
 
-__all__ = ["CandidateIndex", "RankedIds", "ReorderingBreak", "check_reordering", "check_run_files",
-           "name_codes", "read_ids", "reordering_break"]
+__all__ = [
+    "CandidateIndex",
+    "RankedIds",
+    "ReorderingBreak",
+    "check_reordering",
+    "check_run_files",
+    "name_codes",
+    "read_ids",
+    "reordering_break",
+]
 
 RERANKED_KIND = "reranked run file"
-FIX = ("rerank the stage's committed first-stage run again (bench quality writes only its candidates), or "
-       "restore the run file the study wrote")
+FIX = (
+    "rerank the stage's committed first-stage run again (bench quality writes only its candidates), or "
+    "restore the run file the study wrote"
+)
 
 
 @dataclass(frozen=True)
@@ -125,8 +135,16 @@ class CandidateIndex:
         row_of_code[codes[once[codes]]] = rows[once[codes]]
         keys = query[rows] * n_names + codes  # unique: an id appears once per query
         order = np.argsort(keys, kind="stable")
-        return cls(ids, depth, query, pos, np.minimum(np.diff(ids.offsets), depth), row_of_code, keys[order],
-                   rows[order])
+        return cls(
+            ids,
+            depth,
+            query,
+            pos,
+            np.minimum(np.diff(ids.offsets), depth),
+            row_of_code,
+            keys[order],
+            rows[order],
+        )
 
 
 def name_codes(first: RankedIds, runs: Sequence[RankedIds]) -> list[np.ndarray]:
@@ -144,15 +162,24 @@ def name_codes(first: RankedIds, runs: Sequence[RankedIds]) -> list[np.ndarray]:
     return np.split(flat, np.cumsum([len(r.names) for r in runs])[:-1])
 
 
-def reordering_break(first: RankedIds | CandidateIndex, run: RankedIds, k: int, depth: int = QUALITY_DEPTH,
-                     *, codes: np.ndarray | None = None) -> ReorderingBreak | None:
+def reordering_break(
+    first: RankedIds | CandidateIndex,
+    run: RankedIds,
+    k: int,
+    depth: int = QUALITY_DEPTH,
+    *,
+    codes: np.ndarray | None = None,
+) -> ReorderingBreak | None:
     """Where ``run`` (a reranked run at depth ``k``) breaks the invariant against ``first`` (its stage's
     first-stage run, or its :class:`CandidateIndex`), or None. The first break in query order (qids
     sorted), then rank order. ``codes``: :func:`name_codes` of ``run``, when computed for a whole stage."""
     if k < 1:
         raise ValueError(f"depth must be positive, got {k}")
-    index = first if isinstance(first, CandidateIndex) and first.depth == depth else CandidateIndex.of(
-        first.ids if isinstance(first, CandidateIndex) else first, depth)
+    index = (
+        first
+        if isinstance(first, CandidateIndex) and first.depth == depth
+        else CandidateIndex.of(first.ids if isinstance(first, CandidateIndex) else first, depth)
+    )
     f = index.ids
     if run.qids == f.qids:
         fq_of = np.arange(len(f.qids), dtype=np.int64)
@@ -180,13 +207,23 @@ def reordering_break(first: RankedIds | CandidateIndex, run: RankedIds, k: int, 
     if first_bad < 0 and short.size == 0:
         return None
     if first_bad >= 0 and (short.size == 0 or r_query[first_bad] <= short[0]):
-        return _row_break(f, run, k, depth, first_bad, int(r_query[first_bad]), int(fq[first_bad]),
-                          int(fpos[first_bad]), int(r_pos[first_bad]))
+        return _row_break(
+            f,
+            run,
+            k,
+            depth,
+            first_bad,
+            int(r_query[first_bad]),
+            int(fq[first_bad]),
+            int(fpos[first_bad]),
+            int(r_pos[first_bad]),
+        )
     return _missing_break(f, run, int(short[0]), int(fq_of[short[0]]), depth)
 
 
-def _row_break(first: RankedIds, run: RankedIds, k: int, depth: int, row: int, rq: int, fq: int, fpos: int,
-               pos: int) -> ReorderingBreak:
+def _row_break(
+    first: RankedIds, run: RankedIds, k: int, depth: int, row: int, rq: int, fq: int, fpos: int, pos: int
+) -> ReorderingBreak:
     qid, docid, rank = run.qids[rq], run.docid(row), pos + 1
     if fq < 0:
         return ReorderingBreak(qid, rank, docid, "the first-stage run has no candidates for this query")
@@ -195,14 +232,25 @@ def _row_break(first: RankedIds, run: RankedIds, k: int, depth: int, row: int, r
         same = [i for i in range(a, b) if first.docid(i) == docid]
         if same:
             where = same[0] - a + 1
-            return ReorderingBreak(qid, rank, docid, f"the first stage ranks it {where}, outside its {depth} "
-                                   "candidates")
+            return ReorderingBreak(
+                qid, rank, docid, f"the first stage ranks it {where}, outside its {depth} candidates"
+            )
         return ReorderingBreak(qid, rank, docid, "not a first-stage candidate of this query (a foreign id)")
     if pos < k:
-        return ReorderingBreak(qid, rank, docid, f"the first stage ranks it {fpos + 1}, beyond k = {k}: only "
-                               f"its first {k} may be reordered into the top {k}")
-    return ReorderingBreak(qid, rank, docid, f"the first stage ranks it {fpos + 1}; ranks after k = {k} keep "
-                           f"the first stage's order (its rank {rank} is {first.docid(a + pos)!r})")
+        return ReorderingBreak(
+            qid,
+            rank,
+            docid,
+            f"the first stage ranks it {fpos + 1}, beyond k = {k}: only "
+            f"its first {k} may be reordered into the top {k}",
+        )
+    return ReorderingBreak(
+        qid,
+        rank,
+        docid,
+        f"the first stage ranks it {fpos + 1}; ranks after k = {k} keep "
+        f"the first stage's order (its rank {rank} is {first.docid(a + pos)!r})",
+    )
 
 
 def _missing_break(first: RankedIds, run: RankedIds, rq: int, fq: int, depth: int) -> ReorderingBreak:
@@ -211,8 +259,13 @@ def _missing_break(first: RankedIds, run: RankedIds, rq: int, fq: int, depth: in
     a = int(first.offsets[fq])
     n = min(int(first.offsets[fq + 1]) - a, depth)
     pos = next(p for p in range(n) if first.docid(a + p) not in held)
-    return ReorderingBreak(qid, None, first.docid(a + pos), f"the first stage's candidate at its rank "
-                           f"{pos + 1} is missing ({len(held)} of its {n} candidates held)")
+    return ReorderingBreak(
+        qid,
+        None,
+        first.docid(a + pos),
+        f"the first stage's candidate at its rank "
+        f"{pos + 1} is missing ({len(held)} of its {n} candidates held)",
+    )
 
 
 def _line_of(path: Path, qid: str, docid: str) -> int | None:
@@ -228,9 +281,17 @@ def _line_of(path: Path, qid: str, docid: str) -> int | None:
     return None
 
 
-def check_reordering(first: RankedIds | CandidateIndex, run: RankedIds, k: int, *, run_path: Path,
-                     first_name: str, depth: int = QUALITY_DEPTH, codes: np.ndarray | None = None,
-                     shown_as: str | None = None) -> None:
+def check_reordering(
+    first: RankedIds | CandidateIndex,
+    run: RankedIds,
+    k: int,
+    *,
+    run_path: Path,
+    first_name: str,
+    depth: int = QUALITY_DEPTH,
+    codes: np.ndarray | None = None,
+    shown_as: str | None = None,
+) -> None:
     """Raise :class:`TrecFormatError` (file and line of ``run_path``, query, id, rank, fix) when ``run``
     breaks the invariant against ``first`` (named ``first_name`` in the message; the run file is named
     ``shown_as``, default ``run_path``)."""
@@ -240,9 +301,13 @@ def check_reordering(first: RankedIds | CandidateIndex, run: RankedIds, k: int, 
     line = _line_of(run_path, found.qid, found.docid) if found.rank is not None else None
     at = f"rank {found.rank} holds {found.docid!r}" if found.rank is not None else f"{found.docid!r}"
     raise TrecFormatError(
-        shown_as or run_path, line,
+        shown_as or run_path,
+        line,
         f"per query exactly the candidates of {first_name} (its first {depth}), ranks 1..{k} reordered and "
-        f"later ranks in its order; in query {found.qid!r} {at}: {found.why}", FIX, RERANKED_KIND)
+        f"later ranks in its order; in query {found.qid!r} {at}: {found.why}",
+        FIX,
+        RERANKED_KIND,
+    )
 
 
 def check_run_files(first_path: Path, runs: Sequence[tuple[Path, int]], *, first_name: str) -> None:
@@ -252,9 +317,13 @@ def check_run_files(first_path: Path, runs: Sequence[tuple[Path, int]], *, first
         return
     if not first_path.is_file():
         names = ", ".join(p.name for p, _ in runs)
-        raise TrecFormatError(first_path, None, f"the first-stage run {first_name}, which the reranked runs "
-                              f"{names} reorder", "add the stage's first-stage run to the runs folder",
-                              RERANKED_KIND)
+        raise TrecFormatError(
+            first_path,
+            None,
+            f"the first-stage run {first_name}, which the reranked runs {names} reorder",
+            "add the stage's first-stage run to the runs folder",
+            RERANKED_KIND,
+        )
     index = CandidateIndex.of(read_ids(first_path))
     for path, k in runs:
         check_reordering(index, read_ids(path), k, run_path=path, first_name=first_name)

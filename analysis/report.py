@@ -89,18 +89,28 @@ SETTINGS: dict[str, Any] = {
 def _run_record(r: RunResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> dict[str, Any]:
     note = flag_note(r, flags, stage_flags)
     return {
-        "model": r.model, "depth": r.depth, "run": r.path, "sha256": r.sha256, "means": r.means,
-        "intervals": r.intervals, "flagged": note is not None, "flag_note": note,
-        "queries_present": r.queries_present, "queries_missing": list(r.missing),
-        "rated": r.not_rated is None, "not_rated": r.not_rated,
+        "model": r.model,
+        "depth": r.depth,
+        "run": r.path,
+        "sha256": r.sha256,
+        "means": r.means,
+        "intervals": r.intervals,
+        "flagged": note is not None,
+        "flag_note": note,
+        "queries_present": r.queries_present,
+        "queries_missing": list(r.missing),
+        "rated": r.not_rated is None,
+        "not_rated": r.not_rated,
     }
 
 
-def stage_record(s: StageResult, flags: Mapping[str, str],
-                 stage_flags: Mapping[str, str] | None = None) -> dict[str, Any]:
+def stage_record(
+    s: StageResult, flags: Mapping[str, str], stage_flags: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     sf = stage_flags or {}
     return {
-        "stage": s.stage, "corpus": corpus_of(s.stage),
+        "stage": s.stage,
+        "corpus": corpus_of(s.stage),
         "first_stage": _run_record(s.first_stage, flags, sf),
         "runs": [_run_record(r, flags, sf) for r in s.runs],
         "families": s.families,
@@ -128,11 +138,15 @@ def _p(x: float) -> str:
 
 def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mapping[str, str]) -> list[str]:
     f = s.first_stage
-    lines = [f"## {s.stage} (corpus {corpus_of(s.stage)})", "",
-             f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
-             f"reordering of the top 100) {_pts(f.means['ceiling'])}. Queries without candidates: "
-             f"{len(f.missing)} of {f.queries_present + len(f.missing)}"
-             + (f" ({_ids(f.missing)}; each scores 0 in every run of this stage)." if f.missing else "."), ""]
+    lines = [
+        f"## {s.stage} (corpus {corpus_of(s.stage)})",
+        "",
+        f"First stage: Recall@100 {_pts(f.means['recall@100'])}, ceiling (nDCG@10 of a perfect "
+        f"reordering of the top 100) {_pts(f.means['ceiling'])}. Queries without candidates: "
+        f"{len(f.missing)} of {f.queries_present + len(f.missing)}"
+        + (f" ({_ids(f.missing)}; each scores 0 in every run of this stage)." if f.missing else "."),
+        "",
+    ]
     comparisons: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
     for fam in s.families:
         kind = fam["id"].rsplit("/", 1)[1]
@@ -147,9 +161,20 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mappi
     def row(r: RunResult) -> str:
         m = r.means
         name = run_label(r, flags, stage_flags)
-        cells = [name, _pts(m["ndcg@10"]), _ci(r, "ndcg@10"), _pts(m["ndcg'@10"]), _pts(m["hit@5"]),
-                 _ci(r, "hit@5"), _pts(m["hit@10"]), _pts(m["recall@5"]), _pts(m["recall@10"]),
-                 _pts(m["recall@20"]), _pts(m["mrr@10"]), _pts(m["judged@10"])]
+        cells = [
+            name,
+            _pts(m["ndcg@10"]),
+            _ci(r, "ndcg@10"),
+            _pts(m["ndcg'@10"]),
+            _pts(m["hit@5"]),
+            _ci(r, "hit@5"),
+            _pts(m["hit@10"]),
+            _pts(m["recall@5"]),
+            _pts(m["recall@10"]),
+            _pts(m["recall@20"]),
+            _pts(m["mrr@10"]),
+            _pts(m["judged@10"]),
+        ]
         for kind in ("vs-first-stage", "vs-best"):
             c = comparisons.get((kind, r.model, r.depth))
             if c is None:
@@ -165,9 +190,11 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mappi
         best = s.best.get(depth)
         unrated = [r for r in s.runs if r.depth == depth and r.not_rated]
         if unrated:
-            sentence = (f"No winner at {s.stage}, depth {depth}: "
-                        + "; ".join(f"{r.model} is {r.not_rated}" for r in unrated)
-                        + ", so no model can be shown clearly better than every other.")
+            sentence = (
+                f"No winner at {s.stage}, depth {depth}: "
+                + "; ".join(f"{r.model} is {r.not_rated}" for r in unrated)
+                + ", so no model can be shown clearly better than every other."
+            )
         else:
             sentence = winner_sentence(s.stage, depth, best, s.winner[depth])
         if s.winner[depth] and best is not None and best in flags and "Note:" not in sentence:
@@ -185,21 +212,31 @@ def pytrec_section(ctx: ReportContext) -> list[str]:
 
 
 def verdict_lines(verdict: Mapping[str, Any]) -> list[str]:
-    head = (f"Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance {verdict['tolerance']}, "
-            "rank-faithful and, on queries without tied scores, in pytrec_eval's own ordering): ")
+    head = (
+        f"Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance {verdict['tolerance']}, "
+        "rank-faithful and, on queries without tied scores, in pytrec_eval's own ordering): "
+    )
     if verdict["passed"] is None:
         return [head + f"NOT RUN: {verdict['not_run']}"]
     lines = [head + _verdict_word(verdict)]
     for c in verdict["runs"]:
-        own = (f"own ordering largest difference {c['own_order_max_abs_diff']:.1e} on "
-               f"{c['own_order_queries']} queries" if c["own_order_checked"] else "own ordering not compared")
+        own = (
+            f"own ordering largest difference {c['own_order_max_abs_diff']:.1e} on "
+            f"{c['own_order_queries']} queries"
+            if c["own_order_checked"]
+            else "own ordering not compared"
+        )
         own += f" ({c['queries_with_ties']} queries with tied scores left out)"
-        lines.append(f"- {c['run']}: {_verdict_word(c)}, largest per-query difference "
-                     f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}")
+        lines.append(
+            f"- {c['run']}: {_verdict_word(c)}, largest per-query difference "
+            f"{c['max_abs_diff']:.1e} (query {c['worst_qid']}), {own}"
+        )
     if "NOT COMPARED" in {_verdict_word(c) for c in verdict["runs"]}:
-        lines.append("NOT COMPARED: no query of that run could be compared in pytrec_eval's own order (every "
-                     "one has tied scores); how its rows were ordered was not checked, so the check did not "
-                     "pass")
+        lines.append(
+            "NOT COMPARED: no query of that run could be compared in pytrec_eval's own order (every "
+            "one has tied scores); how its rows were ordered was not checked, so the check did not "
+            "pass"
+        )
     return lines
 
 
@@ -340,18 +377,41 @@ def write_report(
             else:
                 print(f"Warning: {line}", file=sys.stderr)
         options = {**(section_options or {}), "warn": warn}
-        return _write_report_locked(runs_dir, qrels_path, out_dir, title=title, header_lines=header_lines,
-                                    flags=flags, figures=figures, stage_flags=stage_flags,
-                                    section_options=options, costs=costs, latency_dir=latency_dir)
+        return _write_report_locked(
+            runs_dir,
+            qrels_path,
+            out_dir,
+            title=title,
+            header_lines=header_lines,
+            flags=flags,
+            figures=figures,
+            stage_flags=stage_flags,
+            section_options=options,
+            costs=costs,
+            latency_dir=latency_dir,
+        )
 
 
-def _write_report_locked(runs_dir: Path, qrels_path: Path, out_dir: Path, *, title: str | None,
-                         header_lines: Sequence[str], flags: Mapping[str, str] | None, figures: bool,
-                         stage_flags: Mapping[str, str] | None, section_options: Mapping[str, Any] | None,
-                         costs: CostInputs | None, latency_dir: Path | None) -> Path:
-    check_out_dir(out_dir, folder_files={e: OWNED_FOLDERS[e] for e in OWNED if e in OWNED_FOLDERS},
-                  files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
-                  inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir})
+def _write_report_locked(
+    runs_dir: Path,
+    qrels_path: Path,
+    out_dir: Path,
+    *,
+    title: str | None,
+    header_lines: Sequence[str],
+    flags: Mapping[str, str] | None,
+    figures: bool,
+    stage_flags: Mapping[str, str] | None,
+    section_options: Mapping[str, Any] | None,
+    costs: CostInputs | None,
+    latency_dir: Path | None,
+) -> Path:
+    check_out_dir(
+        out_dir,
+        folder_files={e: OWNED_FOLDERS[e] for e in OWNED if e in OWNED_FOLDERS},
+        files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
+        inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir},
+    )
     all_flags = {**default_flags(), **(flags or {})}
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
@@ -360,11 +420,27 @@ def _write_report_locked(runs_dir: Path, qrels_path: Path, out_dir: Path, *, tit
     if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
         records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
         costs_record = compute_costs(records, runs_dir, qrels_path, costs)
-    options = {**(section_options or {}), "figures": figures, "latency_dir": latency_dir,
-               "costs_record": costs_record, "out_dir": out_dir}  # fmt: skip
+    options = {
+        **(section_options or {}),
+        "figures": figures,
+        "latency_dir": latency_dir,
+        "costs_record": costs_record,
+        "out_dir": out_dir,
+    }
     with built_beside(out_dir, OWNED) as build:
-        _write_quality(runs_dir, qrels_path, build, stages, inputs, all_flags, stage_flags, title=title,
-                       header_lines=header_lines, figures=figures, options=options)
+        _write_quality(
+            runs_dir,
+            qrels_path,
+            build,
+            stages,
+            inputs,
+            all_flags,
+            stage_flags,
+            title=title,
+            header_lines=header_lines,
+            figures=figures,
+            options=options,
+        )
         stamp_tree(build, code_record())  # every file names the code that wrote it (analysis.codeinfo)
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
@@ -377,13 +453,18 @@ def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | N
     rerun without ``--prices`` or ``--latency`` drops them. Not a key of study.json: ``bench audit``
     recomputes the report without the prices and compares study.json byte for byte."""
     sections = [e for sec in SECTIONS for e in sec.entries]
-    dropped = [e for e in sections if ((out_dir / e).exists() or (out_dir / e).is_symlink())
-               and not (build / e).exists()]
+    dropped = [
+        e
+        for e in sections
+        if ((out_dir / e).exists() or (out_dir / e).is_symlink()) and not (build / e).exists()
+    ]
     for entry in dropped:
         if warn is not None:
-            warn(f"{out_dir / entry}: an earlier report's {entry} that this report does not write (no "
-                 "--prices / --latency / input for it this time) is removed with the swap; pass its inputs "
-                 "again to keep it")
+            warn(
+                f"{out_dir / entry}: an earlier report's {entry} that this report does not write (no "
+                "--prices / --latency / input for it this time) is removed with the swap; pass its inputs "
+                "again to keep it"
+            )
     return dropped
 
 
@@ -399,7 +480,8 @@ def _intro_markdown(inputs: Mapping[str, Any], title: str | None, header_lines: 
         f"({RANDOMISATION_RESAMPLES:,} sign flips, seed {SEED}) on nDCG@10; Holm per stage, depth and "
         "family; "
         f"alpha {ALPHA}. Wording: clearly better = significant and >= {CLEARLY_BETTER_POINTS} points; "
-        "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE, "",
+        "measurably better = significant, smaller; otherwise on par. " + WORSE_WORDING_NOTE,
+        "",
         f"{HIT_RATE_NOTE} Numbers from different corpora are never compared directly (plan): every "
         "comparison below is within one stage, and stages of different corpora (71k, full) are never set "
         "against each other.",
@@ -412,42 +494,69 @@ def _intro_markdown(inputs: Mapping[str, Any], title: str | None, header_lines: 
     return md
 
 
-def _marks_markdown(stages: list[StageResult], all_flags: Mapping[str, str],
-                    stage_flags: Mapping[str, str]) -> list[str]:
+def _marks_markdown(
+    stages: list[StageResult], all_flags: Mapping[str, str], stage_flags: Mapping[str, str]
+) -> list[str]:
     """The contamination flags, the declared stand-ins and the incomplete runs, each a paragraph."""
     md: list[str] = []
-    marked = [f"{m}: {n}" for m, n in sorted(all_flags.items()) if any(r.model == m for s in stages
-                                                                        for r in s.runs)]
-    marked += [f"first stage of {st}: {stage_flags[st]}" for st in sorted(stage_flags)
-               if any(s.stage == st for s in stages)]
+    marked = [
+        f"{m}: {n}" for m, n in sorted(all_flags.items()) if any(r.model == m for s in stages for r in s.runs)
+    ]
+    marked += [
+        f"first stage of {st}: {stage_flags[st]}"
+        for st in sorted(stage_flags)
+        if any(s.stage == st for s in stages)
+    ]
     if marked:
         md.append("† contamination-flagged: " + "; ".join(marked))
         md.append("")
     standins = sorted({r.model for s in stages for r in s.runs if r.model and is_standin(r.model)})
     if standins:
-        md.append(f"{STANDIN_MARK} declared rehearsal stand-in, not a plan model: "
-                  + "; ".join(f"{m} ({RUN_IDS[m].what})" for m in standins))
+        md.append(
+            f"{STANDIN_MARK} declared rehearsal stand-in, not a plan model: "
+            + "; ".join(f"{m} ({RUN_IDS[m].what})" for m in standins)
+        )
         md.append("")
-    incomplete = [f"{s.stage}/{r.model}@{r.depth}: {r.not_rated} ({_ids(r.missing)})"
-                  for s in stages for r in s.runs if r.not_rated]
+    incomplete = [
+        f"{s.stage}/{r.model}@{r.depth}: {r.not_rated} ({_ids(r.missing)})"
+        for s in stages
+        for r in s.runs
+        if r.not_rated
+    ]
     if incomplete:
-        md.append("Incomplete runs (a query missing from a run scores 0) are marked in their row and not "
-                  "rated: " + "; ".join(incomplete))
+        md.append(
+            "Incomplete runs (a query missing from a run scores 0) are marked in their row and not "
+            "rated: " + "; ".join(incomplete)
+        )
         md.append("")
     return md
 
 
-def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list[StageResult],
-                   inputs: dict[str, Any], all_flags: Mapping[str, str], stage_flags: Mapping[str, str], *,
-                   title: str | None, header_lines: Sequence[str], figures: bool,
-                   options: Mapping[str, Any]) -> None:
+def _write_quality(
+    runs_dir: Path,
+    qrels_path: Path,
+    out_dir: Path,
+    stages: list[StageResult],
+    inputs: dict[str, Any],
+    all_flags: Mapping[str, str],
+    stage_flags: Mapping[str, str],
+    *,
+    title: str | None,
+    header_lines: Sequence[str],
+    figures: bool,
+    options: Mapping[str, Any],
+) -> None:
     records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
     for stage, rec in records.items():
         write_json_atomic(out_dir / "quality" / f"{stage}.json", rec)
-    study = {"settings": SETTINGS, "inputs": inputs, "stages": sorted(records),
-             "flags": {m: all_flags[m] for m in sorted(all_flags)},
-             "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
-             "winners": {s: r["winner"] for s, r in records.items()}}
+    study = {
+        "settings": SETTINGS,
+        "inputs": inputs,
+        "stages": sorted(records),
+        "flags": {m: all_flags[m] for m in sorted(all_flags)},
+        "first_stage_flags": {s: stage_flags[s] for s in sorted(stage_flags)},
+        "winners": {s: r["winner"] for s, r in records.items()},
+    }
 
     md = _intro_markdown(inputs, title, header_lines)
     md += _marks_markdown(stages, all_flags, stage_flags)
@@ -460,13 +569,17 @@ def _write_quality(runs_dir: Path, qrels_path: Path, out_dir: Path, stages: list
 
         for s in stages:
             stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
-    context = ReportContext(runs_dir, qrels_path, out_dir, stages, inputs, all_flags, stage_flags, study,
-                            options)
+    context = ReportContext(
+        runs_dir, qrels_path, out_dir, stages, inputs, all_flags, stage_flags, study, options
+    )
     for section in SECTIONS:
         md += section.write(context)
     dropped = _dropped_entries(options["out_dir"], out_dir, options.get("warn"))
     if dropped:
-        md += ["Removed from the earlier report in this folder (not produced by this one): "
-               + ", ".join(dropped), ""]
+        md += [
+            "Removed from the earlier report in this folder (not produced by this one): "
+            + ", ".join(dropped),
+            "",
+        ]
     write_json_atomic(out_dir / "quality" / "study.json", study)
     write_bytes_atomic(out_dir / "report.md", ("\n".join(md).rstrip() + "\n").encode("utf-8"))

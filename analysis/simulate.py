@@ -48,16 +48,29 @@ class SimulationResult:
     def as_dict(self) -> dict[str, Any]:
         n = self.studies
         return {
-            "studies": n, "models": self.models, "base_ndcg10": self.base_ndcg10,
-            "null_signal": self.null_signal, "effect_signal": self.effect_signal,
-            "correlation": self.correlation, "sd_effect_differences": self.sd_effect_differences,
-            "rates": {k: {"rate": v, "standard_error": math.sqrt(v * (1 - v) / n) if n else None}
-                      for k, v in sorted(self.rates.items())},
+            "studies": n,
+            "models": self.models,
+            "base_ndcg10": self.base_ndcg10,
+            "null_signal": self.null_signal,
+            "effect_signal": self.effect_signal,
+            "correlation": self.correlation,
+            "sd_effect_differences": self.sd_effect_differences,
+            "rates": {
+                k: {"rate": v, "standard_error": math.sqrt(v * (1 - v) / n) if n else None}
+                for k, v in sorted(self.rates.items())
+            },
         }
 
 
-def _one_study(c: Candidates, j: Judgments, rng: np.random.Generator, signals: Mapping[str, float],
-               first_signal: float, depth: int, correlation: float) -> StageResult:
+def _one_study(
+    c: Candidates,
+    j: Judgments,
+    rng: np.random.Generator,
+    signals: Mapping[str, float],
+    first_signal: float,
+    depth: int,
+    correlation: float,
+) -> StageResult:
     first_scores = system_scores(c, first_signal, rng)
     common = rng.standard_normal(c.relevant.size)  # shared by the models of this study
 
@@ -80,9 +93,16 @@ def _one_study(c: Candidates, j: Judgments, rng: np.random.Generator, signals: M
     return stage
 
 
-def simulate(qrels: Mapping[str, Mapping[str, int]], *, studies: int = 200, models: int = 9,
-             base_ndcg10: float = 0.5, seed: int = 7, depth: int = 100,
-             correlation: float = 0.5) -> SimulationResult:
+def simulate(
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    studies: int = 200,
+    models: int = 9,
+    base_ndcg10: float = 0.5,
+    seed: int = 7,
+    depth: int = 100,
+    correlation: float = 0.5,
+) -> SimulationResult:
     """Simulate ``studies`` null and ``studies`` effect studies; ``correlation`` is the share of the models'
     score noise that they have in common (rerankers of one stage tend to agree)."""
     if not 0 <= correlation < 1:
@@ -93,9 +113,20 @@ def simulate(qrels: Mapping[str, Mapping[str, int]], *, studies: int = 200, mode
     effect_signal = calibrate_signal(c, j, base_ndcg10 + CLEARLY_BETTER_POINTS / 100, seed=seed + 1)
     rng = np.random.default_rng(seed)
     names = [f"m{i}" for i in range(models)]
-    counts = dict.fromkeys(("fwer_vs_first_stage", "fwer_vs_best", "any_wording_not_on_par_null",
-                            "power_vs_first_stage", "power_vs_all_others", "clearly_better_than_first_stage",
-                            "winner_declared_null", "winner_declared_effect", "effect_model_is_best"), 0)
+    counts = dict.fromkeys(
+        (
+            "fwer_vs_first_stage",
+            "fwer_vs_best",
+            "any_wording_not_on_par_null",
+            "power_vs_first_stage",
+            "power_vs_all_others",
+            "clearly_better_than_first_stage",
+            "winner_declared_null",
+            "winner_declared_effect",
+            "effect_model_is_best",
+        ),
+        0,
+    )
     sds: list[float] = []
     for _ in range(studies):
         null = _one_study(c, j, rng, dict.fromkeys(names, null_signal), null_signal, depth, correlation)
@@ -103,7 +134,8 @@ def simulate(qrels: Mapping[str, Mapping[str, int]], *, studies: int = 200, mode
         counts["fwer_vs_first_stage"] += any(x["significant"] for x in fam["vs-first-stage"])
         counts["fwer_vs_best"] += any(x["significant"] for x in fam["vs-best"])
         counts["any_wording_not_on_par_null"] += any(
-            x["wording"] != "on par" for f in fam.values() for x in f)
+            x["wording"] != "on par" for f in fam.values() for x in f
+        )
         counts["winner_declared_null"] += any(null.winner.values())
 
         signals = {**dict.fromkeys(names[1:], null_signal), names[0]: effect_signal}
@@ -119,5 +151,13 @@ def simulate(qrels: Mapping[str, Mapping[str, int]], *, studies: int = 200, mode
         by_model = {r.model: r.per_query["ndcg@10"] for r in eff.runs}
         sds.append(float(np.std(by_model[names[0]] - by_model[names[1]])))
     rates = {k: v / studies for k, v in counts.items()} if studies else {}
-    return SimulationResult(studies, models, base_ndcg10, null_signal, effect_signal, rates, correlation,
-                            float(np.mean(sds)) if sds else 0.0)
+    return SimulationResult(
+        studies,
+        models,
+        base_ndcg10,
+        null_signal,
+        effect_signal,
+        rates,
+        correlation,
+        float(np.mean(sds)) if sds else 0.0,
+    )

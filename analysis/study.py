@@ -109,37 +109,56 @@ def discover_runs(runs_dir: Path) -> dict[str, tuple[Path, list[tuple[str, int, 
     """stage -> (first-stage run, [(model, depth, run)]) sorted; refuses unexpected names."""
     first = runs_dir / FIRST_STAGE_DIR
     if not first.is_dir():
-        raise TrecFormatError(first, None, "a folder first-stage/ with <stage>.trec files",
-                              "point --runs at the study's runs folder", RUNS_FOLDER_KIND)
+        raise TrecFormatError(
+            first,
+            None,
+            "a folder first-stage/ with <stage>.trec files",
+            "point --runs at the study's runs folder",
+            RUNS_FOLDER_KIND,
+        )
     stages: dict[str, tuple[Path, list[tuple[str, int, Path]]]] = {}
     for f in run_files(first):
         stages[f.stem] = (f, [])
     for f in sorted(p for p in runs_dir.iterdir() if not p.is_dir()):
         if _looks_like_run(f.name):  # README.md, LICENSE, a qrels file may lie beside the stage folders
-            raise TrecFormatError(f, None, "run files in first-stage/ or a stage folder <stage>/",
-                                  "move it into its stage's folder, or out of the runs folder",
-                                  RUNS_FOLDER_KIND)
+            raise TrecFormatError(
+                f,
+                None,
+                "run files in first-stage/ or a stage folder <stage>/",
+                "move it into its stage's folder, or out of the runs folder",
+                RUNS_FOLDER_KIND,
+            )
     for d in sorted(p for p in runs_dir.iterdir() if p.is_dir() and p.name != FIRST_STAGE_DIR):
         if d.name not in stages:
-            raise TrecFormatError(d, None, f"a first-stage run first-stage/{d.name}.trec for stage {d.name}",
-                                  "add the stage's first-stage run, or remove the folder", RUNS_FOLDER_KIND)
+            raise TrecFormatError(
+                d,
+                None,
+                f"a first-stage run first-stage/{d.name}.trec for stage {d.name}",
+                "add the stage's first-stage run, or remove the folder",
+                RUNS_FOLDER_KIND,
+            )
         for f in run_files(d):
             m = _RUN_NAME.match(f.name)
             if m is None:
-                raise TrecFormatError(f, None, "a run file named <model>@<k>.trec", "rename the file",
-                                      RUNS_FOLDER_KIND)
+                raise TrecFormatError(
+                    f, None, "a run file named <model>@<k>.trec", "rename the file", RUNS_FOLDER_KIND
+                )
             if m["model"] not in _plan.RUN_IDS:
                 raise TrecFormatError(
-                    f, None, f"a run file named <model>@<k>.trec with a known run id, found {m['model']!r}",
+                    f,
+                    None,
+                    f"a run file named <model>@<k>.trec with a known run id, found {m['model']!r}",
                     f"rename the file to one of {', '.join(_plan.RUN_IDS)} (plan models, rehearsal stand-ins "
                     "and registered variants), or register a new variant in analysis.plan.RUN_IDS",
-                    RUNS_FOLDER_KIND)
+                    RUNS_FOLDER_KIND,
+                )
             if m["model"] in SEPARATE_MODELS:  # own comparison (analysis.int8), outside the Holm families
                 continue
             stages[d.name][1].append((m["model"], int(m["depth"]), f))
     if not stages:
-        raise TrecFormatError(first, None, "at least one first-stage run <stage>.trec",
-                              "run the first stages", RUNS_FOLDER_KIND)
+        raise TrecFormatError(
+            first, None, "at least one first-stage run <stage>.trec", "run the first stages", RUNS_FOLDER_KIND
+        )
     for stage in stages:
         corpus_of(stage)  # every stage id names its corpus
     return stages
@@ -190,14 +209,17 @@ def _not_a_regular_file(f: Path) -> tuple[str, str]:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 return "a run file, found a symbolic link loop", "replace the link with the run file it meant"
-            return (f"a run file, found a symbolic link to {os.readlink(f)}, which does not exist",
-                    "restore the file it points to, or replace the link with the run file")
+            return (
+                f"a run file, found a symbolic link to {os.readlink(f)}, which does not exist",
+                "restore the file it points to, or replace the link with the run file",
+            )
     kind = "a named pipe (FIFO)" if stat.S_ISFIFO(f.lstat().st_mode) else "a special file (socket or device)"
     return f"a regular run file, found {kind}", "replace it with the run file itself"
 
 
-def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path,
-          judgments: Judgments) -> RunResult:
+def _load(
+    stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path, judgments: Judgments
+) -> RunResult:
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
     fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
@@ -217,23 +239,40 @@ def _load(stage: str, model: str | None, depth: int | None, path: Path, runs_dir
     rel = path.relative_to(runs_dir).as_posix()
     present = set(run_qids)
     missing = tuple(q for q in judgments.qids if q not in present)
-    return RunResult(stage, model, depth, rel, sha, per_query,
-                     means={m: float(np.mean(v)) for m, v in per_query.items()},
-                     queries_present=len(judgments.qids) - len(missing), missing=missing, ids=ids)
+    return RunResult(
+        stage,
+        model,
+        depth,
+        rel,
+        sha,
+        per_query,
+        means={m: float(np.mean(v)) for m, v in per_query.items()},
+        queries_present=len(judgments.qids) - len(missing),
+        missing=missing,
+        ids=ids,
+    )
 
 
-def _family(fid: str, reference: str, rows: list[tuple[RunResult, RunResult]],
-            p_values: np.ndarray, diffs: np.ndarray) -> dict[str, Any]:
+def _family(
+    fid: str, reference: str, rows: list[tuple[RunResult, RunResult]], p_values: np.ndarray, diffs: np.ndarray
+) -> dict[str, Any]:
     reject, adjusted = holm(p_values, ALPHA) if len(rows) else (np.zeros(0, bool), np.zeros(0))
     comparisons = []
     for i, (run, ref) in enumerate(rows):
         diff = float(diffs[i])
         wording = run.not_rated or ref.not_rated or word(diff, float(adjusted[i]))
-        comparisons.append({
-            "model": run.model, "depth": run.depth, "reference": ref.model or FIRST_STAGE_DIR,
-            "mean_difference": diff, "p_value": float(p_values[i]), "p_holm": float(adjusted[i]),
-            "significant": bool(reject[i]), "wording": wording,
-        })
+        comparisons.append(
+            {
+                "model": run.model,
+                "depth": run.depth,
+                "reference": ref.model or FIRST_STAGE_DIR,
+                "mean_difference": diff,
+                "p_value": float(p_values[i]),
+                "p_holm": float(adjusted[i]),
+                "significant": bool(reject[i]),
+                "wording": wording,
+            }
+        )
     return {"id": fid, "reference": reference, "metric": MAIN_METRIC, "comparisons": comparisons}
 
 
@@ -285,15 +324,18 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
     jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
     for stage, (first_path, reranked) in layout.items():
         jobs.append((stage, None, None, first_path, runs_dir))
-        jobs += [(stage, model, depth, p, runs_dir) for model, depth, p in
-                 sorted(reranked, key=lambda x: (-x[1], x[0]))]
+        jobs += [
+            (stage, model, depth, p, runs_dir)
+            for model, depth, p in sorted(reranked, key=lambda x: (-x[1], x[0]))
+        ]
     workers = worker_count(len(jobs))
     results: list[RunResult] | None = None
     if workers > 1:
         try:
             context = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                     initargs=(judgments,)) as pool:
+            with ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_init_worker, initargs=(judgments,)
+            ) as pool:
                 results = list(pool.map(_load_job, jobs, chunksize=4))
         except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
             results = None
@@ -330,8 +372,14 @@ def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int
             return
         index = CandidateIndex.of(first)
         for r, codes in zip(runs, name_codes(first, [r.ids for r in runs]), strict=True):  # type: ignore[misc]
-            check_reordering(index, r.ids, int(r.depth), run_path=runs_dir / r.path,  # type: ignore[arg-type]
-                             first_name=s.first_stage.path, codes=codes)
+            check_reordering(
+                index,
+                r.ids,  # type: ignore[arg-type]
+                int(r.depth),  # type: ignore[arg-type]
+                run_path=runs_dir / r.path,
+                first_name=s.first_stage.path,
+                codes=codes,
+            )
 
     if threads > 1 and len(stages) > 1:
         with ThreadPoolExecutor(min(threads, len(stages))) as pool:
@@ -349,15 +397,20 @@ def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], 
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
         count = sum(len(judged) for judged in qrels.values())
-        raise ValueError(f"{qrels_path}: expected at least one relevant judgment (label above 0), found none "
-                         f"among {count}: every metric would be 0 and the best model "
-                         "a tie broken by name. Fix: pass the study's qrels "
-                         "(labels 1 and above mark relevant passages)")
+        raise ValueError(
+            f"{qrels_path}: expected at least one relevant judgment (label above 0), found none "
+            f"among {count}: every metric would be 0 and the best model "
+            "a tie broken by name. Fix: pass the study's qrels "
+            "(labels 1 and above mark relevant passages)"
+        )
     judgments = Judgments.from_qrels(qrels)
     stages = load_stages(runs_dir, judgments)
     analyse_stages(stages, len(judgments.qids))
-    inputs = {"qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
-              "queries": len(judgments.qids), "measures": list(MEASURES)}
+    inputs = {
+        "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
+        "queries": len(judgments.qids),
+        "measures": list(MEASURES),
+    }
     return stages, inputs
 
 
@@ -391,8 +444,9 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
     for a, b in pairs:  # comparisons stay within a stage, so never across corpora
         require_same_corpus(a.stage, b.stage)
     if pairs:
-        d = np.column_stack([paired_differences(a.per_query[MAIN_METRIC], b.per_query[MAIN_METRIC])
-                             for a, b in pairs])
+        d = np.column_stack(
+            [paired_differences(a.per_query[MAIN_METRIC], b.per_query[MAIN_METRIC]) for a, b in pairs]
+        )
         p_all = randomisation_p_values(d)
         diff_all = np.array([a.means[MAIN_METRIC] - b.means[MAIN_METRIC] for a, b in pairs])
     else:
@@ -401,22 +455,25 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
     for s, depth, kind, rows in planned:
         stop = start + len(rows)
         reference = FIRST_STAGE_DIR if kind == "vs-first-stage" else s.best[depth]
-        s.families.append(_family(f"{s.stage}/@{depth}/{kind}", reference, rows, p_all[start:stop],
-                                  diff_all[start:stop]))
+        s.families.append(
+            _family(f"{s.stage}/@{depth}/{kind}", reference, rows, p_all[start:stop], diff_all[start:stop])
+        )
         start = stop
     for s in stages:
         fam = {f["id"]: f for f in s.families}
         for depth, best_model in s.best.items():
             vs_best = fam[f"{s.stage}/@{depth}/vs-best"]["comparisons"]
-            vs_first = next(c for c in fam[f"{s.stage}/@{depth}/vs-first-stage"]["comparisons"]
-                            if c["model"] == best_model)
+            vs_first = next(
+                c
+                for c in fam[f"{s.stage}/@{depth}/vs-first-stage"]["comparisons"]
+                if c["model"] == best_model
+            )
             # the best model's view of each comparison: word(best - other)
             mirrored = {c["model"]: word(-c["mean_difference"], c["p_holm"]) for c in vs_best}
             complete = all(r.not_rated is None for r in s.runs if r.depth == depth)
             s.winner[depth] = complete and winner(mirrored, vs_first["wording"])
         for depth in {r.depth for r in s.runs if r.depth is not None} - set(s.best):
             s.winner[depth] = False  # every run at this depth is not rated
-
 
 
 def mark_incomplete(s: StageResult, n: int) -> None:

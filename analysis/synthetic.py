@@ -81,15 +81,22 @@ def rerank_table(c: Candidates, first_rows: np.ndarray, model_scores: np.ndarray
     return _table(c, top[order], model_scores)
 
 
-def calibrate_signal(c: Candidates, judgments: Judgments, target_ndcg10: float, *, seed: int = 0,
-                     replicates: int = 4) -> float:
+def calibrate_signal(
+    c: Candidates, judgments: Judgments, target_ndcg10: float, *, seed: int = 0, replicates: int = 4
+) -> float:
     """Signal whose expected nDCG@10 (first stage at depth 100) is ``target_ndcg10`` (bisection)."""
     lo, hi = 0.0, 8.0
     for _ in range(22):
         mid = (lo + hi) / 2
         rng = np.random.default_rng(seed)
-        value = np.mean([evaluate_table(judgments, first_stage_table(c, system_scores(c, mid, rng)),
-                                        ["ndcg@10"])["ndcg@10"].mean() for _ in range(replicates)])
+        value = np.mean(
+            [
+                evaluate_table(judgments, first_stage_table(c, system_scores(c, mid, rng)), ["ndcg@10"])[
+                    "ndcg@10"
+                ].mean()
+                for _ in range(replicates)
+            ]
+        )
         lo, hi = (mid, hi) if value < target_ndcg10 else (lo, mid)
     return (lo + hi) / 2
 
@@ -111,9 +118,17 @@ def _with_tail(top: RunTable, first: RunTable) -> dict[str, list[tuple[str, floa
     return out
 
 
-def write_study(out: Path, qrels: Mapping[str, Mapping[str, int]], *, stages: Sequence[str],
-                models: Mapping[str, float], depths: Sequence[int] = (20, 50, 100), first_signal: float = 1.0,
-                seed: int = 1, tails: bool = True) -> Path:
+def write_study(
+    out: Path,
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    stages: Sequence[str],
+    models: Mapping[str, float],
+    depths: Sequence[int] = (20, 50, 100),
+    first_signal: float = 1.0,
+    seed: int = 1,
+    tails: bool = True,
+) -> Path:
     """Write ``<out>/first-stage/<stage>.trec`` and ``<out>/<stage>/<model>@<k>.trec`` (model -> signal).
 
     ``tails`` (default): depth-k runs also hold the first stage's candidates below k (bench's layout, the

@@ -25,8 +25,10 @@ from analysis.trec import RunTable
 
 __all__ = ["TREC_EVAL_ORDER", "TrecEvalOrder", "tie_warning", "tied_query_mask", "trec_eval_order"]
 
-TREC_EVAL_ORDER = ("trec_eval's order: score descending (as a 32-bit float, as pytrec_eval compares it), "
-                   "equal scores by docid descending")
+TREC_EVAL_ORDER = (
+    "trec_eval's order: score descending (as a 32-bit float, as pytrec_eval compares it), "
+    "equal scores by docid descending"
+)
 
 
 def _row_queries(table: RunTable) -> np.ndarray:
@@ -73,8 +75,8 @@ def trec_eval_order(table: RunTable) -> TrecEvalOrder:
             reordered.add(int(row_q[start]))
             new_docs = [table.docids[row] for row in group]
             new_scores = table.scores[group]
-            docids[start:end + 1] = new_docs
-            scores[start:end + 1] = new_scores
+            docids[start : end + 1] = new_docs
+            scores[start : end + 1] = new_scores
     if not reordered:
         return TrecEvalOrder(table, ())
     out = RunTable(table.qids, table.offsets, tuple(docids), scores, sha256=table.sha256)
@@ -90,8 +92,10 @@ def tie_warning(judgments: Judgments, table: RunTable, name: str) -> str | None:
     ours = float(evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].mean())
     theirs = float(evaluate_table(judgments, alt.table, ["ndcg@10"])["ndcg@10"].mean())
     n = len(alt.reordered)
-    return (f"{name}: warning: tied scores in {n} quer{'y' if n == 1 else 'ies'} "
-            f"(first {alt.reordered[0]!r}) "
-            f"order the passages differently from {TREC_EVAL_ORDER}; nDCG@10 {ours!r} in the file's rank "
-            f"order (the plan's tie rule, first-stage rank: the number reported here), {theirs!r} in "
-            "trec_eval's order")
+    return (
+        f"{name}: warning: tied scores in {n} quer{'y' if n == 1 else 'ies'} "
+        f"(first {alt.reordered[0]!r}) "
+        f"order the passages differently from {TREC_EVAL_ORDER}; nDCG@10 {ours!r} in the file's rank "
+        f"order (the plan's tie rule, first-stage rank: the number reported here), {theirs!r} in "
+        "trec_eval's order"
+    )

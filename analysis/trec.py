@@ -44,8 +44,15 @@ from analysis.textcheck import cut
 if TYPE_CHECKING:
     from analysis.trec_fast import FastRun
 
-__all__ = ["RunTable", "TrecFormatError", "UnknownQueryError", "read_qrels", "read_run", "read_run_table",
-           "write_run"]
+__all__ = [
+    "RunTable",
+    "TrecFormatError",
+    "UnknownQueryError",
+    "read_qrels",
+    "read_run",
+    "read_run_table",
+    "write_run",
+]
 
 RUN_COLUMNS = "qid Q0 docid rank score tag"
 QRELS_COLUMNS = "qid iter docid relevance"
@@ -64,8 +71,9 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 class TrecFormatError(ValueError):
     """A malformed TREC file; the message names the file, its kind, the line, what was expected, the fix."""
 
-    def __init__(self, path: Path | str, line: int | None, expected: str, fix: str,
-                 kind: str = RUN_KIND) -> None:
+    def __init__(
+        self, path: Path | str, line: int | None, expected: str, fix: str, kind: str = RUN_KIND
+    ) -> None:
         self.path = str(path)
         self.line = line
         self.expected = expected
@@ -117,10 +125,13 @@ def _read_text(path: Path, file_kind: str) -> str:
 def _decode(path: Path, data: bytes, file_kind: str) -> str:
     """UTF-8 text without a leading byte-order mark (a BOM would become part of the first query id)."""
     if data.startswith(GZIP_MAGIC):
-        raise TrecFormatError(path, None, "plain text, found a gzip-compressed file (it starts with the gzip "
-                              "bytes 1f 8b)",
-                              f"gunzip it (`gunzip -k {path}`) and pass the uncompressed file",
-                              file_kind)
+        raise TrecFormatError(
+            path,
+            None,
+            "plain text, found a gzip-compressed file (it starts with the gzip bytes 1f 8b)",
+            f"gunzip it (`gunzip -k {path}`) and pass the uncompressed file",
+            file_kind,
+        )
     start = len(BOM) if data.startswith(BOM) else 0
     try:
         text = data[start:].decode("utf-8")
@@ -143,8 +154,13 @@ def _decode(path: Path, data: bytes, file_kind: str) -> str:
 def _require_rows(path: Path, tokens: list[str], columns: str, file_kind: str) -> None:
     if not tokens:
         what = "run" if file_kind == RUN_KIND else "qrels"
-        raise TrecFormatError(path, None, f"at least one line `{columns}` (the file is empty)",
-                              f"write the {what} again; an empty {what} file is never valid", file_kind)
+        raise TrecFormatError(
+            path,
+            None,
+            f"at least one line `{columns}` (the file is empty)",
+            f"write the {what} again; an empty {what} file is never valid",
+            file_kind,
+        )
 
 
 _OTHER_SEPARATORS = ("\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
@@ -165,8 +181,9 @@ def _rows(path: Path, text: str, ncols: int, columns: str, file_kind: str) -> tu
         lines_list = text.split("\n")
         if lines_list[-1] == "":
             lines_list.pop()
-        spaces = np.fromiter(map(str.count, lines_list, itertools.repeat(" ")), dtype=np.int64,
-                             count=len(lines_list))
+        spaces = np.fromiter(
+            map(str.count, lines_list, itertools.repeat(" ")), dtype=np.int64, count=len(lines_list)
+        )
         if not np.any(spaces != ncols - 1):
             tokens = text.split()
             if len(tokens) == ncols * len(lines_list):
@@ -194,23 +211,32 @@ def _rows(path: Path, text: str, ncols: int, columns: str, file_kind: str) -> tu
             continue
         if len(parts) != ncols:
             if "\r" in (line[:-1] if line.endswith("\r") else line):
-                raise TrecFormatError(path, number, f"{ncols} columns `{columns}` per line, found "
-                                      f"{len(parts)} "
-                                      "on one line: the file ends its lines with a lone CR (carriage return, "
-                                      "old Mac line ends), which is not a line end here",
-                                      f"convert the line ends to LF, e.g. `tr '\\r' '\\n' < {path} > "
-                                      f"{path}.lf` (or `mac2unix {path}`)", file_kind)
-            raise TrecFormatError(path, number, f"{ncols} columns `{columns}`, found {len(parts)}"
-                                  f"{unicode_space(line) or ''}",
-                                  "separate columns by ASCII spaces or tabs; ids must not contain spaces",
-                                  file_kind)
+                raise TrecFormatError(
+                    path,
+                    number,
+                    f"{ncols} columns `{columns}` per line, found "
+                    f"{len(parts)} "
+                    "on one line: the file ends its lines with a lone CR (carriage return, "
+                    "old Mac line ends), which is not a line end here",
+                    f"convert the line ends to LF, e.g. `tr '\\r' '\\n' < {path} > "
+                    f"{path}.lf` (or `mac2unix {path}`)",
+                    file_kind,
+                )
+            raise TrecFormatError(
+                path,
+                number,
+                f"{ncols} columns `{columns}`, found {len(parts)}{unicode_space(line) or ''}",
+                "separate columns by ASCII spaces or tabs; ids must not contain spaces",
+                file_kind,
+            )
         tokens.extend(parts)
         lines.append(number)
     return tokens, np.asarray(lines, dtype=np.int64)
 
 
-def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type, what: str,
-                   file_kind: str) -> np.ndarray:
+def _parse_numbers(
+    path: Path, values: list[str], lines: np.ndarray, kind: type, what: str, file_kind: str
+) -> np.ndarray:
     """``values`` as int64 or float64. Only plain decimal numbers are accepted (``_INT`` / ``_FLOAT``, and
     ``nan``/``inf`` for floats, refused later as not finite): Python's ``int()`` and ``float()`` would also
     take ``1_000`` and non-ASCII digits, which no TREC tool writes."""
@@ -235,8 +261,13 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
         for v, line in zip(values, lines.tolist(), strict=True):
             special = kind is float and v.lower().lstrip("+-") in ("nan", "inf", "infinity")
             if not (special or pattern.fullmatch(v)):
-                raise TrecFormatError(path, line, f"{what}, found {cut(v)}",
-                                      f"write the {what.split()[-1]} as {kind_word}", file_kind)
+                raise TrecFormatError(
+                    path,
+                    line,
+                    f"{what}, found {cut(v)}",
+                    f"write the {what.split()[-1]} as {kind_word}",
+                    file_kind,
+                )
             parsed.append(min(max(int(v), _INT64.min), _INT64.max) if kind is int else float(v))
         arr = np.array(parsed, dtype=dtype)
     if long_ints:
@@ -250,15 +281,27 @@ def _parse_numbers(path: Path, values: list[str], lines: np.ndarray, kind: type,
         bad = np.flatnonzero(~np.isfinite(arr))
         if bad.size:
             i = int(bad[0])
-            raise TrecFormatError(path, int(lines[i]), f"{what}, found {cut(values[i])}",
-                                  "every score must be a finite number; drop or re-score the passage",
-                                  file_kind)
+            raise TrecFormatError(
+                path,
+                int(lines[i]),
+                f"{what}, found {cut(values[i])}",
+                "every score must be a finite number; drop or re-score the passage",
+                file_kind,
+            )
     return arr
 
 
-def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], lines: np.ndarray,
-                 qinv: np.ndarray, order: np.ndarray, q_sorted: np.ndarray, r_sorted: np.ndarray,
-                 qids: Sequence[str]) -> None:
+def _check_ranks(
+    path: Path,
+    ranks: np.ndarray,
+    rank_tokens: Sequence[str],
+    lines: np.ndarray,
+    qinv: np.ndarray,
+    order: np.ndarray,
+    q_sorted: np.ndarray,
+    r_sorted: np.ndarray,
+    qids: Sequence[str],
+) -> None:
     """The ranks of each query are exactly 1..n: none below 1, none above n, none repeated, none skipped.
 
     ``qinv`` is the query index of each row; ``order`` sorts the rows by (query, rank); ``q_sorted`` and
@@ -267,8 +310,12 @@ def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], line
     low = np.flatnonzero(ranks < 1)
     if low.size:
         i = int(low[0])
-        raise TrecFormatError(path, int(lines[i]), f"a rank of at least 1, found {rank_tokens[i]}",
-                              "number the passages of a query 1..n")
+        raise TrecFormatError(
+            path,
+            int(lines[i]),
+            f"a rank of at least 1, found {rank_tokens[i]}",
+            "number the passages of a query 1..n",
+        )
     per_query = np.bincount(qinv, minlength=len(qids))
     high = np.flatnonzero(ranks > per_query[qinv])
     if high.size:
@@ -276,9 +323,14 @@ def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], line
         n = int(per_query[qinv[i]])
         present = set(ranks[qinv == qinv[i]].tolist())
         missing = min(r for r in range(1, n + 1) if r not in present)  # n rows, one rank > n: one is missing
-        raise TrecFormatError(path, int(lines[i]), f"ranks 1..{n} in query {cut(qids[int(qinv[i])])} ({n} "
-                              f"passage{'s' if n != 1 else ''}), found rank {rank_tokens[i]} (rank {missing} "
-                              "is missing)", "number the passages of a query 1..n without gaps")
+        raise TrecFormatError(
+            path,
+            int(lines[i]),
+            f"ranks 1..{n} in query {cut(qids[int(qinv[i])])} ({n} "
+            f"passage{'s' if n != 1 else ''}), found rank {rank_tokens[i]} (rank {missing} "
+            "is missing)",
+            "number the passages of a query 1..n without gaps",
+        )
     starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if q_sorted.size else q_sorted
     expected = np.arange(r_sorted.size) - np.repeat(starts, np.diff(np.r_[starts, r_sorted.size])) + 1
     off = np.flatnonzero(r_sorted != expected)
@@ -288,12 +340,20 @@ def _check_ranks(path: Path, ranks: np.ndarray, rank_tokens: Sequence[str], line
     i = int(order[k])
     query = qids[int(q_sorted[k])]
     if k > 0 and q_sorted[k - 1] == q_sorted[k] and r_sorted[k - 1] == r_sorted[k]:
-        raise TrecFormatError(path, int(lines[i]), f"each rank once per query, rank {int(ranks[i])} repeats "
-                              f"in query {cut(query)}", "number the passages of a query 1..n")
-    raise TrecFormatError(path, int(lines[i]), f"ranks 1..n in query {cut(query)}, found rank "
-                          f"{int(ranks[i])} "
-                          f"where rank {int(expected[k])} belongs (rank {int(expected[k])} is missing)",
-                          "number the passages of a query 1..n without gaps")
+        raise TrecFormatError(
+            path,
+            int(lines[i]),
+            f"each rank once per query, rank {int(ranks[i])} repeats in query {cut(query)}",
+            "number the passages of a query 1..n",
+        )
+    raise TrecFormatError(
+        path,
+        int(lines[i]),
+        f"ranks 1..n in query {cut(query)}, found rank "
+        f"{int(ranks[i])} "
+        f"where rank {int(expected[k])} belongs (rank {int(expected[k])} is missing)",
+        "number the passages of a query 1..n without gaps",
+    )
 
 
 def read_run_table(
@@ -309,8 +369,9 @@ def read_run_table(
     fast = read_fast_or_none(data, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries)
     if fast is not None:
         return RunTable(fast.qids, fast.offsets, tuple(fast.docids()), fast.scores, sha256=digest)
-    return reference_table(path, data, digest, qrels_qids=qrels_qids,
-                           allow_unknown_queries=allow_unknown_queries)
+    return reference_table(
+        path, data, digest, qrels_qids=qrels_qids, allow_unknown_queries=allow_unknown_queries
+    )
 
 
 def fast_reader_enabled() -> bool:
@@ -318,8 +379,9 @@ def fast_reader_enabled() -> bool:
     return os.environ.get("ANALYSIS_TREC_READER", "fast") != "reference"
 
 
-def read_fast_or_none(data: bytes, *, qrels_qids: Collection[str] | None,
-                      allow_unknown_queries: bool) -> FastRun | None:
+def read_fast_or_none(
+    data: bytes, *, qrels_qids: Collection[str] | None, allow_unknown_queries: bool
+) -> FastRun | None:
     """The columnar reader's validated run, or None when the reference reader must decide."""
     if not fast_reader_enabled():
         return None
@@ -336,14 +398,22 @@ def _check_one_tag(path: Path, tags: list[str], lines: np.ndarray) -> None:
     first = tags[0]
     if tags.count(first) != len(tags):
         i = next(i for i, tag in enumerate(tags) if tag != first)
-        raise TrecFormatError(path, int(lines[i]), f"the run tag {cut(first)} of line {int(lines[0])} on "
-                              f"every line, found {cut(tags[i])}",
-                              "a file holds one run: split the file by run tag, or write one tag on every "
-                              "line")
+        raise TrecFormatError(
+            path,
+            int(lines[i]),
+            f"the run tag {cut(first)} of line {int(lines[0])} on every line, found {cut(tags[i])}",
+            "a file holds one run: split the file by run tag, or write one tag on every line",
+        )
 
 
-def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collection[str] | None = None,
-                    allow_unknown_queries: bool = False) -> RunTable:
+def reference_table(
+    path: Path,
+    data: bytes,
+    digest: str,
+    *,
+    qrels_qids: Collection[str] | None = None,
+    allow_unknown_queries: bool = False,
+) -> RunTable:
     """The line-by-line reference reader: validates ``data`` (the bytes of ``path``) and raises
     :class:`TrecFormatError` with the file, line, expectation and fix on the first violation."""
     text = _decode(path, data, RUN_KIND)
@@ -362,8 +432,9 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
         if not known.issuperset(qids_t):
             for q, line in zip(qtok, lines.tolist(), strict=True):
                 if q not in known:
-                    raise UnknownQueryError(path, line, f"a query id of the qrels, found {cut(q)}",
-                                            UnknownQueryError.FIX)
+                    raise UnknownQueryError(
+                        path, line, f"a query id of the qrels, found {cut(q)}", UnknownQueryError.FIX
+                    )
     order = np.lexsort((ranks, qinv))
     q_sorted, r_sorted, s_sorted = qinv[order], ranks[order], scores[order]
     _check_ranks(path, ranks, tokens[3::6], lines, qinv, order, q_sorted, r_sorted, qids_t)
@@ -372,7 +443,8 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
     if worse.size:
         i, j = int(order[worse[0]]), int(order[worse[0] + 1])
         raise TrecFormatError(
-            path, int(lines[j]),
+            path,
+            int(lines[j]),
             f"scores that do not increase with rank; rank {ranks[j]} has score {tokens[6 * j + 4]} "
             f"above rank {ranks[i]} (line {int(lines[i])}) with score {tokens[6 * i + 4]}",
             "write ranks in descending score order (analysis.ranking.rank_by_score)",
@@ -387,9 +459,12 @@ def reference_table(path: Path, data: bytes, digest: str, *, qrels_qids: Collect
             seen: set[str] = set()
             for row in order[a:b].tolist():
                 if dtok[row] in seen:
-                    raise TrecFormatError(path, int(lines[row]), f"each docid once per query, "
-                                          f"{cut(dtok[row])} repeats in query {cut(qids_t[qi])}",
-                                          "remove the duplicate line")
+                    raise TrecFormatError(
+                        path,
+                        int(lines[row]),
+                        f"each docid once per query, {cut(dtok[row])} repeats in query {cut(qids_t[qi])}",
+                        "remove the duplicate line",
+                    )
                 seen.add(dtok[row])
     return RunTable(qids_t, offsets, docids, s_sorted, sha256=digest)
 
@@ -424,16 +499,21 @@ def read_qrels(path: Path | str, *, layout: str = "trec") -> dict[str, dict[str,
     bad = labels_out_of_range(labels)
     if bad.size:
         i = int(bad[0])
-        raise TrecFormatError(path, int(lines[i]), f"{LABEL_RULE}, found {label_tokens[i]}", LABEL_FIX,
-                              QRELS_KIND)
+        raise TrecFormatError(
+            path, int(lines[i]), f"{LABEL_RULE}, found {label_tokens[i]}", LABEL_FIX, QRELS_KIND
+        )
     out: dict[str, dict[str, int]] = {}
     docs = tokens[1::3] if layout == "beir" else tokens[2::4]
     for q, d, rel, line in zip(tokens[0::ncols], docs, labels.tolist(), lines.tolist(), strict=True):
         judged = out.setdefault(q, {})
         if d in judged:
-            raise TrecFormatError(path, line, f"one judgment per (query, docid); {cut(d)} repeats in "
-                                  f"{cut(q)}",
-                                  "remove the duplicate judgment", QRELS_KIND)
+            raise TrecFormatError(
+                path,
+                line,
+                f"one judgment per (query, docid); {cut(d)} repeats in {cut(q)}",
+                "remove the duplicate judgment",
+                QRELS_KIND,
+            )
         judged[d] = rel
     return out
 

@@ -37,20 +37,37 @@ _READ = pacsv.ReadOptions(column_names=_NAMES, use_threads=True, block_size=_BLO
 # a file of one block cannot be parsed in parallel: pyarrow's thread pool only adds its hand-offs, and the
 # report already reads one file per CPU on its own threads (load 1.5 -> 1.2 s on 2 cores)
 _READ_ONE_BLOCK = pacsv.ReadOptions(column_names=_NAMES, use_threads=False, block_size=_BLOCK)
-_PARSE = pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
-                            newlines_in_values=False, ignore_empty_lines=True)
+_PARSE = pacsv.ParseOptions(
+    delimiter=" ",
+    quote_char=False,
+    double_quote=False,
+    escape_char=False,
+    newlines_in_values=False,
+    ignore_empty_lines=True,
+)
 # the id columns dictionary-encoded while they are converted (about a third less than converting
 # strings and encoding them afterwards); a file of several blocks has one dictionary per block (_encoded).
 # q0 and tag too: they are never used (their bytes are checked by _plain_text), and a dictionary is cheaper
 _IDS = pa.dictionary(pa.int32(), pa.string())
 _CONVERT = pacsv.ConvertOptions(
-    column_types={"qid": _IDS, "q0": _IDS, "docid": _IDS, "rank": pa.int64(),
-                  "score": pa.float64(), "tag": _IDS},
-    null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False,
+    column_types={
+        "qid": _IDS,
+        "q0": _IDS,
+        "docid": _IDS,
+        "rank": pa.int64(),
+        "score": pa.float64(),
+        "tag": _IDS,
+    },
+    null_values=[],
+    strings_can_be_null=False,
+    quoted_strings_can_be_null=False,
 )
 _BOM = b"\xef\xbb\xbf"
-_NUMPY: dict[pa.DataType, np.dtype[Any]] = {pa.int32(): np.dtype(np.int32), pa.int64(): np.dtype(np.int64),
-                                            pa.float64(): np.dtype(np.float64)}
+_NUMPY: dict[pa.DataType, np.dtype[Any]] = {
+    pa.int32(): np.dtype(np.int32),
+    pa.int64(): np.dtype(np.int64),
+    pa.float64(): np.dtype(np.float64),
+}
 
 
 def numpy_of(values: pa.Array | pa.ChunkedArray, null: int | None = None) -> np.ndarray:
@@ -135,17 +152,19 @@ def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
     return col.cast(pa.string()).combine_chunks().dictionary_encode()
 
 
-def read_fast(data: bytes, *, qrels_qids: Collection[str] | None = None,
-              allow_unknown_queries: bool = False) -> FastRun | None:
+def read_fast(
+    data: bytes, *, qrels_qids: Collection[str] | None = None, allow_unknown_queries: bool = False
+) -> FastRun | None:
     """The validated run of ``data`` (a run file's bytes), or None: then the reference reader decides."""
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     if not data or not _plain_text(data):
         return None
     options = _READ if len(data) > _BLOCK else _READ_ONE_BLOCK
     try:
-        table = pacsv.read_csv(pa.py_buffer(data), read_options=options, parse_options=_PARSE,
-                               convert_options=_CONVERT)
+        table = pacsv.read_csv(
+            pa.py_buffer(data), read_options=options, parse_options=_PARSE, convert_options=_CONVERT
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     n = table.num_rows
@@ -214,8 +233,14 @@ def judged_docids(judgments: Judgments) -> pa.Array:
     return _JUDGED[0][1]
 
 
-_LINES = pacsv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False,
-                            newlines_in_values=False, ignore_empty_lines=False)
+_LINES = pacsv.ParseOptions(
+    delimiter="\t",
+    quote_char=False,
+    double_quote=False,
+    escape_char=False,
+    newlines_in_values=False,
+    ignore_empty_lines=False,
+)
 
 
 def string_array(values: list[str]) -> pa.Array:
@@ -228,8 +253,12 @@ def string_array(values: list[str]) -> pa.Array:
         return pa.array([], type=pa.string())
     data = ("\n".join(values) + "\n").encode("utf-8")
     convert = pacsv.ConvertOptions(column_types={"v": pa.string()}, null_values=[], strings_can_be_null=False)
-    table = pacsv.read_csv(pa.py_buffer(data), read_options=pacsv.ReadOptions(column_names=["v"]),
-                           parse_options=_LINES, convert_options=convert)
+    table = pacsv.read_csv(
+        pa.py_buffer(data),
+        read_options=pacsv.ReadOptions(column_names=["v"]),
+        parse_options=_LINES,
+        convert_options=convert,
+    )
     column = table.column("v").combine_chunks()
     if len(column) != len(values):  # a value with a line break would show here
         raise ValueError(f"string_array: {len(values)} values became {len(column)} rows")

@@ -33,9 +33,7 @@ __all__ = [
     "word",
 ]
 
-HIT_RATE_NOTE: Final = (
-    "Hit rates and recall are lower bounds: unjudged relevant passages count as misses."
-)
+HIT_RATE_NOTE: Final = "Hit rates and recall are lower bounds: unjudged relevant passages count as misses."
 WORSE_WORDING_NOTE: Final = (
     "The plan names only better and on-par outcomes; a significantly worse model is worded symmetrically "
     "as 'clearly worse' (>= 2.0 points) or 'measurably worse' (< 2.0 points)."
@@ -54,7 +52,7 @@ def word(mean_difference: float, adjusted_p: float, alpha: float = ALPHA) -> str
 
 
 def flag_mark(model_id: str) -> str:
-    """"†" for a contamination-flagged model (marked in every table), else ""."""
+    """ "†" for a contamination-flagged model (marked in every table), else ""."""
     c = contamination_of(model_id)
     return "†" if c is not None and c.flagged else ""
 
@@ -72,10 +70,14 @@ def winner(vs_others: Mapping[str, str], vs_first_stage: str) -> bool:
 def winner_sentence(stage: str, depth: int, best: str | None, is_winner: bool) -> str:
     """The one sentence a table ends with; a flagged winner carries its note."""
     if best is None or not is_winner:
-        return (f"No winner at {stage}, depth {depth}: no model is clearly better than every other model "
-                "and the first stage.")
-    text = (f"Winner at {stage}, depth {depth}: {best}{flag_mark(best)}, clearly better than every other "
-            "model and the first stage.")
+        return (
+            f"No winner at {stage}, depth {depth}: no model is clearly better than every other model "
+            "and the first stage."
+        )
+    text = (
+        f"Winner at {stage}, depth {depth}: {best}{flag_mark(best)}, clearly better than every other "
+        "model and the first stage."
+    )
     note = contamination_note(best)
     return f"{text} Note: {note}" if note else text
 

@@ -80,8 +80,11 @@ def main() -> None:
     root = os.environ.get("BENCH_ROOT")
     if root and not Path(root).is_dir():  # every command reads the checkout from there (bench.paths)
         what = "does not exist" if not Path(root).exists() else "is not a folder"
-        click.echo(f"Error: BENCH_ROOT={root} {what}; bench reads the study's checkout from it. Fix: set "
-                   "BENCH_ROOT to the root folder of a checkout of the study, or unset it", err=True)
+        click.echo(
+            f"Error: BENCH_ROOT={root} {what}; bench reads the study's checkout from it. Fix: set "
+            "BENCH_ROOT to the root folder of a checkout of the study, or unset it",
+            err=True,
+        )
         sys.exit(1)
     cli(prog_name="bench")
 

@@ -40,9 +40,7 @@ def require_plan_stamp(root: Path) -> dict[str, str]:
     return status
 
 
-def preflight(
-    kind: Kind, *, lock_names: Iterable[str], root: Path | None = None
-) -> dict[str, Any]:
+def preflight(kind: Kind, *, lock_names: Iterable[str], root: Path | None = None) -> dict[str, Any]:
     """Verify datasets.lock (entries ``lock_names``: ids or dataset names, the ones the command reads, see
     ``bench.reads``) and, for a measurement, the plan's timestamp. Returns a dict for the manifest; raises
     BenchError on any failure."""

@@ -81,8 +81,11 @@ def _loggers(names: tuple[str, ...]) -> list[logging.Logger]:
     out = [logging.getLogger(name) for name in names]
     below = tuple(f"{name}." for name in names)
     for name, logger in sorted(logging.root.manager.loggerDict.items()):
-        if (isinstance(logger, logging.Logger) and name.startswith(below)
-                and any(_terminal(h) for h in logger.handlers)):
+        if (
+            isinstance(logger, logging.Logger)
+            and name.startswith(below)
+            and any(_terminal(h) for h in logger.handlers)
+        ):
             out.append(logger)
     return out
 

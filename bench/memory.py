@@ -85,8 +85,14 @@ def peak_memory() -> dict[str, Any]:
     }
 
 
-STICKY_TEXTS = ("device-side assert", "illegal memory access", "unspecified launch failure",
-                "misaligned address", "illegal instruction", "cuda error")  # fmt: skip
+STICKY_TEXTS = (
+    "device-side assert",
+    "illegal memory access",
+    "unspecified launch failure",
+    "misaligned address",
+    "illegal instruction",
+    "cuda error",
+)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

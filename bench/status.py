@@ -117,9 +117,16 @@ def _prepare(root: Path) -> Found:
     for ln in lines:
         name, _, value = ln.strip().removeprefix("export ").partition("=")
         values[name.strip()] = value.strip().strip("'\"").strip()
-    missing = [(f".env has no {n}= line (this machine)" if n not in values else
-                f".env's {n} line holds no number (this machine)", "printf")
-               for n in ("UID", "GID") if not values.get(n, "").isdigit()]
+    missing = [
+        (
+            f".env has no {n}= line (this machine)"
+            if n not in values
+            else f".env's {n} line holds no number (this machine)",
+            "printf",
+        )
+        for n in ("UID", "GID")
+        if not values.get(n, "").isdigit()
+    ]
     return _items(missing, 2, (f"per machine: run `{bench_command('doctor')}` to check the machine itself",))
 
 

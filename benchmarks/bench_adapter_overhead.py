@@ -35,8 +35,16 @@ def build_model(root: Path) -> Path:
     from tests.support.tiny_models import build_bert, tiny_snapshot  # the tests' one model builder
 
     tok = AutoTokenizer.from_pretrained(pkg.get_model_path(), local_files_only=True)
-    return build_bert(tiny_snapshot("bge-v2-m3", root), tokenizer=tok, seed=0, layers=6, hidden=384, heads=12,
-                      intermediate=1536, max_positions=512)  # fmt: skip
+    return build_bert(
+        tiny_snapshot("bge-v2-m3", root),
+        tokenizer=tok,
+        seed=0,
+        layers=6,
+        hidden=384,
+        heads=12,
+        intermediate=1536,
+        max_positions=512,
+    )
 
 
 def load_pairs(k: int) -> tuple[str, list[str]]:

@@ -44,8 +44,17 @@ from analysis.trec import read_qrels
 REPO = Path(__file__).resolve().parents[1]
 QRELS = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGES = ("keyword-71k", "vector-71k", "hybrid-71k", "keyword-full")
-MODELS = ("gte-base", "bge-v2-m3", "jina-v3.5", "qwen3-0.6b", "mxbai-large-v2", "qwen3-4b", "querit-4b",
-          "voyage-rerank-3", "voyage-rerank-3-lite")
+MODELS = (
+    "gte-base",
+    "bge-v2-m3",
+    "jina-v3.5",
+    "qwen3-0.6b",
+    "mxbai-large-v2",
+    "qwen3-4b",
+    "querit-4b",
+    "voyage-rerank-3",
+    "voyage-rerank-3-lite",
+)
 
 
 def _peak_mib() -> float:
@@ -87,9 +96,21 @@ def cold_report(runs: Path, out: Path, env: dict[str, str]) -> tuple[float, floa
     imports included. Also used by ``guard.py``."""
     t, c = time.perf_counter(), _cpu()
     proc = subprocess.run(
-        [sys.executable, "-m", "analysis.cli", "report", "--runs", str(runs), "--qrels", str(QRELS),
-         "--out", str(out)],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "analysis.cli",
+            "report",
+            "--runs",
+            str(runs),
+            "--qrels",
+            str(QRELS),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return time.perf_counter() - t, _cpu() - c, proc.returncode  # all descendants have been waited for
 
@@ -108,17 +129,23 @@ def _issue15_row(runs: Path, tmp: Path, t_stats: float, repeat: int, mib: float,
         _, timings[reader] = _timed(label, lambda o=out: write_report(runs, QRELS, o), repeat)
         cpus[reader] = (_cpu() - c) / repeat
     del os.environ["ANALYSIS_TREC_READER"]
-    same = all((tmp / "out-fast" / "quality" / p.name).read_bytes() == p.read_bytes()
-               for p in (tmp / "out-reference" / "quality").iterdir())
+    same = all(
+        (tmp / "out-fast" / "quality" / p.name).read_bytes() == p.read_bytes()
+        for p in (tmp / "out-reference" / "quality").iterdir()
+    )
     fast, before = timings["fast"], timings["reference"]
-    print("row 2, the whole report (load average now "
-          f"{os.getloadavg()[0]:.1f}; on a busy machine wall time mostly measures the other processes):")
+    print(
+        "row 2, the whole report (load average now "
+        f"{os.getloadavg()[0]:.1f}; on a busy machine wall time mostly measures the other processes):"
+    )
     print("| work | measured now | before (reference reader) | anchor, same run | target |")
     print("|---|---|---|---|---|")
-    print(f"| `analysis report`, {n_files} run files, {mib:.0f} MiB | {fast:.2f} s wall, "
-          f"{cpus['fast']:.2f} s cpu, one process ({before / fast:.1f}x faster) | {before:.2f} s wall, "
-          f"{cpus['reference']:.2f} s cpu | "
-          f"statistics alone {t_stats:.2f} s | < 1.5 s: {'met' if fast < 1.5 else 'NOT met'} |")
+    print(
+        f"| `analysis report`, {n_files} run files, {mib:.0f} MiB | {fast:.2f} s wall, "
+        f"{cpus['fast']:.2f} s cpu, one process ({before / fast:.1f}x faster) | {before:.2f} s wall, "
+        f"{cpus['reference']:.2f} s cpu | "
+        f"statistics alone {t_stats:.2f} s | < 1.5 s: {'met' if fast < 1.5 else 'NOT met'} |"
+    )
     print(f"report JSON of both readers byte-identical: {same}")
 
 
@@ -128,8 +155,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, default=None, help="write the study here and keep it")
     args = ap.parse_args()
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, cpus {os.cpu_count()}, "
-          f"affinity {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"python {sys.version.split()[0]}, numpy {np.__version__}, cpus {os.cpu_count()}, "
+        f"affinity {len(os.sched_getaffinity(0))}, load average {os.getloadavg()[0]:.1f}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-analysis-")) if args.keep is None else args.keep
     try:
         qrels = read_qrels(QRELS)
@@ -142,11 +171,15 @@ def main() -> int:
         n = len(judgments.qids)
         workers = max(2, min(4, len(os.sched_getaffinity(0))))  # the optional reader processes
         os.environ["ANALYSIS_WORKERS"] = "1"
-        _timed("read + validate + score all runs, 1 process", lambda: load_stages(runs, judgments),
-               args.repeat)
+        _timed(
+            "read + validate + score all runs, 1 process", lambda: load_stages(runs, judgments), args.repeat
+        )
         os.environ["ANALYSIS_WORKERS"] = str(workers)
-        stages, _ = _timed(f"read + validate + score all runs, {workers} processes (cpu: parent only)",
-                           lambda: load_stages(runs, judgments), args.repeat)
+        stages, _ = _timed(
+            f"read + validate + score all runs, {workers} processes (cpu: parent only)",
+            lambda: load_stages(runs, judgments),
+            args.repeat,
+        )
         bootstrap_indices.cache_clear()
         sign_matrix.cache_clear()
         _timed("statistics, cold (draws the resample matrices)", lambda: analyse_stages(stages, n))
@@ -165,27 +198,38 @@ def main() -> int:
             b = by_key[(stage, ref_model, None if ref_model is None else c["depth"])].per_query[MAIN_METRIC]
             arrays.append((a, b))
         diffs = np.column_stack([paired_differences(a, b) for a, b in arrays])
-        _, t_rand = _timed("randomisation tests alone (all comparisons)",
-                           lambda: randomisation_p_values(diffs), args.repeat)
+        _, t_rand = _timed(
+            "randomisation tests alone (all comparisons)", lambda: randomisation_p_values(diffs), args.repeat
+        )
 
         out = tmp / "out"
         os.environ["ANALYSIS_WORKERS"] = "1"
         _timed("whole report with figures, 1 process", lambda: write_report(runs, QRELS, out), args.repeat)
         os.environ["ANALYSIS_WORKERS"] = str(workers)
-        _, t_report = _timed(f"whole report with figures, {workers} processes (cpu: parent only)",
-                             lambda: write_report(runs, QRELS, out), args.repeat)
-        print(f"peak memory: max RSS of this process {_peak_mib():.0f} MiB (reader processes: see the "
-              "cold run below)")
+        _, t_report = _timed(
+            f"whole report with figures, {workers} processes (cpu: parent only)",
+            lambda: write_report(runs, QRELS, out),
+            args.repeat,
+        )
+        print(
+            f"peak memory: max RSS of this process {_peak_mib():.0f} MiB (reader processes: see the "
+            "cold run below)"
+        )
 
         for n_workers in (1, workers):
-            cold, cold_cpu, code = cold_report(runs, tmp / "out-cold",
-                                               {**os.environ, "ANALYSIS_WORKERS": str(n_workers)})
+            cold, cold_cpu, code = cold_report(
+                runs, tmp / "out-cold", {**os.environ, "ANALYSIS_WORKERS": str(n_workers)}
+            )
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-            print(f"cold `analysis report` subprocess, {n_workers} process(es), imports included: wall "
-                  f"{cold:.3f} s, cpu {cold_cpu:.3f} s (all processes), exit {code}; peak RSS of "
-                  f"any child so far {peak:.0f} MiB")
-        print(f"TARGETS: statistics {t_stats:.3f} s (< 1 s: {'met' if t_stats < 1 else 'NOT met'}); "
-              f"report {t_report:.3f} s (< 3 s: {'met' if t_report < 3 else 'NOT met'})")
+            print(
+                f"cold `analysis report` subprocess, {n_workers} process(es), imports included: wall "
+                f"{cold:.3f} s, cpu {cold_cpu:.3f} s (all processes), exit {code}; peak RSS of "
+                f"any child so far {peak:.0f} MiB"
+            )
+        print(
+            f"TARGETS: statistics {t_stats:.3f} s (< 1 s: {'met' if t_stats < 1 else 'NOT met'}); "
+            f"report {t_report:.3f} s (< 3 s: {'met' if t_report < 3 else 'NOT met'})"
+        )
         mib = sum(f.stat().st_size for f in files) / 2**20
         _issue15_row(runs, tmp, t_stats, args.repeat, mib, len(files))
 
@@ -193,26 +237,36 @@ def main() -> int:
             try:
                 from ranx.statistical_tests import fisher_randomization_test
             except ModuleNotFoundError:
-                print("ranx is not installed: run `uv sync --group benchmarks` (or "
-                      "`uv pip install ranx==0.3.21`) to time its Fisher randomisation test")
+                print(
+                    "ranx is not installed: run `uv sync --group benchmarks` (or "
+                    "`uv pip install ranx==0.3.21`) to time its Fisher randomisation test"
+                )
                 return 0
             a0, b0 = arrays[0]
-            _timed("ranx: first call (numba compilation)", lambda: fisher_randomization_test(
-                a0, b0, n_permutations=RANDOMISATION_RESAMPLES, max_p=0.05, random_seed=SEED))
+            _timed(
+                "ranx: first call (numba compilation)",
+                lambda: fisher_randomization_test(
+                    a0, b0, n_permutations=RANDOMISATION_RESAMPLES, max_p=0.05, random_seed=SEED
+                ),
+            )
             subset = arrays[: args.ranx_pairs]
 
             def run_ranx() -> None:
                 for a, b in subset:
-                    fisher_randomization_test(a, b, n_permutations=RANDOMISATION_RESAMPLES, max_p=0.05,
-                                              random_seed=SEED)
+                    fisher_randomization_test(
+                        a, b, n_permutations=RANDOMISATION_RESAMPLES, max_p=0.05, random_seed=SEED
+                    )
 
             _, t_ranx = _timed(f"ranx Fisher test, {len(subset)} comparisons, warm", run_ranx)
             per = t_ranx / len(subset)
             total = per * comparisons
-            print(f"ranx per comparison {per:.4f} s -> {comparisons} comparisons ~ {total:.1f} s "
-                  "(extrapolated)")
-            print(f"RATIO ranx / ours (randomisation tests only): {total / t_rand:.0f}x; "
-                  f"ranx / ours (all statistics incl. bootstrap): {total / t_stats:.0f}x")
+            print(
+                f"ranx per comparison {per:.4f} s -> {comparisons} comparisons ~ {total:.1f} s (extrapolated)"
+            )
+            print(
+                f"RATIO ranx / ours (randomisation tests only): {total / t_rand:.0f}x; "
+                f"ranx / ours (all statistics incl. bootstrap): {total / t_stats:.0f}x"
+            )
         return 0
     finally:
         if args.keep is None:

@@ -38,8 +38,15 @@ from tests.analysis.costs.blocks import block, write_blocks  # noqa: E402
 
 QRELS = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGES = ("keyword-71k", "vector-71k", "hybrid-71k", "keyword-full")
-LOCAL = {"gte-base": 8, "bge-v2-m3": 20, "jina-v3.5": 30, "qwen3-0.6b": 25, "mxbai-large-v2": 60,
-         "qwen3-4b": 150, "querit-4b": 170}  # fmt: skip  # GPU ms at k = 20 (benchmark input)
+LOCAL = {
+    "gte-base": 8,
+    "bge-v2-m3": 20,
+    "jina-v3.5": 30,
+    "qwen3-0.6b": 25,
+    "mxbai-large-v2": 60,
+    "qwen3-4b": 150,
+    "querit-4b": 170,
+}  # GPU ms at k = 20 (benchmark input)
 PRICES = """\
 [api.voyage-rerank-3]
 value = 0.05

@@ -61,10 +61,13 @@ def main() -> int:
             else exact_candidates(Path(tmp))
         )
         record = run_int8_step(
-            Path(tmp), queries=inputs.queries, first_stage_run=run,
-            texts={p.docid: p.passage_text for p in inputs.corpus}, qrels=inputs.qrels,
+            Path(tmp),
+            queries=inputs.queries,
+            first_stage_run=run,
+            texts={p.docid: p.passage_text for p in inputs.corpus},
+            qrels=inputs.qrels,
             log=lambda m: print(m, file=sys.stderr, flush=True),
-        )  # fmt: skip
+        )
         if args.out:
             args.out.write_text((Path(tmp) / "int8.json").read_text())
     print("\n".join(summary_lines(record)))
@@ -73,10 +76,14 @@ def main() -> int:
     print(f"CPU: {flags['cpu_model']}; int8 flags {flags['flags']}; VNNI: {flags['vnni']}; cores {cores}")
     spearman_ok = record["spearman_min"] >= GOAL_SPEARMAN
     speed_ok = record["speedup_p50"]["100"] >= GOAL_SPEEDUP
-    print(f"goal Spearman >= {GOAL_SPEARMAN} on every query: {'MET' if spearman_ok else 'NOT MET'} "
-          f"(min {record['spearman_min']:.4f}, below: {record['below_0.99']})")  # fmt: skip
-    print(f"goal p50 speed-up >= {GOAL_SPEEDUP}x at k = 100: {'MET' if speed_ok else 'NOT MET'} "
-          f"({record['speedup_p50']['100']:.2f}x)")  # fmt: skip
+    print(
+        f"goal Spearman >= {GOAL_SPEARMAN} on every query: {'MET' if spearman_ok else 'NOT MET'} "
+        f"(min {record['spearman_min']:.4f}, below: {record['below_0.99']})"
+    )
+    print(
+        f"goal p50 speed-up >= {GOAL_SPEEDUP}x at k = 100: {'MET' if speed_ok else 'NOT MET'} "
+        f"({record['speedup_p50']['100']:.2f}x)"
+    )
     print(json.dumps({"int8_manifest": record["int8_manifest"]["quantization"]}))
     return 0 if spearman_ok and speed_ok else 1
 

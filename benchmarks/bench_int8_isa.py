@@ -52,11 +52,15 @@ def choose_cap(cpu: Mapping[str, Any]) -> tuple[str | None, str]:
     flags = cpu.get("flags") or {}
     extras = [f for f in _ABOVE_AVX2 if flags.get(f)]
     if extras:
-        return DESKTOP_ISA, (f"the desktop's instruction set as the plan names it (Ryzen 9 5950X: AVX2, no "
-                             f"AVX-512, no VNNI); this CPU has {', '.join(extras)} above it")  # fmt: skip
+        return DESKTOP_ISA, (
+            f"the desktop's instruction set as the plan names it (Ryzen 9 5950X: AVX2, no "
+            f"AVX-512, no VNNI); this CPU has {', '.join(extras)} above it"
+        )
     top = "AVX2" if flags.get("avx2") else "below AVX2"
-    return None, (f"the CPU has nothing above {top} (no AVX-512, no VNNI, no bf16, no AMX): it is the "
-                  "desktop's instruction set already, native and capped runs would be the same")  # fmt: skip
+    return None, (
+        f"the CPU has nothing above {top} (no AVX-512, no VNNI, no bf16, no AMX): it is the "
+        "desktop's instruction set already, native and capped runs would be the same"
+    )
 
 
 def honoured(native: Mapping[str, Any], capped: Mapping[str, Any], cap: str) -> tuple[bool, str]:
@@ -67,8 +71,10 @@ def honoured(native: Mapping[str, Any], capped: Mapping[str, Any], cap: str) -> 
     if over:
         return False, f"under {ISA_ENV}={cap} OpenVINO still ran int8 kernels above it: {', '.join(over)}"
     if not above_cap(native["int8_kernels"], cap):
-        return False, (f"the native int8 kernels ({', '.join(native['int8_kernels'])}) are not above {cap}: "
-                       "the cap changes nothing")  # fmt: skip
+        return False, (
+            f"the native int8 kernels ({', '.join(native['int8_kernels'])}) are not above {cap}: "
+            "the cap changes nothing"
+        )
     others = above_cap(capped["kernels"], cap)
     note = ""
     if others:
@@ -93,8 +99,17 @@ def score_in_child(
     env = {k: v for k, v in os.environ.items() if k != ISA_ENV}
     if cap is not None:
         env[ISA_ENV] = cap
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--folder", str(folder),
-           "--inputs", str(inputs), "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        "--folder",
+        str(folder),
+        "--inputs",
+        str(inputs),
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     if proc.returncode != 0:
         where = f"under {ISA_ENV}={cap}" if cap else "natively"
@@ -108,8 +123,10 @@ def child(folder: Path, inputs: Path, out: Path) -> int:
 
     data = json.loads(inputs.read_text())
     model = Int8BiEncoder(folder)
-    scores = {q: [float(x) for x in model.score(row["query"], row["passages"]).scores]
-              for q, row in data["queries"].items()}  # fmt: skip
+    scores = {
+        q: [float(x) for x in model.score(row["query"], row["passages"]).scores]
+        for q, row in data["queries"].items()
+    }
     out.write_text(json.dumps({"scores": scores, "runtime": model.meta.extra["openvino_runtime"]}))
     return 0
 
@@ -150,8 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cpu = cpu_flags()
     on = [f for f, v in (cpu["flags"] or {}).items() if v]
-    print(f"CPU: {cpu['cpu_model']}; flags {' '.join(on) or 'none'}; VNNI {cpu['vnni']}, bf16 {cpu['bf16']}; "
-          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"CPU: {cpu['cpu_model']}; flags {' '.join(on) or 'none'}; VNNI {cpu['vnni']}, bf16 {cpu['bf16']}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     cap, why = (args.cap, "--cap given") if args.cap else choose_cap(cpu)
     if cap is None:
         print(f"no verdict: {why}")
@@ -170,11 +189,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     for name, rec in (("native", native), ("capped", capped)):
         rt = rec["runtime"]
-        print(f"{name}: precision {rt['inference_precision']}, int8 kernels on {rt['int8_isa']}, threads "
-              f"{rt['threads']}, streams {rt['streams']}, execution mode {rt['execution_mode']}")  # fmt: skip
+        print(
+            f"{name}: precision {rt['inference_precision']}, int8 kernels on {rt['int8_isa']}, threads "
+            f"{rt['threads']}, streams {rt['streams']}, execution mode {rt['execution_mode']}"
+        )
     ok, how = honoured(native["runtime"], capped["runtime"], cap)
-    record: dict[str, Any] = {"cpu": cpu, "cap": cap, "cap_honoured": ok, "cap_detail": how,
-                              "native": native, "capped": capped}  # fmt: skip
+    record: dict[str, Any] = {
+        "cpu": cpu,
+        "cap": cap,
+        "cap_honoured": ok,
+        "cap_detail": how,
+        "native": native,
+        "capped": capped,
+    }
     if not ok:
         print(f"no verdict: cap not honoured: {how}")
         code = 2
@@ -185,9 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {q}: Spearman {r:.4f}{'' if r >= MIN_SPEARMAN else '  < 0.99'}")
         low, mean = min(rho.values()), sum(rho.values()) / len(rho)
         holds = all(r >= MIN_SPEARMAN for r in rho.values())
-        print(f"per-query Spearman native vs {cap}: min {low:.4f}, mean {mean:.4f} over {len(rho)} queries; "
-              f"the plan's >= {MIN_SPEARMAN} on every query: "
-              f"{'HOLDS' if holds else 'DOES NOT HOLD'}")  # fmt: skip
+        print(
+            f"per-query Spearman native vs {cap}: min {low:.4f}, mean {mean:.4f} over {len(rho)} queries; "
+            f"the plan's >= {MIN_SPEARMAN} on every query: "
+            f"{'HOLDS' if holds else 'DOES NOT HOLD'}"
+        )
         record.update(spearman=rho, spearman_min=low, spearman_mean=mean, holds=holds)
         code = 0 if holds else 1
     if args.out:

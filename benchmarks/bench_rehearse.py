@@ -41,8 +41,10 @@ def cpu_line() -> str:
     flags = cpu.get("flags") or {}
     have = ", ".join(f for f, on in flags.items() if on) or "none"
     lack = ", ".join(f for f, on in flags.items() if not on) or "none"
-    return (f"cpu: {cpu.get('cpu_model')}; int8 flags present: {have}; absent: {lack}; "
-            f"VNNI/AMX: {'yes' if cpu.get('vnni') else 'no'}")  # fmt: skip
+    return (
+        f"cpu: {cpu.get('cpu_model')}; int8 flags present: {have}; absent: {lack}; "
+        f"VNNI/AMX: {'yes' if cpu.get('vnni') else 'no'}"
+    )
 
 
 def step_times(out: Path) -> str:
@@ -70,9 +72,7 @@ def run_once(out: Path, cache: Path, extra: list[str]) -> tuple[float, int, str,
     env = {**os.environ, "BENCH_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-m", "bench.cli", "rehearse", "--out", str(out), *extra]
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ps = psutil.Process(proc.pid)
     peak = [0]
     last_line = ["(before the first line)"]
@@ -127,8 +127,10 @@ def main() -> int:
     keep = args.keep or base
     cache = base / "cache"  # empty for the first run, warm for the second
     print(cpu_line())
-    print(f"cpus: {os.cpu_count()} (affinity {len(os.sched_getaffinity(0))}), load average before: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+    print(
+        f"cpus: {os.cpu_count()} (affinity {len(os.sched_getaffinity(0))}), load average before: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     results = {}
     lines = []
     for name in ("first", "repeated"):
@@ -137,10 +139,12 @@ def main() -> int:
         ok = code == 0 and seconds < TARGETS[name] and peak < PEAK_TARGET
         results[name] = (seconds, peak, code)
         what = "empty caches" if name == "first" else "with caches"
-        line = (f"{name} run ({what}): {seconds / 60:.1f} min (target < {TARGETS[name] / 60:.0f} min), "
-                f"peak RSS of the process tree {peak / 1024**3:.2f} GB (target < 4 GB), exit {code}, "
-                f"load average during {mean_load:.2f} (mean of 1-min samples), after: {load} -> "
-                f"{'OK' if ok else 'MISSED'}")  # fmt: skip
+        line = (
+            f"{name} run ({what}): {seconds / 60:.1f} min (target < {TARGETS[name] / 60:.0f} min), "
+            f"peak RSS of the process tree {peak / 1024**3:.2f} GB (target < 4 GB), exit {code}, "
+            f"load average during {mean_load:.2f} (mean of 1-min samples), after: {load} -> "
+            f"{'OK' if ok else 'MISSED'}"
+        )
         lines.append(line)
         print(line)
         print(f"  peak sampled after the rehearsal printed: {peak_at}")

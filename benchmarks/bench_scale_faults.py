@@ -54,10 +54,13 @@ def _now() -> str:
 
 def host() -> dict[str, Any]:
     cpu = next(
-        (ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-         if ln.startswith("model name")),
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
         "",
-    )  # fmt: skip
+    )
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "nice": os.nice(0)}
 
 

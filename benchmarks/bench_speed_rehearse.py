@@ -69,8 +69,11 @@ def bench_embedding(n: int, batches: list[int]) -> None:
 
     print(f"embedding {len(texts)} passages; load average before: {_load()}", flush=True)
     ref, wall, cpu = _timed(former)
-    print(f"  former (2,048-chunks, batch 64)      {len(texts) / wall:7.1f} p/s wall  "
-          f"{len(texts) / cpu:7.1f} p/CPU-s  (load {_load()})", flush=True)  # fmt: skip
+    print(
+        f"  former (2,048-chunks, batch 64)      {len(texts) / wall:7.1f} p/s wall  "
+        f"{len(texts) / cpu:7.1f} p/CPU-s  (load {_load()})",
+        flush=True,
+    )
     for bs in batches:
         emb.batch_size = bs
         with tempfile.TemporaryDirectory() as tmp:
@@ -78,9 +81,11 @@ def bench_embedding(n: int, batches: list[int]) -> None:
             got, wall, cpu = _timed(lambda c=cached: c.embed(texts))
             cached.cache.close()
         diff = float(np.abs(got - ref).max())
-        print(f"  now (length-sorted, batch {bs:3d})      {len(texts) / wall:7.1f} p/s wall  "
-              f"{len(texts) / cpu:7.1f} p/CPU-s  max |diff| {diff:.2e}  (load {_load()})",
-              flush=True)  # fmt: skip
+        print(
+            f"  now (length-sorted, batch {bs:3d})      {len(texts) / wall:7.1f} p/s wall  "
+            f"{len(texts) / cpu:7.1f} p/CPU-s  max |diff| {diff:.2e}  (load {_load()})",
+            flush=True,
+        )
 
 
 def _rehearse(out: Path, cache: Path, extra: list[str]) -> dict[str, float]:
@@ -101,8 +106,10 @@ def bench_rehearsal(extra: list[str]) -> None:
         load_first = _load()
         again = _rehearse(Path(tmp) / "again", cache, extra)
         step = first["first stages"]
-        print(f"  first run, step 'first stages' (empty cache): {step:7.1f} s  target < {STEP_TARGET_S:.0f} s"
-              f" on an idle machine  (load after: {load_first})")  # fmt: skip
+        print(
+            f"  first run, step 'first stages' (empty cache): {step:7.1f} s  target < {STEP_TARGET_S:.0f} s"
+            f" on an idle machine  (load after: {load_first})"
+        )
         print(f"  first run, total:                             {first['total']:7.1f} s")
         total = again["total"]
         print(f"  anchor: repeated run, total:                  {total:7.1f} s  (load after: {_load()})")

@@ -98,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         peak = got["peak_reserved_bytes"]
         gib = "-" if peak is None else f"{peak / 2**30:.1f}"
         s = got["seconds"]
-        print(f"{model}\t{s[20]:.3f}\t{s[50]:.3f}\t{s[100]:.3f}\t{got['chunk']}\t{gib}\t"
-              f"{plan['quality_h']:.2f}\t{plan['latency_h']:.2f}")  # fmt: skip
+        print(
+            f"{model}\t{s[20]:.3f}\t{s[50]:.3f}\t{s[100]:.3f}\t{got['chunk']}\t{gib}\t"
+            f"{plan['quality_h']:.2f}\t{plan['latency_h']:.2f}"
+        )
     print(f"all\t\t\t\t\t\t{total['quality_h']:.2f}\t{total['latency_h']:.2f}")
     return 0
 

@@ -128,8 +128,9 @@ def fig_report(repeat: int) -> Figure:
         files = bench_analysis.make_study(runs)
 
         def anchor() -> None:
-            subprocess.run([sys.executable, "-c", ANCHOR_READ, str(runs)], env=env, check=True,
-                           capture_output=True)
+            subprocess.run(
+                [sys.executable, "-c", ANCHOR_READ, str(runs)], env=env, check=True, capture_output=True
+            )
 
         reports: list[tuple[float, float]] = []
         anchors: list[float] = []
@@ -144,8 +145,13 @@ def fig_report(repeat: int) -> Figure:
                 anchors.append(anchor_s)
                 reports.append((planted("report", wall, sleep=True), cpu))
         best = min(reports)
-        return Figure("report", best[0], min(anchors), best[1],
-                      what=f"cold `analysis report`, {len(files)} run files, best of {repeat}")
+        return Figure(
+            "report",
+            best[0],
+            min(anchors),
+            best[1],
+            what=f"cold `analysis report`, {len(files)} run files, best of {repeat}",
+        )
 
 
 def fig_lock(repeat: int) -> Figure:
@@ -156,8 +162,12 @@ def fig_lock(repeat: int) -> Figure:
         return Figure("lock", None, reason="openssl not found (the anchor)")
     if rows[0][2] != rows[1][2]:
         return Figure("lock", None, reason="sha256 digests of ours and openssl's differ")
-    return Figure("lock", planted("lock", rows[0][1], sleep=True), rows[1][1],
-                  what=f"sha256_file of {LOCK_MB} MiB, page cache warm")
+    return Figure(
+        "lock",
+        planted("lock", rows[0][1], sleep=True),
+        rows[1][1],
+        what=f"sha256_file of {LOCK_MB} MiB, page cache warm",
+    )
 
 
 def fig_import(repeat: int) -> Figure:
@@ -174,10 +184,15 @@ def fig_import(repeat: int) -> Figure:
     with local_typesense() as server:
         for r in range(repeat):
             raw.append(len(docs) / si.raw_post(server, docs, vecs, IMPORT_BATCH, f"guard-raw-{r}"))
-            ours.append(len(docs) / si.via_importer(server, docs, vecs, IMPORT_BATCH, f"guard-ours-{r}",
-                                                    former=False))
-    return Figure("import", planted("import", min(ours), sleep=False), min(raw),
-                  what=f"import_passages, {IMPORT_DOCS} docs, 1024-dim, batch {IMPORT_BATCH}")
+            ours.append(
+                len(docs) / si.via_importer(server, docs, vecs, IMPORT_BATCH, f"guard-ours-{r}", former=False)
+            )
+    return Figure(
+        "import",
+        planted("import", min(ours), sleep=False),
+        min(raw),
+        what=f"import_passages, {IMPORT_DOCS} docs, 1024-dim, batch {IMPORT_BATCH}",
+    )
 
 
 def _anchor_call(k: int) -> tuple[dict[str, Any], int]:
@@ -205,8 +220,12 @@ def fig_harness(repeat: int) -> Figure:
     for _ in range(repeat):
         ours.append(statistics.median(lh.caller_ns(HARNESS_CALLS, 20)[0]) / 1e9)
         anchor.append(statistics.median(_anchor_ns(HARNESS_CALLS, 20)) / 1e9)
-    return Figure("harness", planted("harness", min(ours), sleep=False), min(anchor),
-                  what=f"RerankerCaller per call, do-nothing adapter, median of {HARNESS_CALLS:,}")
+    return Figure(
+        "harness",
+        planted("harness", min(ours), sleep=False),
+        min(anchor),
+        what=f"RerankerCaller per call, do-nothing adapter, median of {HARNESS_CALLS:,}",
+    )
 
 
 def fig_status(repeat: int) -> Figure:
@@ -225,8 +244,12 @@ def fig_status(repeat: int) -> Figure:
         if heavy != "[]":
             return Figure("status", None, reason=f"`bench status` imported heavy modules {heavy}")
         ours.append(planted("status", seconds, sleep=True))
-    return Figure("status", statistics.median(ours), statistics.median(anchors),
-                  what=f"cold `bench status --json`, median of {STATUS_RUNS}")
+    return Figure(
+        "status",
+        statistics.median(ours),
+        statistics.median(anchors),
+        what=f"cold `bench status --json`, median of {STATUS_RUNS}",
+    )
 
 
 def _numpy_work() -> None:
@@ -242,14 +265,19 @@ def fig_plumbing(repeat: int) -> Figure:
     for _ in range(max(3, repeat)):
         anchor.append(timed("anchor", _numpy_work))
         ours.append(timed("plumbing", _numpy_work))
-    return Figure("plumbing", min(ours), min(anchor),
-                  what="the guard's self-check: a workload against itself")
+    return Figure(
+        "plumbing", min(ours), min(anchor), what="the guard's self-check: a workload against itself"
+    )
 
 
 FIGURES: dict[str, Callable[[int], Figure]] = {
-    "report": fig_report, "lock": fig_lock, "import": fig_import, "harness": fig_harness,
-    "status": fig_status, "plumbing": fig_plumbing,
-}  # fmt: skip
+    "report": fig_report,
+    "lock": fig_lock,
+    "import": fig_import,
+    "harness": fig_harness,
+    "status": fig_status,
+    "plumbing": fig_plumbing,
+}
 
 
 def all_flags_sha256(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
@@ -266,16 +294,23 @@ def all_flags_sha256(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
 
 def machine(load_start: tuple[float, float, float]) -> dict[str, Any]:
     cpu = cpu_flags()
-    return {"cpu_model": cpu["cpu_model"], "flags": cpu["flags"], "flags_sha256": all_flags_sha256(),
-            "cpus": os.cpu_count(),
-            "load_start": [round(x, 2) for x in load_start],
-            "load_end": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
+    return {
+        "cpu_model": cpu["cpu_model"],
+        "flags": cpu["flags"],
+        "flags_sha256": all_flags_sha256(),
+        "cpus": os.cpu_count(),
+        "load_start": [round(x, 2) for x in load_start],
+        "load_end": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def provenance() -> dict[str, Any]:
     commit = git.head_commit(REPO)
-    return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
-            "dirty": bool(git.dirty_paths(REPO)) if commit else None}  # fmt: skip
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": commit,
+        "dirty": bool(git.dirty_paths(REPO)) if commit else None,
+    }
 
 
 def read_recorded(path: Path) -> dict[str, Any]:
@@ -289,8 +324,10 @@ def read_recorded(path: Path) -> dict[str, Any]:
             if not isinstance(r.get("machine"), dict) or not isinstance(r.get("figures"), dict):
                 raise ValueError("a record without 'machine' or 'figures'")
     except (ValueError, AttributeError) as err:
-        raise SystemExit(f"{path}: not a recorded-figures file ({err}); restore it with `git checkout "
-                         f"{path.name}` or delete it and run with --record") from err
+        raise SystemExit(
+            f"{path}: not a recorded-figures file ({err}); restore it with `git checkout "
+            f"{path.name}` or delete it and run with --record"
+        ) from err
     return data
 
 
@@ -298,12 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", action="store_true", help="write these figures as this CPU's recorded ones")
     ap.add_argument("--force", action="store_true", help="with --record: replace idle figures by loaded ones")
-    ap.add_argument("--only", default=",".join(DEFAULT),
-                    help=f"figures, comma-separated (of {', '.join(FIGURES)})")
+    ap.add_argument(
+        "--only", default=",".join(DEFAULT), help=f"figures, comma-separated (of {', '.join(FIGURES)})"
+    )
     ap.add_argument("--repeat", type=int, default=2, help="rounds per figure (best counts)")
     ap.add_argument("--recorded", type=Path, default=RECORDED)
-    ap.add_argument("--markdown", action="store_true",
-                    help="print the recorded figures as docs/performance.md's table; measure nothing")
+    ap.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the recorded figures as docs/performance.md's table; measure nothing",
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         print(markdown(read_recorded(args.recorded)["records"]))
@@ -311,8 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in FIGURES]
     if unknown or args.repeat < 1:
-        print(f"--only: unknown figure(s) {unknown} (known: {', '.join(FIGURES)}); --repeat must be >= 1",
-              file=sys.stderr)
+        print(
+            f"--only: unknown figure(s) {unknown} (known: {', '.join(FIGURES)}); --repeat must be >= 1",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         PLANT.update(plants(os.environ.get("BENCH_GUARD_PLANT")))
@@ -334,8 +377,11 @@ def main(argv: list[str] | None = None) -> int:
                     fig = FIGURES[name](args.repeat)
                 except Exception as err:  # reported as "not measured" with the reason: cannot tell
                     fig = Figure(name, None, reason=f"{type(err).__name__}: {err}")
-                print(f"measured {name}: {fig.value} s (anchor {fig.anchor} s) in "
-                      f"{time.perf_counter() - t:.0f} s, load {os.getloadavg()[0]:.2f}", flush=True)
+                print(
+                    f"measured {name}: {fig.value} s (anchor {fig.anchor} s) in "
+                    f"{time.perf_counter() - t:.0f} s, load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
                 figures.append(fig)
     except KeyboardInterrupt:
         print("guard interrupted: nothing judged, nothing recorded", file=sys.stderr)
@@ -344,19 +390,28 @@ def main(argv: list[str] | None = None) -> int:
     record = find_record(data["records"], here)
     rows, code = compare(figures, record, here)
     flags = ", ".join(f for f, on in (here["flags"] or {}).items() if on) or "none of the int8 ones"
-    print(f"\nCPU {here['cpu_model']} x {here['cpus']}, flags: {flags}; load average at the start "
-          f"{' '.join(map(str, here['load_start']))}, at the end {' '.join(map(str, here['load_end']))}; "
-          f"{time.perf_counter() - t_all:.0f} s in all")
+    print(
+        f"\nCPU {here['cpu_model']} x {here['cpus']}, flags: {flags}; load average at the start "
+        f"{' '.join(map(str, here['load_start']))}, at the end {' '.join(map(str, here['load_end']))}; "
+        f"{time.perf_counter() - t_all:.0f} s in all"
+    )
     if PLANT:
         print(f"PLANTED slowdown: {PLANT}")
     if record is not None:
-        print(f"recorded: {record.get('date')} at {record.get('commit')}, "
-              f"{'loaded' if record.get('loaded') else 'idle'} (load {record['machine']['load_start'][0]})")
+        print(
+            f"recorded: {record.get('date')} at {record.get('commit')}, "
+            f"{'loaded' if record.get('loaded') else 'idle'} (load {record['machine']['load_start'][0]})"
+        )
     print(table(rows))
     if record is not None:
         print(f"margin: {margin_for(record, here):.0%} on ratios (25 % when both runs were idle, else 50 %)")
-    print({0: "verdict: no slowdown beyond the margin (exit 0)", 1: "verdict: SLOWER (exit 1)",
-           3: "verdict: cannot tell (exit 3)"}[code])  # fmt: skip
+    print(
+        {
+            0: "verdict: no slowdown beyond the margin (exit 0)",
+            1: "verdict: SLOWER (exit 1)",
+            3: "verdict: cannot tell (exit 3)",
+        }[code]
+    )
     if not args.record:
         return code
     try:

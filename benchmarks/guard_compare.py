@@ -49,8 +49,13 @@ class Figure:
         return self.value / self.anchor
 
     def as_record(self) -> dict[str, Any]:
-        return {"value": self.value, "anchor": self.anchor, "ratio": self.ratio, "cpu": self.cpu,
-                "what": self.what}  # fmt: skip
+        return {
+            "value": self.value,
+            "anchor": self.anchor,
+            "ratio": self.ratio,
+            "cpu": self.cpu,
+            "what": self.what,
+        }
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,15 @@ def judge(now: Figure, recorded: Mapping[str, Any] | None, *, absolute: bool, ma
             note += "; absolute time not judged (loaded or other CPU)"
         return Row(now.name, now.ratio, recorded["ratio"], change, abs_change, verdict, note)
     if abs_change is None:
-        return Row(now.name, now.value, recorded["value"], None, None, UNKNOWN,
-                   "no anchor, and absolute times are judged only on the same CPU with both runs idle")
+        return Row(
+            now.name,
+            now.value,
+            recorded["value"],
+            None,
+            None,
+            UNKNOWN,
+            "no anchor, and absolute times are judged only on the same CPU with both runs idle",
+        )
     assert abs_verdict is not None
     return Row(now.name, now.value, recorded["value"], abs_change, abs_change, abs_verdict, "absolute time")
 
@@ -112,13 +124,19 @@ def margin_for(record: Mapping[str, Any], machine: Mapping[str, Any]) -> float:
     return MARGIN if is_idle(record["machine"]) and is_idle(machine) else LOADED_MARGIN
 
 
-def compare(figures: Sequence[Figure], record: Mapping[str, Any] | None, machine: Mapping[str, Any],
-            margin: float | None = None) -> tuple[list[Row], int]:
+def compare(
+    figures: Sequence[Figure],
+    record: Mapping[str, Any] | None,
+    machine: Mapping[str, Any],
+    margin: float | None = None,
+) -> tuple[list[Row], int]:
     """The table and the exit code (1 slower, 3 cannot tell, 0 otherwise). ``margin``: by default 25 %,
     50 % when the run or the record was loaded."""
     if record is None:
-        rows = [Row(f.name, f.ratio or f.value, None, None, None, UNKNOWN, "no record for this CPU")
-                for f in figures]
+        rows = [
+            Row(f.name, f.ratio or f.value, None, None, None, UNKNOWN, "no record for this CPU")
+            for f in figures
+        ]
         return rows, EXIT_UNKNOWN
     absolute = same_cpu(record["machine"], machine) and is_idle(record["machine"]) and is_idle(machine)
     margin = margin_for(record, machine) if margin is None else margin
@@ -136,8 +154,9 @@ def table(rows: Sequence[Row]) -> str:
     lines = [f"{'figure':<14} {'now':>10} {'recorded':>10} {'now/rec':>8}  verdict      note"]
     for r in rows:
         change = "-" if r.change is None else f"{r.change:.2f}x"
-        lines.append(f"{r.name:<14} {_num(r.now):>10} {_num(r.recorded):>10} {change:>8}  "
-                     f"{r.verdict:<12} {r.note}")
+        lines.append(
+            f"{r.name:<14} {_num(r.now):>10} {_num(r.recorded):>10} {change:>8}  {r.verdict:<12} {r.note}"
+        )
     return "\n".join(lines)
 
 
@@ -147,8 +166,12 @@ def new_record(
     missing = [f"{f.name} ({f.reason})" for f in figures if f.value is None]
     if missing:
         raise ValueError(f"not recorded: figures not measured: {', '.join(missing)}")
-    return {"machine": dict(machine), "loaded": not is_idle(machine), **provenance,
-            "figures": {f.name: f.as_record() for f in figures}}
+    return {
+        "machine": dict(machine),
+        "loaded": not is_idle(machine),
+        **provenance,
+        "figures": {f.name: f.as_record() for f in figures},
+    }
 
 
 def merge(
@@ -159,11 +182,15 @@ def merge(
     records = list(data.get("records", []))
     old = find_record(records, record["machine"])
     if old is not None and not old.get("loaded", True) and record["loaded"] and not force:
-        raise ValueError("the recorded figures of this CPU are idle ones and this run was loaded (load "
-                         f"{record['machine']['load_start'][0]:.2f}); rerun idle, or pass --force")
-    changes = [f"record for {record['machine']['cpu_model']} ({'loaded' if record['loaded'] else 'idle'}, "
-               f"load {record['machine']['load_start'][0]:.2f}): "
-               + ("new" if old is None else f"replaces the one of {old.get('date')} ({old.get('commit')})")]
+        raise ValueError(
+            "the recorded figures of this CPU are idle ones and this run was loaded (load "
+            f"{record['machine']['load_start'][0]:.2f}); rerun idle, or pass --force"
+        )
+    changes = [
+        f"record for {record['machine']['cpu_model']} ({'loaded' if record['loaded'] else 'idle'}, "
+        f"load {record['machine']['load_start'][0]:.2f}): "
+        + ("new" if old is None else f"replaces the one of {old.get('date')} ({old.get('commit')})")
+    ]
     for name, fig in record["figures"].items():
         before = (old or {}).get("figures", {}).get(name, {})
         key = "ratio" if fig["ratio"] is not None else "value"
@@ -193,8 +220,10 @@ def markdown(records: Sequence[Mapping[str, Any]]) -> str:
         for name, f in r["figures"].items():
             ratio = "-" if f["ratio"] is None else f"{f['ratio']:.3g}"
             anchor = "-" if f["anchor"] is None else _seconds(f["anchor"])
-            lines.append(f"| `{name}` | {f.get('what', '')} | {_seconds(f['value'])} | {anchor} | {ratio} | "
-                         f"{cpu} | {state} | {when} |")
+            lines.append(
+                f"| `{name}` | {f.get('what', '')} | {_seconds(f['value'])} | {anchor} | {ratio} | "
+                f"{cpu} | {state} | {when} |"
+            )
     return "\n".join(lines)
 
 

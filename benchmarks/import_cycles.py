@@ -149,8 +149,10 @@ def main() -> int:
     graph = edges(modules)
     found = cycles(graph)
     statements = sum(len(lines) for targets in graph.values() for lines in targets.values())
-    print(f"{len(modules)} modules, {statements} internal import statements (function-level and "
-          "TYPE_CHECKING ones included)")
+    print(
+        f"{len(modules)} modules, {statements} internal import statements (function-level and "
+        "TYPE_CHECKING ones included)"
+    )
     for component in found:
         path = one_path(graph, component)
         print(f"cycle of {len(component)} modules: {', '.join(component)}")

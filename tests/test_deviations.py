@@ -95,11 +95,16 @@ def test_deviations_are_append_only_in_history(repo_root: Path) -> None:
     skip a version only a merge held) is a prefix of the current file: entries are appended, never
     edited."""
     current = (repo_root / "DEVIATIONS.md").read_bytes()
-    commits = subprocess.run(["git", "-C", str(repo_root), "rev-list", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.split()  # fmt: skip
-    found = subprocess.run(["git", "-C", str(repo_root), "cat-file", "--batch-check=%(objectname)"],
-                           input="".join(f"{c}:DEVIATIONS.md\n" for c in commits), capture_output=True,
-                           text=True, check=True).stdout.splitlines()  # fmt: skip
+    commits = subprocess.run(
+        ["git", "-C", str(repo_root), "rev-list", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    found = subprocess.run(
+        ["git", "-C", str(repo_root), "cat-file", "--batch-check=%(objectname)"],
+        input="".join(f"{c}:DEVIATIONS.md\n" for c in commits),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     blobs = {b: c for c, b in zip(commits, found, strict=True) if not b.endswith("missing")}
     assert blobs, "DEVIATIONS.md has never been committed"
     for blob, commit in blobs.items():

@@ -87,8 +87,11 @@ def test_no_printed_instruction_names_a_bare_bench_command() -> None:
     instruction = re.compile(r"(?i)(run|rerun|with|see|fetch it|first) \(?`bench [a-z]")
     for path in sorted((REPO_ROOT / "bench").rglob("*.py")):
         rel = path.relative_to(REPO_ROOT)
-        found += [f"{rel}:{n}: {s!r}" for n, s in _printed_strings(path) if instruction.search(s)
-                  and "`bench rehearse" not in s]  # fmt: skip
+        found += [
+            f"{rel}:{n}: {s!r}"
+            for n, s in _printed_strings(path)
+            if instruction.search(s) and "`bench rehearse" not in s
+        ]
     assert found == []
 
 

@@ -80,8 +80,13 @@ def test_optimum_messages_of_the_int8_step_go_to_the_file(tmp_path: Path) -> Non
     import sys
 
     log = tmp_path / "libraries.log"
-    proc = subprocess.run([sys.executable, "-c", OPTIMUM_STEP, str(log)], capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", OPTIMUM_STEP, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "refused as expected" in proc.stdout
     assert "Could not infer" not in proc.stderr and "refs/main" not in proc.stderr, proc.stderr

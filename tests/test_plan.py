@@ -48,8 +48,16 @@ def _changed_in_some_commit(root: Path, first: str) -> list[str]:
     hold the first commit's PLAN.md blob; a change that was later reverted still fails."""
     commits = _git(root, "rev-list", "--topo-order", "--reverse", "HEAD").decode().split()
     query = "".join(f"{c}:{PLAN}\n" for c in commits).encode()
-    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check=%(objectname)"], input=query,
-                         capture_output=True, check=True).stdout.decode().splitlines()  # fmt: skip
+    out = (
+        subprocess.run(
+            ["git", "-C", str(root), "cat-file", "--batch-check=%(objectname)"],
+            input=query,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .splitlines()
+    )
     blob = _git(root, "rev-parse", f"{first}:{PLAN}").decode().strip()
     for commit, line in zip(commits, out, strict=True):
         if line != blob:

@@ -47,8 +47,9 @@ def _run(args: list[str], root: Path | None = None) -> subprocess.CompletedProce
     if root is not None:
         env["BENCH_ROOT"] = str(root)
     script = Path(sys.executable).parent / args[0]
-    return subprocess.run([str(script), *args[1:]], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return subprocess.run(
+        [str(script), *args[1:]], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _assert_clean_refusal(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -86,12 +87,24 @@ def _bad_qrels(small: Path, tmp_path: Path, label: int) -> Path:
 def test_labels_out_of_range_are_refused_by_every_command(small: Path, tmp_path: Path, case: str) -> None:
     qrels = _bad_qrels(small, tmp_path, BAD_LABELS[case])
     run = small / "runs" / STAGE / f"{MODEL}@20.trec"
-    where = (f"{qrels}:2 (TREC qrels file): expected an integer relevance label 0..65535, found "
-             f"{BAD_LABELS[case]}")
-    for args in (["analysis", "metrics", "--qrels", str(qrels), "--run", str(run)],
-                 ["analysis", "check-pytrec", "--qrels", str(qrels), "--run", str(run)],
-                 ["analysis", "report", "--runs", str(small / "runs"), "--qrels", str(qrels), "--out",
-                  str(tmp_path / "out"), "--no-figures"]):  # fmt: skip
+    where = (
+        f"{qrels}:2 (TREC qrels file): expected an integer relevance label 0..65535, found {BAD_LABELS[case]}"
+    )
+    for args in (
+        ["analysis", "metrics", "--qrels", str(qrels), "--run", str(run)],
+        ["analysis", "check-pytrec", "--qrels", str(qrels), "--run", str(run)],
+        [
+            "analysis",
+            "report",
+            "--runs",
+            str(small / "runs"),
+            "--qrels",
+            str(qrels),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-figures",
+        ],
+    ):
         _assert_clean_refusal(_run(args), where)
     assert not (tmp_path / "out" / "quality").exists()  # refused before anything was written
     audit = _run(["bench", "audit", "--qrels", str(qrels)], root=small)
@@ -107,16 +120,23 @@ def _bad_runs(tmp_path: Path, good: Path) -> dict[str, tuple[Path, str]]:
     lines = text.splitlines(keepends=True)
     q, _, d, _, s, tag = lines[0].split()
     variants = {
-        "gzip": (gzip.compress(text.encode()),
-                 " (TREC run file): expected plain text, found a gzip-compressed file"),
-        "lone-cr": (text.replace("\n", "\r").encode(),
-                    ":1 (TREC run file): expected 6 columns `qid Q0 docid rank score tag` per line, found "),
-        "huge-rank": (f"{q} Q0 {d} 99999999999999999999 {s} {tag}\n{''.join(lines[1:])}".encode(),
-                      ":1 (TREC run file): expected ranks 1.."),
-        "unknown-query": (f"{text}no-such-query Q0 {d} 1 1.0 {tag}\n".encode(),
-                          f":{len(lines) + 1} (TREC run file): expected a query id of the qrels, found "
-                          "'no-such-query'"),
-    }  # fmt: skip
+        "gzip": (
+            gzip.compress(text.encode()),
+            " (TREC run file): expected plain text, found a gzip-compressed file",
+        ),
+        "lone-cr": (
+            text.replace("\n", "\r").encode(),
+            ":1 (TREC run file): expected 6 columns `qid Q0 docid rank score tag` per line, found ",
+        ),
+        "huge-rank": (
+            f"{q} Q0 {d} 99999999999999999999 {s} {tag}\n{''.join(lines[1:])}".encode(),
+            ":1 (TREC run file): expected ranks 1..",
+        ),
+        "unknown-query": (
+            f"{text}no-such-query Q0 {d} 1 1.0 {tag}\n".encode(),
+            f":{len(lines) + 1} (TREC run file): expected a query id of the qrels, found 'no-such-query'",
+        ),
+    }
     out: dict[str, tuple[Path, str]] = {}
     for name, (data, message) in variants.items():
         path = tmp_path / name / good.name
@@ -136,8 +156,19 @@ def test_misleading_run_files_get_their_true_cause(small: Path, tmp_path: Path) 
         runs = tmp_path / f"runs-{name}"
         shutil.copytree(small / "runs", runs)
         shutil.copyfile(run, runs / STAGE / good.name)
-        report = _run(["analysis", "report", "--runs", str(runs), "--qrels", str(qrels), "--out",
-                       str(tmp_path / f"out-{name}"), "--no-figures"])  # fmt: skip
+        report = _run(
+            [
+                "analysis",
+                "report",
+                "--runs",
+                str(runs),
+                "--qrels",
+                str(qrels),
+                "--out",
+                str(tmp_path / f"out-{name}"),
+                "--no-figures",
+            ]
+        )
         _assert_clean_refusal(metrics, f"{run}{where}")
         _assert_clean_refusal(check, f"{run}{where}")
         _assert_clean_refusal(report, f"{runs / STAGE / good.name}{where}")
@@ -156,8 +187,21 @@ def test_a_bad_flags_file_is_named(small: Path, tmp_path: Path) -> None:
     flags = tmp_path / "flags.json"
     text = '{"gte-base": "seen in training",\n}'
     flags.write_text(text, encoding="utf-8")
-    proc = _run(["analysis", "report", "--runs", str(small / "runs"), "--qrels", str(small / "qrels.tsv"),
-                 "--out", str(tmp_path / "out"), "--no-figures", "--flags", str(flags)])  # fmt: skip
+    proc = _run(
+        [
+            "analysis",
+            "report",
+            "--runs",
+            str(small / "runs"),
+            "--qrels",
+            str(small / "qrels.tsv"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-figures",
+            "--flags",
+            str(flags),
+        ]
+    )
     # the line Python's own parser blames: the closing brace (line 2) on Python 3.11, the trailing comma
     # itself (line 1) on 3.14 (found by the Python 3.14 proxy run)
     with pytest.raises(json.JSONDecodeError) as parsed:

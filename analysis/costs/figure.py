@@ -34,16 +34,45 @@ MARKERS: Final = {20: "o", 50: "s", 100: "^"}
 FONT: Final = 6.0
 # label offsets in points (dx, dy, horizontal alignment), tried in this order
 OFFSETS: Final = (
-    (5, 2, "left"), (5, -8, "left"), (-5, 2, "right"), (-5, -8, "right"), (0, 7, "center"),
-    (0, -14, "center"), (10, 12, "left"), (10, -18, "left"), (-10, 12, "right"), (-10, -18, "right"),
-    (16, 24, "left"), (16, -30, "left"), (-16, 24, "right"), (-16, -30, "right"), (0, 30, "center"),
+    (5, 2, "left"),
+    (5, -8, "left"),
+    (-5, 2, "right"),
+    (-5, -8, "right"),
+    (0, 7, "center"),
+    (0, -14, "center"),
+    (10, 12, "left"),
+    (10, -18, "left"),
+    (-10, 12, "right"),
+    (-10, -18, "right"),
+    (16, 24, "left"),
+    (16, -30, "left"),
+    (-16, 24, "right"),
+    (-16, -30, "right"),
+    (0, 30, "center"),
     (0, -38, "center"),
-)  # fmt: skip
+)
 FAR: Final = 10  # offsets beyond this many points get a thin leader line
 # x-axis ticks (ms), those inside the shared limits are drawn
 TICKS: Final = (
-    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000,
-)  # fmt: skip
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1000,
+    2000,
+    5000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+)
 
 
 def _cost(o: Mapping[str, Any]) -> str:
@@ -216,7 +245,12 @@ def _legend_handles() -> list[Line2D]:
     handles += [
         Line2D([], [], color="#555555", marker="o", ls="", label="filled: live-search budget met"),
         Line2D(
-            [], [], color="#555555", marker="o", ls="", mfc="white",
+            [],
+            [],
+            color="#555555",
+            marker="o",
+            ls="",
+            mfc="white",
             label="hollow: missed, or first stage not timed",
         ),
         Line2D([], [], color="#999999", ls="--", label="first stage nDCG@10"),

@@ -132,8 +132,10 @@ def int8_gate(path: Path, shown: str | None = None) -> dict[str, Any]:
     "not run" (no verdict file yet, or one that is not a verdict), with the file and, from a verdict, the
     minimum per-query Spearman and the queries below 0.99. What a FAILED gate means for the published
     numbers: docs/runbook.md, step 13 (D-048, "int8 agreement gate missed")."""
-    rule = ("Spearman >= 0.99 on every one of 20 queries, the server's int8 scores against the desktop's "
-            "(plan section Latency)")  # fmt: skip
+    rule = (
+        "Spearman >= 0.99 on every one of 20 queries, the server's int8 scores against the desktop's "
+        "(plan section Latency)"
+    )
     # the file as the record names it: the same whatever the working folder (the audit recomputes it)
     record: dict[str, Any] = {"file": shown or str(path), "rule": rule}
     try:
@@ -144,11 +146,14 @@ def int8_gate(path: Path, shown: str | None = None) -> dict[str, Any]:
         return {**record, "status": "not run", "reason": f"unreadable ({type(exc).__name__})"}
     verdict = isinstance(data, dict) and data.get("format") == GATE_FORMAT
     if not verdict or type(data.get("passed")) is not bool:
-        return {**record, "status": "not run",
-                "reason": f"not an int8 agreement verdict ({GATE_FORMAT})"}
-    return {**record, "status": "passed" if data["passed"] else "FAILED",
-            "min_spearman": data.get("min_spearman"), "failed_queries": list(data.get("failed") or []),
-            "against": (data.get("against") or {}).get("file")}  # fmt: skip
+        return {**record, "status": "not run", "reason": f"not an int8 agreement verdict ({GATE_FORMAT})"}
+    return {
+        **record,
+        "status": "passed" if data["passed"] else "FAILED",
+        "min_spearman": data.get("min_spearman"),
+        "failed_queries": list(data.get("failed") or []),
+        "against": (data.get("against") or {}).get("file"),
+    }
 
 
 def gate_line(gate: dict[str, Any]) -> str:
@@ -190,8 +195,9 @@ def compare_int8(
             "reason": f"{p_fp32.relative_to(runs_dir)} missing (the reference run: {LABEL})",
             "gate": gate_record,
         }
-    check_run_files(runs_dir / "first-stage" / f"{stage}.trec", [(p_int8, depth)],
-                    first_name=f"first-stage/{stage}.trec")  # the fp32 run is checked with its stage
+    check_run_files(
+        runs_dir / "first-stage" / f"{stage}.trec", [(p_int8, depth)], first_name=f"first-stage/{stage}.trec"
+    )  # the fp32 run is checked with its stage
     runs = {m: read_run(p, qrels_qids=qrels) for m, p in ((FP32_MODEL, p_fp32), (INT8_MODEL, p_int8))}
     scores = {m: evaluate(qrels, run, measures=[MAIN_METRIC])[MAIN_METRIC] for m, run in runs.items()}
     qids = sorted(qrels)

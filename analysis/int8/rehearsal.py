@@ -84,9 +84,11 @@ def int8_rehearsal_section(record: Mapping[str, Any]) -> list[str]:
     ]
     for k in sorted(lat["int8"], key=int):
         f, i = lat["fp32"][k], lat["int8"][k]
-        lines.append(f"| {k} | {i.get('n', '')} | {_ms(f.get('p50_ms'))} | {_ms(f.get('p95_ms'))} | "
-                     f"{_ms(i.get('p50_ms'))} | {_ms(i.get('p95_ms'))} | "
-                     f"{float(record['speedup_p50'][k]):.2f}x |")  # fmt: skip
+        lines.append(
+            f"| {k} | {i.get('n', '')} | {_ms(f.get('p50_ms'))} | {_ms(f.get('p95_ms'))} | "
+            f"{_ms(i.get('p50_ms'))} | {_ms(i.get('p95_ms'))} | "
+            f"{float(record['speedup_p50'][k]):.2f}x |"
+        )
     verdict = "met" if not below else f"NOT met on {len(below)} of {n} queries"
     load = record.get("loadavg") or {}
     before, after = load.get("before") or [None], load.get("after") or [None]

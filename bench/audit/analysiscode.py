@@ -57,12 +57,17 @@ def record_problems(root: Path, files: list[str]) -> tuple[dict[str, Any] | None
     records = {rel: read_record(rel, (root / rel).read_bytes()) for rel in files if (root / rel).is_file()}
     main = records.get(STUDY)
     fix = analysis_command("report", "--runs", "runs", "--qrels", "QRELS", "--out", "results")
-    problems = [f"{rel}: no well-formed {KEY} record (commit, dirty, analysis and packages digests): written "
-                f"by other code or edited; rerun `{fix}` and commit it"
-                for rel, rec in records.items() if not well_formed(rec)]  # fmt: skip
-    problems += [f"{rel}: its {KEY} record differs from {STUDY}'s: the results come from two runs of the "
-                 "report" for rel, rec in records.items() if well_formed(rec) and well_formed(main)
-                 and rec != main]  # fmt: skip
+    problems = [
+        f"{rel}: no well-formed {KEY} record (commit, dirty, analysis and packages digests): written "
+        f"by other code or edited; rerun `{fix}` and commit it"
+        for rel, rec in records.items()
+        if not well_formed(rec)
+    ]
+    problems += [
+        f"{rel}: its {KEY} record differs from {STUDY}'s: the results come from two runs of the report"
+        for rel, rec in records.items()
+        if well_formed(rec) and well_formed(main) and rec != main
+    ]
     return (main if well_formed(main) else None), problems
 
 
@@ -76,18 +81,22 @@ def stamp_commit(root: Path) -> tuple[str | None, list[str]]:
     first_run = _log(root, "--reverse", "--diff-filter=A", "--", RUN_GLOB)[:1]
     after = first_run and git.run_git(root, "rev-list", f"{first_run[0]}..{added}").strip()
     if first_run and (added == first_run[0] or after):
-        problems.append(f"{STAMP_FILE} was committed in {added[:7]}, not before the first run "
-                        f"({first_run[0][:7]}): the analysis code was not on record before the "
-                        "data")  # fmt: skip
+        problems.append(
+            f"{STAMP_FILE} was committed in {added[:7]}, not before the first run "
+            f"({first_run[0][:7]}): the analysis code was not on record before the "
+            "data"
+        )
     try:
         stamped = str(json.loads(git.show_file(root, added, STAMP_FILE))[KEY]["analysis_digest"])
     except (ValueError, KeyError, TypeError):
         return added, [f"{STAMP_FILE}: not the record `analysis code-digest` writes; write it again"]
     actual = code_at(root, added)["analysis_digest"]
     if stamped != actual:
-        problems.append(f"{STAMP_FILE} records analysis digest {stamped[:12]}..., but analysis/ in its "
-                        f"commit {added[:7]} has {actual[:12]}...: stamp the code that is "
-                        "committed")  # fmt: skip
+        problems.append(
+            f"{STAMP_FILE} records analysis digest {stamped[:12]}..., but analysis/ in its "
+            f"commit {added[:7]} has {actual[:12]}...: stamp the code that is "
+            "committed"
+        )
     return added, problems
 
 
@@ -98,14 +107,18 @@ def digest_problem(root: Path, record: dict[str, Any], runs_commit: str) -> str 
     digests = {c: code_at(root, c) for c in [runs_commit, *reversed(later)]}
     match = next((c for c, d in digests.items() if d["analysis_digest"] == record["analysis_digest"]), None)
     if match is None:
-        return (f"{STUDY}: analysis digest {record['analysis_digest'][:12]}... is not that of analysis/ in "
-                f"the runs' commit {runs_commit[:7]} ({digests[runs_commit]['analysis_digest'][:12]}...) or "
-                "any later commit: the results were written by analysis code that is not on record; rerun "
-                "`analysis report` on a clean checkout and commit its output")  # fmt: skip
+        return (
+            f"{STUDY}: analysis digest {record['analysis_digest'][:12]}... is not that of analysis/ in "
+            f"the runs' commit {runs_commit[:7]} ({digests[runs_commit]['analysis_digest'][:12]}...) or "
+            "any later commit: the results were written by analysis code that is not on record; rerun "
+            "`analysis report` on a clean checkout and commit its output"
+        )
     if digests[match]["packages_digest"] != record["packages_digest"]:
-        return (f"{STUDY}: packages digest {record['packages_digest'][:12]}... is not that of the locked "
-                f"packages analysis/ imports in commit {match[:7]}: the results were written with other "
-                "package versions; rerun `analysis report` after `uv sync --locked`")  # fmt: skip
+        return (
+            f"{STUDY}: packages digest {record['packages_digest'][:12]}... is not that of the locked "
+            f"packages analysis/ imports in commit {match[:7]}: the results were written with other "
+            "package versions; rerun `analysis report` after `uv sync --locked`"
+        )
     return None
 
 
@@ -127,8 +140,9 @@ def analysis_code_row(root: Path, blocked: str | None) -> Row:
         if problems:
             return Row(NUMBER, CHECK, "FAIL", problems[0], tuple(problems))
         on_record = f"stamped in {stamp[:7]}" if stamp else f"not yet stamped ({STAMP_FILE}: runbook step 1)"
-        return Row(NUMBER, CHECK, "NOT YET", f"no study committed yet (runs and {STUDY}); analysis code "
-                   f"{on_record}")  # fmt: skip
+        return Row(
+            NUMBER, CHECK, "NOT YET", f"no study committed yet (runs and {STUDY}); analysis code {on_record}"
+        )
     record, more = record_problems(root, files)
     problems += more
     if record is not None:
@@ -138,17 +152,29 @@ def analysis_code_row(root: Path, blocked: str | None) -> Row:
     unnamed = unnamed_changes(root, base)
     if unnamed:
         since = "it was stamped" if stamp else "the runs were committed"
-        problems.append(f"analysis/ changed after {since} ({base[:7]}) in {len(unnamed)} file(s) no "
-                        f"DEVIATIONS.md entry names: {', '.join(unnamed)}; name each in an entry or restore "
-                        "it")  # fmt: skip
+        problems.append(
+            f"analysis/ changed after {since} ({base[:7]}) in {len(unnamed)} file(s) no "
+            f"DEVIATIONS.md entry names: {', '.join(unnamed)}; name each in an entry or restore "
+            "it"
+        )
     if problems:
         first = f"{len(problems)} problem(s); first: {problems[0]}"
         return Row(NUMBER, CHECK, "FAIL", first, tuple(problems))
     assert record is not None
     what = f"{len(files)} report files record analysis code {record['analysis_digest'][:12]}..."
     if stamp is None:
-        return Row(NUMBER, CHECK, "NOT YET", f"{what}, that of the runs' commit {runs[0][:7]}; the analysis "
-                   f"code is not stamped ({STAMP_FILE}: runbook step 1)")  # fmt: skip
-    return Row(NUMBER, CHECK, "OK", f"{what}, that of the runs' commit {runs[0][:7]}; stamped in "
-               f"{stamp[:7]}, before the first run; every later change to analysis/ named in "
-               "DEVIATIONS.md")  # fmt: skip
+        return Row(
+            NUMBER,
+            CHECK,
+            "NOT YET",
+            f"{what}, that of the runs' commit {runs[0][:7]}; the analysis "
+            f"code is not stamped ({STAMP_FILE}: runbook step 1)",
+        )
+    return Row(
+        NUMBER,
+        CHECK,
+        "OK",
+        f"{what}, that of the runs' commit {runs[0][:7]}; stamped in "
+        f"{stamp[:7]}, before the first run; every later change to analysis/ named in "
+        "DEVIATIONS.md",
+    )

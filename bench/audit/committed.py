@@ -39,8 +39,21 @@ RUN_SUFFIXES = frozenset({".trec"})
 RESULT_SUFFIXES = frozenset({".json", ".jsonl", ".md", ".png", ".csv", ".tsv"})
 ALWAYS_ALLOWED = frozenset({"README.md", "LICENSE"})
 # Keys that would carry passage, query or prompt text: never in a committed result.
-TEXT_KEYS = frozenset({"text", "title", "passage", "passage_text", "query_text", "document", "documents",
-                       "prompt", "completion", "response_text", "content"})  # fmt: skip
+TEXT_KEYS = frozenset(
+    {
+        "text",
+        "title",
+        "passage",
+        "passage_text",
+        "query_text",
+        "document",
+        "documents",
+        "prompt",
+        "completion",
+        "response_text",
+        "content",
+    }
+)
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -87,15 +100,30 @@ def datasets_row(root: Path) -> Row:
         else:
             problems.append(str(problem))
     if problems:
-        return Row(4, check, "FAIL", f"{len(problems)} of {len(entries)} files do not match: {problems[0]}",
-                   tuple(problems))  # fmt: skip
+        return Row(
+            4,
+            check,
+            "FAIL",
+            f"{len(problems)} of {len(entries)} files do not match: {problems[0]}",
+            tuple(problems),
+        )
     if not entries:
         return Row(4, check, "FAIL", f"{LOCK_NAME} lists no file")
     if not any(e.base == "hub" for e in entries.values()):
-        return Row(4, check, "OK", f"{ok} files match; the hub snapshots are not yet in {LOCK_NAME} at all "
-                   "(runbook step 2, `data fetch` then `data lock`, adds them)")  # fmt: skip
-    return Row(4, check, "OK", f"{ok} files match; {len(not_fetched)} hub files not fetched (not checked)",
-               tuple(not_fetched))  # fmt: skip
+        return Row(
+            4,
+            check,
+            "OK",
+            f"{ok} files match; the hub snapshots are not yet in {LOCK_NAME} at all "
+            "(runbook step 2, `data fetch` then `data lock`, adds them)",
+        )
+    return Row(
+        4,
+        check,
+        "OK",
+        f"{ok} files match; {len(not_fetched)} hub files not fetched (not checked)",
+        tuple(not_fetched),
+    )
 
 
 # ---- row 5 -------------------------------------------------------------------------------------------
@@ -143,21 +171,31 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
     links = non_regular_files(root)
     if links:  # a linked run or result is not what the repository commits: row 7 names each
         first = next(iter(links.values()))
-        return Row(5, check, "FAIL", f"{len(links)} committed file(s) are not regular files; first: {first}",
-                   tuple(links.values()))  # fmt: skip
+        return Row(
+            5,
+            check,
+            "FAIL",
+            f"{len(links)} committed file(s) are not regular files; first: {first}",
+            tuple(links.values()),
+        )
     if not (root / RESULTS / STUDY_JSON).is_file():
         report = analysis_command("report", "--runs", "runs", "--qrels", "QRELS", "--out", "results")
-        return Row(5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `{report}` and commit "
-                   "its output")  # fmt: skip
+        return Row(
+            5, check, "FAIL", f"{RESULTS}/{STUDY_JSON} is not committed: run `{report}` and commit its output"
+        )
     problems = []
     for result, run, sha in _referenced_runs(root, results):
         path = root / run
         if not path.is_file():
-            problems.append(f"{result} names {run}, which is not committed: restore it from the study or "
-                            "rerun analysis report")  # fmt: skip
+            problems.append(
+                f"{result} names {run}, which is not committed: restore it from the study or "
+                "rerun analysis report"
+            )
         elif _sha(path) != sha:
-            problems.append(f"{run}: SHA-256 {_sha(path)[:12]}... differs from {sha[:12]}... recorded in "
-                            f"{result} (the run file was changed)")  # fmt: skip
+            problems.append(
+                f"{run}: SHA-256 {_sha(path)[:12]}... differs from {sha[:12]}... recorded in "
+                f"{result} (the run file was changed)"
+            )
     if qrels is None:
         try:
             inputs = json.loads((root / RESULTS / STUDY_JSON).read_text(encoding="utf-8"))["inputs"]["qrels"]
@@ -167,8 +205,14 @@ def results_row(root: Path, qrels: Path | None = None) -> Row:
         qrels = find_qrels(root, name, sha)
         if qrels is None:
             verdict: Verdict = "FAIL" if problems else "NOT YET"
-            return Row(5, check, verdict, f"the qrels {name} (sha256 {sha[:12]}...) are not here: run "
-                       f"`{hint('data fetch')}`, or pass --qrels FILE", tuple(problems))  # fmt: skip
+            return Row(
+                5,
+                check,
+                verdict,
+                f"the qrels {name} (sha256 {sha[:12]}...) are not here: run "
+                f"`{hint('data fetch')}`, or pass --qrels FILE",
+                tuple(problems),
+            )
     details, failed = recompute(root, qrels, results)
     details = problems + details
     failed += len(problems)
@@ -230,8 +274,10 @@ def recompute(root: Path, qrels: Path, results: list[str]) -> tuple[list[str], i
                 ours, theirs = committed.read_bytes(), (out / rel).read_bytes()
                 same = without_record(rel, ours) == without_record(rel, theirs)
                 failed += not same
-                details.append(f"{'OK  ' if same else 'FAIL'} results/{rel}"
-                               + ("" if same else ": differs from the recomputed file"))  # fmt: skip
+                details.append(
+                    f"{'OK  ' if same else 'FAIL'} results/{rel}"
+                    + ("" if same else ": differs from the recomputed file")
+                )
     return details, failed
 
 
@@ -267,8 +313,10 @@ def _digest_problem(root: Path, commit: str, recorded: str, cache: dict[str, str
         cache[commit] = code_digest(root, commit)
     if cache[commit] == recorded:
         return None
-    return (f"code digest {recorded[:12]}... is not the digest of commit {commit[:12]}'s code "
-            f"({str(cache[commit])[:12]}...; see bench/codeversion.py for the recomputation)")  # fmt: skip
+    return (
+        f"code digest {recorded[:12]}... is not the digest of commit {commit[:12]}'s code "
+        f"({str(cache[commit])[:12]}...; see bench/codeversion.py for the recomputation)"
+    )
 
 
 def manifests_row(root: Path, blocked: str | None) -> Row:
@@ -276,8 +324,11 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
     if blocked:
         return Row(6, check, "FAIL", blocked)
 
-    files = [f for f in study_files(tracked(root, RESULTS)) + study_files(tracked(root, RUNS))
-             if f.endswith(".json")]  # fmt: skip
+    files = [
+        f
+        for f in study_files(tracked(root, RESULTS)) + study_files(tracked(root, RUNS))
+        if f.endswith(".json")
+    ]
     known = {
         "plan_sha256": _history_hashes(root, "PLAN.md"),
         "deviations_sha256": _history_hashes(root, "DEVIATIONS.md"),
@@ -296,8 +347,10 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
             for key, hashes in known.items():
                 value = manifest.get(key)
                 if value not in hashes:
-                    problems.append(f"{label}: {key} {str(value)[:16]}... is not the hash of any committed "
-                                    f"version of {_FILE_OF[key]}")  # fmt: skip
+                    problems.append(
+                        f"{label}: {key} {str(value)[:16]}... is not the hash of any committed "
+                        f"version of {_FILE_OF[key]}"
+                    )
             record = manifest.get("git") or {}
             commit = str(record.get("commit"))
             if not _commit_exists(root, commit):
@@ -314,8 +367,11 @@ def manifests_row(root: Path, blocked: str | None) -> Row:
     return Row(6, check, "OK", f"{found} manifests in {len(files)} JSON files; every hash and commit found")
 
 
-_FILE_OF = {"plan_sha256": "PLAN.md", "deviations_sha256": "DEVIATIONS.md",
-            "datasets_lock_sha256": "datasets.lock"}  # fmt: skip
+_FILE_OF = {
+    "plan_sha256": "PLAN.md",
+    "deviations_sha256": "DEVIATIONS.md",
+    "datasets_lock_sha256": "datasets.lock",
+}
 
 
 # ---- row 7 -------------------------------------------------------------------------------------------
@@ -368,10 +424,17 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     allowed = RUN_SUFFIXES if rel.startswith(f"{RUNS}/") or in_run_folder(rel) else RESULT_SUFFIXES
     if suffix not in allowed or name.startswith(".") or name.endswith(("~", ".tmp", ".bak")):
         kinds = ", ".join(sorted(allowed))
-        where = "" if suffix not in RUN_SUFFIXES else (
-            "; run files under results/ belong in a phase's run folder: " + ", ".join(_result_run_folders()))
-        return [f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE){where}; remove it or move it "
-                "out"]  # fmt: skip
+        where = (
+            ""
+            if suffix not in RUN_SUFFIXES
+            else (
+                "; run files under results/ belong in a phase's run folder: "
+                + ", ".join(_result_run_folders())
+            )
+        )
+        return [
+            f"{rel}: stray file (allowed here: {kinds}, README.md, LICENSE){where}; remove it or move it out"
+        ]
     if suffix == ".png":
         return []
     try:
@@ -436,9 +499,11 @@ def non_regular_files(root: Path, folders: tuple[str, ...] = (RUNS, RESULTS)) ->
         mode = meta.split(" ")[0]
         if mode == "120000":
             target = os.readlink(root / rel) if (root / rel).is_symlink() else "?"
-            found[rel] = (f"{rel}: committed as a symbolic link (to {target}), not as the file itself: a "
-                          "reviewer without the target cannot check it; `git rm --cached` it and commit the "
-                          "file's own bytes")  # fmt: skip
+            found[rel] = (
+                f"{rel}: committed as a symbolic link (to {target}), not as the file itself: a "
+                "reviewer without the target cannot check it; `git rm --cached` it and commit the "
+                "file's own bytes"
+            )
         elif mode not in ("100644", "100755"):
             found[rel] = f"{rel}: committed as git mode {mode} (not a regular file); commit a regular file"
     return found
@@ -447,8 +512,9 @@ def non_regular_files(root: Path, folders: tuple[str, ...] = (RUNS, RESULTS)) ->
 def _run_place(rel: str) -> str | None:
     """The run tag a run file's place asks for: ``<stage>/<model>@<k>`` (``first-stage/<stage>`` for a
     first stage) for ``<run folder>/<stage>/<name>.trec``, None for a file in no such place."""
-    folder = next((f for f in sorted(set(RUN_FOLDERS.values()), key=len, reverse=True)
-                   if rel.startswith(f"{f}/")), None)  # fmt: skip
+    folder = next(
+        (f for f in sorted(set(RUN_FOLDERS.values()), key=len, reverse=True) if rel.startswith(f"{f}/")), None
+    )
     if folder is None or not rel.endswith(".trec"):
         return None
     inner = rel.removeprefix(f"{folder}/").removesuffix(".trec")
@@ -464,9 +530,11 @@ def run_tag_problems(rel: str, text: str) -> list[str]:
     for lineno, line in enumerate(text.splitlines(), 1):
         cols = line.split()
         if len(cols) == 6 and cols[5] != expected:
-            return [f"{rel} line {lineno}: run tag {cols[5]!r} is not {expected!r}, which its place "
-                    "(<stage>/<model>@<k>) says: the file belongs to another run; put it back where its "
-                    "tag says"]  # fmt: skip
+            return [
+                f"{rel} line {lineno}: run tag {cols[5]!r} is not {expected!r}, which its place "
+                "(<stage>/<model>@<k>) says: the file belongs to another run; put it back where its "
+                "tag says"
+            ]
     return []
 
 

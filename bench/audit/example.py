@@ -41,8 +41,17 @@ STAGE = "keyword-71k"  # a stage the plan reranks; its runs here come from the b
 MODEL = "bm25-standin"  # the rehearsal's lexical stand-in (torch-free)
 FIRST_STAGE = "BM25 (bm25s 0.3.16 defaults) over lower-cased word tokens, no stemming, no stop list"
 QRELS = "data/bundled/miracl-de-dev/qrels.miracl-v1.0-de-dev.tsv"
-SETUP_FILES = ("DEVIATIONS.md", "datasets.lock", "LICENSE", "LICENSES", "runs/README.md", "runs/LICENSE",
-               "results/README.md", "results/LICENSE", "data/bundled")  # fmt: skip
+SETUP_FILES = (
+    "DEVIATIONS.md",
+    "datasets.lock",
+    "LICENSE",
+    "LICENSES",
+    "runs/README.md",
+    "runs/LICENSE",
+    "results/README.md",
+    "results/LICENSE",
+    "data/bundled",
+)
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
 README = """# EXAMPLE: a practice study, not the study's results
 
@@ -67,8 +76,20 @@ def _git(root: Path, *args: str) -> str:
 def _commit(root: Path, message: str) -> None:
     _git(root, "add", "-A")
     # a fixed identity, no signing, no hooks: the example never depends on the reviewer's git configuration
-    _git(root, "-c", "user.name=bench audit --example", "-c", "user.email=example@invalid", "-c",
-         "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", f"EXAMPLE: {message}")  # fmt: skip
+    _git(
+        root,
+        "-c",
+        "user.name=bench audit --example",
+        "-c",
+        "user.email=example@invalid",
+        "-c",
+        "commit.gpgsign=false",
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        f"EXAMPLE: {message}",
+    )
 
 
 def check_target(target: Path, repo: Path) -> Path:
@@ -76,9 +97,11 @@ def check_target(target: Path, repo: Path) -> Path:
     it exists and is not empty."""
     resolved = target.resolve()
     if resolved == repo.resolve() or repo.resolve() in resolved.parents:
-        raise BenchError(f"{target}: lies inside the repository {repo}; the example study must live outside "
-                         "it (e.g. `bench audit --example /tmp/example-study`), so that nothing of it can be "
-                         "taken for the study's runs or results")  # fmt: skip
+        raise BenchError(
+            f"{target}: lies inside the repository {repo}; the example study must live outside "
+            "it (e.g. `bench audit --example /tmp/example-study`), so that nothing of it can be "
+            "taken for the study's runs or results"
+        )
     if resolved.exists() and (not resolved.is_dir() or any(resolved.iterdir())):
         raise BenchError(f"{target}: exists and is not an empty folder; name a new folder for the example")
     return resolved
@@ -93,11 +116,16 @@ def _first_stage(queries: dict[str, str], corpus: list[Any], path: Path) -> Path
     index = bm25s.BM25()
     index.index(bm25s.tokenize(texts, stopwords=None, show_progress=False), show_progress=False)
     qids = list(queries)
-    ranked, scores = index.retrieve(bm25s.tokenize([queries[q] for q in qids], stopwords=None,
-                                                   show_progress=False),
-                                    k=FIRST_STAGE_DEPTH, show_progress=False, n_threads=1)  # fmt: skip
-    run = {q: [(corpus[int(i)].docid, float(s)) for i, s in zip(ranked[n], scores[n], strict=True) if s > 0]
-           for n, q in enumerate(qids)}  # fmt: skip
+    ranked, scores = index.retrieve(
+        bm25s.tokenize([queries[q] for q in qids], stopwords=None, show_progress=False),
+        k=FIRST_STAGE_DEPTH,
+        show_progress=False,
+        n_threads=1,
+    )
+    run = {
+        q: [(corpus[int(i)].docid, float(s)) for i, s in zip(ranked[n], scores[n], strict=True) if s > 0]
+        for n, q in enumerate(qids)
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_run(path, run, tag=f"first-stage/{STAGE}")  # as `bench first-stage` tags it (audit row 7)
     return path
@@ -109,18 +137,24 @@ def _study(root: Path, work: Path) -> Path:
     pre = preflight("rehearsal", lock_names=["bundled"], root=root)
     prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
     params = {"example": True, "first_stage": {STAGE: FIRST_STAGE}, "models": [MODEL], "depths": list(DEPTHS)}
-    study = Study.start(work, kind="rehearsal", plan_path=root / "PLAN.md", params=params, provenance=prov,
-                        preflight=pre)  # fmt: skip
+    study = Study.start(
+        work, kind="rehearsal", plan_path=root / "PLAN.md", params=params, provenance=prov, preflight=pre
+    )
     source = work / "runs" / "first-stage" / f"{STAGE}.trec"
     _first_stage(inputs.queries, list(inputs.corpus), source)
     corpus = [p.passage_text for p in inputs.corpus]
-    execute(study, sources={STAGE: source}, queries=inputs.queries,
-            texts={p.docid: p.passage_text for p in inputs.corpus},
-            load=lambda model: BM25Standin(corpus),
-            spec=PhaseSpec(stages=(STAGE,), models=(MODEL,), depths=DEPTHS),
-            runs_dir=work / "runs",
-            resume_hint="build it again into a new folder (`bench audit --example NEWDIR`)",
-            what="example study", stream=io.StringIO())  # fmt: skip
+    execute(
+        study,
+        sources={STAGE: source},
+        queries=inputs.queries,
+        texts={p.docid: p.passage_text for p in inputs.corpus},
+        load=lambda model: BM25Standin(corpus),
+        spec=PhaseSpec(stages=(STAGE,), models=(MODEL,), depths=DEPTHS),
+        runs_dir=work / "runs",
+        resume_hint="build it again into a new folder (`bench audit --example NEWDIR`)",
+        what="example study",
+        stream=io.StringIO(),
+    )
     return work
 
 
@@ -154,8 +188,11 @@ def build_example(target: Path, repo: Path) -> Path:
     commit = _git(repo, "rev-parse", "--short", "HEAD") if (repo / ".git").exists() else "unknown"
     (root / "README.md").write_text(README.format(commit=commit), encoding="utf-8")
     _analysis_on_record(root)
-    _commit(root, "deviations, lock, bundled data, licences, the analysis code and its record (copied from "
-            "the repository)")  # fmt: skip
+    _commit(
+        root,
+        "deviations, lock, bundled data, licences, the analysis code and its record (copied from "
+        "the repository)",
+    )
     with tempfile.TemporaryDirectory(prefix="bench-example-") as tmp:
         work = _study(root, Path(tmp) / "study")
         shutil.copytree(work / "runs", root / "runs", dirs_exist_ok=True)

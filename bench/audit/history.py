@@ -50,15 +50,20 @@ def plan_in_every_commit(root: Path, first: str) -> str | None:
     plan_blob = dict(zip((c for c, _ in commits), blobs, strict=True))[first]
     for (commit, _), blob in zip(commits, blobs, strict=True):
         if blob != plan_blob:
-            what = "has no PLAN.md" if blob is None else (
-                "holds a PLAN.md that differs from the first commit's")
-            return (f"commit {commit[:7]} {what} {first[:7]} (`git log --full-history -m -- PLAN.md` lists "
-                    "it); the plan must never change, not even for a while")  # fmt: skip
+            what = (
+                "has no PLAN.md" if blob is None else ("holds a PLAN.md that differs from the first commit's")
+            )
+            return (
+                f"commit {commit[:7]} {what} {first[:7]} (`git log --full-history -m -- PLAN.md` lists "
+                "it); the plan must never change, not even for a while"
+            )
     plan_date = dt.datetime.fromisoformat(dict(commits)[first])
     for commit, date in commits:
         if dt.datetime.fromisoformat(date) < plan_date:
-            return (f"commit {commit[:7]} is dated {date}, before the plan's commit {first[:7]} "
-                    f"({plan_date}): the history claims work before the plan")  # fmt: skip
+            return (
+                f"commit {commit[:7]} is dated {date}, before the plan's commit {first[:7]} "
+                f"({plan_date}): the history claims work before the plan"
+            )
     return None
 
 
@@ -84,8 +89,13 @@ def plan_row(root: Path, blocked: str | None) -> Row:
     problem = plan_in_every_commit(root, first)
     if problem:
         return Row(1, check, "FAIL", problem)
-    return Row(1, check, "OK", f"first commit {first[:7]} holds only {PLAN}; every commit, HEAD and the "
-               "working tree hold it byte for byte")  # fmt: skip
+    return Row(
+        1,
+        check,
+        "OK",
+        f"first commit {first[:7]} holds only {PLAN}; every commit, HEAD and the "
+        "working tree hold it byte for byte",
+    )
 
 
 def timestamps_row(root: Path, blocked: str | None, header_file: Path | None = None) -> Row:
@@ -106,16 +116,34 @@ def timestamps_row(root: Path, blocked: str | None, header_file: Path | None = N
     if code == 1:
         return Row(2, check, "FAIL", f"{summary}; see `{hint('timestamps verify')}`", details)
     if "not stamped" in counts:
-        return Row(2, check, "NOT YET", f"{summary}: stamp on a machine with internet "
-                   f"(`{hint('timestamps stamp PLAN.md')}`, `... DEVIATIONS.md`)", details)  # fmt: skip
+        return Row(
+            2,
+            check,
+            "NOT YET",
+            f"{summary}: stamp on a machine with internet "
+            f"(`{hint('timestamps stamp PLAN.md')}`, `... DEVIATIONS.md`)",
+            details,
+        )
     if code == 3:  # attested, but not verified against block headers the reviewer trusts
         first = next(r.report for r in result.rows if r.report.verdict == "bitcoin-unchecked")
-        return Row(2, check, "NOT YET", f"{summary}: no Bitcoin attestation is verified until you check it "
-                   f"against your own node: run `{ots_command(first.proof, first.expected_sha256)}` (and so "
-                   "on for each proof, see details) or pass --headers FILE", details)  # fmt: skip
+        return Row(
+            2,
+            check,
+            "NOT YET",
+            f"{summary}: no Bitcoin attestation is verified until you check it "
+            f"against your own node: run `{ots_command(first.proof, first.expected_sha256)}` (and so "
+            "on for each proof, see details) or pass --headers FILE",
+            details,
+        )
     if "pending" in counts:  # a calendar's promise proves nothing until its Bitcoin attestation is merged in
-        return Row(2, check, "NOT YET", f"{summary}: the Bitcoin attestations arrive hours after stamping; "
-                   f"run `{hint('timestamps upgrade')}` a day later and commit", details)  # fmt: skip
+        return Row(
+            2,
+            check,
+            "NOT YET",
+            f"{summary}: the Bitcoin attestations arrive hours after stamping; "
+            f"run `{hint('timestamps upgrade')}` a day later and commit",
+            details,
+        )
     return Row(2, check, "OK", summary, details)
 
 
@@ -150,8 +178,10 @@ def deviation_problems(text: str, headings: set[str], today: dt.date) -> list[st
                 continue
             fields.append((fm.group(1), fm.group(2), lineno))
         if tuple(f[0] for f in fields) != DEVIATION_FIELDS:
-            problems.append(f"line {start + 1}: D-{m.group(1)} fields are {[f[0] for f in fields]}, "
-                            f"expected {list(DEVIATION_FIELDS)}")  # fmt: skip
+            problems.append(
+                f"line {start + 1}: D-{m.group(1)} fields are {[f[0] for f in fields]}, "
+                f"expected {list(DEVIATION_FIELDS)}"
+            )
             continue
         values = {name: (value, lineno) for name, value, lineno in fields}
         date_text, lineno = values["date"]
@@ -185,15 +215,19 @@ def version_problems(versions: list[git.FileVersion], current: bytes) -> list[st
         label = f"{DEVIATIONS} of commit {version.commit[:7]} ({version.date[:10]})"
         nxt = versions[n + 1] if n + 1 < len(versions) else None
         if not current.startswith(version.data.rstrip(b"\n")):
-            problems.append(f"{label} was edited or removed later, not appended to: the current file does "
-                            "not start with it")  # fmt: skip
+            problems.append(
+                f"{label} was edited or removed later, not appended to: the current file does "
+                "not start with it"
+            )
         elif nxt is not None and not nxt.data.startswith(version.data.rstrip(b"\n")):
             problems.append(f"{label} is not a prefix of the next version (commit {nxt.commit[:7]})")
         commit_day = version.date[:10]  # the committer's own calendar day
         for m in _ENTRY_DATE.finditer(version.data.decode("utf-8", errors="replace")):
             if m.group(1) not in dated and m.group(2) > commit_day:
-                problems.append(f"{label}: {m.group(1)} is dated {m.group(2)}, after the commit that added "
-                                f"it ({commit_day})")  # fmt: skip
+                problems.append(
+                    f"{label}: {m.group(1)} is dated {m.group(2)}, after the commit that added "
+                    f"it ({commit_day})"
+                )
             dated.add(m.group(1))
     return problems
 
@@ -214,9 +248,14 @@ def deviations_row(root: Path, blocked: str | None, today: dt.date | None = None
     entries = sum(1 for line in current.decode("utf-8").splitlines() if _HEADING.match(line))
     if problems:
         return Row(3, check, "FAIL", problems[0], tuple(problems))
-    return Row(3, check, "OK", f"{entries} entries, every plan section exists; {len(versions)} versions in "
-               "the history (merges included), each a prefix of the next and of the current file; no entry "
-               "dated after its commit")  # fmt: skip
+    return Row(
+        3,
+        check,
+        "OK",
+        f"{entries} entries, every plan section exists; {len(versions)} versions in "
+        "the history (merges included), each a prefix of the next and of the current file; no entry "
+        "dated after its commit",
+    )
 
 
 def licences_row(root: Path) -> Row:

@@ -61,18 +61,35 @@ def reorder_row(root: Path) -> Row:
                 problem = f"{rel}: {first}"
             else:
                 try:
-                    check_reordering(first, read_ids(root / rel), depth, run_path=root / rel, shown_as=rel,
-                                     first_name=f"{FIRST_STAGE}/{stage}.trec")
+                    check_reordering(
+                        first,
+                        read_ids(root / rel),
+                        depth,
+                        run_path=root / rel,
+                        shown_as=rel,
+                        first_name=f"{FIRST_STAGE}/{stage}.trec",
+                    )
                 except (TrecFormatError, OSError) as exc:
                     problem = str(exc)
         failed += problem is not None
         details.append(f"FAIL {problem}" if problem else f"OK   {rel}")
     if failed:
         first_fail = next(d for d in details if d.startswith("FAIL"))
-        return Row(NUMBER, CHECK, "FAIL", f"{failed} of {len(runs)} run files break it; first: "
-                   f"{first_fail.removeprefix('FAIL ')}", tuple(details))  # fmt: skip
-    return Row(NUMBER, CHECK, "OK", f"{len(runs)} reranked run files hold exactly their first stage's "
-               "candidates, only the top k reordered", tuple(details))  # fmt: skip
+        return Row(
+            NUMBER,
+            CHECK,
+            "FAIL",
+            f"{failed} of {len(runs)} run files break it; first: {first_fail.removeprefix('FAIL ')}",
+            tuple(details),
+        )
+    return Row(
+        NUMBER,
+        CHECK,
+        "OK",
+        f"{len(runs)} reranked run files hold exactly their first stage's "
+        "candidates, only the top k reordered",
+        tuple(details),
+    )
 
 
 def _index(root: Path, stage: str) -> CandidateIndex | str:

@@ -110,8 +110,10 @@ def recorded_cuts(root: Path, models: Sequence[str]) -> dict[str, int]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         first = wanted[0]
-        raise BenchError(f"{path}: missing, so the input cut {first} ran with is not known; commit the "
-                         f"study's {MANIFEST} there, or leave {first} out (--model)") from None  # fmt: skip
+        raise BenchError(
+            f"{path}: missing, so the input cut {first} ran with is not known; commit the "
+            f"study's {MANIFEST} there, or leave {first} out (--model)"
+        ) from None
     except (OSError, ValueError) as exc:
         raise BenchError(f"{path}: not valid JSON ({exc}); restore it with git") from exc
     return {model: _recorded_cut(path, doc, model) for model in wanted}
@@ -123,14 +125,18 @@ def _recorded_cut(path: Path, doc: Any, model: str) -> int:
     meta = entry.get("meta") if isinstance(entry, dict) else None
     cut = meta.get("max_length") if isinstance(meta, dict) else None
     if isinstance(cut, bool) or not isinstance(cut, int) or cut < 1 or not isinstance(meta, dict):
-        raise BenchError(f"{path}: models.{model}.meta.max_length is {cut!r}, not the input cut {model} ran "
-                         "with; commit the manifest of the study whose runs/ these are, or leave "
-                         f"{model} out (--model)")  # fmt: skip
+        raise BenchError(
+            f"{path}: models.{model}.meta.max_length is {cut!r}, not the input cut {model} ran "
+            "with; commit the manifest of the study whose runs/ these are, or leave "
+            f"{model} out (--model)"
+        )
     here = standin_revision(cut)
     if meta.get("revision") != here:
-        raise BenchError(f"{path}: models.{model}.meta.revision is {meta.get('revision')!r}, but {model} at "
-                         f"max_length {cut} is {here!r} here; restore the file with git, or install the "
-                         "package version it names (`uv sync --locked` on the study's commit)")  # fmt: skip
+        raise BenchError(
+            f"{path}: models.{model}.meta.revision is {meta.get('revision')!r}, but {model} at "
+            f"max_length {cut} is {here!r} here; restore the file with git, or install the "
+            "package version it names (`uv sync --locked` on the study's commit)"
+        )
     return cut
 
 
@@ -277,8 +283,13 @@ def reproduce(
     return result
 
 
-def check_inputs_cover_runs(root: Path, stages: Sequence[str] | None, queries: Mapping[str, str],
-                            texts: Mapping[str, str], inputs: str) -> None:
+def check_inputs_cover_runs(
+    root: Path,
+    stages: Sequence[str] | None,
+    queries: Mapping[str, str],
+    texts: Mapping[str, str],
+    inputs: str,
+) -> None:
     """Every query and passage of the committed first-stage runs that will be reranked is in the inputs
     (``--bundled``, ``--dataset``): else BenchError naming the run file, the line and the id, before any
     folder is made (a KeyError, and a reproduce/<time>/ folder left behind)."""
@@ -287,19 +298,24 @@ def check_inputs_cover_runs(root: Path, stages: Sequence[str] | None, queries: M
         try:
             lines = path.read_text(encoding="utf-8-sig").split("\n")
         except (OSError, UnicodeDecodeError) as exc:
-            raise BenchError(f"{path}: cannot read the committed run ({exc}). Fix: restore it from "
-                             "git") from exc
+            raise BenchError(
+                f"{path}: cannot read the committed run ({exc}). Fix: restore it from git"
+            ) from exc
         for number, line in enumerate(lines, 1):
             cols = line.split()
             if len(cols) < 3:
                 continue
-            missing = ("query", cols[0]) if cols[0] not in queries else (
-                ("passage", cols[2]) if cols[2] not in texts else None)
+            missing = (
+                ("query", cols[0])
+                if cols[0] not in queries
+                else (("passage", cols[2]) if cols[2] not in texts else None)
+            )
             if missing is not None:
                 raise BenchError(
                     f"{path}:{number}: the {missing[0]} {cut(missing[1])} is not in {inputs}: the committed "
                     "runs come from other inputs. Fix: reproduce with the inputs the study ran on (its "
-                    "--dataset folder, or the measurement's data without --bundled/--dataset)")
+                    "--dataset folder, or the measurement's data without --bundled/--dataset)"
+                )
 
 
 def _stages_to_rerun(root: Path, stages: Sequence[str] | None) -> list[str]:
@@ -332,8 +348,9 @@ def _comparisons(
                 try:
                     check_run_files(root / first, [(path, QUALITY_DEPTH)], first_name=first)
                 except TrecFormatError as exc:  # the rerun's own run file breaks the plan's invariant
-                    comparisons.append(Comparison(stage, model, QUALITY_DEPTH, committed, None, None, "FAIL",
-                                                  str(exc)))
+                    comparisons.append(
+                        Comparison(stage, model, QUALITY_DEPTH, committed, None, None, "FAIL", str(exc))
+                    )
                     continue
                 table = read_run_table(path, qrels_qids=judgments.qids)
                 reproduced = float(metrics.evaluate_table(judgments, table, ("ndcg@10",))["ndcg@10"].mean())

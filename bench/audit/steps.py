@@ -34,7 +34,7 @@ def step_line(row: Row, steps: dict[str, Step], lines: Sequence[str]) -> str:
     if step is None:
         return f"completes it: the runbook's steps in order ({RUNBOOK}); `bench status` names the next one"
     section = _section(lines, step.line)
-    return f"completes it: runbook step {step.id} ({RUNBOOK}, \"{section}\"): {step.commands[0]}"
+    return f'completes it: runbook step {step.id} ({RUNBOOK}, "{section}"): {step.commands[0]}'
 
 
 def with_steps(rows: Sequence[Row], repo: Path) -> list[Row]:
@@ -47,5 +47,9 @@ def with_steps(rows: Sequence[Row], repo: Path) -> list[Row]:
         lines = (repo / RUNBOOK).read_text(encoding="utf-8").splitlines()
     except (BenchError, OSError):
         steps, lines = {}, []
-    return [dataclasses.replace(r, details=(step_line(r, steps, lines), *r.details)) if r.verdict == "NOT YET"
-            else r for r in rows]  # fmt: skip
+    return [
+        dataclasses.replace(r, details=(step_line(r, steps, lines), *r.details))
+        if r.verdict == "NOT YET"
+        else r
+        for r in rows
+    ]

@@ -52,14 +52,19 @@ class _NoInnerBom:
         line = next(self.fh)
         self.line += 1
         if "\ufeff" in line:
-            raise BenchError(f"{self.path}:{self.line}: a UTF-8 byte-order mark (U+FEFF) inside the file, "
-                             "not at its first byte (two files concatenated?). Fix: remove it (e.g. `sed -i "
-                             f"'s/\\xEF\\xBB\\xBF//g' {self.path}`) and check the lines around it")
+            raise BenchError(
+                f"{self.path}:{self.line}: a UTF-8 byte-order mark (U+FEFF) inside the file, "
+                "not at its first byte (two files concatenated?). Fix: remove it (e.g. `sed -i "
+                f"'s/\\xEF\\xBB\\xBF//g' {self.path}`) and check the lines around it"
+            )
         return line
 
 
 def note_bom(path: Path, stream: TextIO | None = None) -> None:
     """Say on stderr (or ``stream``) that ``path`` starts with a byte-order mark, which its reader skips."""
     if has_bom(path):
-        print(f"{path}: starts with a UTF-8 byte-order mark; ignored (it is not part of the first field)",
-              file=stream if stream is not None else sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"{path}: starts with a UTF-8 byte-order mark; ignored (it is not part of the first field)",
+            file=stream if stream is not None else sys.stderr,
+            flush=True,
+        )

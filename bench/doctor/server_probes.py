@@ -18,8 +18,10 @@ from bench.firststage.server import KEY_ENV, URL_ENV, TypesenseServer
 
 __all__ = ["probe_server", "typesense_probes"]
 
-FIX = ("a plan stage needing it would be refused: start the plan's Typesense image "
-       "(`docker compose up -d typesense`); docs/runbook.md step 4 says what to do when a probe fails")
+FIX = (
+    "a plan stage needing it would be refused: start the plan's Typesense image "
+    "(`docker compose up -d typesense`); docs/runbook.md step 4 says what to do when a probe fails"
+)
 
 
 def probe_server(url: str, api_key: str) -> ProbeReport:
@@ -34,8 +36,13 @@ def probe_server(url: str, api_key: str) -> ProbeReport:
 def typesense_probes(m: Machine, step: str) -> list[Outcome]:
     url, key = m.env.get(URL_ENV), m.env.get(KEY_ENV)
     if not url or not key:
-        return [cannot_tell("probes", f"{URL_ENV} / {KEY_ENV} not set: no server to probe",
-                            "run in the container (compose.yaml sets both)")]
+        return [
+            cannot_tell(
+                "probes",
+                f"{URL_ENV} / {KEY_ENV} not set: no server to probe",
+                "run in the container (compose.yaml sets both)",
+            )
+        ]
     try:
         report = (m.probes or probe_server)(url, key)
     except BenchError as exc:
@@ -45,12 +52,28 @@ def typesense_probes(m: Machine, step: str) -> list[Outcome]:
         needed_by = [s for s, d in STAGE_DEFS.items() if r in report.failing(d)]
         version = report.server_version
         if r.verdict == NO_ANSWER:
-            out.append(cannot_tell(f"probe {r.name}", f"Typesense {version}: no usable answer, {r.detail}",
-                                   "check the server's log; `docker compose restart typesense`"))
+            out.append(
+                cannot_tell(
+                    f"probe {r.name}",
+                    f"Typesense {version}: no usable answer, {r.detail}",
+                    "check the server's log; `docker compose restart typesense`",
+                )
+            )
         elif needed_by:
-            out.append(problem(f"probe {r.name}", f"Typesense {report.server_version} does not honour "
-                               f"{r.feature} ({r.detail}); needed by {', '.join(needed_by)}", FIX))
+            out.append(
+                problem(
+                    f"probe {r.name}",
+                    f"Typesense {report.server_version} does not honour "
+                    f"{r.feature} ({r.detail}); needed by {', '.join(needed_by)}",
+                    FIX,
+                )
+            )
     if not out:
-        out.append(ok("probes", f"Typesense {report.server_version} honours all {len(report.results)} probes "
-                                f"({report.seconds:.1f} s)"))
+        out.append(
+            ok(
+                "probes",
+                f"Typesense {report.server_version} honours all {len(report.results)} probes "
+                f"({report.seconds:.1f} s)",
+            )
+        )
     return out

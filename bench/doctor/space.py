@@ -71,10 +71,12 @@ def disk_models(m: Machine, step: str) -> list[Outcome]:
     missing = [
         f"{repo}@{rev[:12]}"
         for mid in plan.LOCAL_RERANKERS
-        for repo, rev in ((plan.RERANKERS[mid].model, plan.RERANKERS[mid].revision),
-                          (plan.RERANKERS[mid].code_repo, plan.RERANKERS[mid].code_revision))
+        for repo, rev in (
+            (plan.RERANKERS[mid].model, plan.RERANKERS[mid].revision),
+            (plan.RERANKERS[mid].code_repo, plan.RERANKERS[mid].code_revision),
+        )
         if repo and rev and not snapshots.snapshot_path(repo, rev, paths.models_dir()).is_dir()
-    ]  # fmt: skip
+    ]
     emb = plan.EMBEDDING_MODEL
     if not snapshots.snapshot_path(emb.repo, emb.revision, paths.models_dir()).is_dir():
         missing.append(f"{emb.repo}@{emb.revision[:12]}")

@@ -160,8 +160,10 @@ def _open_text(path: Path) -> list[str]:
         text = fh.read()
     if "\ufeff" in text:  # after the first byte: two files concatenated
         line = text.count("\n", 0, text.index("\ufeff")) + 1
-        raise BenchError(f"{path}:{line}: a UTF-8 byte-order mark inside the file, not at its first byte. "
-                         f"Fix: fetch the file again (`{hint('data fetch reranking-id-map')}`)")
+        raise BenchError(
+            f"{path}:{line}: a UTF-8 byte-order mark inside the file, not at its first byte. "
+            f"Fix: fetch the file again (`{hint('data fetch reranking-id-map')}`)"
+        )
     return [line for line in text.splitlines() if line.strip()]
 
 

@@ -161,8 +161,13 @@ def _read(model_id: str, path: Path) -> dict[str, Any]:
 
 
 def _outcome(model_id: str, path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    out = {"model": model_id, "rated": data["rated"], "reason": data["reason"], "missing": False,
-           "file": str(path)}  # fmt: skip
+    out = {
+        "model": model_id,
+        "rated": data["rated"],
+        "reason": data["reason"],
+        "missing": False,
+        "file": str(path),
+    }
     if "pointwise" in data:
         out["pointwise"] = data["pointwise"]
     return out

@@ -112,10 +112,18 @@ def first_stage(
         queries, qrels_path = hub_topics_and_qrels(integrity_hub.snapshot_dir(MIRACL))
         corpus, expected, layout = _corpus(sdef.corpus)
         embedder = arctic_embedder(device=device) if sdef.vector else None
-        manifest = provenance.collect_manifest(kind="first-stage", device=device if sdef.vector else None,
-                                    server_version=server.version, extra={"preflight": guard})  # fmt: skip
-        extra = {"manifest": manifest, "image_reported": image, "corpus_layout": layout,
-                 "scale_preflight": scale_check}  # fmt: skip
+        manifest = provenance.collect_manifest(
+            kind="first-stage",
+            device=device if sdef.vector else None,
+            server_version=server.version,
+            extra={"preflight": guard},
+        )
+        extra = {
+            "manifest": manifest,
+            "image_reported": image,
+            "corpus_layout": layout,
+            "scale_preflight": scale_check,
+        }
         result = stages.run_stage(
             stage,
             server=server,

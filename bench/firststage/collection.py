@@ -185,9 +185,14 @@ def import_batch(
         )
         if stalls is not None:
             stalls.append(
-                {"batch_first_id": first, "attempt": attempt + 1, "reason": reason, "waited_s": wait,
-                 "since_first_send_s": elapsed}
-            )  # fmt: skip
+                {
+                    "batch_first_id": first,
+                    "attempt": attempt + 1,
+                    "reason": reason,
+                    "waited_s": wait,
+                    "since_first_send_s": elapsed,
+                }
+            )
         sleep(wait)
         attempt += 1
     if resp.status_code != 200:

@@ -173,8 +173,9 @@ def _batches(passages: Iterable[Passage], size: int) -> Iterator[list[Passage]]:
         yield batch
 
 
-def _write_checkpoint(path: Path, name: str, sha: str, imported: int, last_docid: str | None, *,
-                      complete: bool) -> None:  # fmt: skip
+def _write_checkpoint(
+    path: Path, name: str, sha: str, imported: int, last_docid: str | None, *, complete: bool
+) -> None:
     write_json_atomic(
         path,
         {

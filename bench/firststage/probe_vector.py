@@ -233,7 +233,8 @@ def hybrid(s: ProbeSession, fx: HybridFixture) -> ProbeResult:
         observed = {
             "accepted": True,
             "hits with hybrid_search_info.rank_fusion_score": sum(
-                1 for h in hits
+                1
+                for h in hits
                 if isinstance((h.get("hybrid_search_info") or {}).get("rank_fusion_score"), int | float)
             ),
             "hits": len(hits),

@@ -89,8 +89,10 @@ def shown_body(resp: httpx.Response) -> str:
         data = resp.json()
     except ValueError:
         kind = resp.headers.get("content-type", "no Content-Type").split(";")[0].strip() or "no Content-Type"
-        return (f"a {kind} body of {len(resp.content)} bytes, not JSON (not shown; is another server than "
-                "Typesense listening at this address?)")
+        return (
+            f"a {kind} body of {len(resp.content)} bytes, not JSON (not shown; is another server than "
+            "Typesense listening at this address?)"
+        )
     text = json.dumps(data, ensure_ascii=True)
     return text if len(text) <= 300 else f"{text[:300]}…({len(text)} characters)"
 

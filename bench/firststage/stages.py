@@ -171,9 +171,15 @@ def run_stage(
     return StageResult(stage.id, run, record, out_run, out_json)
 
 
-def _finish_record(record: dict[str, Any], run: dict[str, list[tuple[str, float]]],
-                   timings: Mapping[str, Any], queries: Mapping[str, str], warmup: int,
-                   qrels_path: Path | None, extra: Mapping[str, Any] | None) -> None:
+def _finish_record(
+    record: dict[str, Any],
+    run: dict[str, list[tuple[str, float]]],
+    timings: Mapping[str, Any],
+    queries: Mapping[str, str],
+    warmup: int,
+    qrels_path: Path | None,
+    extra: Mapping[str, Any] | None,
+) -> None:
     """The record's last fields: latency, the first stage's metrics where qrels are given, counts, extras."""
     record["latency"] = {"warmup_queries_discarded": min(warmup, len(queries)), **timings}
     if qrels_path is not None:
@@ -184,9 +190,15 @@ def _finish_record(record: dict[str, Any], run: dict[str, list[tuple[str, float]
         record.update(extra)
 
 
-def _stopwords_and_queries(record: dict[str, Any], stage: StageDef, kw_sub: KeywordSubstitute | None,
-                           queries: Mapping[str, str],
-                           mode: Mode, server: TypesenseServer, decision: Decision) -> Mapping[str, str]:
+def _stopwords_and_queries(
+    record: dict[str, Any],
+    stage: StageDef,
+    kw_sub: KeywordSubstitute | None,
+    queries: Mapping[str, str],
+    mode: Mode,
+    server: TypesenseServer,
+    decision: Decision,
+) -> Mapping[str, str]:
     """The stop-word set recorded (plan: with every result) and applied: installed on the server for a German
     stage, or removed from the queries on the client by the rehearsal's keyword substitute (D-040), whose
     record then names the probes it stands in for. Returns the queries to send."""
@@ -301,7 +313,7 @@ def _hyphen_queries(
     record["notes"].append(
         f"HYPHENS: a hyphen probe failed on Typesense {record['server_version']}; {stage.id} sent "
         f"{len(record['hyphens']['queries_with_hyphen_inside_a_word'])} queries with the hyphen inside a "
-        "word replaced by a space (DEVIATIONS.md, \"Hyphens inside query words\")."
+        'word replaced by a space (DEVIATIONS.md, "Hyphens inside query words").'
     )
     return {q: ph.rewrite(t) for q, t in queries.items()}
 

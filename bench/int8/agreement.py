@@ -49,10 +49,15 @@ def configuration(manifest: Mapping[str, Any], runtime: Mapping[str, Any] | None
 
 
 def scores_record(
-    scores: Mapping[str, tuple[Sequence[str], Sequence[float]]], *, model: str, machine: Mapping[str, Any],
-    manifest_sha256: str | None, inputs: Mapping[str, Any], config: Mapping[str, Any] | None = None,
+    scores: Mapping[str, tuple[Sequence[str], Sequence[float]]],
+    *,
+    model: str,
+    machine: Mapping[str, Any],
+    manifest_sha256: str | None,
+    inputs: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
     runtime: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "model": model,
@@ -121,8 +126,10 @@ def require_same_configuration(
         def show(c: Mapping[str, Any]) -> str:
             q = c.get("quantization")
             name = q.get("name") if isinstance(q, Mapping) else q
-            return (f"configuration {name!r}, precision {c.get('inference_precision')!r} (OpenVINO reported "
-                    f"{c.get('runtime_inference_precision')!r})")  # fmt: skip
+            return (
+                f"configuration {name!r}, precision {c.get('inference_precision')!r} (OpenVINO reported "
+                f"{c.get('runtime_inference_precision')!r})"
+            )
 
         raise BenchError(
             f"int8 scores made differently, not compared ({', '.join(differ)} differ): {mine_label}: "

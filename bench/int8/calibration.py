@@ -143,8 +143,10 @@ def read_set(path: Path, *, dev_queries: Iterable[str] = ()) -> CalibrationSet:
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("pairs"), list):
         raise BenchError(f"{path}: not a calibration set (format {FORMAT!r} with 'pairs' expected)")
     try:
-        rows = [(str(r["query_id"]), str(r["docid"]), str(r["query_sha256"]), str(r["passage_sha256"]))
-                for r in data["pairs"]]  # fmt: skip
+        rows = [
+            (str(r["query_id"]), str(r["docid"]), str(r["query_sha256"]), str(r["passage_sha256"]))
+            for r in data["pairs"]
+        ]
     except (KeyError, TypeError) as exc:
         raise BenchError(f"{path}: a pair lacks query_id, docid, query_sha256 or passage_sha256") from exc
     dev = set(dev_queries)

@@ -106,13 +106,21 @@ def agreement(
 
     FILE must have been made with the same quantisation configuration and inference precision."""
 
-    result = commands.agreement(int8_dir or default_folder(), against=against, write=write, root=repo_root(),
-                                id_map=id_map, verdict=verdict)  # fmt: skip
+    result = commands.agreement(
+        int8_dir or default_folder(),
+        against=against,
+        write=write,
+        root=repo_root(),
+        id_map=id_map,
+        verdict=verdict,
+    )
     shown = {k: v for k, v in result.items() if k not in ("per_query", "machines", "cpu_flags")}
     click.echo(json.dumps(shown, indent=1))
     if "cpu_flags" in result:
-        click.echo(f"verdict: {'PASSED' if not result['failed'] else 'FAILED'} (min Spearman "
-                   f"{result['min_spearman']}, threshold {result['threshold']})")  # fmt: skip
+        click.echo(
+            f"verdict: {'PASSED' if not result['failed'] else 'FAILED'} (min Spearman "
+            f"{result['min_spearman']}, threshold {result['threshold']})"
+        )
         click.echo(f"CPU here: {result['cpu_flags']['this']}")
         click.echo(f"CPU of {against}: {result['cpu_flags']['against']}")
 
@@ -129,8 +137,14 @@ def quality(study: Path | None, runs: Path | None, first_stage: Path | None, che
     study_dir = study or root / "studies" / "int8-quality"
 
     with whole_command("int8 quality run", bench_command("int8", "quality", "--study", study_dir)):
-        session = commands.quality(root, study_dir=study_dir, runs_dir=runs or root / "runs",
-                      first_stage_dir=first_stage or root / "runs" / "first-stage",
-                      checks_dir=checks or root / "results" / "adapter-checks")  # fmt: skip
-    click.echo(f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
-               f"{session.outcome.errors} failed")  # fmt: skip
+        session = commands.quality(
+            root,
+            study_dir=study_dir,
+            runs_dir=runs or root / "runs",
+            first_stage_dir=first_stage or root / "runs" / "first-stage",
+            checks_dir=checks or root / "results" / "adapter-checks",
+        )
+    click.echo(
+        f"{session.outcome.scored} calls scored, {session.outcome.skipped} already done, "
+        f"{session.outcome.errors} failed"
+    )

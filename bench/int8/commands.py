@@ -58,8 +58,9 @@ def calibration_set(out: Path, *, root: Path) -> dict[str, Any]:
     return record
 
 
-def quantize(calibration: Path, out: Path, *, root: Path, snapshot_dir: Path | None = None,
-             spec: QuantSpec = CHOSEN) -> dict[str, Any]:  # fmt: skip
+def quantize(
+    calibration: Path, out: Path, *, root: Path, snapshot_dir: Path | None = None, spec: QuantSpec = CHOSEN
+) -> dict[str, Any]:
     cal = read_set(calibration, dev_queries=dev_query_ids())
     source = resolve_snapshot(spec_for(FP32_ID), snapshot_dir)  # refuses another revision
     pre = guard.preflight("measurement", lock_names=["miracl", "corpus-full"], root=root)
@@ -110,8 +111,16 @@ def machine_scores(
     )
 
 
-def agreement(folder: Path, *, against: Path | None, write: Path | None, root: Path, id_map: str = "auto",
-              verdict: Path | None = None, stream: TextIO | None = None) -> dict[str, Any]:  # fmt: skip
+def agreement(
+    folder: Path,
+    *,
+    against: Path | None,
+    write: Path | None,
+    root: Path,
+    id_map: str = "auto",
+    verdict: Path | None = None,
+    stream: TextIO | None = None,
+) -> dict[str, Any]:
     """Score here, optionally write the scores file, optionally compare with ``against``; BenchError if any
     query fails (exit 1, naming the queries).
 
@@ -126,8 +135,9 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
     theirs_rec, theirs = agr.read_scores_file(against) if against is not None else ({}, None)
     if against is not None:
         local = agr.configuration(verify_folder(folder), {"inference_precision": INFERENCE_PRECISION})
-        agr.require_same_configuration(local, f"{folder} (this machine)", theirs_rec.get("configuration"),
-                                       str(against))  # fmt: skip
+        agr.require_same_configuration(
+            local, f"{folder} (this machine)", theirs_rec.get("configuration"), str(against)
+        )
     method = resolve_id_map_method(id_map)
     guard.preflight("measurement", lock_names=id_map_lock_names(method), root=root)
     record = machine_scores(folder, id_map_method=method, stream=stream)
@@ -135,13 +145,16 @@ def agreement(folder: Path, *, against: Path | None, write: Path | None, root: P
         agr.write_scores(write, record)
     if theirs is None or against is None:
         return {"written": str(write)}
-    agr.require_same_configuration(record["configuration"], "this machine", theirs_rec.get("configuration"),
-                                   str(against))  # fmt: skip
+    agr.require_same_configuration(
+        record["configuration"], "this machine", theirs_rec.get("configuration"), str(against)
+    )
     mine = {q: (r["docids"], r["scores"]) for q, r in record["queries"].items()}
     result = agr.summary(agr.compare(mine, theirs))
     result["machines"] = {"this": record["machine"], "against": theirs_rec.get("machine")}
-    result["cpu_flags"] = {"this": agr.flags_line(record["machine"]),
-                           "against": agr.flags_line(theirs_rec.get("machine"))}  # fmt: skip
+    result["cpu_flags"] = {
+        "this": agr.flags_line(record["machine"]),
+        "against": agr.flags_line(theirs_rec.get("machine")),
+    }
     out = verdict if verdict is not None else root / agr.VERDICT
     _write_verdict(out, result, record, against, root)
     result["verdict_file"] = str(out)
@@ -195,20 +208,34 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
     device, dtype = fp32_reference_setting(root)
     keep, skipped, outcomes = commands.rated([FP32_ID], checks_dir, device=device, dtype=dtype)
     if not keep:
-        raise BenchError(f"{FP32_ID} is not rated ({skipped[FP32_ID]}); its int8 variant is compared with it "
-                         "and is not run either")  # fmt: skip
+        raise BenchError(
+            f"{FP32_ID} is not rated ({skipped[FP32_ID]}); its int8 variant is compared with it "
+            "and is not run either"
+        )
     stage = INT8_STAGE
     setup = Setup(root, study_dir, runs_dir, first_stage_dir, checks_dir, device="cpu", kind="int8-quality")
-    params = {"stages": [stage], "models": [INT8_ID], "depths": list(DEPTHS), "device": "cpu",
-              "dtype": "int8", "per_depth": [], "max_queries": None,
-              "fp32_adapter_check": outcomes[FP32_ID]}  # fmt: skip
+    params = {
+        "stages": [stage],
+        "models": [INT8_ID],
+        "depths": list(DEPTHS),
+        "device": "cpu",
+        "dtype": "int8",
+        "per_depth": [],
+        "max_queries": None,
+        "fp32_adapter_check": outcomes[FP32_ID],
+    }
     study = open_measurement(setup, params, lock_names=lock_names([stage]))
     queries, _ = inputs.study_queries()
 
     hint = bench_command("int8", "quality", "--study", study_dir, root=root)
     return execute(
-        study, sources={stage: first_stage_dir / f"{stage}.trec"}, queries=queries,
+        study,
+        sources={stage: first_stage_dir / f"{stage}.trec"},
+        queries=queries,
         texts=inputs.candidate_texts,
-        load=lambda m: load_reranker(m, device="cpu"), spec=PhaseSpec(stages=(stage,), models=(INT8_ID,),
-        depths=tuple(DEPTHS)), runs_dir=runs_dir, resume_hint=hint, what="int8 quality run",
-    )  # fmt: skip
+        load=lambda m: load_reranker(m, device="cpu"),
+        spec=PhaseSpec(stages=(stage,), models=(INT8_ID,), depths=tuple(DEPTHS)),
+        runs_dir=runs_dir,
+        resume_hint=hint,
+        what="int8 quality run",
+    )

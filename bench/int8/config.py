@@ -30,8 +30,15 @@ RECORDED_PACKAGES: Final = (*PINNED_PACKAGES, "transformers", "torch", "optimum"
 # CPU flags that decide int8 speed and accuracy, and the bf16 ones that decide OpenVINO's default precision
 # (lscpu / /proc/cpuinfo names).
 INT8_CPU_FLAGS: Final = (
-    "avx512_vnni", "avx_vnni", "amx_int8", "amx_tile", "avx512f", "avx2", "avx512_bf16", "amx_bf16",
-)  # fmt: skip
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_int8",
+    "amx_tile",
+    "avx512f",
+    "avx2",
+    "avx512_bf16",
+    "amx_bf16",
+)
 VNNI_FLAGS: Final = ("avx512_vnni", "avx_vnni", "amx_int8")
 BF16_FLAGS: Final = ("avx512_bf16", "amx_bf16")
 

@@ -42,8 +42,10 @@ ISA_RANK: Final = {
     "avx512_amx": 8,
     "amx": 8,
 }
-_ISA_RE = re.compile(r"(sse4[12]|avx512_core_amx|avx512_amx|amx|avx512_core_vnni|avx512_core_bf16|"
-                     r"avx512_core_fp16|avx512_core|avx512|avx2_vnni_2|avx2_vnni|avx2|avx)")  # fmt: skip
+_ISA_RE = re.compile(
+    r"(sse4[12]|avx512_core_amx|avx512_amx|amx|avx512_core_vnni|avx512_core_bf16|"
+    r"avx512_core_fp16|avx512_core|avx512|avx2_vnni_2|avx2_vnni|avx2|avx)"
+)
 
 
 def compile_int8(model_class: Any, folder: Path) -> Any:
@@ -96,6 +98,7 @@ def _text(value: Any) -> Any:
 
 def runtime_properties(compiled: Any) -> dict[str, Any]:
     """What the compiled model reports, its kernels' instruction sets, the CPU's flags and any ISA cap."""
+
     def prop(name: str) -> Any:
         try:
             return _text(compiled.get_property(name))

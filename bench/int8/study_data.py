@@ -46,8 +46,9 @@ def load_testb_topics(snapshot: Path | None = None) -> tuple[dict[str, str], Pat
     )
 
 
-def draw_full_corpus(excluded: set[str], *, n: int, seed: int, snapshot: Path | None = None,
-                     total: int = CORPUS_FULL_PASSAGES) -> list[Passage]:  # fmt: skip
+def draw_full_corpus(
+    excluded: set[str], *, n: int, seed: int, snapshot: Path | None = None, total: int = CORPUS_FULL_PASSAGES
+) -> list[Passage]:
     """n passages of the full corpus outside ``excluded``, drawn as the module docstring says."""
     rng = np.random.default_rng(seed)
     order = [int(i) for i in rng.choice(total, size=2 * n, replace=False)]
@@ -71,9 +72,14 @@ def draw_full_corpus(excluded: set[str], *, n: int, seed: int, snapshot: Path | 
 
 
 def study_calibration(
-    dev_queries: set[str], *, n: int = CALIBRATION_PAIRS, miracl: Path | None = None,
-    corpus_71k: Path | None = None, corpus_full: Path | None = None, total: int = CORPUS_FULL_PASSAGES,
-) -> tuple[CalibrationSet, dict[str, str], dict[str, str]]:  # fmt: skip
+    dev_queries: set[str],
+    *,
+    n: int = CALIBRATION_PAIRS,
+    miracl: Path | None = None,
+    corpus_71k: Path | None = None,
+    corpus_full: Path | None = None,
+    total: int = CORPUS_FULL_PASSAGES,
+) -> tuple[CalibrationSet, dict[str, str], dict[str, str]]:
     """(calibration set, query texts, passage texts) from the fetched snapshots."""
     queries, path = load_testb_topics(miracl)
     ids_71k = {

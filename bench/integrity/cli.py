@@ -70,9 +70,13 @@ def upgrade_cmd(timeout: float) -> None:
 
 
 HEADERS_OPTION = click.option(
-    "--headers", "header_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--headers",
+    "header_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="Your own file of Bitcoin block headers, one 'HEIGHT HEADERHEX' a line (default: "
-    "$BENCH_BITCOIN_HEADERS); only these verify a Bitcoin attestation.")  # fmt: skip
+    "$BENCH_BITCOIN_HEADERS); only these verify a Bitcoin attestation.",
+)
 
 
 @timestamps_group.command("verify")

@@ -110,8 +110,11 @@ def read_lock(path: Path) -> dict[str, Entry]:
         raise BenchError(f"{path}: lock file not found; write it with `{hint('data lock')}`.")
     raw = path.read_bytes()
     if raw.startswith(b"\xef\xbb\xbf"):
-        raise _fail(path, "starts with a UTF-8 byte-order mark, which `bench data lock` never writes "
-                    "(the file was edited or re-saved by an editor)")  # fmt: skip
+        raise _fail(
+            path,
+            "starts with a UTF-8 byte-order mark, which `bench data lock` never writes "
+            "(the file was edited or re-saved by an editor)",
+        )
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -79,4 +79,3 @@ def require_locked(path: Path) -> Path:
             )
         active.seen[file] = (st.st_size, st.st_mtime_ns, st.st_ino)
     return path
-

@@ -78,8 +78,12 @@ def blobs_at(root: Path, commits: list[str], path: str) -> list[str | None]:
     if not commits:
         return []
     query = "".join(f"{c}:{path}\n" for c in commits).encode()
-    proc = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check=%(objectname) %(objecttype)"],
-                          input=query, capture_output=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        input=query,
+        capture_output=True,
+        check=False,
+    )
     lines = proc.stdout.decode(errors="replace").splitlines()
     if proc.returncode != 0 or len(lines) != len(commits):
         raise BenchError(f"`git cat-file --batch-check` failed in {root}: {proc.stderr.decode().strip()}")

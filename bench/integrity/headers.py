@@ -72,21 +72,27 @@ def parse_headers(text: str, name: str) -> dict[int, bytes]:
             continue
         m = _LINE.match(line)
         if m is None:
-            raise BenchError(f"{name} line {lineno}: expected 'HEIGHT HEADER' (HEADER: 160 hex digits, the "
-                             "raw 80-byte header as `bitcoin-cli getblockheader HASH false` prints it)")
+            raise BenchError(
+                f"{name} line {lineno}: expected 'HEIGHT HEADER' (HEADER: 160 hex digits, the "
+                "raw 80-byte header as `bitcoin-cli getblockheader HASH false` prints it)"
+            )
         height, header = int(m.group(1)), bytes.fromhex(m.group(2))
         if height in headers and headers[height] != header:
             raise BenchError(f"{name} line {lineno}: a second, different header for height {height}")
         problem = header_problem(header)
         if problem:
-            raise BenchError(f"{name} line {lineno}: the header of height {height} is not a valid block "
-                             f"header: {problem}; copy it again from your node")
+            raise BenchError(
+                f"{name} line {lineno}: the header of height {height} is not a valid block "
+                f"header: {problem}; copy it again from your node"
+            )
         headers[height] = header
     for height, header in headers.items():
         parent = headers.get(height - 1)
         if parent is not None and header[4:36] != block_hash(parent):
-            raise BenchError(f"{name}: the header of height {height} does not name the header of height "
-                             f"{height - 1} as its parent; the file is not one chain")  # fmt: skip
+            raise BenchError(
+                f"{name}: the header of height {height} does not name the header of height "
+                f"{height - 1} as its parent; the file is not one chain"
+            )
     return headers
 
 

@@ -86,8 +86,7 @@ def _shards() -> tuple[FileSpec, ...]:
     folder = layout.CORPUS_FULL_DIR
     keys = layout.CORPUS_FULL_KEYS
     return tuple(
-        FileSpec(f"{folder}/docs-{n}.jsonl.gz", "jsonl.gz", keys)
-        for n in range(layout.CORPUS_FULL_SHARDS)
+        FileSpec(f"{folder}/docs-{n}.jsonl.gz", "jsonl.gz", keys) for n in range(layout.CORPUS_FULL_SHARDS)
     )
 
 
@@ -138,11 +137,7 @@ HUB_DATASETS: dict[str, HubDataset] = {
             plan.CORPUS_FULL,
             (f"{layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz",),
             _shards(),
-            (
-                RowTotal(
-                    f"{layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz", plan.CORPUS_FULL_PASSAGES, "PLAN.md"
-                ),
-            ),
+            (RowTotal(f"{layout.CORPUS_FULL_DIR}/docs-*.jsonl.gz", plan.CORPUS_FULL_PASSAGES, "PLAN.md"),),
         ),
         HubDataset(
             "reranking",

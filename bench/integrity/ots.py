@@ -101,8 +101,10 @@ def load_merkle_roots(path: Path) -> dict[int, bytes] | None:
     for height, root in roots.items():
         if not (isinstance(height, str) and re.fullmatch(r"[0-9]+", height)):  # "²".isdigit() is True
             shown = repr(height) if len(height) <= 40 else f"{height[:40]!r}…({len(height)} characters)"
-            raise BenchError(f"{path}: block height {shown} is not a non-negative integer of ASCII digits. "
-                             "Fix: write each block height in decimal digits 0-9, e.g. \"840000\"")
+            raise BenchError(
+                f"{path}: block height {shown} is not a non-negative integer of ASCII digits. "
+                'Fix: write each block height in decimal digits 0-9, e.g. "840000"'
+            )
         if not (isinstance(root, str) and re.fullmatch(r"[0-9a-f]{64}", root)):
             raise BenchError(
                 f"{path}: merkle root of block {height} must be 64 lower-case hex digits, got "
@@ -149,15 +151,25 @@ def _bitcoin(
     if roots is not None and height in roots:
         if len(msg) == 32 and msg == roots[height]:
             return Attestation("bitcoin", str(height), "ok (merkle root of your block header)"), "ok"
-        return Attestation("bitcoin", str(height), f"MISMATCH (proof commits to {shown}, your block header "
-                           f"holds {roots[height][::-1].hex()})"), "bad"  # fmt: skip
+        return Attestation(
+            "bitcoin",
+            str(height),
+            f"MISMATCH (proof commits to {shown}, your block header holds {roots[height][::-1].hex()})",
+        ), "bad"
     where = "no block header supplied" if roots is None else "height not in your block-header file"
     if own is not None and height in own:
         if len(msg) == 32 and msg == own[height]:
-            return Attestation("bitcoin", str(height), f"unchecked ({where}; checked against the "
-                               "repository's own file, which is not a verification)"), "own"  # fmt: skip
-        return Attestation("bitcoin", str(height), f"MISMATCH (proof commits to {shown}; the repository's "
-                           "own merkle-roots file holds another root)"), "bad"  # fmt: skip
+            return Attestation(
+                "bitcoin",
+                str(height),
+                f"unchecked ({where}; checked against the "
+                "repository's own file, which is not a verification)",
+            ), "own"
+        return Attestation(
+            "bitcoin",
+            str(height),
+            f"MISMATCH (proof commits to {shown}; the repository's own merkle-roots file holds another root)",
+        ), "bad"
     return Attestation("bitcoin", str(height), f"unchecked ({where})"), "unchecked"
 
 
@@ -236,7 +248,9 @@ def check_proof(
         return ProofReport(name, expected_sha256, "verified", detail, atts)
     if n["own"] or n["unchecked"]:
         own = "; matches the repository's own merkle-roots file only" if n["own"] else ""
-        detail = (f"Bitcoin attestation not verified{own}: run `{ots_command(name, expected_sha256)}` with "
-                  "your own bitcoind, or pass --headers FILE")  # fmt: skip
+        detail = (
+            f"Bitcoin attestation not verified{own}: run `{ots_command(name, expected_sha256)}` with "
+            "your own bitcoind, or pass --headers FILE"
+        )
         return ProofReport(name, expected_sha256, "bitcoin-unchecked", detail, atts)
     return ProofReport(name, expected_sha256, "pending", "only pending calendar attestations", atts)

@@ -36,9 +36,7 @@ def _label(value: str) -> str:
 
 _common = options(
     click.option("--models", "-m", multiple=True, help="Only these model ids (default: the preset's)."),
-    click.option(
-        "--k", "depths", type=int, multiple=True, help="Only these depths (default: the plan's)."
-    ),
+    click.option("--k", "depths", type=int, multiple=True, help="Only these depths (default: the plan's)."),
     click.option(
         "--stage",
         type=click.Choice(sorted(STAGES)),
@@ -49,8 +47,7 @@ _common = options(
     click.option(
         "--allow-busy",
         is_flag=True,
-        help="Measure although the load average is above half the "
-        "cores (recorded as a mark on the block).",
+        help="Measure although the load average is above half the cores (recorded as a mark on the block).",
     ),
     click.option(
         "--allow-unrated",

@@ -148,8 +148,9 @@ def pin_cpus(n: int) -> list[int]:
     return chosen
 
 
-def require_same_code_as_blocks(out_root: Path, kind: str, session: str, now: Mapping[str, Any],
-                                root: Path) -> None:  # fmt: skip
+def require_same_code_as_blocks(
+    out_root: Path, kind: str, session: str, now: Mapping[str, Any], root: Path
+) -> None:
     """The finished blocks of one machine (or API session) are measured by one version of the code, as the
     sessions of a quality study are (``bench.codeversion``): a resume with other code is refused, naming
     what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
@@ -245,8 +246,13 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
     pre = guard.preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0
     inputs = study_inputs(req.first_stage_dir, req.stage, k_max)
-    extra = {"preset": preset.name, "preflight": pre, "pinned_cpus": pinned, "refused": refused,
-             "host_before_run": _host_before_run(req, gpu, stream)}  # fmt: skip
+    extra = {
+        "preset": preset.name,
+        "preflight": pre,
+        "pinned_cpus": pinned,
+        "refused": refused,
+        "host_before_run": _host_before_run(req, gpu, stream),
+    }
     manifest = provenance.collect_manifest(
         kind="measurement", device=preset.device, root=req.root, extra=extra
     )

@@ -85,16 +85,39 @@ PRESETS = MappingProxyType(
     {
         p.name: p
         for p in (
-            Preset("gpu", "gpu", True, "cuda", GPU_PASSES, GPU_DEPTHS, WARMUP_CALLS, None, None,
-                   LOCAL_RERANKERS),
-            Preset("cpu", "cpu", True, "cpu", CPU_PASSES, CPU_DEPTHS, WARMUP_CALLS, CPU_SAMPLE_QUERIES,
-                   CPU_SAMPLE_SEED, _CPU_MODELS, _CPU_RULES),
-            Preset("cpu-pre", "cpu", False, "cpu", CPU_PASSES, CPU_DEPTHS, WARMUP_CALLS, CPU_SAMPLE_QUERIES,
-                   CPU_SAMPLE_SEED, _CPU_MODELS, _CPU_RULES),
+            Preset(
+                "gpu", "gpu", True, "cuda", GPU_PASSES, GPU_DEPTHS, WARMUP_CALLS, None, None, LOCAL_RERANKERS
+            ),
+            Preset(
+                "cpu",
+                "cpu",
+                True,
+                "cpu",
+                CPU_PASSES,
+                CPU_DEPTHS,
+                WARMUP_CALLS,
+                CPU_SAMPLE_QUERIES,
+                CPU_SAMPLE_SEED,
+                _CPU_MODELS,
+                _CPU_RULES,
+            ),
+            Preset(
+                "cpu-pre",
+                "cpu",
+                False,
+                "cpu",
+                CPU_PASSES,
+                CPU_DEPTHS,
+                WARMUP_CALLS,
+                CPU_SAMPLE_QUERIES,
+                CPU_SAMPLE_SEED,
+                _CPU_MODELS,
+                _CPU_RULES,
+            ),
             Preset("api", "api", True, "api", 1, API_DEPTHS, 0, None, None, API_RERANKERS),
         )
     }
-)  # fmt: skip
+)
 
 
 def availability(model_id: str) -> str | None:

@@ -155,6 +155,7 @@ def settle_chunk(reranker: Reranker, settings: Settings, specs: Sequence[BlockSp
         return {**recorded, "reused": "from a finished block of this model (a resumed run)"}
     k_max = max(s.k for s in specs)
     calls = [c for s in specs if s.k == k_max for c in (*s.warmup, *s.measured)]
+
     def size(c: Call) -> tuple[int, int]:
         return max(map(len, c.passages), default=0), sum(len(p) for p in c.passages)
 

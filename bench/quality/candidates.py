@@ -94,8 +94,10 @@ def _read_record(path: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BenchError(f"{path}: not valid JSON ({exc}). {recover}") from None
     stages = data.get("stages") if isinstance(data, dict) else None
-    ok = isinstance(stages, dict) and isinstance(data.get("depth"), int) and all(
-        isinstance(v, dict) and isinstance(v.get("sha256"), str) for v in stages.values()
+    ok = (
+        isinstance(stages, dict)
+        and isinstance(data.get("depth"), int)
+        and all(isinstance(v, dict) and isinstance(v.get("sha256"), str) for v in stages.values())
     )
     if not ok:
         raise BenchError(f"{path}: not a candidates record ('depth', 'stages' with 'sha256'). {recover}")

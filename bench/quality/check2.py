@@ -28,8 +28,15 @@ def check_runs(runs: Sequence[RunFileInfo], qrels_path: Path) -> dict[str, Any]:
                 continue
             run = read_run(info.path, allow_unknown_queries=True)
             result = compare_with_pytrec_eval(qrels, {q: rows for q, rows in run.items() if q in qrels})
-            out.append({"run": str(info.path), "stage": info.stage, "model": info.model, "depth": info.depth,
-                        **result.as_dict()})  # fmt: skip
+            out.append(
+                {
+                    "run": str(info.path),
+                    "stage": info.stage,
+                    "model": info.model,
+                    "depth": info.depth,
+                    **result.as_dict(),
+                }
+            )
     except (ImportError, RuntimeError) as exc:  # pytrec_eval missing: the check did not run
         return {"passed": False, "runs": out, "error": f"{type(exc).__name__}: {exc}"}
     if not out:
@@ -46,10 +53,13 @@ def summary(result: dict[str, Any]) -> str:
         return "passed"
     if result.get("verdict") != "NOT COMPARED":
         return "FAILED"
-    names = [f"{r['stage']}/{r['model']}@{r['depth']}" for r in result["runs"]
-             if r["verdict"] == "NOT COMPARED"]  # fmt: skip
-    return ("NOT COMPARED: equal to pytrec_eval in rank order, but not compared in pytrec_eval's own order "
-            f"(every query has tied scores) for {', '.join(names)}")
+    names = [
+        f"{r['stage']}/{r['model']}@{r['depth']}" for r in result["runs"] if r["verdict"] == "NOT COMPARED"
+    ]
+    return (
+        "NOT COMPARED: equal to pytrec_eval in rank order, but not compared in pytrec_eval's own order "
+        f"(every query has tied scores) for {', '.join(names)}"
+    )
 
 
 def failures(result: dict[str, Any]) -> str | None:
@@ -57,8 +67,11 @@ def failures(result: dict[str, Any]) -> str | None:
     pytrec_eval's own order is said by ``summary``, and recorded with ``passed`` false, but ends nothing)."""
     if result["error"] is not None:
         return f"plan check 2 (nDCG@10 against pytrec_eval) did not run: {result['error']}"
-    bad = [f"{r['stage']}/{r['model']}@{r['depth']} (max diff {r['max_abs_diff']:.2e})"
-           for r in result["runs"] if r["verdict"] == "FAIL"]  # fmt: skip
+    bad = [
+        f"{r['stage']}/{r['model']}@{r['depth']} (max diff {r['max_abs_diff']:.2e})"
+        for r in result["runs"]
+        if r["verdict"] == "FAIL"
+    ]
     if bad:
         return f"plan check 2 failed (nDCG@10 differs from pytrec_eval by more than 1e-4): {', '.join(bad)}"
     return None

@@ -69,6 +69,7 @@ def rated(
     With ``device`` (and the requested ``dtype``), a plan model counts as rated only by a check that ran in
     the setting its scores will be produced with: a model checked only on another device or
     dtype is refused, before anything is written, naming both settings and the check to run."""
+
     def check(model: str) -> dict[str, Any]:
         base = base_model(model)  # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed
         if device is None or base not in RERANKERS:
@@ -114,8 +115,15 @@ def open_measurement(setup: Setup, params: Mapping[str, Any], *, lock_names: Seq
     codeversion.require_clean_code(setup.root)
     pre = guard.preflight("measurement", lock_names=lock_names, root=setup.root)
     prov = provenance.collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
-    return Study.start(setup.study_dir, kind="measurement", plan_path=setup.root / "PLAN.md", params=params,
-                       provenance=prov, preflight=pre, root=setup.root)  # fmt: skip
+    return Study.start(
+        setup.study_dir,
+        kind="measurement",
+        plan_path=setup.root / "PLAN.md",
+        params=params,
+        provenance=prov,
+        preflight=pre,
+        root=setup.root,
+    )
 
 
 def run_session(
@@ -138,11 +146,18 @@ def run_session(
     check_device, check_dtype = rated_by or (setup.device, dtype)
     keep, skipped, outcomes = rated(list(models), setup.checks_dir, device=check_device, dtype=check_dtype)
     per_depth = per_depth_models(keep, outcomes)
-    params = {"stages": list(stages), "requested_models": list(models), "models": list(keep),
-              "depths": list(depths), "device": setup.device,
-              "dtype": dtype, "per_depth": sorted(per_depth), "max_queries": max_queries,
-              "devices": {m: model_device(m, setup.device) for m in keep},
-              "dtypes": {m: model_dtype(m, dtype) for m in keep}}  # fmt: skip
+    params = {
+        "stages": list(stages),
+        "requested_models": list(models),
+        "models": list(keep),
+        "depths": list(depths),
+        "device": setup.device,
+        "dtype": dtype,
+        "per_depth": sorted(per_depth),
+        "max_queries": max_queries,
+        "devices": {m: model_device(m, setup.device) for m in keep},
+        "dtypes": {m: model_dtype(m, dtype) for m in keep},
+    }
     study = open_measurement(setup, params, lock_names=lock_names(stages))  # refusals first
     study.manifest["skipped_models"] = skipped
     study.manifest["adapter_checks"] = outcomes
@@ -151,12 +166,16 @@ def run_session(
         study.record_rated_later(outcomes, setup.root)
         for m in study.rated_later:
             entry = study.manifest["study"]["rated_later"][m]
-            print(f"{m}: rated since the study began ({entry['check_file']}, SHA-256 "
-                  f"{entry['check_sha256']}); it runs in this session", file=sys.stderr)  # fmt: skip
+            print(
+                f"{m}: rated since the study began ({entry['check_file']}, SHA-256 "
+                f"{entry['check_sha256']}); it runs in this session",
+                file=sys.stderr,
+            )
     queries, _ = inputs.study_queries()
     only = frozenset(sorted(queries)[:max_queries]) if max_queries is not None else None
-    spec = PhaseSpec(stages=tuple(stages), models=tuple(keep), depths=tuple(depths), per_depth=per_depth,
-                     queries=only)  # fmt: skip
+    spec = PhaseSpec(
+        stages=tuple(stages), models=tuple(keep), depths=tuple(depths), per_depth=per_depth, queries=only
+    )
     sources = {s: setup.first_stage_dir / f"{s}.trec" for s in stages}
     session = execute(
         study,

@@ -67,8 +67,10 @@ def execute(
     except DeviceUnusable as exc:  # a sticky CUDA error: failed, with the error and how to go on
         study.end("failed", error=exc.error, resume=resume_hint)
         doctor = bench_command("doctor")
-        raise BenchError(f"{what} failed: {exc.message}. Restart the process (and check the GPU with "
-                         f"`{doctor}`), then resume with: {resume_hint}") from None  # fmt: skip
+        raise BenchError(
+            f"{what} failed: {exc.message}. Restart the process (and check the GPU with "
+            f"`{doctor}`), then resume with: {resume_hint}"
+        ) from None
     except BaseException as exc:
         study.end("failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -63,8 +63,7 @@ def candidate_texts(candidates: Candidates) -> StageTexts:
         texts["71k"] = _keep(corpus, need["71k"], "candidate texts (71k)", plan.CORPUS_71K_PASSAGES)
     if need["full"]:
         full = data_hub.iter_corpus_full(integrity_hub.snapshot_dir(CORPUS_FULL))
-        texts["full"] = _keep(full, need["full"],
-                              "candidate texts (full)", CORPUS_FULL_PASSAGES)  # fmt: skip
+        texts["full"] = _keep(full, need["full"], "candidate texts (full)", CORPUS_FULL_PASSAGES)
     for corpus_name, wanted in need.items():
         missing = wanted - set(texts[corpus_name])
         if missing:

@@ -192,12 +192,17 @@ def run_phase(
         if on_loaded is not None:
             on_loaded(model, reranker)
         try:
-            _score_model(journal, candidates, queries, texts, reranker, model, todo, spec, outcome, process,
-                         stream)  # fmt: skip
+            _score_model(
+                journal, candidates, queries, texts, reranker, model, todo, spec, outcome, process, stream
+            )
         except ModelUnavailable as exc:
             outcome.not_run[model] = f"{type(exc).__name__}: {exc}"
-            print(f"not run: {model}: {exc} (no query of this model was recorded for this call; fix the "
-                  "cause and resume)", file=stream, flush=True)  # fmt: skip
+            print(
+                f"not run: {model}: {exc} (no query of this model was recorded for this call; fix the "
+                "cause and resume)",
+                file=stream,
+                flush=True,
+            )
         outcome.memory[model] = peak_memory()
         _release(reranker)
         del reranker  # the loop's last reference: the next load starts with this model collected

@@ -76,8 +76,13 @@ class Study:
         for m in self.rated_later:
             path = Path(str(checks[m]["file"]))
             rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-            entries[m] = {"session": index, "started_utc": self.session["started_utc"], "check_file": rel,
-                          "check_sha256": sha256_file(path), "reason": checks[m]["reason"]}  # fmt: skip
+            entries[m] = {
+                "session": index,
+                "started_utc": self.session["started_utc"],
+                "check_file": rel,
+                "check_sha256": sha256_file(path),
+                "reason": checks[m]["reason"],
+            }
         self.session["rated_later"] = list(self.rated_later)
         self.save()
 
@@ -111,7 +116,12 @@ class Study:
         if (directory / MANIFEST).exists():
             manifest = read_manifest(directory)
             rated_later = _check_same_study(
-                directory, manifest, kind=kind, plan_sha=plan_sha, params=params, provenance=provenance,
+                directory,
+                manifest,
+                kind=kind,
+                plan_sha=plan_sha,
+                params=params,
+                provenance=provenance,
                 directory_root=root if root is not None else plan_path.parent,
             )
             if rated_later:  # the study now covers them too; who was rated when is in "rated_later"

@@ -59,10 +59,20 @@ def compare_runs(
                 continue
             broken = reordering_breaks(first_stage, [(a, k), (b, k)])
             result = rule(ndcg10(a, qrels), ndcg10(b, qrels)).as_dict()
-            out.append({"stage": stage, "model": model, "depth": k, "first_run": str(a), "second_run": str(b),
-                        "queries": len(qrels), **result, "first_stage": str(first_stage),
-                        "reordering_breaks": broken,
-                        "passed": bool(result["passed"]) and not broken})  # fmt: skip
+            out.append(
+                {
+                    "stage": stage,
+                    "model": model,
+                    "depth": k,
+                    "first_run": str(a),
+                    "second_run": str(b),
+                    "queries": len(qrels),
+                    **result,
+                    "first_stage": str(first_stage),
+                    "reordering_breaks": broken,
+                    "passed": bool(result["passed"]) and not broken,
+                }
+            )
     return out
 
 
@@ -116,14 +126,19 @@ def decide(
 
 
 def format_verdicts(verdicts: Sequence[Mapping[str, Any]], decision: Mapping[str, Any]) -> str:
-    lines = ["| model | depth | first nDCG@10 | second nDCG@10 | diff (points) | limit | passed |",
-             "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        "| model | depth | first nDCG@10 | second nDCG@10 | diff (points) | limit | passed |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for v in verdicts:
-        lines.append(f"| {v['model']} | {v['depth']} | {100 * v['first']:.2f} | {100 * v['second']:.2f} | "
-                     f"{v['difference_points']:.3f} | {v['limit_points']} | {v['passed']} |")  # fmt: skip
+        lines.append(
+            f"| {v['model']} | {v['depth']} | {100 * v['first']:.2f} | {100 * v['second']:.2f} | "
+            f"{v['difference_points']:.3f} | {v['limit_points']} | {v['passed']} |"
+        )
     for v in verdicts:
-        lines += [f"{v['model']}@{v['depth']}: reordering invariant broken: {m}"
-                  for m in v["reordering_breaks"]]  # fmt: skip
+        lines += [
+            f"{v['model']}@{v['depth']}: reordering invariant broken: {m}" for m in v["reordering_breaks"]
+        ]
     for name, reason in decision["not_checked"].items():
         lines.append(f"not checked: {name} ({reason})")
     keys = ("all_passed", "failed", "not_checked")

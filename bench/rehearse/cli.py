@@ -58,15 +58,27 @@ LIBRARY_LOG = "libraries.log"
     help=f"Also show the model libraries' messages (transformers load reports) here; they always go to "
     f"{LIBRARY_LOG} in the rehearsal directory.",
 )
-def rehearse(dataset: Path | None, max_queries: int | None, out_dir: Path | None, resume_dir: Path | None,
-             port: int | None, no_passage_cache: bool, verbose: bool) -> None:  # fmt: skip
+def rehearse(
+    dataset: Path | None,
+    max_queries: int | None,
+    out_dir: Path | None,
+    resume_dir: Path | None,
+    port: int | None,
+    no_passage_cache: bool,
+    verbose: bool,
+) -> None:
     """Run the whole study end to end on CPU, offline, on the bundled real German sample."""
     if resume_dir is not None and (dataset is not None or max_queries is not None or out_dir is not None):
         raise click.UsageError(
             "--resume uses the recorded settings; do not combine it with --dataset, --max-queries or --out"
         )
-    opts = Options(dataset=dataset, max_queries=max_queries, models=DEFAULT_MODELS,
-                   passage_cache=not no_passage_cache, port=port)  # fmt: skip
+    opts = Options(
+        dataset=dataset,
+        max_queries=max_queries,
+        models=DEFAULT_MODELS,
+        passage_cache=not no_passage_cache,
+        port=port,
+    )
     same = "the same command (or --resume DIR)"
     hint = bench_command("rehearse", "--resume", resume_dir) if resume_dir else same
     directory = resume_dir or out_dir or new_dir(repo_root())

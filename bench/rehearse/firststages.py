@@ -70,8 +70,10 @@ def _earlier_state(out_dir: Path, log: Callable[[str], None]) -> tuple[dict[str,
             state[stage] = {"status": "ran", "seconds": None, "resumed": True, **_summary(record)}
         elif refusal_path(out_dir, stage).is_file():
             state[stage] = _read_refusal(refusal_path(out_dir, stage))
-            log(f"{stage}: refused before ({state[stage]['feature']} needs Typesense >= "
-                f"{state[stage]['first_version']}), not asked again")  # fmt: skip
+            log(
+                f"{stage}: refused before ({state[stage]['feature']} needs Typesense >= "
+                f"{state[stage]['first_version']}), not asked again"
+            )
         else:
             todo.append(stage)
     return state, todo
@@ -103,22 +105,37 @@ def run_first_stages(
             t0 = time.perf_counter()
             try:
                 result = stages.run_stage(
-                    stage, server=server, corpus=inputs.corpus, queries=inputs.queries,
-                    embedder=embedder, mode="rehearsal", out_run=run_path, out_json=json_path,
-                    qrels_path=qrels_path, expected_passages=len(inputs.corpus),
-                    extra={"rehearsal": True, "corpus_name": inputs.name}, probes=probes,
-                )  # fmt: skip
+                    stage,
+                    server=server,
+                    corpus=inputs.corpus,
+                    queries=inputs.queries,
+                    embedder=embedder,
+                    mode="rehearsal",
+                    out_run=run_path,
+                    out_json=json_path,
+                    qrels_path=qrels_path,
+                    expected_passages=len(inputs.corpus),
+                    extra={"rehearsal": True, "corpus_name": inputs.name},
+                    probes=probes,
+                )
             except StageRefused as exc:
                 state[stage] = {
-                    "status": "refused", "feature": exc.feature, "first_version": exc.first_version,
-                    "server_version": exc.server_version, "reason": exc.message,
+                    "status": "refused",
+                    "feature": exc.feature,
+                    "first_version": exc.first_version,
+                    "server_version": exc.server_version,
+                    "reason": exc.message,
                     "probes": list(getattr(exc, "probes", [])),
-                }  # fmt: skip
+                }
                 write_json_atomic(refusal_path(out_dir, stage), state[stage])
                 log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
                 continue
-            state[stage] = {"status": "ran", "seconds": time.perf_counter() - t0, "resumed": False,
-                            **_summary(result.record)}  # fmt: skip
+            state[stage] = {
+                "status": "ran",
+                "seconds": time.perf_counter() - t0,
+                "resumed": False,
+                **_summary(result.record),
+            }
             log(f"{stage}: ran in {state[stage]['seconds']:.1f} s")
     return {s: state[s] for s in STAGES}
 

@@ -79,8 +79,10 @@ def load_beir(directory: Path) -> Inputs:
     unknown = sorted(set(qrels) - set(queries))
     if unknown:
         raise BenchError(f"{directory / 'qrels/test.tsv'}: query id {unknown[0]!r} is not in queries.jsonl")
-    corpus = [Passage(str(r["_id"]), str(r.get("title") or ""), str(r.get("text") or ""))
-              for r in _jsonl(directory / "corpus.jsonl")]  # fmt: skip
+    corpus = [
+        Passage(str(r["_id"]), str(r.get("title") or ""), str(r.get("text") or ""))
+        for r in _jsonl(directory / "corpus.jsonl")
+    ]
     return Inputs(
         name=f"BEIR dataset {directory}",
         queries={q: queries[q] for q in sorted(qrels)},

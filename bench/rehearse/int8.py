@@ -271,8 +271,16 @@ def run_int8_step(
     qids = [q for q in sorted(queries) if q in run]
     candidates = {q: [d for d, _ in run[q][:SPEARMAN_DEPTH]] for q in qids}
     fp32_path = directory / "runs" / first_stage_run.stem / f"minilm-standin@{SPEARMAN_DEPTH}.trec"
-    basis = computed_from(folder, first_stage_run, fp32_path if fp32_latency is not None else None,
-                          fp32_latency, {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
+    basis = computed_from(
+        folder,
+        first_stage_run,
+        fp32_path if fp32_latency is not None else None,
+        fp32_latency,
+        {q: queries[q] for q in qids},
+        candidates,
+        texts,
+        qrels,
+    )
     finished = finished_record(directory, basis)
     if finished is not None:  # a resume of a rehearsal whose int8 step had finished
         log(f"int8: {directory / RECORD} was computed from these same inputs; kept, not timed again")
@@ -280,9 +288,20 @@ def run_int8_step(
 
     release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
     int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
-    result = _int8_comparison(directory, int8_model, fp32_latency, fp32_path, first_stage_run, log=log,
-                              qids=qids, queries=queries, candidates=candidates, texts=texts, qrels=qrels,
-                              max_seq=max_seq)  # fmt: skip
+    result = _int8_comparison(
+        directory,
+        int8_model,
+        fp32_latency,
+        fp32_path,
+        first_stage_run,
+        log=log,
+        qids=qids,
+        queries=queries,
+        candidates=candidates,
+        texts=texts,
+        qrels=qrels,
+        max_seq=max_seq,
+    )
     record = _int8_record(folder, made, result, int8_model, first_stage_run, basis)
     write_json_atomic(directory / RECORD, record, default=str)
     return record
@@ -306,9 +325,15 @@ def _int8_comparison(
     """The timed comparison: on the latency step's queries with its fp32 times, or fp32 and int8 timed."""
     if fp32_latency is not None:
         log(f"int8: timing the int8 stand-in on the latency step's {len(fp32_latency['query_ids'])} queries")
-        result = compare_with_latency_step(int8_model, fp32_latency,
-                                           read_run(fp32_path, allow_unknown_queries=True),
-                                           queries, candidates, texts, qrels)  # fmt: skip
+        result = compare_with_latency_step(
+            int8_model,
+            fp32_latency,
+            read_run(fp32_path, allow_unknown_queries=True),
+            queries,
+            candidates,
+            texts,
+            qrels,
+        )
 
         result["latency_blocks"] = write_int8_blocks(
             directory, result.pop("_timed"), int8_model.meta.to_dict(), fp32_path, first_stage_run
@@ -318,17 +343,36 @@ def _int8_comparison(
         if len(qids) < 2:
             raise BenchError(f"{first_stage_run}: the int8 step needs at least 2 queries, found {len(qids)}")
         log(f"int8: timing fp32 and int8 stand-in on {len(qids)} queries at k = 20 and 100")
-        result = compare(load_reranker("minilm-standin", device="cpu", max_length=max_seq), int8_model,
-                         {q: queries[q] for q in qids}, candidates, texts, qrels)  # fmt: skip
+        result = compare(
+            load_reranker("minilm-standin", device="cpu", max_length=max_seq),
+            int8_model,
+            {q: queries[q] for q in qids},
+            candidates,
+            texts,
+            qrels,
+        )
     return result
 
 
-def _int8_record(folder: Path, made: Mapping[str, Any], result: Mapping[str, Any], int8_model: Int8BiEncoder,
-                 first_stage_run: Path, basis: Mapping[str, Any]) -> dict[str, Any]:
+def _int8_record(
+    folder: Path,
+    made: Mapping[str, Any],
+    result: Mapping[str, Any],
+    int8_model: Int8BiEncoder,
+    first_stage_run: Path,
+    basis: Mapping[str, Any],
+) -> dict[str, Any]:
     """The int8 record: what was compared, the int8 folder's manifest, the results and the precision."""
     manifest = read_manifest(folder)
-    kept = ("quantization", "overflow_fix", "cpu", "packages", "calibration_sha256", "files",
-            "calibration_samples_used")  # fmt: skip
+    kept = (
+        "quantization",
+        "overflow_fix",
+        "cpu",
+        "packages",
+        "calibration_sha256",
+        "files",
+        "calibration_samples_used",
+    )
     record = {
         "what": "REHEARSAL: all-MiniLM-L6-v2 stand-in, fp32 (PyTorch) vs OpenVINO static int8, same CPU",
         "first_stage_run": first_stage_run.name,
@@ -338,7 +382,7 @@ def _int8_record(folder: Path, made: Mapping[str, Any], result: Mapping[str, Any
         **result,
         **precision_and_isa(int8_model.meta.extra["openvino_runtime"]),
         "computed_from": basis,
-    }  # fmt: skip
+    }
     return record
 
 
@@ -365,8 +409,10 @@ def computed_from(
     }
     fp32 = None
     if fp32_latency is not None:
-        fp32 = {"query_ids": list(fp32_latency["query_ids"]),
-                "fp32_ns": {str(k): dict(v) for k, v in fp32_latency["fp32_ns"].items()}}  # fmt: skip
+        fp32 = {
+            "query_ids": list(fp32_latency["query_ids"]),
+            "fp32_ns": {str(k): dict(v) for k, v in fp32_latency["fp32_ns"].items()},
+        }
     return {
         "int8_model": _digest([manifest["files"], manifest.get("inference_precision")]),
         "first_stage_run": hashing.sha256_file(first_stage_run),

@@ -128,8 +128,11 @@ def write_int8_blocks(
     """Write one block per k under ``<directory>/latency`` (atomically, replacing a block of an earlier
     attempt of this step); returns their paths relative to ``directory``."""
     manifest = provenance.collect_manifest(kind="rehearsal", device="cpu", dtype="int8", root=None)
-    candidates = {"stage": first_stage_run.stem, "run_file": str(first_stage_run),
-                  "sha256": hashing.sha256_file(first_stage_run)}  # fmt: skip
+    candidates = {
+        "stage": first_stage_run.stem,
+        "run_file": str(first_stage_run),
+        "sha256": hashing.sha256_file(first_stage_run),
+    }
     out: list[str] = []
     root = directory / "latency"
     for k in sorted(timed):

@@ -48,10 +48,16 @@ def run_in_child(
     """``bench.int8.quantize.quantize_model`` in a child process; returns the manifest it wrote."""
     log = active()
     args = {
-        "source": str(source), "out": str(out), "task": task, "pairs": [list(p) for p in pairs],
-        "spec": spec, "max_length": max_length, "record": record,
-        "library_log": str(log[0]) if log else None, "verbose": bool(log[1]) if log else False,
-    }  # fmt: skip
+        "source": str(source),
+        "out": str(out),
+        "task": task,
+        "pairs": [list(p) for p in pairs],
+        "spec": spec,
+        "max_length": max_length,
+        "record": record,
+        "library_log": str(log[0]) if log else None,
+        "verbose": bool(log[1]) if log else False,
+    }
     with tempfile.TemporaryDirectory(prefix="bench-quantize-") as tmp:
         args_path = Path(tmp) / "args.json"
         result_path = Path(tmp) / "result.json"
@@ -118,10 +124,14 @@ def main(argv: list[str]) -> int:
     try:
         with block:
             manifest = quantize_model(
-                Path(args["source"]), Path(args["out"]), task=args["task"],
-                pairs=[(q, p) for q, p in args["pairs"]], spec=QuantSpec.from_dict(args["spec"]),
-                max_length=int(args["max_length"]), record=args["record"],
-            )  # fmt: skip
+                Path(args["source"]),
+                Path(args["out"]),
+                task=args["task"],
+                pairs=[(q, p) for q, p in args["pairs"]],
+                spec=QuantSpec.from_dict(args["spec"]),
+                max_length=int(args["max_length"]),
+                record=args["record"],
+            )
     except BenchError as exc:
         result.write_text(json.dumps({"error": exc.message}), encoding="utf-8")
         return EXIT_REFUSED

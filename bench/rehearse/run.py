@@ -215,9 +215,15 @@ def _start_study(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     n_queries, n_passages = len(inputs.queries), len(inputs.corpus)
     ctx.log(f"{inputs.name}: {n_queries} queries, {n_passages:,} passages -> {ctx.directory}")
     prov = provenance.collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=ctx.root)
-    study = Study.start(ctx.directory, kind="rehearsal", plan_path=ctx.root / "PLAN.md",
-                        params=ctx.opts.params(), provenance=prov, preflight=got["preflight"],
-                        resume_only=ctx.resume)  # fmt: skip
+    study = Study.start(
+        ctx.directory,
+        kind="rehearsal",
+        plan_path=ctx.root / "PLAN.md",
+        params=ctx.opts.params(),
+        provenance=prov,
+        preflight=got["preflight"],
+        resume_only=ctx.resume,
+    )
     return {"study": study, "qrels_path": inputs.write_qrels(ctx.directory / "qrels.tsv")}
 
 
@@ -228,8 +234,14 @@ def _quantise(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _first_stages(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    stages = run_first_stages(ctx.directory, got["inputs"], got["qrels_path"], port=ctx.opts.port,
-                              embedder_factory=_embedder(got["cut"]), log=ctx.log)  # fmt: skip
+    stages = run_first_stages(
+        ctx.directory,
+        got["inputs"],
+        got["qrels_path"],
+        port=ctx.opts.port,
+        embedder_factory=_embedder(got["cut"]),
+        log=ctx.log,
+    )
     return {"stages": stages}
 
 
@@ -247,34 +259,61 @@ def _rerank(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     spec = PhaseSpec(stages=ran, models=ctx.opts.models, depths=DEPTHS, extra_timing_depths=True)
     texts = {p.docid: p.passage_text for p in inputs.corpus}
     session = execute(
-        got["study"], sources={s: stage_paths(ctx.directory, s)[0] for s in ran}, queries=inputs.queries,
-        texts=texts, load=_loader(ctx.opts.passage_cache, [p.passage_text for p in inputs.corpus],
-                                  got["cut"]),
-        spec=spec, runs_dir=ctx.directory / "runs", resume_hint=ctx.hint, what="rehearsal", stream=ctx.stream,
-    )  # fmt: skip
+        got["study"],
+        sources={s: stage_paths(ctx.directory, s)[0] for s in ran},
+        queries=inputs.queries,
+        texts=texts,
+        load=_loader(ctx.opts.passage_cache, [p.passage_text for p in inputs.corpus], got["cut"]),
+        spec=spec,
+        runs_dir=ctx.directory / "runs",
+        resume_hint=ctx.hint,
+        what="rehearsal",
+        stream=ctx.stream,
+    )
     return {"texts": texts, "session": session}
 
 
 def _latency(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    lat = latency_step(ctx.directory, got["inputs"].queries, got["texts"], timed_stage(got["ran"]),
-                       stream=ctx.stream, log=ctx.log, max_seq=got["cut"].max_seq)  # fmt: skip
+    lat = latency_step(
+        ctx.directory,
+        got["inputs"].queries,
+        got["texts"],
+        timed_stage(got["ran"]),
+        stream=ctx.stream,
+        log=ctx.log,
+        max_seq=got["cut"].max_seq,
+    )
     return {"latency_step": lat}
 
 
 def _int8(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     inputs = got["inputs"]
     timed_run = stage_paths(ctx.directory, timed_stage(got["ran"]))[0]
-    int8 = run_int8_step(ctx.directory, queries=inputs.queries, first_stage_run=timed_run,
-                         texts=got["texts"], qrels=inputs.qrels, log=ctx.log,
-                         fp32_latency=got["latency_step"], quantized=got["quantized"],
-                         max_seq=got["cut"].max_seq)  # fmt: skip
+    int8 = run_int8_step(
+        ctx.directory,
+        queries=inputs.queries,
+        first_stage_run=timed_run,
+        texts=got["texts"],
+        qrels=inputs.qrels,
+        log=ctx.log,
+        fp32_latency=got["latency_step"],
+        quantized=got["quantized"],
+        max_seq=got["cut"].max_seq,
+    )
     return {"int8": int8}
 
 
 def _judged(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     inputs = got["inputs"]
-    judged = judged_step(ctx.directory, got["ran"], ctx.opts.models, got["qrels_path"], inputs.queries,
-                         got["texts"], log=ctx.log)  # fmt: skip
+    judged = judged_step(
+        ctx.directory,
+        got["ran"],
+        ctx.opts.models,
+        got["qrels_path"],
+        inputs.queries,
+        got["texts"],
+        log=ctx.log,
+    )
     return {"judged": judged}
 
 
@@ -282,18 +321,30 @@ def _report(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
     inputs, stages, ran, directory = got["inputs"], got["stages"], got["ran"], ctx.directory
     title = first_line(stages, inputs.name, len(inputs.corpus), len(inputs.queries), got["cut"].max_seq)
     costs = rehearsal_costs(directory, ran, list(inputs.queries), got["texts"], root=ctx.root)
-    header = [*header_lines(stages, ran, _latency_note(ctx.opts.passage_cache)), got["cut"].describe(),
-              *got["judged"]["lines"]]  # fmt: skip
+    header = [
+        *header_lines(stages, ran, _latency_note(ctx.opts.passage_cache)),
+        got["cut"].describe(),
+        *got["judged"]["lines"],
+    ]
     # stage_flags={}: the rehearsal's embedder is MiniLM, not the flagged Arctic
-    report = write_report(directory / "runs", got["qrels_path"], directory, title=title, header_lines=header,
-                          stage_flags={}, section_options={"int8_record": directory / "int8.json"},
-                          latency_dir=directory / "latency", costs=costs)  # fmt: skip
+    report = write_report(
+        directory / "runs",
+        got["qrels_path"],
+        directory,
+        title=title,
+        header_lines=header,
+        stage_flags={},
+        section_options={"int8_record": directory / "int8.json"},
+        latency_dir=directory / "latency",
+        costs=costs,
+    )
     return {"title": title, "report": report}
 
 
 def _metrics(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
-    rows = metrics_table(ctx.directory / "runs", got["qrels_path"], got["ran"], ctx.opts.models, DEPTHS,
-                         got["session"].latency)  # fmt: skip
+    rows = metrics_table(
+        ctx.directory / "runs", got["qrels_path"], got["ran"], ctx.opts.models, DEPTHS, got["session"].latency
+    )
     return {"table": rows}
 
 
@@ -301,34 +352,62 @@ def _metrics(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
 STEPS: tuple[Step, ...] = (
     Step("lock check", _lock_check, gives=("preflight",)),
     Step("load inputs", _load_inputs, gives=("inputs", "cut")),
-    Step("start study", _start_study, needs=("inputs", "preflight"), gives=("study", "qrels_path"),
-         timed=False),
+    Step(
+        "start study", _start_study, needs=("inputs", "preflight"), gives=("study", "qrels_path"), timed=False
+    ),
     Step("int8 quantise", _quantise, needs=("study", "cut"), gives=("quantized",), study_guard=True),
-    Step("first stages", _first_stages, needs=("study", "inputs", "qrels_path", "cut"), gives=("stages",),
-         study_guard=True),
+    Step(
+        "first stages",
+        _first_stages,
+        needs=("study", "inputs", "qrels_path", "cut"),
+        gives=("stages",),
+        study_guard=True,
+    ),
     Step("reranked stages", _choose_stages, needs=("study", "stages"), gives=("ran",), timed=False),
     Step("rerank", _rerank, needs=("study", "inputs", "ran", "cut"), gives=("texts", "session")),
     Step("latency", _latency, needs=("inputs", "texts", "ran", "cut"), gives=("latency_step",)),
-    Step("int8", _int8, needs=("inputs", "texts", "ran", "latency_step", "quantized", "cut"),
-         gives=("int8",)),
+    Step(
+        "int8", _int8, needs=("inputs", "texts", "ran", "latency_step", "quantized", "cut"), gives=("int8",)
+    ),
     Step("judged", _judged, needs=("inputs", "texts", "ran", "qrels_path"), gives=("judged",), timed=False),
-    Step("report", _report, needs=("inputs", "texts", "stages", "ran", "qrels_path", "judged", "cut"),
-         gives=("title", "report")),
+    Step(
+        "report",
+        _report,
+        needs=("inputs", "texts", "stages", "ran", "qrels_path", "judged", "cut"),
+        gives=("title", "report"),
+    ),
     Step("metrics table", _metrics, needs=("qrels_path", "ran", "session"), gives=("table",), timed=False),
-)  # fmt: skip
+)
 
 
 def _summary(directory: Path, got: Mapping[str, Any], times: dict[str, float]) -> dict[str, Any]:
     """rehearsal.json."""
     inputs, session = got["inputs"], got["session"]
-    return {"dir": str(directory), "inputs": {"name": inputs.name, "queries": len(inputs.queries),
-            "passages": len(inputs.corpus), **inputs.notes}, "stages": got["stages"], "times_s": times,
-            "latency": session.latency, "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
-            "int8": got["int8"], "table": got["table"], "report": str(got["report"]),
-            "errors": session.outcome.errors, "latency_step": got["latency_step"],
-            "costs": str(directory / "costs.json"), "judged": got["judged"],
-            "standin_cut": {"config": got["cut"].config, "max_seq_length": got["cut"].max_seq,
-                            "description": got["cut"].describe()}}  # fmt: skip
+    return {
+        "dir": str(directory),
+        "inputs": {
+            "name": inputs.name,
+            "queries": len(inputs.queries),
+            "passages": len(inputs.corpus),
+            **inputs.notes,
+        },
+        "stages": got["stages"],
+        "times_s": times,
+        "latency": session.latency,
+        "pointwise_max_abs_diff": session.pointwise_max_abs_diff,
+        "int8": got["int8"],
+        "table": got["table"],
+        "report": str(got["report"]),
+        "errors": session.outcome.errors,
+        "latency_step": got["latency_step"],
+        "costs": str(directory / "costs.json"),
+        "judged": got["judged"],
+        "standin_cut": {
+            "config": got["cut"].config,
+            "max_seq_length": got["cut"].max_seq,
+            "description": got["cut"].describe(),
+        },
+    }
 
 
 def reranked_stages(ran: tuple[str, ...]) -> tuple[str, ...]:
@@ -345,12 +424,14 @@ def timed_stage(ran: tuple[str, ...]) -> str:
 
 
 def _latency_note(passage_cache: bool) -> str:
-    base = ("* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
-            "time.perf_counter_ns around the adapter call, each process's first 20 calls per stage and depth "
-            "left out as its warm-up (all timed when there are no more than 20). Latency comes only from the "
-            f"latency step (query and all k passages encoded per call, {REHEARSAL_WARMUP} warm-up calls, "
-            f"{REHEARSAL_QUERIES} sampled queries, k = 20 and 100: the rehearsal's budget, not the plan's "
-            "sizes).")  # fmt: skip
+    base = (
+        "* Call p50/p95 are quality-phase call times, not latency numbers: CPU, one query at a time, "
+        "time.perf_counter_ns around the adapter call, each process's first 20 calls per stage and depth "
+        "left out as its warm-up (all timed when there are no more than 20). Latency comes only from the "
+        f"latency step (query and all k passages encoded per call, {REHEARSAL_WARMUP} warm-up calls, "
+        f"{REHEARSAL_QUERIES} sampled queries, k = 20 and 100: the rehearsal's budget, not the plan's "
+        "sizes)."
+    )
     if passage_cache:
         return base + (
             " The stand-in reads its passage and query vectors from the embedding cache filled by the "

@@ -50,9 +50,11 @@ class StandinCut:
     def describe(self) -> str:
         """One sentence for the report naming both configurations and which one applied."""
         bundled = f"the bundled sample's {STANDIN_MAX_SEQ} tokens (its time budget, DEVIATIONS.md D-041)"
-        published = (f"the model's published configuration, sentence-transformers' max_seq_length from the "
-                     f"package's {ST_CONFIG} (used with --dataset, so that a published score can be "
-                     "reproduced)")  # fmt: skip
+        published = (
+            f"the model's published configuration, sentence-transformers' max_seq_length from the "
+            f"package's {ST_CONFIG} (used with --dataset, so that a published score can be "
+            "reproduced)"
+        )
         applied, other = (bundled, published) if self.config == "bundled" else (published, bundled)
         return f"MiniLM stand-ins' input cut: {self.max_seq} tokens, {applied}; not applied: {other}."
 
@@ -89,8 +91,10 @@ def check_resumed_cut(directory: Path, cut: StandinCut, fix: str) -> None:
         for key in keys:
             value = value.get(key) if isinstance(value, dict) else None
         if value is not None and value != expected:
-            raise BenchError(f"{path}: {'.'.join(keys)} is {value!r}, not this rehearsal's {expected!r} "
-                             f"({cut.config} cut); start a new rehearsal: `{fix}`")  # fmt: skip
+            raise BenchError(
+                f"{path}: {'.'.join(keys)} is {value!r}, not this rehearsal's {expected!r} "
+                f"({cut.config} cut); start a new rehearsal: `{fix}`"
+            )
 
 
 class CachedPassageStandin:
@@ -119,8 +123,13 @@ class CachedPassageStandin:
         return self._meta
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        out = self._model.encode(list(texts), batch_size=max(1, len(texts)), convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=False)  # fmt: skip
+        out = self._model.encode(
+            list(texts),
+            batch_size=max(1, len(texts)),
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self._dims)
 
     def _token_lengths(self, texts: Sequence[str]) -> list[int]:

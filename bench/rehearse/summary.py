@@ -95,7 +95,7 @@ def header_lines(
             empty = st.get("queries_empty_after_stopwords") or 0
             lines.append(
                 f"Rehearsal substitute (never used in a measurement, DEVIATIONS.md D-040): {s} ran as "
-                f"{st['substitute']}; `locale: \"de\"` and the plan's search parameters as in the study. "
+                f'{st["substitute"]}; `locale: "de"` and the plan\'s search parameters as in the study. '
                 f"{empty} quer{'y' if empty == 1 else 'ies'} consisted of stop words only and got no "
                 "candidates. Recorded in first-stage/<stage>.json (`substitute`)."
             )

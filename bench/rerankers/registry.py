@@ -242,8 +242,12 @@ def _querit(model_id: str, opts: LoadOptions) -> Reranker:
 @register("minilm-standin")
 def _standin(model_id: str, opts: LoadOptions) -> Reranker:
     _only_correct(model_id, opts)
-    return MiniLMStandin(device=opts.device, dtype=opts.dtype, chunk_size=opts.chunk_size,
-                         max_seq=opts.max_length or STANDIN_MAX_SEQ)  # fmt: skip
+    return MiniLMStandin(
+        device=opts.device,
+        dtype=opts.dtype,
+        chunk_size=opts.chunk_size,
+        max_seq=opts.max_length or STANDIN_MAX_SEQ,
+    )
 
 
 @register("bm25-standin")

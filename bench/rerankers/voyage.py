@@ -85,8 +85,10 @@ def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = Non
         try:
             text = dotenv.read_bytes().decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise BenchError(f"{dotenv}: not UTF-8 text ({exc.reason} at byte {exc.start}). Fix: write the "
-                             f"file again as UTF-8, with a line `{KEY_ENV}=...`") from None
+            raise BenchError(
+                f"{dotenv}: not UTF-8 text ({exc.reason} at byte {exc.start}). Fix: write the "
+                f"file again as UTF-8, with a line `{KEY_ENV}=...`"
+            ) from None
         for number, line in enumerate(text.splitlines(), 1):
             line = line.strip()
             if line.startswith("export "):
@@ -95,8 +97,10 @@ def read_api_key(*, env: dict[str, str] | None = None, dotenv: Path | None = Non
             if sep and name.strip() == KEY_ENV:
                 value = value.strip().strip("'\"")
                 if value and (not value.strip() or any(c.isspace() for c in value)):
-                    raise BenchError(f"{dotenv}:{number}: {KEY_ENV} holds whitespace, not a key (an API key "
-                                     "has none). Fix: put the key itself after the =")
+                    raise BenchError(
+                        f"{dotenv}:{number}: {KEY_ENV} holds whitespace, not a key (an API key "
+                        "has none). Fix: put the key itself after the ="
+                    )
                 if value:
                     return value
     raise BenchError(

@@ -42,8 +42,9 @@ def _report(runs: Path, qrels: Path, out: Path, **kwargs: object) -> tuple[dict,
     return hybrid, full, (out / "report.md").read_text()
 
 
-def test_incomplete_run_is_recorded_marked_and_not_rated(small_study: Path, miracl_qrels: Qrels,
-                                                        miracl_qrels_path: Path, tmp_path: Path) -> None:
+def test_incomplete_run_is_recorded_marked_and_not_rated(
+    small_study: Path, miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     complete_h, _, complete_md = _report(small_study, miracl_qrels_path, tmp_path / "complete")
     assert complete_h["winner"]["100"] == "qwen3-0.6b" and complete_h["best"]["100"] == "qwen3-0.6b"
     runs = tmp_path / "runs"
@@ -58,8 +59,12 @@ def test_incomplete_run_is_recorded_marked_and_not_rated(small_study: Path, mira
     assert bge["queries_present"] == 305 and bge["queries_missing"] == [] and bge["rated"] is True
     assert hybrid["first_stage"]["queries_present"] == 305
     # the numbers are still recorded (missing queries score 0), the wording refuses them
-    vs_first = {c["model"]: c for f in hybrid["families"] if f["id"].endswith("vs-first-stage")
-                for c in f["comparisons"]}
+    vs_first = {
+        c["model"]: c
+        for f in hybrid["families"]
+        if f["id"].endswith("vs-first-stage")
+        for c in f["comparisons"]
+    }
     assert vs_first["qwen3-0.6b"]["wording"] == "not rated: 3 of 305 queries missing"
     assert vs_first["qwen3-0.6b"]["mean_difference"] > 0.1
     # never the best model, and no winner at that stage and depth; the other stage is untouched
@@ -80,11 +85,18 @@ def test_incomplete_run_is_recorded_marked_and_not_rated(small_study: Path, mira
     assert hybrid["winner"]["100"] == "qwen3-0.6b" and "incomplete" not in md
 
 
-def test_rehearsal_shaped_incomplete_standin_run(miracl_qrels: Qrels, miracl_qrels_path: Path,
-                                                 tmp_path: Path) -> None:
+def test_rehearsal_shaped_incomplete_standin_run(
+    miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     runs = tmp_path / "runs"
-    write_study(runs, miracl_qrels, stages=["vector-71k"], models={"minilm-standin": 1.1}, depths=(20, 100),
-                tails=True)
+    write_study(
+        runs,
+        miracl_qrels,
+        stages=["vector-71k"],
+        models={"minilm-standin": 1.1},
+        depths=(20, 100),
+        tails=True,
+    )
     gone = {sorted(miracl_qrels)[10]}
     _drop_queries(runs / "vector-71k" / "minilm-standin@20.trec", gone)
     write_report(runs, miracl_qrels_path, tmp_path / "out", figures=False, stage_flags={})
@@ -101,8 +113,19 @@ def test_run_names_must_be_known_run_ids(small_study: Path, miracl_qrels_path: P
     shutil.copytree(small_study, runs)
     # the name a reviewer found reported without its mark: an underscore instead of the plan's hyphen
     shutil.copy(runs / "hybrid-71k" / "qwen3-0.6b@100.trec", runs / "hybrid-71k" / "qwen3_4b@100.trec")
-    result = CliRunner().invoke(cli, ["report", "--runs", str(runs), "--qrels", str(miracl_qrels_path),
-                                      "--out", str(tmp_path / "o"), "--no-figures"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(runs),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1
     assert str(runs / "hybrid-71k" / "qwen3_4b@100.trec") in result.output
     assert "found 'qwen3_4b'" in result.output and "qwen3-4b" in result.output
@@ -111,28 +134,44 @@ def test_run_names_must_be_known_run_ids(small_study: Path, miracl_qrels_path: P
     assert not (tmp_path / "o").exists()
     # a registered variant is accepted
     (runs / "hybrid-71k" / "qwen3_4b@100.trec").rename(runs / "hybrid-71k" / "bge-v2-m3-int8@100.trec")
-    result = CliRunner().invoke(cli, ["report", "--runs", str(runs), "--qrels", str(miracl_qrels_path),
-                                      "--out", str(tmp_path / "o"), "--no-figures"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(runs),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 0, result.output
 
 
 def test_registry_holds_the_plan_models_and_variants_carry_their_base_flag(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from analysis.plan import CONTAMINATION
 
     assert set(CONTAMINATION) <= set(RUN_IDS) and RUN_IDS["minilm-standin"].base is None
     assert RUN_IDS["bge-v2-m3-int8"].base == "bge-v2-m3"
     assert flag_mark("qwen3-0.6b") == "†" and flag_mark("minilm-standin") == "" and flag_mark("nope") == ""
-    monkeypatch.setattr(analysis.plan, "RUN_IDS", MappingProxyType(
-        {**RUN_IDS, "qwen3-0.6b-empty-instruction": RunId("qwen3-0.6b", "pitfalls (b)")}))
+    monkeypatch.setattr(
+        analysis.plan,
+        "RUN_IDS",
+        MappingProxyType({**RUN_IDS, "qwen3-0.6b-empty-instruction": RunId("qwen3-0.6b", "pitfalls (b)")}),
+    )
     assert flag_mark("qwen3-0.6b-empty-instruction") == "†"
     assert default_flags()["qwen3-0.6b-empty-instruction"] == "MIRACLReranking"
     note = contamination_note("qwen3-0.6b-empty-instruction")
     assert note.startswith("qwen3-0.6b-empty-instruction (a variant of qwen3-0.6b) lists MIRACLReranking")
 
 
-def test_embedder_flag_marks_vector_and_hybrid_first_stages(small_study: Path, miracl_qrels_path: Path,
-                                                           tmp_path: Path) -> None:
+def test_embedder_flag_marks_vector_and_hybrid_first_stages(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     hybrid, full, md = _report(small_study, miracl_qrels_path, tmp_path / "out")
     assert hybrid["first_stage"]["flagged"] is True
     assert "Arctic-l-v2.0" in hybrid["first_stage"]["flag_note"]
@@ -146,8 +185,9 @@ def test_embedder_flag_marks_vector_and_hybrid_first_stages(small_study: Path, m
     assert sorted(study["first_stage_flags"]) == ["hybrid-71k", "vector-71k"]
 
 
-def test_report_states_the_plans_corpus_rule(small_study: Path, miracl_qrels_path: Path,
-                                             tmp_path: Path) -> None:
+def test_report_states_the_plans_corpus_rule(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     _, _, md = _report(small_study, miracl_qrels_path, tmp_path / "out")
     assert "Numbers from different corpora are never compared directly" in md
     assert "Numbers of different stages are never compared" not in md
@@ -156,8 +196,9 @@ def test_report_states_the_plans_corpus_rule(small_study: Path, miracl_qrels_pat
 # --- plan check 2 inside `analysis report` ----------------------------------------------------------
 
 
-def test_plan_check_2_verdict_in_study_json(small_study: Path, miracl_qrels_path: Path,
-                                            tmp_path: Path) -> None:
+def test_plan_check_2_verdict_in_study_json(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     _report(small_study, miracl_qrels_path, tmp_path / "out")
     study = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())
     check = study["plan_check_2"]
@@ -176,8 +217,9 @@ def test_plan_check_2_verdict_in_study_json(small_study: Path, miracl_qrels_path
     assert "): PASS" in md
 
 
-def test_plan_check_2_failure_fails_the_command(small_study: Path, miracl_qrels_path: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_check_2_failure_fails_the_command(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import analysis.pytrec_check as pc
 
     real = pc.evaluate_table
@@ -186,8 +228,19 @@ def test_plan_check_2_failure_fails_the_command(small_study: Path, miracl_qrels_
         return {m: v + 2e-4 for m, v in real(*args, **kwargs).items()}  # type: ignore[arg-type]
 
     monkeypatch.setattr(pc, "evaluate_table", off_by_a_little)
-    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
-                                      "--out", str(tmp_path / "out"), "--no-figures"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(small_study),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1
     assert "the report was written, but Plan check 2" in result.output and "FAIL" in result.output
     check = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())["plan_check_2"]
@@ -196,7 +249,8 @@ def test_plan_check_2_failure_fails_the_command(small_study: Path, miracl_qrels_
 
 
 def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
-        small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A run whose every query has tied scores is compared in pytrec_eval's own order on no query;
     study.json said ``passed: true`` beside ``own_order_checked: false`` while `check-pytrec` said NOT
     COMPARED. Now the run and the check say NOT COMPARED, ``passed`` is false, and the command says so in a
@@ -204,8 +258,19 @@ def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
     import analysis.pytrec_check as pc
 
     monkeypatch.setattr(pc, "_tied_queries", lambda table: set(table.qids))  # every query of the run tied
-    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
-                                      "--out", str(tmp_path / "out"), "--no-figures"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(small_study),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Warning: the report was written, but Plan check 2" in result.output
     assert "NOT COMPARED" in result.output
@@ -252,8 +317,9 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_failed_report_leaves_the_old_one_intact(small_study: Path, miracl_qrels_path: Path, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_report_leaves_the_old_one_intact(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import analysis.report as report
 
     out = tmp_path / "study"
@@ -268,16 +334,28 @@ def test_failed_report_leaves_the_old_one_intact(small_study: Path, miracl_qrels
         raise OSError(28, "No space left on device", str(ctx.build_dir / "quality" / "half.json"))
 
     monkeypatch.setattr(report, "SECTIONS", [*report.SECTIONS, report.Section("broken", (), broken)])
-    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
-                                      "--out", str(out), "--no-figures"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(small_study),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(out),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "No space left on device (OSError)" in result.output and "half.json" in result.output
     assert _tree(out) == before  # nothing half-written, nothing lost
     assert sorted(p.name for p in tmp_path.iterdir()) == ["study"]  # no temporary folder left beside it
 
 
-def test_stale_files_of_an_earlier_report_are_gone(small_study: Path, miracl_qrels_path: Path,
-                                                   tmp_path: Path) -> None:
+def test_stale_files_of_an_earlier_report_are_gone(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "results"
     write_report(small_study, miracl_qrels_path, out)
     assert (out / "figures" / "keyword-full.png").is_file()
@@ -294,11 +372,23 @@ def test_stale_files_of_an_earlier_report_are_gone(small_study: Path, miracl_qre
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "runs"]
 
 
-def test_unwritable_out_is_a_one_line_error(small_study: Path, miracl_qrels_path: Path,
-                                            tmp_path: Path) -> None:
+def test_unwritable_out_is_a_one_line_error(
+    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    result = CliRunner().invoke(cli, ["report", "--runs", str(small_study), "--qrels", str(miracl_qrels_path),
-                                      "--out", str(blocker / "results"), "--no-figures"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(small_study),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(blocker / "results"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1 and "Traceback" not in result.output and result.exception is not None
     assert str(blocker) in result.output and "Error" in result.output and "Fix:" in result.output

@@ -33,8 +33,9 @@ def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_q
     MIRACL_QRELS = miracl_qrels_path
 
     runs = tmp_path / "runs"
-    write_study(runs, read_qrels(MIRACL_QRELS), stages=["hybrid-71k"], models={"bge-v2-m3": 1.5},
-                depths=(20,))
+    write_study(
+        runs, read_qrels(MIRACL_QRELS), stages=["hybrid-71k"], models={"bge-v2-m3": 1.5}, depths=(20,)
+    )
     code = (
         "import sys\n"
         "from pathlib import Path\n"

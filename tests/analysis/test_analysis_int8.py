@@ -26,8 +26,10 @@ def _layout(tmp_path: Path, *, int8_noise: float) -> tuple[Path, Path, dict]:
     runs = tmp_path / "runs"
     first = {q: [(f"d{q[1:]}-{d}", float(N_D - d)) for d in range(N_D)] for q in qrels}
     fp32 = {q: sorted(((d, float(rng.normal())) for d, _ in first[q]), key=lambda x: -x[1]) for q in qrels}
-    int8 = {q: sorted(((d, s + float(rng.normal(0, int8_noise))) for d, s in fp32[q]), key=lambda x: -x[1])
-            for q in qrels}  # fmt: skip
+    int8 = {
+        q: sorted(((d, s + float(rng.normal(0, int8_noise))) for d, s in fp32[q]), key=lambda x: -x[1])
+        for q in qrels
+    }
     write_run(runs / "first-stage" / "hybrid-71k.trec", first, "hybrid-71k")
     write_run(runs / "hybrid-71k" / "bge-v2-m3@100.trec", fp32, "hybrid-71k/bge-v2-m3@100")
     write_run(runs / "hybrid-71k" / "bge-v2-m3-int8@100.trec", int8, "hybrid-71k/bge-v2-m3-int8@100")
@@ -45,6 +47,7 @@ def test_identical_scores_are_on_par_with_p_one(tmp_path: Path) -> None:
 
 def test_noisy_int8_against_references(tmp_path: Path) -> None:
     from scipy.stats import spearmanr  # heavy: not at collection
+
     runs, qrels_path, data = _layout(tmp_path, int8_noise=0.5)
     rec = compare_int8(runs, qrels_path)
     assert rec is not None
@@ -88,9 +91,14 @@ def test_the_reference_is_labelled_as_the_run_it_is(tmp_path: Path) -> None:
     rec = compare_int8(runs, qrels)
     assert rec is not None
     device = "desktop GPU (the quality phase's run)"
-    assert rec["reference"] == {"model": "bge-v2-m3", "dtype": "float16", "device": device,
-                                "plan_names": "fp32", "deviation": "D-038",
-                                "run": "hybrid-71k/bge-v2-m3@100.trec"}  # fmt: skip
+    assert rec["reference"] == {
+        "model": "bge-v2-m3",
+        "dtype": "float16",
+        "device": device,
+        "plan_names": "fp32",
+        "deviation": "D-038",
+        "run": "hybrid-71k/bge-v2-m3@100.trec",
+    }
     text = "\n".join(markdown(rec))
     assert "| bge-v2-m3 (GPU, float16) |" in text and "relative to bge-v2-m3, GPU float16" in text
     assert "(fp32)" not in text and "against fp32" not in text and "int8 - fp32" not in text
@@ -121,14 +129,24 @@ def test_the_report_shows_the_plans_int8_gate_beside_the_int8_numbers(tmp_path: 
     assert "The plan's int8 gate (Spearman >= 0.99 on every one of 20 queries" in report
     assert "NOT RUN" in report
     gate_file.parent.mkdir(parents=True)
-    verdict = {"format": "int8-agreement/1", "passed": False, "min_spearman": 0.9712, "failed": ["q3", "q7"],
-               "against": {"file": "scores-desktop.json"}}  # fmt: skip
+    verdict = {
+        "format": "int8-agreement/1",
+        "passed": False,
+        "min_spearman": 0.9712,
+        "failed": ["q3", "q7"],
+        "against": {"file": "scores-desktop.json"},
+    }
     gate_file.write_text(json.dumps(verdict))
     report = write_report(runs, qrels, tmp_path / "out2", figures=False).read_text()
     rec = json.loads((tmp_path / "out2" / "int8-quality.json").read_text())
     assert rec["gate"] | {"file": None, "rule": None} == {
-        "file": None, "rule": None, "status": "FAILED", "min_spearman": 0.9712,
-        "failed_queries": ["q3", "q7"], "against": "scores-desktop.json"}  # fmt: skip
+        "file": None,
+        "rule": None,
+        "status": "FAILED",
+        "min_spearman": 0.9712,
+        "failed_queries": ["q3", "q7"],
+        "against": "scores-desktop.json",
+    }
     assert "**FAILED** (minimum per-query Spearman 0.9712; below 0.99 or not comparable: q3, q7)" in report
     assert "hold for the desktop's instruction set only" in report
     gate_file.write_text(json.dumps({**verdict, "passed": True, "min_spearman": 0.9931, "failed": []}))

@@ -32,6 +32,7 @@ from analysis.judged import (
 @settings(max_examples=200, deadline=None)
 def test_wilson_matches_statsmodels(case: tuple[int, int]) -> None:
     from statsmodels.stats.proportion import proportion_confint  # heavy: not at collection
+
     x, n = case
     lo, hi = proportion_confint(x, n, alpha=0.05, method="wilson")
     ours = wilson(x, n)
@@ -64,6 +65,7 @@ def _table(a: list[Any], b: list[Any]) -> np.ndarray:
 @settings(max_examples=200, deadline=None)
 def test_kappa_matches_statsmodels(pairs: list[tuple[Any, Any]]) -> None:
     from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa  # heavy: not at collection
+
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
     ours = cohens_kappa(a, b)
     table = _table(a, b)
@@ -169,6 +171,7 @@ def test_rates_exclude_unclear_and_parse_failures(tmp_path: Path) -> None:
 
 def test_fewer_than_12_agreeing_carries_the_warning(tmp_path: Path) -> None:
     from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa  # heavy: not at collection
+
     controls = [1, 1, 1, 1, 1, 0, "unclear", None, 0, 0, 0, 0, 1, 1, 0]  # 5 + 5 agree, 2 not labelled
     s = summarise(json.loads(labels_file(tmp_path, controls, [1, 0]).read_text()))
     c = s["controls"]

@@ -24,10 +24,12 @@ MODELS = {"bge-v2-m3": 1.2, "gte-base": 1.15, "qwen3-4b": 4.0}  # qwen3-4b: flag
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels) -> Path:
     runs = tmp_path_factory.mktemp("study") / "runs"
-    write_study(runs, miracl_qrels, stages=["hybrid-71k", "keyword-full"], models=MODELS, depths=(20, 100),
-                tails=True)  # bench's layout: depth-20 runs hold the first stage's tail too
+    write_study(
+        runs, miracl_qrels, stages=["hybrid-71k", "keyword-full"], models=MODELS, depths=(20, 100), tails=True
+    )  # bench's layout: depth-20 runs hold the first stage's tail too
     (runs / "first-stage" / "keyword-plain-71k.trec").write_bytes(
-        (runs / "first-stage" / "hybrid-71k.trec").read_bytes())  # a reference stage without rerankers
+        (runs / "first-stage" / "hybrid-71k.trec").read_bytes()
+    )  # a reference stage without rerankers
     # a model that returns the first stage unchanged: p = 1 and on par
     shutil.copy(runs / "first-stage" / "hybrid-71k.trec", runs / "hybrid-71k" / "jina-v3.5@100.trec")
     return runs
@@ -40,8 +42,9 @@ def reported(study: Path, miracl_qrels_path: Path, tmp_path_factory: pytest.Temp
     return out
 
 
-def test_rerun_is_byte_identical(study: Path, miracl_qrels_path: Path, reported: Path,
-                                 tmp_path: Path) -> None:
+def test_rerun_is_byte_identical(
+    study: Path, miracl_qrels_path: Path, reported: Path, tmp_path: Path
+) -> None:
     write_report(study, miracl_qrels_path, tmp_path, header_lines=["rehearsal, stand-in models"])
     names = sorted(p.name for p in (reported / "quality").glob("*.json"))
     assert names == ["hybrid-71k.json", "keyword-full.json", "keyword-plain-71k.json", "study.json"]
@@ -70,8 +73,12 @@ def test_json_records(reported: Path, miracl_qrels_path: Path, study: Path) -> N
     flagged = {r["model"]: r["flagged"] for r in rec["runs"]}
     assert flagged == {"qwen3-4b": True, "bge-v2-m3": False, "gte-base": False, "jina-v3.5": False}
     families = {f["id"]: f for f in rec["families"]}
-    assert sorted(families) == ["hybrid-71k/@100/vs-best", "hybrid-71k/@100/vs-first-stage",
-                                "hybrid-71k/@20/vs-best", "hybrid-71k/@20/vs-first-stage"]
+    assert sorted(families) == [
+        "hybrid-71k/@100/vs-best",
+        "hybrid-71k/@100/vs-first-stage",
+        "hybrid-71k/@20/vs-best",
+        "hybrid-71k/@20/vs-first-stage",
+    ]
     assert len(families["hybrid-71k/@100/vs-first-stage"]["comparisons"]) == 4
     assert len(families["hybrid-71k/@100/vs-best"]["comparisons"]) == 3
     means = {(r["model"], r["depth"]): r["means"]["ndcg@10"] for r in rec["runs"]}
@@ -82,11 +89,15 @@ def test_json_records(reported: Path, miracl_qrels_path: Path, study: Path) -> N
         for c in fam["comparisons"]:
             assert c["wording"] == word(c["mean_difference"], c["p_holm"])
             assert 1 / 10_001 <= c["p_value"] <= 1
-            ref = rec["first_stage"]["means"]["ndcg@10"] if c["reference"] == "first-stage" else \
-                means[(c["reference"], c["depth"])]
+            ref = (
+                rec["first_stage"]["means"]["ndcg@10"]
+                if c["reference"] == "first-stage"
+                else means[(c["reference"], c["depth"])]
+            )
             assert c["mean_difference"] == pytest.approx(means[(c["model"], c["depth"])] - ref, abs=1e-15)
-    copy = next(c for c in families["hybrid-71k/@100/vs-first-stage"]["comparisons"]
-                if c["model"] == "jina-v3.5")
+    copy = next(
+        c for c in families["hybrid-71k/@100/vs-first-stage"]["comparisons"] if c["model"] == "jina-v3.5"
+    )
     assert copy["p_value"] == 1.0 and copy["wording"] == "on par" and copy["mean_difference"] == 0.0
     assert rec["best"] == {"100": "qwen3-4b", "20": "qwen3-4b"}
     assert rec["winner"]["100"] == "qwen3-4b"
@@ -122,26 +133,60 @@ def test_layout_errors(study: Path, miracl_qrels_path: Path, tmp_path: Path) -> 
     shutil.copytree(study, runs)
     (runs / "hybrid-71k" / "bad-name.trec").write_text("x")
     runner = CliRunner()
-    result = runner.invoke(cli, ["report", "--runs", str(runs), "--qrels", str(miracl_qrels_path),
-                                 "--out", str(tmp_path / "o"), "--no-figures"])
+    result = runner.invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(runs),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1 and "<model>@<k>.trec" in result.output
     (runs / "hybrid-71k" / "bad-name.trec").unlink()
     (runs / "vector-71k").mkdir()
-    result = runner.invoke(cli, ["report", "--runs", str(runs), "--qrels", str(miracl_qrels_path),
-                                 "--out", str(tmp_path / "o"), "--no-figures"])
+    result = runner.invoke(
+        cli,
+        [
+            "report",
+            "--runs",
+            str(runs),
+            "--qrels",
+            str(miracl_qrels_path),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1 and "first-stage/vector-71k.trec" in result.output
 
 
 def test_metrics_cli(study: Path, miracl_qrels_path: Path, tmp_path: Path) -> None:
     a = study / "hybrid-71k" / "qwen3-4b@100.trec"
     b = study / "first-stage" / "hybrid-71k.trec"
-    result = CliRunner().invoke(cli, ["metrics", "--qrels", str(miracl_qrels_path), "--run", str(a),
-                                      "--run", str(b), "--json"])
+    result = CliRunner().invoke(
+        cli, ["metrics", "--qrels", str(miracl_qrels_path), "--run", str(a), "--run", str(b), "--json"]
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert list(out) == [str(a), str(b)]
-    expected_keys = ["ndcg@10", "ndcg'@10", "hit@5", "hit@10", "recall@5", "recall@10", "recall@20",
-                     "recall@100", "mrr@10", "judged@10", "queries"]
+    expected_keys = [
+        "ndcg@10",
+        "ndcg'@10",
+        "hit@5",
+        "hit@10",
+        "recall@5",
+        "recall@10",
+        "recall@20",
+        "recall@100",
+        "mrr@10",
+        "judged@10",
+        "queries",
+    ]
     assert list(out[str(a)]) == [*expected_keys, "queries_present", "queries_missing"]
     assert [*METRICS_JSON_KEYS, "queries"] == expected_keys
     assert out[str(a)]["queries"] == 305 and out[str(a)]["ndcg@10"] > out[str(b)]["ndcg@10"]
@@ -161,8 +206,9 @@ def test_check_pytrec_cli(study: Path, miracl_qrels_path: Path) -> None:
 
 
 def test_simulate_cli_small(miracl_qrels_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["simulate", "--qrels", str(miracl_qrels_path), "--studies", "2",
-                                      "--models", "3"])
+    result = CliRunner().invoke(
+        cli, ["simulate", "--qrels", str(miracl_qrels_path), "--studies", "2", "--models", "3"]
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["studies"] == 2 and out["effect_signal"] > out["null_signal"]
@@ -178,13 +224,16 @@ def test_calibration_hits_its_target(miracl_qrels: Qrels) -> None:
     c, j = Candidates.from_qrels(miracl_qrels), Judgments.from_qrels(miracl_qrels)
     signal = calibrate_signal(c, j, 0.4, seed=3)
     rng = np.random.default_rng(99)
-    values = [evaluate_table(j, first_stage_table(c, system_scores(c, signal, rng)), ["ndcg@10"])["ndcg@10"]
-              .mean() for _ in range(6)]
+    values = [
+        evaluate_table(j, first_stage_table(c, system_scores(c, signal, rng)), ["ndcg@10"])["ndcg@10"].mean()
+        for _ in range(6)
+    ]
     assert float(np.mean(values)) == pytest.approx(0.4, abs=0.01)
 
 
-def test_parallel_reading_changes_nothing(study: Path, miracl_qrels_path: Path, reported: Path,
-                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_reading_changes_nothing(
+    study: Path, miracl_qrels_path: Path, reported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from analysis.study import worker_count
 
     # the module's report (``reported``) read its runs in one process, as the default does; only where the
@@ -193,14 +242,16 @@ def test_parallel_reading_changes_nothing(study: Path, miracl_qrels_path: Path, 
     if worker_count(100) != 1:
         monkeypatch.setenv("ANALYSIS_WORKERS", "1")
         one = tmp_path / "one"
-        write_report(study, miracl_qrels_path, one, header_lines=["rehearsal, stand-in models"],
-                     figures=False)
+        write_report(
+            study, miracl_qrels_path, one, header_lines=["rehearsal, stand-in models"], figures=False
+        )
     monkeypatch.setenv("ANALYSIS_WORKERS", "1")
     assert worker_count(100) == 1
     monkeypatch.setenv("ANALYSIS_WORKERS", "2")
     assert worker_count(100) == 2
-    write_report(study, miracl_qrels_path, tmp_path / "two", header_lines=["rehearsal, stand-in models"],
-                 figures=False)
+    write_report(
+        study, miracl_qrels_path, tmp_path / "two", header_lines=["rehearsal, stand-in models"], figures=False
+    )
     for name in ("study.json", "hybrid-71k.json", "keyword-full.json"):
         assert (one / "quality" / name).read_bytes() == (tmp_path / "two" / "quality" / name).read_bytes()
     # a malformed file found in a worker process is reported like in-process

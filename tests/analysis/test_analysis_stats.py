@@ -23,6 +23,7 @@ from analysis.resampling import (
 
 def test_bootstrap_equals_scipy_with_the_same_draw() -> None:
     import scipy.stats  # heavy: not at collection
+
     rng = np.random.default_rng(5)
     x = rng.random(305)
     ours = bootstrap_intervals(x)
@@ -141,6 +142,7 @@ def test_p_value_convention_and_matrix_form() -> None:
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=15), st.floats(0.001, 0.2))
 def test_holm_equals_statsmodels(p: list[float], alpha: float) -> None:
     from statsmodels.stats.multitest import multipletests  # heavy: not at collection
+
     reject, adjusted = holm(p, alpha)
     _, ref_adj, _, _ = multipletests(p, alpha=alpha, method="holm")
     # the same products, running maximum and clip as statsmodels: equal to the last bit

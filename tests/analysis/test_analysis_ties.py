@@ -70,10 +70,17 @@ def test_metrics_warns_with_both_values_only_when_the_orders_differ(tmp_path: Pa
     assert result.exit_code == 0, result.output
     warning = [x for x in result.stderr.splitlines() if "warning" in x]
     assert len(warning) == 1 and "1 query (first 'q1')" in warning[0], result.stderr
-    ours, theirs = (float(v) for v in re.findall(r"nDCG@10 ([0-9.]+) in the file's rank order.*, ([0-9.]+) "
-                                                 r"in trec_eval's order", warning[0])[0])
+    ours, theirs = (
+        float(v)
+        for v in re.findall(
+            r"nDCG@10 ([0-9.]+) in the file's rank order.*, ([0-9.]+) "
+            r"in trec_eval's order",
+            warning[0],
+        )[0]
+    )
     raw = pytrec_eval.RelevanceEvaluator(QRELS, {"ndcg_cut_10"}).evaluate(
-        {"q1": {"a": 1.0, "b": 1.0, "c": 0.5}, "q2": {"x": 2.0, "y": 1.0}})
+        {"q1": {"a": 1.0, "b": 1.0, "c": 0.5}, "q2": {"x": 2.0, "y": 1.0}}
+    )
     reference = sum(raw[q]["ndcg_cut_10"] if q in raw else 0.0 for q in QRELS) / len(QRELS)
     assert theirs == pytest.approx(reference, abs=1e-15) and ours > theirs
     assert '"ndcg@10": ' + repr(ours) in result.stdout  # the number reported is the rank order's

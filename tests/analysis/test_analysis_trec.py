@@ -266,7 +266,8 @@ def test_byte_order_mark_and_crlf(tmp_path: Path) -> None:
     # non-ASCII text goes the line-by-line way: the same there
     uni = GOOD.replace("d9", "dä")
     assert read_run(_write(tmp_path, bom + uni.replace("\n", "\r\n").encode(), "d.trec")) == read_run(
-        _write(tmp_path, uni, "e.trec"))
+        _write(tmp_path, uni, "e.trec")
+    )
     with pytest.raises(TrecFormatError, match="byte-order mark") as exc:
         read_run(_write(tmp_path, bom + bom + GOOD.encode(), "f.trec"))
     assert exc.value.line == 1
@@ -317,24 +318,29 @@ def test_qrels_built_in_memory_meet_the_same_rule() -> None:
 
 
 def test_beir_qrels_go_through_the_same_reader(tmp_path: Path) -> None:
-    beir = _write(tmp_path, b"query-id\tcorpus-id\tscore\r\n1\t31715818\t1\r\n1\t14717500\t0\r\n2\t1\t2\r\n",
-                  "test.tsv")
+    beir = _write(
+        tmp_path, b"query-id\tcorpus-id\tscore\r\n1\t31715818\t1\r\n1\t14717500\t0\r\n2\t1\t2\r\n", "test.tsv"
+    )
     assert read_qrels(beir, layout="beir") == {"1": {"31715818": 1, "14717500": 0}, "2": {"1": 2}}
     assert read_qrels(_write(tmp_path, "1\t4\t1\n", "nohead.tsv"), layout="beir") == {"1": {"4": 1}}
     with pytest.raises(TrecFormatError, match=r"test2\.tsv:3 .*label 0\.\.65535, found 4611686018427387904"):
-        read_qrels(_write(tmp_path, f"query-id\tcorpus-id\tscore\n1\t4\t1\n1\t5\t{2**62}\n", "test2.tsv"),
-                   layout="beir")
+        read_qrels(
+            _write(tmp_path, f"query-id\tcorpus-id\tscore\n1\t4\t1\n1\t5\t{2**62}\n", "test2.tsv"),
+            layout="beir",
+        )
     with pytest.raises(TrecFormatError, match=r"test3\.tsv:3 .*'4' repeats in '1'"):
-        read_qrels(_write(tmp_path, "query-id\tcorpus-id\tscore\n1\t4\t1\n1\t4\t0\n", "test3.tsv"),
-                   layout="beir")
+        read_qrels(
+            _write(tmp_path, "query-id\tcorpus-id\tscore\n1\t4\t1\n1\t4\t0\n", "test3.tsv"), layout="beir"
+        )
 
 
 READERS = ["fast", "reference"]
 
 
 @pytest.mark.parametrize("reader", READERS)
-def test_misleading_messages_give_the_true_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 reader: str) -> None:
+def test_misleading_messages_give_the_true_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
     import gzip
 
     monkeypatch.setenv("ANALYSIS_TREC_READER", reader)

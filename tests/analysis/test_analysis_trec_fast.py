@@ -98,13 +98,28 @@ def test_both_readers_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dat
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=st.lists(st.tuples(st.sampled_from(["q1", "q2", "q10"]), st.sampled_from(["a", "b", "c", "d#1"]),
-                               st.sampled_from([0.5, -2.0, 1e-300, 3.0, 0.1 + 0.2, 7.0])),
-                     min_size=1, max_size=20, unique_by=lambda r: (r[0], r[1])),
-       crlf=st.booleans(), bom=st.booleans(), seed=st.integers(0, 2**16))
-def test_random_runs_read_the_same(tmp_path_factory: pytest.TempPathFactory,
-                                   rows: list[tuple[str, str, float]], crlf: bool, bom: bool,
-                                   seed: int) -> None:
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q10"]),
+            st.sampled_from(["a", "b", "c", "d#1"]),
+            st.sampled_from([0.5, -2.0, 1e-300, 3.0, 0.1 + 0.2, 7.0]),
+        ),
+        min_size=1,
+        max_size=20,
+        unique_by=lambda r: (r[0], r[1]),
+    ),
+    crlf=st.booleans(),
+    bom=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_random_runs_read_the_same(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[str, str, float]],
+    crlf: bool,
+    bom: bool,
+    seed: int,
+) -> None:
     by_q: dict[str, list[tuple[str, float]]] = {}
     for q, d, s in rows:
         by_q.setdefault(q, []).append((d, s))
@@ -135,8 +150,10 @@ def test_a_file_of_several_blocks_reads_the_same(tmp_path: Path, monkeypatch: py
     lines = []
     for q in range(2300):
         docs, scores = rng.permutation(5000)[:100].tolist(), np.sort(rng.random(100))[::-1].tolist()
-        lines += [f"q{q} Q0 doc{d}#{q % 7} {r} {s!r} run"
-                  for r, (d, s) in enumerate(zip(docs, scores, strict=True), start=1)]
+        lines += [
+            f"q{q} Q0 doc{d}#{q % 7} {r} {s!r} run"
+            for r, (d, s) in enumerate(zip(docs, scores, strict=True), start=1)
+        ]
     data = ("\n".join(lines) + "\n").encode()
     assert len(data) > 2 * (1 << 22)  # three blocks at least
     fast = read_fast(data)
@@ -150,22 +167,36 @@ def test_a_file_of_several_blocks_reads_the_same(tmp_path: Path, monkeypatch: py
 
 def _quality(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "quality").iterdir())} | {
-        "report.md": (out / "report.md").read_bytes()}
+        "report.md": (out / "report.md").read_bytes()
+    }
 
 
 def test_reports_are_byte_identical_with_either_reader(
-        miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bench_analysis = benchmark("bench_analysis")  # the benchmark study; small here: 2 stages, 3 models
     MODELS, STAGES = bench_analysis.MODELS, bench_analysis.STAGES
     bench_runs = tmp_path / "bench" / "runs"
-    write_study(bench_runs, miracl_qrels, stages=STAGES[:2], models=dict.fromkeys(MODELS[:3], 1.5),
-                depths=(20, 50, 100), tails=True)
+    write_study(
+        bench_runs,
+        miracl_qrels,
+        stages=STAGES[:2],
+        models=dict.fromkeys(MODELS[:3], 1.5),
+        depths=(20, 50, 100),
+        tails=True,
+    )
     rehearsal_runs = tmp_path / "rehearsal" / "runs"  # the rehearsal's shape: one stand-in, a reference stage
-    write_study(rehearsal_runs, miracl_qrels, stages=["vector-71k"], models={"minilm-standin": 1.1},
-                depths=(20, 50, 100), tails=True)
+    write_study(
+        rehearsal_runs,
+        miracl_qrels,
+        stages=["vector-71k"],
+        models={"minilm-standin": 1.1},
+        depths=(20, 50, 100),
+        tails=True,
+    )
     (rehearsal_runs / "first-stage" / "keyword-plain-71k.trec").write_bytes(
-        (rehearsal_runs / "first-stage" / "vector-71k.trec").read_bytes())
+        (rehearsal_runs / "first-stage" / "vector-71k.trec").read_bytes()
+    )
     for runs, kwargs in ((bench_runs, {}), (rehearsal_runs, {"stage_flags": {}})):
         outs = []
         for reader, threads in (("reference", "1"), ("fast", "1"), ("fast", "3")):

@@ -63,6 +63,7 @@ def test_determinism_and_dtype_rules() -> None:
 )
 def test_wilson_equals_statsmodels(k: int, n: int) -> None:
     from statsmodels.stats.proportion import proportion_confint  # heavy: not at collection
+
     low, high = wilson_interval(k, n)
     ref_low, ref_high = proportion_confint(k, n, alpha=0.05, method="wilson")
     assert low == pytest.approx(max(0.0, ref_low), abs=1e-14)

@@ -32,8 +32,14 @@ Qrels = dict[str, dict[str, int]]
 def stage(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels, miracl_qrels_path: Path):  # type: ignore[no-untyped-def]
     runs = tmp_path_factory.mktemp("fig") / "runs"
     # one strong model (clearly better), one barely better than the first stage (on par at most)
-    write_study(runs, miracl_qrels, stages=["hybrid-71k"], models={"bge-v2-m3": 2.5, "gte-base": 1.02},
-                depths=(20, 100), tails=True)
+    write_study(
+        runs,
+        miracl_qrels,
+        stages=["hybrid-71k"],
+        models={"bge-v2-m3": 2.5, "gte-base": 1.02},
+        depths=(20, 100),
+        tails=True,
+    )
     stages, _ = analyse_study(runs, miracl_qrels_path)
     return stages[0]
 
@@ -60,8 +66,10 @@ def test_each_point_is_where_its_value_says_with_its_verdicts_marker(stage, tmp_
     ax, dax = _panels(*figure_size(len(runs)))
     ax.ymin = dax.ymin = -0.5
     ax.ymax = dax.ymax = len(runs) - 0.5
-    _x_range(ax, [100 * stage.first_stage.means["ndcg@10"],
-                  *(100 * v for r in runs for v in r.intervals["ndcg@10"])])
+    _x_range(
+        ax,
+        [100 * stage.first_stage.means["ndcg@10"], *(100 * v for r in runs for v in r.intervals["ndcg@10"])],
+    )
     diffs = paired_differences_vs_first(stage)
     _x_range(dax, [*(float(d[k]) for d in diffs for k in ("low", "high")), 0.0])  # type: ignore[arg-type]
     verdicts = set()
@@ -90,15 +98,19 @@ def test_labels_with_marks_render_glyphs() -> None:
         assert font.getmask(mark).getbbox() is not None, mark  # DejaVu Sans has the glyph: no empty box
 
 
-@pytest.mark.parametrize(("low", "high", "ticks", "decimals"), [
-    (0.0, 1.0, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 1),
-    (18.2, 73.9, [20.0, 30.0, 40.0, 50.0, 60.0, 70.0], 0),
-    (-4.1, 47.5, [0.0, 10.0, 20.0, 30.0, 40.0], 0),
-    (0.0, 2.4, [0.0, 0.5, 1.0, 1.5, 2.0], 1),
-    (-0.01, 0.012, [-0.01, -0.005, 0.0, 0.005, 0.01], 3),
-])
-def test_ticks_step_one_two_two_and_a_half_or_five(low: float, high: float, ticks: list[float],
-                                                    decimals: int) -> None:
+@pytest.mark.parametrize(
+    ("low", "high", "ticks", "decimals"),
+    [
+        (0.0, 1.0, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 1),
+        (18.2, 73.9, [20.0, 30.0, 40.0, 50.0, 60.0, 70.0], 0),
+        (-4.1, 47.5, [0.0, 10.0, 20.0, 30.0, 40.0], 0),
+        (0.0, 2.4, [0.0, 0.5, 1.0, 1.5, 2.0], 1),
+        (-0.01, 0.012, [-0.01, -0.005, 0.0, 0.005, 0.01], 3),
+    ],
+)
+def test_ticks_step_one_two_two_and_a_half_or_five(
+    low: float, high: float, ticks: list[float], decimals: int
+) -> None:
     got, places = nice_ticks(low, high)
     assert got == pytest.approx(ticks, abs=1e-12) and places == decimals
     assert tick_label(-5.0, 0) == "\u22125" and tick_label(-0.0001, 1) == "0.0"

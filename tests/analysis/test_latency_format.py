@@ -26,8 +26,15 @@ from analysis.latency import (
 )
 
 
-def make_block(ns: list[int | None], *, kind: str = "cpu", target: str = "bge-v2-m3", k: int = 20,
-               published: bool = True, api: bool = False) -> Block:  # fmt: skip
+def make_block(
+    ns: list[int | None],
+    *,
+    kind: str = "cpu",
+    target: str = "bge-v2-m3",
+    k: int = 20,
+    published: bool = True,
+    api: bool = False,
+) -> Block:
     samples = []
     for i, t in enumerate(ns):
         attempts = None
@@ -39,21 +46,44 @@ def make_block(ns: list[int | None], *, kind: str = "cpu", target: str = "bge-v2
             )
         samples.append(
             Sample(
-                query_id=f"q{i}", k=k, pass_=1, ns=t, chunk_size=None if api else k, n_passages=k,
-                input_tokens=None if api else 100 + i, max_input_tokens=None if api else 30,
-                attempts=attempts, retried=(i == 0) if api else None,
+                query_id=f"q{i}",
+                k=k,
+                pass_=1,
+                ns=t,
+                chunk_size=None if api else k,
+                n_passages=k,
+                input_tokens=None if api else 100 + i,
+                max_input_tokens=None if api else 30,
+                attempts=attempts,
+                retried=(i == 0) if api else None,
                 billed_tokens=(1000 + i) if api and t is not None else None,
                 error=None if t is not None else "HTTP 500 six times",
             )
-        )  # fmt: skip
+        )
     return Block(
-        kind=kind, machine="test machine", session="desk-1", target=target, target_type="reranker", k=k,
-        pass_=1, published=published, marks=(), allow_busy=False, allow_unrated=False,
-        started_utc="2026-11-30T00:00:00Z", finished_utc="2026-11-30T00:01:00Z", query_seed=20261009,
-        query_ids=tuple(s.query_id for s in samples), warmup_query_ids=("q0", "q1"), chunk_size=k,
-        timer="perf_counter_ns", host_before={"load1": 0.1}, host_after={"load1": 0.2},
-        accuracy=Accuracy("passed", "runs/x.trec", 0.99, len(ns), 0.995), samples=tuple(samples),
-    )  # fmt: skip
+        kind=kind,
+        machine="test machine",
+        session="desk-1",
+        target=target,
+        target_type="reranker",
+        k=k,
+        pass_=1,
+        published=published,
+        marks=(),
+        allow_busy=False,
+        allow_unrated=False,
+        started_utc="2026-11-30T00:00:00Z",
+        finished_utc="2026-11-30T00:01:00Z",
+        query_seed=20261009,
+        query_ids=tuple(s.query_id for s in samples),
+        warmup_query_ids=("q0", "q1"),
+        chunk_size=k,
+        timer="perf_counter_ns",
+        host_before={"load1": 0.1},
+        host_after={"load1": 0.2},
+        accuracy=Accuracy("passed", "runs/x.trec", 0.99, len(ns), 0.995),
+        samples=tuple(samples),
+    )
 
 
 def write(root: Path, block: Block) -> Path:

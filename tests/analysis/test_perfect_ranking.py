@@ -81,8 +81,10 @@ def test_perfect_ranking_of_every_miracl_dev_query(miracl_qrels: Qrels) -> None:
     """The study's own qrels: 18 of the 305 dev queries have 6 to 9 relevant passages."""
     labels = {q: sorted((r for r in v.values() if r > 0), reverse=True) for q, v in miracl_qrels.items()}
     assert sum(1 for v in labels.values() if 6 <= len(v) <= 9) == 18
-    run = {q: [(d, float(-i)) for i, d in enumerate(sorted(v, key=lambda d, v=v: -v[d]))]
-           for q, v in miracl_qrels.items()}
+    run = {
+        q: [(d, float(-i)) for i, d in enumerate(sorted(v, key=lambda d, v=v: -v[d]))]
+        for q, v in miracl_qrels.items()
+    }
     ndcg = evaluate(miracl_qrels, run, measures=["ndcg@10"])["ndcg@10"]
     assert {q: v for q, v in ndcg.items() if v != 1.0} == {}
 

@@ -67,10 +67,25 @@ Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[tuple[str, float]]]
 
 TOL = 1e-12
-PLAN_MEASURES = ("ndcg@10", "ndcg'@10", "hit@5", "hit@10", "recall@5", "recall@10", "recall@20", "mrr@10",
-                 "judged@10")  # fmt: skip
-_PYTREC = {"ndcg@10": "ndcg_cut_10", "hit@5": "success_5", "hit@10": "success_10", "recall@5": "recall_5",
-           "recall@10": "recall_10", "recall@20": "recall_20"}  # fmt: skip
+PLAN_MEASURES = (
+    "ndcg@10",
+    "ndcg'@10",
+    "hit@5",
+    "hit@10",
+    "recall@5",
+    "recall@10",
+    "recall@20",
+    "mrr@10",
+    "judged@10",
+)
+_PYTREC = {
+    "ndcg@10": "ndcg_cut_10",
+    "hit@5": "success_5",
+    "hit@10": "success_10",
+    "recall@5": "recall_5",
+    "recall@10": "recall_10",
+    "recall@20": "recall_20",
+}
 _IRM = {
     "ndcg@10": (ir_measures.pytrec_eval, ir_measures.nDCG @ 10),
     "ndcg'@10": (ir_measures.pytrec_eval, ir_measures.nDCG(judged_only=True) @ 10),
@@ -127,16 +142,21 @@ def _raw(run: Run) -> dict[str, dict[str, float]]:
     return {q: dict(rows) for q, rows in run.items() if rows}
 
 
-def _pytrec(qrels: Qrels, scored: Mapping[str, Mapping[str, float]], measures: Sequence[str],
-            judged_only: bool = False) -> dict[str, dict[str, float]]:  # fmt: skip
+def _pytrec(
+    qrels: Qrels,
+    scored: Mapping[str, Mapping[str, float]],
+    measures: Sequence[str],
+    judged_only: bool = False,
+) -> dict[str, dict[str, float]]:
     """pytrec_eval measure -> qid -> value for every qrels query; absent from its result: 0 (trec_eval -c)."""
     ev = pytrec_eval.RelevanceEvaluator(qrels, set(measures), judged_docs_only_flag=judged_only)
     got = ev.evaluate({q: dict(v) for q, v in scored.items()})
     return {m: {q: float(got[q][m]) if q in got else 0.0 for q in qrels} for m in measures}
 
 
-def _pytrec_all(qrels: Qrels, run: Run, scored: Mapping[str, Mapping[str, float]],
-                cut: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:  # fmt: skip
+def _pytrec_all(
+    qrels: Qrels, run: Run, scored: Mapping[str, Mapping[str, float]], cut: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
     """Every plan measure pytrec_eval has, keyed by our names; ``cut``: the same run cut at rank 10."""
     got = _pytrec(qrels, scored, list(_PYTREC.values()))
     out = {ours: got[name] for ours, name in _PYTREC.items()}
@@ -151,8 +171,9 @@ def _nonnegative(qrels: Qrels) -> Qrels:
     return {q: {d: max(r, 0) for d, r in v.items()} for q, v in qrels.items()}
 
 
-def _irm(qrels: Qrels, scored: Mapping[str, Mapping[str, float]],
-         measures: Sequence[str]) -> dict[str, dict[str, float]]:  # fmt: skip
+def _irm(
+    qrels: Qrels, scored: Mapping[str, Mapping[str, float]], measures: Sequence[str]
+) -> dict[str, dict[str, float]]:
     """ir_measures per plan measure (one evaluator per provider); qid -> value for every qrels query."""
     run = {q: dict(v) for q, v in scored.items()}
     out: dict[str, dict[str, float]] = {m: {} for m in measures}
@@ -256,8 +277,11 @@ def test_ir_measures_python_providers_tie_order_with_raw_scores(case: tuple[Qrel
     ours = _ours(qrels, run, ("mrr@10", "judged@10"))
     theirs = _irm(qrels, _raw(run), ("mrr@10", "judged@10"))
     _assert_close(ours["mrr@10"], theirs["mrr@10"], "mrr@10 vs ir_measures (own order)")
-    _assert_close(_judged_counts(ours["judged@10"], run, False),
-                  _judged_counts(theirs["judged@10"], run, True), "judged@10 (own order)")
+    _assert_close(
+        _judged_counts(ours["judged@10"], run, False),
+        _judged_counts(theirs["judged@10"], run, True),
+        "judged@10 (own order)",
+    )
 
 
 def test_the_references_see_the_ties_that_we_order() -> None:
@@ -278,12 +302,16 @@ def test_the_references_see_the_ties_that_we_order() -> None:
 
 
 def _write_qrels(path: Path, qrels: Qrels) -> None:
-    path.write_text("".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in qrels[q].items()),
-                    encoding="utf-8")  # fmt: skip
+    path.write_text(
+        "".join(f"{q} 0 {d} {r}\n" for q in sorted(qrels) for d, r in qrels[q].items()), encoding="utf-8"
+    )
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(cases())
 def test_files_read_back_give_the_reference_values(tmp_path: Path, case: tuple[Qrels, Run]) -> None:
     """write_run then read_run/read_qrels: the same values as pytrec_eval on the written run (rank-faithful),
@@ -315,8 +343,11 @@ def probes(draw: Any) -> tuple[str, str]:
     qrels, run = draw(cases())
     qrels_lines = [f"{q} 0 {d} {r}" for q in sorted(qrels) for d, r in qrels[q].items()]
     run_lines = [f"{q} Q0 {d} {i} {s!r} prop" for q, rows in run.items() for i, (d, s) in enumerate(rows, 1)]
-    damage = draw(st.sampled_from(["none", "none", "label", "rank", "score", "columns", "duplicate", "empty",
-                                   "crlf", "bom"]))  # fmt: skip
+    damage = draw(
+        st.sampled_from(
+            ["none", "none", "label", "rank", "score", "columns", "duplicate", "empty", "crlf", "bom"]
+        )
+    )
     if damage == "label" and qrels_lines:
         i = draw(st.integers(0, len(qrels_lines) - 1))
         # 2**62 (a segfault in pytrec_eval) and -2**62 (our unjudged marker) are the worst
@@ -351,23 +382,43 @@ def probes(draw: Any) -> tuple[str, str]:
 Ran = tuple[list[str], subprocess.CompletedProcess[str]]
 
 
-def _cli(tmp: Path, qrels_text: str, run_text: str,
-         commands: tuple[str, ...] = ("metrics", "check-pytrec")) -> list[Ran]:  # fmt: skip
+def _cli(
+    tmp: Path, qrels_text: str, run_text: str, commands: tuple[str, ...] = ("metrics", "check-pytrec")
+) -> list[Ran]:
     (tmp / "qrels.txt").write_bytes(qrels_text.encode("utf-8"))
     (tmp / "run.trec").write_bytes(run_text.encode("utf-8"))
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     out = []
     options = {"metrics": ["metrics", "--allow-unknown-queries"], "check-pytrec": ["check-pytrec"]}
     for cmd in (options[c] for c in commands):
-        args = [sys.executable, "-m", "analysis.cli", *cmd, "--run", str(tmp / "run.trec"), "--qrels",
-                str(tmp / "qrels.txt")]  # fmt: skip
-        out.append((args, subprocess.run(args, capture_output=True, text=True, env=env, cwd=_ROOT,
-                                         timeout=120, check=False)))  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "analysis.cli",
+            *cmd,
+            "--run",
+            str(tmp / "run.trec"),
+            "--qrels",
+            str(tmp / "qrels.txt"),
+        ]
+        out.append(
+            (
+                args,
+                subprocess.run(
+                    args, capture_output=True, text=True, env=env, cwd=_ROOT, timeout=120, check=False
+                ),
+            )
+        )
     return out
 
 
-@settings(max_examples=3, deadline=None, database=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=3,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(probes())
 def test_clis_end_cleanly_on_drawn_probes(tmp_path: Path, probe: tuple[str, str]) -> None:
     """No signal, no traceback: exit 0 (a result) or 1 (a refusal) and, when refused, a one-line reason."""
@@ -382,8 +433,9 @@ def test_clis_end_cleanly_on_drawn_probes(tmp_path: Path, probe: tuple[str, str]
 
 def test_a_label_of_2_62_is_refused_before_pytrec_eval(tmp_path: Path) -> None:
     """It segfaulted pytrec_eval inside check-pytrec; the qrels reader refuses it now."""
-    for args, proc in _cli(tmp_path, "q1 0 d1 4611686018427387904\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n",
-                           ("check-pytrec",)):  # fmt: skip
+    for args, proc in _cli(
+        tmp_path, "q1 0 d1 4611686018427387904\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n", ("check-pytrec",)
+    ):
         assert proc.returncode == 1, f"{args[3]}: exit {proc.returncode}"
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and "0..65535" in lines[0] and "Traceback" not in proc.stderr, lines
@@ -395,8 +447,18 @@ def test_cli_metrics_equal_pytrec_eval_on_a_valid_probe(tmp_path: Path) -> None:
     run = {"q1": [("d03", 2.0), ("d05", 1.5), ("d01", 1.0)], "q3": [("d04", 1.0)]}
     _write_qrels(tmp_path / "qrels.txt", qrels)
     write_run(tmp_path / "run.trec", run, tag="prop")
-    args = [sys.executable, "-m", "analysis.cli", "metrics", "--run", str(tmp_path / "run.trec"), "--qrels",
-            str(tmp_path / "qrels.txt"), "--allow-unknown-queries", "--json"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "analysis.cli",
+        "metrics",
+        "--run",
+        str(tmp_path / "run.trec"),
+        "--qrels",
+        str(tmp_path / "qrels.txt"),
+        "--allow-unknown-queries",
+        "--json",
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, cwd=_ROOT, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)

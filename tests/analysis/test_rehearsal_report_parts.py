@@ -37,19 +37,30 @@ def test_paired_panel_equals_scipy_paired_bootstrap_and_holm(study: Path, miracl
     import scipy.stats  # heavy: not at collection
 
     from analysis.figures import VERDICT_MARKERS, paired_differences_vs_first  # imports matplotlib
+
     stages, _ = analyse_study(study, miracl_qrels_path)
     stage = stages[0]
     rows = paired_differences_vs_first(stage)
     assert len(rows) == len(stage.runs) == 4
-    verdicts = {(c["model"], c["depth"]): c["wording"] for f in stage.families
-                if f["id"].endswith("vs-first-stage") for c in f["comparisons"]}  # fmt: skip
+    verdicts = {
+        (c["model"], c["depth"]): c["wording"]
+        for f in stage.families
+        if f["id"].endswith("vs-first-stage")
+        for c in f["comparisons"]
+    }
     base = stage.first_stage.per_query["ndcg@10"]
     for row in rows:
         run = row["run"]
         d = run.per_query["ndcg@10"] - base  # type: ignore[attr-defined]
-        ref = scipy.stats.bootstrap((d,), np.mean, n_resamples=10_000, method="percentile",
-                                    confidence_level=0.95, rng=np.random.default_rng(SEED),
-                                    vectorized=True)  # fmt: skip
+        ref = scipy.stats.bootstrap(
+            (d,),
+            np.mean,
+            n_resamples=10_000,
+            method="percentile",
+            confidence_level=0.95,
+            rng=np.random.default_rng(SEED),
+            vectorized=True,
+        )
         assert row["mean"] == pytest.approx(100 * d.mean(), abs=1e-9)
         assert row["low"] == pytest.approx(100 * ref.confidence_interval.low, abs=1e-9)
         assert row["high"] == pytest.approx(100 * ref.confidence_interval.high, abs=1e-9)
@@ -89,17 +100,27 @@ def _int8_record() -> dict[str, object]:
         "top10_overlap_mean": 9.0,
         "ndcg@10": {"fp32": {"mean": 0.4}, "int8": {"mean": 0.41}},
         "latency": {
-            "fp32": {"20": {"n": 2, "p50_ms": 800.0, "p95_ms": 900.0}, "100": {"n": 2, "p50_ms": 5000.0,
-                                                                              "p95_ms": 5500.0}},
-            "int8": {"20": {"n": 2, "p50_ms": 400.0, "p95_ms": 450.0}, "100": {"n": 2, "p50_ms": 2500.0,
-                                                                              "p95_ms": 2600.0}},
+            "fp32": {
+                "20": {"n": 2, "p50_ms": 800.0, "p95_ms": 900.0},
+                "100": {"n": 2, "p50_ms": 5000.0, "p95_ms": 5500.0},
+            },
+            "int8": {
+                "20": {"n": 2, "p50_ms": 400.0, "p95_ms": 450.0},
+                "100": {"n": 2, "p50_ms": 2500.0, "p95_ms": 2600.0},
+            },
         },
         "speedup_p50": {"20": 2.0, "100": 2.0},
         "loadavg": {"before": [1.0, 1.0, 1.0], "after": [2.0, 2.0, 2.0]},
         "latency_blocks": ["latency/not-published/cpu/rehearsal/minilm-standin-int8/k20-pass1.json"],
-        "int8_manifest": {"cpu": {"cpu_model": "AMD EPYC", "flags": {"avx512_vnni": False, "avx2": True},
-                                  "vnni": False, "source": "/proc/cpuinfo"}},
-    }  # fmt: skip
+        "int8_manifest": {
+            "cpu": {
+                "cpu_model": "AMD EPYC",
+                "flags": {"avx512_vnni": False, "avx2": True},
+                "vnni": False,
+                "source": "/proc/cpuinfo",
+            }
+        },
+    }
 
 
 def test_int8_section(tmp_path: Path) -> None:

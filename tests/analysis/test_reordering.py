@@ -129,9 +129,12 @@ def test_each_break_is_worded() -> None:
     assert broken(a=swapped)[:3] == ("a", 5, "31#0") and "beyond k = 20" in broken(a=swapped)[3]
     tail = [*a[:40], a[41], a[40], *a[42:]]
     assert broken(a=tail)[:3] == ("a", 41, "42#0") and "keep the first stage's order" in broken(a=tail)[3]
-    assert broken(a=a[:-1]) == ("a", None, "100#0",
-                                "the first stage's candidate at its rank 100 is missing (99 of its 100 "
-                                "candidates held)")
+    assert broken(a=a[:-1]) == (
+        "a",
+        None,
+        "100#0",
+        "the first stage's candidate at its rank 100 is missing (99 of its 100 candidates held)",
+    )
     assert broken(b=["x#0", "y#0", "z#0"])[:3] == ("b", 3, "z#0")
     assert broken(c=["x#0"]) == ("c", 1, "x#0", "the first-stage run has no candidates for this query")
     # the first break in query order: query a's comes before query b's
@@ -140,8 +143,9 @@ def test_each_break_is_worded() -> None:
 
 
 @pytest.mark.parametrize("reader", ["fast", "reference"])
-def test_message_names_file_line_query_id_and_rank(tmp_path: Path, reader: str,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_message_names_file_line_query_id_and_rank(
+    tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANALYSIS_TREC_READER", reader)
     first = {"q1": [f"{i}#0" for i in range(1, 31)], "q2": [f"{i}#1" for i in range(1, 31)]}
     write_run(tmp_path / "first.trec", {q: [(d, -r) for r, d in enumerate(v)] for q, v in first.items()}, "f")
@@ -149,12 +153,20 @@ def test_message_names_file_line_query_id_and_rank(tmp_path: Path, reader: str,
     run["q2"][2] = "9#9"
     write_run(tmp_path / "m@20.trec", {q: [(d, -r) for r, d in enumerate(v)] for q, v in run.items()}, "m")
     with pytest.raises(TrecFormatError) as err:
-        check_reordering(read_ids(tmp_path / "first.trec"), read_ids(tmp_path / "m@20.trec"), 20,
-                         run_path=tmp_path / "m@20.trec", first_name="first-stage/s.trec")
+        check_reordering(
+            read_ids(tmp_path / "first.trec"),
+            read_ids(tmp_path / "m@20.trec"),
+            20,
+            run_path=tmp_path / "m@20.trec",
+            first_name="first-stage/s.trec",
+        )
     message = str(err.value)
-    assert message.startswith(f"{tmp_path / 'm@20.trec'}:33 (reranked run file): expected per query exactly "
-                              "the candidates of first-stage/s.trec")
+    assert message.startswith(
+        f"{tmp_path / 'm@20.trec'}:33 (reranked run file): expected per query exactly "
+        "the candidates of first-stage/s.trec"
+    )
     assert "in query 'q2' rank 3 holds '9#9': not a first-stage candidate of this query (a foreign id)" in (
-        message)
+        message
+    )
     assert "Fix: rerank the stage's committed first-stage run again" in message
     assert "\n" not in message

@@ -35,8 +35,9 @@ def runs(study: Path, tmp_path: Path) -> Path:
 
 
 def report(runs: Path, qrels: Path, out: Path) -> Result:
-    return CliRunner().invoke(cli, ["report", "--runs", str(runs), "--qrels", str(qrels), "--out", str(out),
-                                    "--no-figures"])
+    return CliRunner().invoke(
+        cli, ["report", "--runs", str(runs), "--qrels", str(qrels), "--out", str(out), "--no-figures"]
+    )
 
 
 def refused(result: Result, *parts: str) -> str:
@@ -65,32 +66,47 @@ def test_the_study_itself_is_reported(study: Path, miracl_qrels_path: Path, tmp_
     assert result.exit_code == 0, result.output
 
 
-def test_a_foreign_id_in_a_reranked_run_is_refused(runs: Path, miracl_qrels_path: Path,
-                                                   tmp_path: Path) -> None:
+def test_a_foreign_id_in_a_reranked_run_is_refused(
+    runs: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     path = runs / "hybrid-71k" / "qwen3-4b@100.trec"
     rows = _edit(path, {3: "99999999#0"})
-    refused(report(runs, miracl_qrels_path, tmp_path / "out"), f"{path}:4 (reranked run file)",
-            f"in query {rows[3][0]!r} rank 4 holds '99999999#0'", "a foreign id",
-            "candidates of first-stage/hybrid-71k.trec")
+    refused(
+        report(runs, miracl_qrels_path, tmp_path / "out"),
+        f"{path}:4 (reranked run file)",
+        f"in query {rows[3][0]!r} rank 4 holds '99999999#0'",
+        "a foreign id",
+        "candidates of first-stage/hybrid-71k.trec",
+    )
     assert not (tmp_path / "out").exists()  # nothing written
 
 
-def test_a_candidate_from_beyond_k_in_the_top_k_is_refused(runs: Path, miracl_qrels_path: Path,
-                                                           tmp_path: Path) -> None:
+def test_a_candidate_from_beyond_k_in_the_top_k_is_refused(
+    runs: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     path = runs / "hybrid-71k" / "bge-v2-m3@20.trec"
     rows = [x.split() for x in path.read_text().splitlines()]
     assert rows[4][0] == rows[40][0]  # rank 5 and rank 41 of the first query: swap their ids
     _edit(path, {4: rows[40][2], 40: rows[4][2]})
-    refused(report(runs, miracl_qrels_path, tmp_path / "out"), f"{path}:5", f"rank 5 holds {rows[40][2]!r}",
-            "beyond k = 20")
+    refused(
+        report(runs, miracl_qrels_path, tmp_path / "out"),
+        f"{path}:5",
+        f"rank 5 holds {rows[40][2]!r}",
+        "beyond k = 20",
+    )
 
 
-def test_the_int8_run_and_the_pitfall_runs_are_checked(runs: Path, miracl_qrels_path: Path,
-                                                       tmp_path: Path) -> None:
+def test_the_int8_run_and_the_pitfall_runs_are_checked(
+    runs: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     int8 = runs / "hybrid-71k" / "bge-v2-m3-int8@100.trec"
     rows = _edit(int8, {0: "88888888#0"})
-    refused(report(runs, miracl_qrels_path, tmp_path / "out"), f"{int8}:1", f"query {rows[0][0]!r}",
-            "'88888888#0'")
+    refused(
+        report(runs, miracl_qrels_path, tmp_path / "out"),
+        f"{int8}:1",
+        f"query {rows[0][0]!r}",
+        "'88888888#0'",
+    )
     _edit(int8, {0: rows[0][2]})  # repaired
     out = tmp_path / "out"
     assert report(runs, miracl_qrels_path, out).exit_code == 0
@@ -111,18 +127,22 @@ def test_the_int8_run_and_the_pitfall_runs_are_checked(runs: Path, miracl_qrels_
 # ---- nothing dropped silently ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "said"), [
-    ("hybrid-71k/qwen3-4b@50.trec.gz", "gunzip"),
-    ("hybrid-71k/qwen3-4b@50.TREC", "rename it to qwen3-4b@50.trec"),
-    ("hybrid-71k/notes.txt", "found another file"),
-    ("hybrid-71k/.qwen3-4b@50.trec", "found a hidden one"),
-    ("hybrid-71k/old", "found a folder"),
-    ("first-stage/keyword-71k.trec.gz", "gunzip"),
-    ("first-stage/keyword-71k.TREC", "rename it to keyword-71k.trec"),
-    ("qwen3-4b@50.trec", "run files in first-stage/ or a stage folder"),
-])
-def test_every_file_of_a_runs_folder_is_read_or_refused(runs: Path, miracl_qrels_path: Path, tmp_path: Path,
-                                                        name: str, said: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("hybrid-71k/qwen3-4b@50.trec.gz", "gunzip"),
+        ("hybrid-71k/qwen3-4b@50.TREC", "rename it to qwen3-4b@50.trec"),
+        ("hybrid-71k/notes.txt", "found another file"),
+        ("hybrid-71k/.qwen3-4b@50.trec", "found a hidden one"),
+        ("hybrid-71k/old", "found a folder"),
+        ("first-stage/keyword-71k.trec.gz", "gunzip"),
+        ("first-stage/keyword-71k.TREC", "rename it to keyword-71k.trec"),
+        ("qwen3-4b@50.trec", "run files in first-stage/ or a stage folder"),
+    ],
+)
+def test_every_file_of_a_runs_folder_is_read_or_refused(
+    runs: Path, miracl_qrels_path: Path, tmp_path: Path, name: str, said: str
+) -> None:
     target = runs / name
     if name.endswith("old"):
         target.mkdir()
@@ -132,35 +152,53 @@ def test_every_file_of_a_runs_folder_is_read_or_refused(runs: Path, miracl_qrels
     assert not (tmp_path / "out").exists()
 
 
-def test_readme_and_licence_beside_the_stage_folders_are_fine(runs: Path, miracl_qrels_path: Path,
-                                                              tmp_path: Path) -> None:
+def test_readme_and_licence_beside_the_stage_folders_are_fine(
+    runs: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     (runs / "README.md").write_text("runs\n")
     (runs / "LICENSE").write_text("CC BY 4.0\n")
     assert report(runs, miracl_qrels_path, tmp_path / "out").exit_code == 0
 
 
-def test_metrics_says_how_many_qrels_queries_a_run_lacks(study: Path, miracl_qrels: Qrels,
-                                                         miracl_qrels_path: Path, tmp_path: Path) -> None:
+def test_metrics_says_how_many_qrels_queries_a_run_lacks(
+    study: Path, miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     run = tmp_path / "part.trec"
     gone = sorted(miracl_qrels)[:12]
     lines = (study / "hybrid-71k" / "qwen3-4b@100.trec").read_text().splitlines(keepends=True)
     run.write_text("".join(x for x in lines if x.split()[0] not in gone))
-    result = CliRunner().invoke(cli, ["metrics", "--qrels", str(miracl_qrels_path), "--run", str(run),
-                                      "--json"])
+    result = CliRunner().invoke(
+        cli, ["metrics", "--qrels", str(miracl_qrels_path), "--run", str(run), "--json"]
+    )
     assert result.exit_code == 0, result.output
     row = json.loads(result.output)[str(run)]
     assert row["queries"] == 305 and row["queries_present"] == 293 and row["queries_missing"] == gone
     text = CliRunner().invoke(cli, ["metrics", "--qrels", str(miracl_qrels_path), "--run", str(run)]).output
     assert "  queries_present 293\n" in text
-    assert (f"  missing: 12 of 305 qrels queries are not in this run; each scores 0 in every mean above: "
-            f"{', '.join(gone[:10])}, ... (12 in all)\n") in text
-    full = CliRunner().invoke(cli, ["metrics", "--qrels", str(miracl_qrels_path), "--run",
-                                    str(study / "hybrid-71k" / "qwen3-4b@100.trec")]).output
+    assert (
+        f"  missing: 12 of 305 qrels queries are not in this run; each scores 0 in every mean above: "
+        f"{', '.join(gone[:10])}, ... (12 in all)\n"
+    ) in text
+    full = (
+        CliRunner()
+        .invoke(
+            cli,
+            [
+                "metrics",
+                "--qrels",
+                str(miracl_qrels_path),
+                "--run",
+                str(study / "hybrid-71k" / "qwen3-4b@100.trec"),
+            ],
+        )
+        .output
+    )
     assert "missing:" not in full and "  queries_present 305\n" in full
 
 
-def test_report_records_the_missing_queries(runs: Path, miracl_qrels: Qrels, miracl_qrels_path: Path,
-                                            tmp_path: Path) -> None:
+def test_report_records_the_missing_queries(
+    runs: Path, miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     gone = sorted(miracl_qrels)[:2]
     for path in [runs / "first-stage" / "hybrid-71k.trec", *sorted((runs / "hybrid-71k").glob("*.trec"))]:
         lines = path.read_text().splitlines(keepends=True)
@@ -182,13 +220,16 @@ def test_report_records_the_missing_queries(runs: Path, miracl_qrels: Qrels, mir
 def test_out_equal_to_or_inside_runs_is_refused(runs: Path, miracl_qrels_path: Path, where: str) -> None:
     out = runs if where == "equal" else runs / "report"
     before = sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*"))
-    refused(report(runs, miracl_qrels_path, out), f"--out {'is' if where == 'equal' else 'lies inside'} the "
-            f"--runs folder {runs}")
+    refused(
+        report(runs, miracl_qrels_path, out),
+        f"--out {'is' if where == 'equal' else 'lies inside'} the --runs folder {runs}",
+    )
     assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*")) == before
 
 
-def test_runs_inside_an_entry_the_report_owns_is_refused(study: Path, miracl_qrels_path: Path,
-                                                         tmp_path: Path) -> None:
+def test_runs_inside_an_entry_the_report_owns_is_refused(
+    study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     shutil.copytree(study, out / "figures" / "runs")
     refused(report(out / "figures" / "runs", miracl_qrels_path, out), "(--runs) lies in", "replaces whole")
@@ -199,10 +240,19 @@ def test_runs_inside_an_entry_the_report_owns_is_refused(study: Path, miracl_qre
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["first-stage", "hybrid-71k"]
 
 
-@pytest.mark.parametrize("planted", ["figures/my-diagram.svg", "quality/notes.md", "quality/.hidden.json",
-                                     "quality/sub/x.json", "latency-summary/readme.txt"])
-def test_a_file_the_report_did_not_write_is_never_deleted(study: Path, miracl_qrels_path: Path,
-                                                          tmp_path: Path, planted: str) -> None:
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "figures/my-diagram.svg",
+        "quality/notes.md",
+        "quality/.hidden.json",
+        "quality/sub/x.json",
+        "latency-summary/readme.txt",
+    ],
+)
+def test_a_file_the_report_did_not_write_is_never_deleted(
+    study: Path, miracl_qrels_path: Path, tmp_path: Path, planted: str
+) -> None:
     out = tmp_path / "out"
     assert report(study, miracl_qrels_path, out).exit_code == 0
     mine = out / planted
@@ -215,8 +265,9 @@ def test_a_file_the_report_did_not_write_is_never_deleted(study: Path, miracl_qr
     assert mine.read_text() == "mine\n" and (out / "report.md").read_bytes() == report_md
 
 
-def test_an_owned_name_of_the_other_kind_is_refused(study: Path, miracl_qrels_path: Path,
-                                                    tmp_path: Path) -> None:
+def test_an_owned_name_of_the_other_kind_is_refused(
+    study: Path, miracl_qrels_path: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     (out / "report.md").mkdir(parents=True)
     (out / "report.md" / "mine.txt").write_text("mine\n")

@@ -28,8 +28,19 @@ from tests.conftest import REPO_ROOT, git
 from tests.support.rehearsal import write_mini_beir
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
-SETUP_FILES = ("DEVIATIONS.md", "datasets.lock", "LICENSE", "LICENSES", "runs/README.md", "runs/LICENSE",
-               "results/README.md", "results/LICENSE", "data/bundled", "analysis", "uv.lock")  # fmt: skip
+SETUP_FILES = (
+    "DEVIATIONS.md",
+    "datasets.lock",
+    "LICENSE",
+    "LICENSES",
+    "runs/README.md",
+    "runs/LICENSE",
+    "results/README.md",
+    "results/LICENSE",
+    "data/bundled",
+    "analysis",
+    "uv.lock",
+)
 
 
 @dataclass(frozen=True)
@@ -67,8 +78,14 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     pre = preflight("rehearsal", lock_names=["bundled"], root=root)
     inputs = load_inputs(dataset, None)
     prov = collect_manifest(kind="rehearsal", device="cpu", dtype="float32", root=root)
-    study = Study.start(directory, kind="rehearsal", plan_path=root / "PLAN.md", params=opts.params(),
-                        provenance=prov, preflight=pre)  # fmt: skip
+    study = Study.start(
+        directory,
+        kind="rehearsal",
+        plan_path=root / "PLAN.md",
+        params=opts.params(),
+        provenance=prov,
+        preflight=pre,
+    )
     qrels = inputs.write_qrels(directory / "qrels.tsv")
     # the cut of `bench rehearse --dataset` (the published 256, not the registry's 128: D-045), which
     # `bench reproduce` must read back from the committed manifest (test_reproduce)
@@ -77,11 +94,18 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
         directory, inputs, qrels, port=None, embedder_factory=_embedder(cut), log=lambda m: None
     )
     ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
-    execute(study, sources={s: stage_paths(directory, s)[0] for s in ran}, queries=inputs.queries,
-            texts={p.docid: p.passage_text for p in inputs.corpus},
-            load=_loader(True, [p.passage_text for p in inputs.corpus], cut),
-            spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS), runs_dir=directory / "runs",
-            resume_hint="rerun the test", what="rehearsal", stream=io.StringIO())  # fmt: skip
+    execute(
+        study,
+        sources={s: stage_paths(directory, s)[0] for s in ran},
+        queries=inputs.queries,
+        texts={p.docid: p.passage_text for p in inputs.corpus},
+        load=_loader(True, [p.passage_text for p in inputs.corpus], cut),
+        spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS),
+        runs_dir=directory / "runs",
+        resume_hint="rerun the test",
+        what="rehearsal",
+        stream=io.StringIO(),
+    )
     return directory
 
 

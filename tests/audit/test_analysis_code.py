@@ -21,8 +21,10 @@ from bench.audit.history import history_problem
 from tests.conftest import REPO_ROOT, git
 
 QRELS = REPO_ROOT / "data/bundled/miracl-de-dev/qrels.miracl-v1.0-de-dev.tsv"
-ENTRY = ("\n## D-{n:03d}: analysis fix\n- date: 2026-12-01\n- plan section: Data\n- what changes: {what}\n"
-         "- why: b\n- expected effect on results: none\n")  # fmt: skip
+ENTRY = (
+    "\n## D-{n:03d}: analysis fix\n- date: 2026-12-01\n- plan section: Data\n- what changes: {what}\n"
+    "- why: b\n- expected effect on results: none\n"
+)
 
 
 def commit(root: Path, message: str) -> str:
@@ -56,8 +58,9 @@ def study(tmp_path: Path) -> Path:
     (root / STAMP_FILE).write_text(json.dumps({codeinfo.KEY: codeinfo.code_record(root)}))
     commit(root, "analysis code stamped")
     qrels = small_qrels(tmp_path)
-    write_study(root / "runs", read_qrels(qrels), stages=("hybrid-71k",), models={"bge-v2-m3": 1.5},
-                depths=(20,))  # fmt: skip
+    write_study(
+        root / "runs", read_qrels(qrels), stages=("hybrid-71k",), models={"bge-v2-m3": 1.5}, depths=(20,)
+    )
     write_report(root / "runs", qrels, root / "results", figures=False)
     commit(root, "the study")
     return root
@@ -102,8 +105,9 @@ def test_results_written_by_other_code_fail(study: Path) -> None:
     row = analysis_code_row(study, history_problem(study))
     assert row.verdict == "FAIL"
     assert any("is not that of analysis/ in the runs' commit" in d for d in row.details)
-    assert any(d.startswith("results/quality/hybrid-71k.json: its analysis_code record differs") for d in
-               row.details)  # fmt: skip
+    assert any(
+        d.startswith("results/quality/hybrid-71k.json: its analysis_code record differs") for d in row.details
+    )
 
 
 def test_a_stamp_after_the_first_run_fails(tmp_path: Path, study: Path) -> None:

@@ -39,8 +39,9 @@ def test_todays_repository_says_not_yet_plainly(monkeypatch: pytest.MonkeyPatch)
     assert " FAIL " not in result.output
     assert re.search(r"^ 2  timestamps .* (NOT YET|OK) ", result.output, flags=re.M)
     assert len(re.findall(r"^ ?[1-9]0?  ", result.output, flags=re.M)) == 10
-    assert re.search(r"^ 9  reranked runs reorder .* NOT YET  no reranked run committed yet$", result.output,
-                     flags=re.M)
+    assert re.search(
+        r"^ 9  reranked runs reorder .* NOT YET  no reranked run committed yet$", result.output, flags=re.M
+    )
     row10 = r"^10  results written by the analysis code on record .* NOT YET  no study committed yet"
     assert re.search(row10, result.output, flags=re.M)
     seconds = float(re.findall(r"; ([\d.]+) s\)", result.output)[-1])
@@ -50,8 +51,17 @@ def test_todays_repository_says_not_yet_plainly(monkeypatch: pytest.MonkeyPatch)
 def test_committed_study_passes_every_row_but_the_stamps(study_repo: StudyRepo) -> None:
     rows = by_number(audit(study_repo.root, qrels=study_repo.qrels))
     assert {n: r.verdict for n, r in rows.items()} == {
-        1: "OK", 2: "NOT YET", 3: "OK", 4: "OK", 5: "OK", 6: "OK", 7: "OK", 8: "OK", 9: "OK", 10: "OK"
-    }  # fmt: skip
+        1: "OK",
+        2: "NOT YET",
+        3: "OK",
+        4: "OK",
+        5: "OK",
+        6: "OK",
+        7: "OK",
+        8: "OK",
+        9: "OK",
+        10: "OK",
+    }
     assert exit_code(list(rows.values())) == 3
     compared = [d for d in rows[5].details if d.startswith("OK")]
     assert f"OK   {RESULT}" in compared and "OK   results/quality/study.json" in compared
@@ -77,12 +87,21 @@ def test_tampered_run_file_is_named(clone: Path, study_repo: StudyRepo) -> None:
     assert any(d.startswith(f"{RUN}: SHA-256") and RESULT in d for d in rows[5].details)
     assert f"FAIL {RESULT}: differs from the recomputed file" in rows[5].details
     assert {n: r.verdict for n, r in rows.items() if n != 5} == {
-        1: "OK", 2: "NOT YET", 3: "OK", 4: "OK", 6: "OK", 7: "OK", 8: "OK", 9: "OK", 10: "OK"
-    }  # fmt: skip
+        1: "OK",
+        2: "NOT YET",
+        3: "OK",
+        4: "OK",
+        6: "OK",
+        7: "OK",
+        8: "OK",
+        9: "OK",
+        10: "OK",
+    }
 
 
-def test_a_foreign_id_in_a_committed_reranked_run_is_named(clone: Path, study_repo: StudyRepo,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_foreign_id_in_a_committed_reranked_run_is_named(
+    clone: Path, study_repo: StudyRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One foreign id in one reranked run, committed together with the results a report without
     the check makes of it. Row 9 names the file, query and id, row 5's rerun of the report refuses the run,
     and the audit exits 1 (before, rows 5 and 9 said nothing: every row but the stamps OK, exit 3)."""
@@ -104,8 +123,9 @@ def test_a_foreign_id_in_a_committed_reranked_run_is_named(clone: Path, study_re
     assert rows[5].verdict == "FAIL" and "99999999#0" in rows[5].reason
     assert "analysis report failed on runs/: TrecFormatError: " in rows[5].reason
     assert rows[9].verdict == "FAIL"
-    assert rows[9].reason.startswith(f"1 of {len(rows[9].details)} run files break it; first: {rel}:3 "
-                                     "(reranked run file)")
+    assert rows[9].reason.startswith(
+        f"1 of {len(rows[9].details)} run files break it; first: {rel}:3 (reranked run file)"
+    )
     assert f"in query {q!r} rank {rank} holds '99999999#0': not a first-stage candidate" in rows[9].reason
     assert sum(d.startswith("OK   runs/") for d in rows[9].details) == len(rows[9].details) - 1
     monkeypatch.setenv("BENCH_ROOT", str(clone))
@@ -147,9 +167,11 @@ def test_edited_deviations_line_is_named(clone: Path, study_repo: StudyRepo) -> 
     commit_all(clone, "edit an old deviation")
     rows = by_number(audit(clone, qrels=study_repo.qrels))
     assert rows[3].verdict == "FAIL"
-    assert re.match(r"DEVIATIONS\.md of commit [0-9a-f]{7} \(\d{4}-\d\d-\d\d\) was edited or removed "
-                    r"later, not appended to",
-                    rows[3].reason)  # fmt: skip
+    assert re.match(
+        r"DEVIATIONS\.md of commit [0-9a-f]{7} \(\d{4}-\d\d-\d\d\) was edited or removed "
+        r"later, not appended to",
+        rows[3].reason,
+    )
     assert rows[6].verdict == "OK"  # the manifest names the version that existed when the study ran
 
 
@@ -161,8 +183,9 @@ def test_stray_file_and_missing_run(clone: Path, study_repo: StudyRepo) -> None:
     assert rows[7].verdict == "FAIL"
     assert rows[7].reason.startswith("1 problem(s); first: results/notes.txt: stray file")
     assert rows[5].verdict == "FAIL"
-    assert any("names runs/vector-71k/minilm-standin@50.trec, which is not committed" in d
-               for d in rows[5].details)  # fmt: skip
+    assert any(
+        "names runs/vector-71k/minilm-standin@50.trec, which is not committed" in d for d in rows[5].details
+    )
 
 
 def test_text_in_a_result_is_refused(clone: Path, study_repo: StudyRepo) -> None:
@@ -186,6 +209,7 @@ def test_shallow_clone_needs_the_full_history(study_repo: StudyRepo, tmp_path: P
     subprocess.run(["git", "clone", "-q", "--depth", "1", url, str(target)], check=True)
     rows = by_number(audit(target, qrels=study_repo.qrels))
     assert rows[1].verdict == "FAIL"
-    assert rows[1].reason.startswith("shallow clone: the audit needs the full history; run `git fetch "
-                                     "--unshallow`")  # fmt: skip
+    assert rows[1].reason.startswith(
+        "shallow clone: the audit needs the full history; run `git fetch --unshallow`"
+    )
     assert exit_code(list(rows.values())) == 1

@@ -92,21 +92,27 @@ def test_manifests_row_accepts_sessions_of_other_commits_with_the_same_code(
     from tests.conftest import git
 
     code = {"PLAN.md": PLAN, "DEVIATIONS.md": DEV, "datasets.lock": "{}\n", "bench/a.py": "1\n"}
-    root = tmp_git_repo([code,
-                         {"runs/s/m@100.trec": "q Q0 d 1 1.0 s/m@100\n"}])  # fmt: skip
+    root = tmp_git_repo([code, {"runs/s/m@100.trec": "q Q0 d 1 1.0 s/m@100\n"}])
     first, second = (git(root, "rev-parse", f"HEAD~{n}").strip() for n in (1, 0))
     sha = {n: hashlib.sha256(t.encode()).hexdigest() for n, t in (("p", PLAN), ("d", DEV), ("l", "{}\n"))}
 
     def manifest(commit: str, digest: str | None) -> dict[str, object]:
-        return {"plan_sha256": sha["p"], "deviations_sha256": sha["d"], "datasets_lock_sha256": sha["l"],
-                "git": {"commit": commit, "code_digest": digest}}  # fmt: skip
+        return {
+            "plan_sha256": sha["p"],
+            "deviations_sha256": sha["d"],
+            "datasets_lock_sha256": sha["l"],
+            "git": {"commit": commit, "code_digest": digest},
+        }
 
     digest = code_digest(root, first)
     assert digest is not None and digest == code_digest(root, second)
     study = root / "results" / "study.json"
     study.parent.mkdir()
-    study.write_text(json.dumps({"sessions": [{"provenance": manifest(first, digest)},
-                                              {"provenance": manifest(second, digest)}]}))  # fmt: skip
+    study.write_text(
+        json.dumps(
+            {"sessions": [{"provenance": manifest(first, digest)}, {"provenance": manifest(second, digest)}]}
+        )
+    )
     git(root, "add", "results")
     git(root, "commit", "-q", "-m", "results")
     row = manifests_row(root, None)
@@ -127,8 +133,10 @@ def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo:
 
     assert RUN_FOLDERS["dtype-check gpu"] == f"{DTYPE_CHECK_DIR}/gpu/runs"
     line = "q1 Q0 d1 1 0.5 hybrid-71k/bge-v2-m3@100\n"  # the run tag its place asks for
-    files = {f"{RUN_FOLDERS[p]}/hybrid-71k/bge-v2-m3@100.trec": line
-             for p in ("pitfalls", "determinism", "dtype-check cpu-fp32", "dtype-check gpu")}  # fmt: skip
+    files = {
+        f"{RUN_FOLDERS[p]}/hybrid-71k/bge-v2-m3@100.trec": line
+        for p in ("pitfalls", "determinism", "dtype-check cpu-fp32", "dtype-check gpu")
+    }
     root = tmp_git_repo([{"runs/hybrid-71k/bge-v2-m3@100.trec": line, **files}])
     row = ids_only_row(root)
     assert row.verdict == "OK", row
@@ -140,10 +148,14 @@ def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo:
     git(root, "commit", "-q", "-m", "two bad files")
     row = ids_only_row(root)
     assert row.verdict == "FAIL"
-    assert any(d.startswith("results/quality/x.trec: stray file") and "results/pitfalls/runs" in d
-               for d in row.details)  # fmt: skip
-    assert any(d.startswith(f"{RUN_FOLDERS['determinism']}/hybrid-71k/bad.trec line 1: not a TREC run line")
-               for d in row.details)  # fmt: skip
+    assert any(
+        d.startswith("results/quality/x.trec: stray file") and "results/pitfalls/runs" in d
+        for d in row.details
+    )
+    assert any(
+        d.startswith(f"{RUN_FOLDERS['determinism']}/hybrid-71k/bad.trec line 1: not a TREC run line")
+        for d in row.details
+    )
 
 
 def test_timestamps_row_is_not_yet_while_a_proof_is_only_pending(tmp_git_repo: Callable[..., Path]) -> None:
@@ -167,8 +179,9 @@ def test_timestamps_row_is_not_yet_while_a_proof_is_only_pending(tmp_git_repo: C
 
 
 def _trec(run: dict[str, list[str]], tag: str) -> str:
-    return "".join(f"{q} Q0 {d} {r} {-float(r)!r} {tag}\n" for q in sorted(run)
-                   for r, d in enumerate(run[q], 1))
+    return "".join(
+        f"{q} Q0 {d} {r} {-float(r)!r} {tag}\n" for q in sorted(run) for r, d in enumerate(run[q], 1)
+    )
 
 
 def test_reorder_row_over_every_run_folder(tmp_git_repo: Callable[..., Path]) -> None:
@@ -177,24 +190,34 @@ def test_reorder_row_over_every_run_folder(tmp_git_repo: Callable[..., Path]) ->
 
     first = {"q1": ["a", "b", "c", "d"], "q2": ["e", "f", "g"]}
     good = {"q1": ["b", "a", "c", "d"], "q2": ["f", "e", "g"]}  # depth 2: top 2 reordered, tail kept
-    files = {"PLAN.md": PLAN, "runs/README.md": "x", "runs/first-stage/s.trec": _trec(first, "f"),
-             "runs/s/bge-v2-m3@2.trec": _trec(good, "r"),
-             "results/dtype-check/gpu/runs/s/bge-v2-m3@100.trec": _trec({"q2": ["g", "e", "f"]}, "r"),
-             "results/pitfalls/runs/s/qwen3-0.6b@2.trec": _trec(good, "r")}
+    files = {
+        "PLAN.md": PLAN,
+        "runs/README.md": "x",
+        "runs/first-stage/s.trec": _trec(first, "f"),
+        "runs/s/bge-v2-m3@2.trec": _trec(good, "r"),
+        "results/dtype-check/gpu/runs/s/bge-v2-m3@100.trec": _trec({"q2": ["g", "e", "f"]}, "r"),
+        "results/pitfalls/runs/s/qwen3-0.6b@2.trec": _trec(good, "r"),
+    }
     assert reorder_row(tmp_git_repo([{"PLAN.md": PLAN}])).verdict == "NOT YET"
     row = reorder_row(tmp_git_repo([files]))
     assert row.number == 9 and row.verdict == "OK" and row.reason.startswith("3 reranked run files hold")
-    assert row.details == ("OK   results/dtype-check/gpu/runs/s/bge-v2-m3@100.trec",
-                           "OK   results/pitfalls/runs/s/qwen3-0.6b@2.trec", "OK   runs/s/bge-v2-m3@2.trec")
+    assert row.details == (
+        "OK   results/dtype-check/gpu/runs/s/bge-v2-m3@100.trec",
+        "OK   results/pitfalls/runs/s/qwen3-0.6b@2.trec",
+        "OK   runs/s/bge-v2-m3@2.trec",
+    )
     swapped = {"q1": ["c", "a", "b", "d"], "q2": good["q2"]}  # rank 3's c into the top 2
     pitfall = "results/pitfalls/runs/s/qwen3-0.6b@2.trec"
     row = reorder_row(tmp_git_repo([{**files, pitfall: _trec(swapped, "r")}]))
     assert row.verdict == "FAIL" and row.reason.startswith(
-        "1 of 3 run files break it; first: results/pitfalls/runs/s/qwen3-0.6b@2.trec:1 (reranked run file)")
+        "1 of 3 run files break it; first: results/pitfalls/runs/s/qwen3-0.6b@2.trec:1 (reranked run file)"
+    )
     assert "in query 'q1' rank 1 holds 'c': the first stage ranks it 3, beyond k = 2" in row.reason
     no_first = {k: v for k, v in files.items() if k != "runs/first-stage/s.trec"}
     row = reorder_row(tmp_git_repo([{**no_first, "runs/s/m@x.trec": "q1 Q0 a 1 1.0 r\n"}]))
     assert row.verdict == "FAIL" and len(row.details) == 4
     assert "FAIL runs/s/m@x.trec: not named <run id>@<k>.trec" in row.details[3]
-    assert row.details[2] == ("FAIL runs/s/bge-v2-m3@2.trec: its first-stage run runs/first-stage/s.trec is "
-                              "not committed; commit it (bench first-stage s)")
+    assert row.details[2] == (
+        "FAIL runs/s/bge-v2-m3@2.trec: its first-stage run runs/first-stage/s.trec is "
+        "not committed; commit it (bench first-stage s)"
+    )

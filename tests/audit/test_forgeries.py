@@ -30,8 +30,10 @@ from tests.conftest import REPO_ROOT, git
 
 PLAN = "# A plan\n\n## Data\nbody\n"
 DEV = "# Deviations from PLAN.md\n\nheader\n"
-ENTRY = ("\n## D-001: x\n- date: {date}\n- plan section: Data\n- what changes: a\n- why: b\n"
-         "- expected effect on results: c\n")  # fmt: skip
+ENTRY = (
+    "\n## D-001: x\n- date: {date}\n- plan section: Data\n- what changes: a\n- why: b\n"
+    "- expected effect on results: c\n"
+)
 FORGED_HEIGHT = 900_001
 
 
@@ -89,15 +91,19 @@ def test_the_authors_merkle_roots_file_never_verifies(
     """The second forgery: the same commit adds timestamps/bitcoin-merkle-roots.json holding the digests."""
     root = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}])
     roots = stamp_everything(root)
-    doc = {"format": "bitcoin-merkle-roots/1", "byte_order": "display",
-           "roots": {str(FORGED_HEIGHT): r[::-1].hex() for r in list(roots.values())[:1]}}  # fmt: skip
+    doc = {
+        "format": "bitcoin-merkle-roots/1",
+        "byte_order": "display",
+        "roots": {str(FORGED_HEIGHT): r[::-1].hex() for r in list(roots.values())[:1]},
+    }
     (root / timestamps.MERKLE_ROOTS).write_text(json.dumps(doc))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "proofs and 'block data'")
     verdicts = {r.file: r.report for r in timestamps.verify_all(root).rows}
     assert verdicts["PLAN.md"].verdict == "bitcoin-unchecked"
     assert "checked against the repository's own file, which is not a verification" in str(
-        verdicts["PLAN.md"].attestations)
+        verdicts["PLAN.md"].attestations
+    )
     row = timestamps_row(root, history_problem(root))
     assert row.verdict != "OK" and "verified" not in row.reason.split(":")[0]
     code, out = cli_run(root, "timestamps", "verify", monkeypatch=monkeypatch)
@@ -107,8 +113,14 @@ def test_the_authors_merkle_roots_file_never_verifies(
 def mined_header(prev: bytes, merkle_root: bytes) -> bytes:
     """A header over ``merkle_root`` that meets regtest's target (nBits 0x207fffff): a few hashes."""
     for nonce in range(10_000):
-        header = (1).to_bytes(4, "little") + prev + merkle_root + (0).to_bytes(4, "little") \
-            + (0x207FFFFF).to_bytes(4, "little") + nonce.to_bytes(4, "little")
+        header = (
+            (1).to_bytes(4, "little")
+            + prev
+            + merkle_root
+            + (0).to_bytes(4, "little")
+            + (0x207FFFFF).to_bytes(4, "little")
+            + nonce.to_bytes(4, "little")
+        )
         target = headers.bits_target(0x207FFFFF)
         if int.from_bytes(headers.block_hash(header), "little") <= target:
             return header
@@ -231,10 +243,12 @@ def test_the_repositorys_own_history_lists_every_deviations_version() -> None:
         pytest.skip("shallow clone")
     versions = bgit.file_versions(REPO_ROOT, "DEVIATIONS.md")
     lines = subprocess.run(
-        ["git", "-C", str(REPO_ROOT), "cat-file", "--batch-check=%(objectname)"], check=True,
-        capture_output=True, text=True,
+        ["git", "-C", str(REPO_ROOT), "cat-file", "--batch-check=%(objectname)"],
+        check=True,
+        capture_output=True,
+        text=True,
         input="".join(f"{c}:DEVIATIONS.md\n" for c in git(REPO_ROOT, "rev-list", "HEAD").split()),
-    ).stdout.splitlines()  # fmt: skip
+    ).stdout.splitlines()
     blobs = {line for line in lines if not line.endswith(" missing")}
     assert len(versions) == len(blobs) >= 14
     assert any(v.commit.startswith("9a85e34") for v in versions)
@@ -251,8 +265,23 @@ def test_dates_are_reported(tmp_git_repo: Callable[..., Path], monkeypatch: pyte
     env = {**os.environ, "GIT_COMMITTER_DATE": "2001-01-01T00:00:00+00:00"}
     (root / "y.txt").write_text("y")
     git(root, "add", "y.txt")
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "-m", "backdated"], check=True, env=env)  # fmt: skip
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "backdated",
+        ],
+        check=True,
+        env=env,
+    )
     backdated = git(root, "rev-parse", "HEAD").strip()
     row = plan_row(root, history_problem(root))
     assert row.verdict == "FAIL" and row.reason.startswith(f"commit {backdated[:7]} is dated 2001-01-01")
@@ -261,8 +290,9 @@ def test_dates_are_reported(tmp_git_repo: Callable[..., Path], monkeypatch: pyte
 def test_a_shallow_clone_is_refused_by_timestamps_verify(
     tmp_git_repo: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_git_repo([{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}, {"DEVIATIONS.md": DEV + "more\n"},
-                         {"x": "1"}, {"y": "2"}])  # fmt: skip
+    root = tmp_git_repo(
+        [{"PLAN.md": PLAN}, {"DEVIATIONS.md": DEV}, {"DEVIATIONS.md": DEV + "more\n"}, {"x": "1"}, {"y": "2"}]
+    )
     target = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{root}", str(target)], check=True)
     code, out = cli_run(target, "timestamps", "verify", monkeypatch=monkeypatch)
@@ -275,16 +305,19 @@ def run_line(tag: str, score: float = 1.0) -> str:
 
 
 def test_swapped_runs_fail_row_7(tmp_git_repo: Callable[..., Path]) -> None:
-    good = {"runs/hybrid-71k/bge-v2-m3@20.trec": run_line("hybrid-71k/bge-v2-m3@20"),
-            "runs/hybrid-71k/qwen3-4b@20.trec": run_line("hybrid-71k/qwen3-4b@20"),
-            "runs/first-stage/hybrid-71k.trec": run_line("first-stage/hybrid-71k")}  # fmt: skip
+    good = {
+        "runs/hybrid-71k/bge-v2-m3@20.trec": run_line("hybrid-71k/bge-v2-m3@20"),
+        "runs/hybrid-71k/qwen3-4b@20.trec": run_line("hybrid-71k/qwen3-4b@20"),
+        "runs/first-stage/hybrid-71k.trec": run_line("first-stage/hybrid-71k"),
+    }
     assert ids_only_row(tmp_git_repo([good])).verdict == "OK"
     swapped = {**good, "runs/hybrid-71k/qwen3-4b@20.trec": run_line("hybrid-71k/bge-v2-m3@20")}
     row = ids_only_row(tmp_git_repo([swapped]))
     assert row.verdict == "FAIL" and row.reason == (
         "1 problem(s); first: runs/hybrid-71k/qwen3-4b@20.trec line 1: run tag 'hybrid-71k/bge-v2-m3@20' is "
         "not 'hybrid-71k/qwen3-4b@20', which its place (<stage>/<model>@<k>) says: the file belongs to "
-        "another run; put it back where its tag says")
+        "another run; put it back where its tag says"
+    )
 
 
 def test_a_committed_link_fails_row_7_with_its_own_message(
@@ -300,7 +333,8 @@ def test_a_committed_link_fails_row_7_with_its_own_message(
     git(root, "commit", "-q", "-m", "a linked run")
     row = ids_only_row(root)
     assert row.verdict == "FAIL" and row.reason.startswith(
-        "1 problem(s); first: runs/hybrid-71k/bge-v2-m3@20.trec: committed as a symbolic link")
+        "1 problem(s); first: runs/hybrid-71k/bge-v2-m3@20.trec: committed as a symbolic link"
+    )
     for other in (results_row(root), reorder_row(root)):  # rows 5 and 9 do not pass it either
         assert other.verdict == "FAIL" and "committed as a symbolic link" in other.reason, other
     outside.unlink()  # a machine without the target: the same message, not `git checkout`

@@ -82,11 +82,19 @@ def test_a_different_scorer_fails_with_both_numbers(study_repo: StudyRepo, tmp_p
 
     inputs = load_inputs(study_repo.rehearsal.parent / "mini-beir", None)
     result = reproduce(
-        study_repo.root, models=[MODEL], stages=["vector-71k"], qrels=study_repo.qrels,
-        queries=inputs.queries, texts={p.docid: p.passage_text for p in inputs.corpus},
-        load=load, out_dir=tmp_path / "rerun",
-        provenance={"host": {}}, preflight=None, kind="rehearsal", stream=io.StringIO(),
-    )  # fmt: skip
+        study_repo.root,
+        models=[MODEL],
+        stages=["vector-71k"],
+        qrels=study_repo.qrels,
+        queries=inputs.queries,
+        texts={p.docid: p.passage_text for p in inputs.corpus},
+        load=load,
+        out_dir=tmp_path / "rerun",
+        provenance={"host": {}},
+        preflight=None,
+        kind="rehearsal",
+        stream=io.StringIO(),
+    )
     (row,) = result.comparisons
     assert row.verdict == "FAIL" and result.exit_code == 1
     assert row.committed is not None and row.reproduced is not None

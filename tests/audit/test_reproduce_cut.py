@@ -44,8 +44,19 @@ def test_reproduce_loads_a_stand_in_at_the_cut_its_study_recorded(tmp_path, monk
     # this study has no committed runs: the check that the inputs cover them is not what is tested here
     monkeypatch.setattr(audit_cli, "check_inputs_cover_runs", lambda *a, **k: None)
     monkeypatch.setattr(audit_cli, "load_reranker", lambda m, **k: loaded.append((m, k.get("max_length"))))
-    args = ["reproduce", "--model", "minilm-standin", "--model", "bge-v2-m3", "--dataset", str(dataset),
-            "--out", str(tmp_path / "rerun"), "--device", "cpu"]  # fmt: skip
+    args = [
+        "reproduce",
+        "--model",
+        "minilm-standin",
+        "--model",
+        "bge-v2-m3",
+        "--dataset",
+        str(dataset),
+        "--out",
+        str(tmp_path / "rerun"),
+        "--device",
+        "cpu",
+    ]
     CliRunner().invoke(cli, args)
     assert loaded == [("minilm-standin", 256), ("bge-v2-m3", None)]  # bge-v2-m3: its own default
 
@@ -69,16 +80,20 @@ def test_reproduce_refuses_a_stand_in_whose_cut_is_not_recorded(tmp_path, monkey
     result = CliRunner().invoke(cli, args)
     path = root / "results" / "manifest.json"
     assert result.exit_code == 1 and not out.exists()
-    assert result.output == (f"Error: {path}: missing, so the input cut minilm-standin ran with is not "
-                             "known; commit the study's manifest.json there, or leave minilm-standin out "
-                             "(--model)\n")  # fmt: skip
+    assert result.output == (
+        f"Error: {path}: missing, so the input cut minilm-standin ran with is not "
+        "known; commit the study's manifest.json there, or leave minilm-standin out "
+        "(--model)\n"
+    )
     assert recorded_cuts(root, ["bge-v2-m3"]) == {}  # no stand-in, nothing to read
     _manifest(root, None)
     with pytest.raises(BenchError, match=r"manifest\.json: models\.minilm-standin\.meta\.max_length is None"):
         recorded_cuts(root, ["minilm-standin"])
     _manifest(root, {"max_length": 256, "revision": standin_revision(128)})
-    disagrees = (r"meta\.revision is .*max_seq_length=128', but minilm-standin at max_length 256 is "
-                 r".*max_seq_length=256' here; restore the file with git")  # fmt: skip
+    disagrees = (
+        r"meta\.revision is .*max_seq_length=128', but minilm-standin at max_length 256 is "
+        r".*max_seq_length=256' here; restore the file with git"
+    )
     with pytest.raises(BenchError, match=disagrees):
         recorded_cuts(root, ["minilm-standin"])
     _manifest(root, {"max_length": 128, "revision": standin_revision(128)})

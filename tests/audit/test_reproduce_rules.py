@@ -37,8 +37,14 @@ def test_reproduce_verifies_the_data_of_every_committed_stage(tmp_git_repo, monk
     from bench.cli import cli
 
     quality = {"runs": [{"model": "bge-v2-m3", "depth": 100, "means": {"ndcg@10": 0.5}}]}
-    root = tmp_git_repo([{"runs/first-stage/hybrid-71k.trec": "q Q0 d 1 1.0 fs\n",
-                          "results/quality/hybrid-71k.json": json.dumps(quality)}])  # fmt: skip
+    root = tmp_git_repo(
+        [
+            {
+                "runs/first-stage/hybrid-71k.trec": "q Q0 d 1 1.0 fs\n",
+                "results/quality/hybrid-71k.json": json.dumps(quality),
+            }
+        ]
+    )
     seen: list[list[str]] = []
 
     def preflight(kind: str, *, lock_names: list[str], root: object = None) -> dict[str, str]:

@@ -88,8 +88,9 @@ def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.
     verified: list[list[str] | None] = []
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: {})
     monkeypatch.setattr("bench.guard.require_plan_stamp", lambda root: {"verdict": "pending"})
-    monkeypatch.setattr("bench.integrity.coverage.verify",
-                        lambda root, names, lock_path: verified.append(names) or {})  # fmt: skip
+    monkeypatch.setattr(
+        "bench.integrity.coverage.verify", lambda root, names, lock_path: verified.append(names) or {}
+    )
     monkeypatch.setattr("bench.integrity.enforce.activate", lambda *a: None)
     monkeypatch.setattr("bench.guard.sha256_file", lambda p: "0" * 64)
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda c: {"d1": "Berlin ist", "d2": "die"})

@@ -61,8 +61,12 @@ def test_every_runbook_step_has_its_checks() -> None:
 
 def test_no_nvml_and_no_nvidia_smi_on_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has neither: the real reading refuses, naming both, and says what to install."""
-    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
-                                                if not (Path(p) / "nvidia-smi").exists()))  # fmt: skip
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(
+            p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "nvidia-smi").exists()
+        ),
+    )
     with pytest.raises(Unreadable, match=r"NVML cannot be read .* nvidia-smi is not on PATH"):
         read_nvml()
     (p,) = one_line_with_fix(gpu.nvml(here(), "prepare"))
@@ -95,8 +99,14 @@ def test_older_driver_than_torchs_cuda_needs() -> None:
 
 
 def _torch(**kw: object) -> TorchReading:
-    base = {"version": "2.15.0+cu132", "cuda": "13.2", "available": True, "devices": ("RTX 5070 Ti",),
-            "capability": (12, 0), "arch_list": ("sm_80", "sm_90", "sm_100", "sm_120")}  # fmt: skip
+    base = {
+        "version": "2.15.0+cu132",
+        "cuda": "13.2",
+        "available": True,
+        "devices": ("RTX 5070 Ti",),
+        "capability": (12, 0),
+        "arch_list": ("sm_80", "sm_90", "sm_100", "sm_120"),
+    }
     return TorchReading(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -140,10 +150,25 @@ def test_expected_set_equals_uv_export() -> None:
     uv = shutil.which("uv")
     assert uv is not None, "uv not on PATH"
     text = subprocess.run(
-        [uv, "export", "--frozen", "--no-hashes", "--no-dev", "--no-group", "rehearsal", "--group", "bench",
-         "--no-emit-project",
-         "--format", "requirements-txt"], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        [
+            uv,
+            "export",
+            "--frozen",
+            "--no-hashes",
+            "--no-dev",
+            "--no-group",
+            "rehearsal",
+            "--group",
+            "bench",
+            "--no-emit-project",
+            "--format",
+            "requirements-txt",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     uv_set = {}
     for line in text.splitlines():
         req, _, marker = line.partition(" ; ")
@@ -159,8 +184,11 @@ def test_markers_choose_the_locked_version_per_python() -> None:
     """docs/field-notes.md: the lock resolves scipy 1.17.1 on 3.11 and 1.18.1 on 3.14 (dev group)."""
     locked = packages.read_lock(REPO_ROOT / "uv.lock")
     for full, scipy in (("3.11.7", "1.17.1"), ("3.14.8", "1.18.1")):
-        env = {**{k: str(v) for k, v in packages.default_environment().items()},
-               "python_full_version": full, "python_version": full.rsplit(".", 1)[0]}  # fmt: skip
+        env = {
+            **{k: str(v) for k, v in packages.default_environment().items()},
+            "python_full_version": full,
+            "python_version": full.rsplit(".", 1)[0],
+        }
         assert packages.expected_set(locked, ("dev",), env)["scipy"] == scipy
 
 
@@ -228,9 +256,16 @@ def test_the_probes_without_a_server_cannot_tell() -> None:
         raise BenchError(f"no answer from {url}")
 
     (o,) = server_probes.typesense_probes(
-        here(env={"BENCH_TYPESENSE_URL": "http://127.0.0.1:9", "BENCH_TYPESENSE_API_KEY": "k"},
-             probes=unreachable), "first-stages")
-    assert o.state == "cannot tell" and o.message == "the probes could not run: no answer from http://127.0.0.1:9"
+        here(
+            env={"BENCH_TYPESENSE_URL": "http://127.0.0.1:9", "BENCH_TYPESENSE_API_KEY": "k"},
+            probes=unreachable,
+        ),
+        "first-stages",
+    )
+    assert (
+        o.state == "cannot tell"
+        and o.message == "the probes could not run: no answer from http://127.0.0.1:9"
+    )
 
 
 def test_typesense_not_running() -> None:
@@ -359,8 +394,10 @@ def test_cli_exit_codes_on_this_machine() -> None:
 
 
 def test_doctor_of_a_step_without_gpu_imports_no_torch() -> None:
-    code = ("import sys\nfrom bench.cli import cli\n"
-            "try:\n    cli(['doctor', 'stamp'], prog_name='bench')\nexcept SystemExit:\n    pass\n"
-            "print('torch' in sys.modules)")  # fmt: skip
+    code = (
+        "import sys\nfrom bench.cli import cli\n"
+        "try:\n    cli(['doctor', 'stamp'], prog_name='bench')\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert proc.stdout.strip().splitlines()[-1] == "False", proc.stderr

@@ -66,13 +66,28 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("models")
     # --- BERT cross-encoder (bge layout) ---
-    bert_dir = build_bert(tiny_snapshot("bge-v2-m3", root), words=_vocab("? ä ö ü ß"), model_max_length=None,
-                          seed=0, heads=4, max_positions=512, initializer_range=0.5)  # fmt: skip
+    bert_dir = build_bert(
+        tiny_snapshot("bge-v2-m3", root),
+        words=_vocab("? ä ö ü ß"),
+        model_max_length=None,
+        seed=0,
+        heads=4,
+        max_positions=512,
+        initializer_range=0.5,
+    )
     # --- Qwen3 causal LM (Qwen3-Reranker layout); its weights follow the BERT's in one random stream ---
     qwords = ["<unk>", "<|endoftext|>", *(w for w in _vocab(QWEN3_PREFIX + QWEN3_SUFFIX + QWEN3_INSTRUCTION))]
     qwords += [w for w in ("yes", "no", "<", ">:", ":", "?") if w not in qwords]
-    qwen_dir = build_qwen(tiny_snapshot("qwen3-0.6b", root), word_level_tokenizer(qwords), seed=None, heads=4,
-                          kv_heads=2, head_dim=8, max_positions=1024, initializer_range=0.5)  # fmt: skip
+    qwen_dir = build_qwen(
+        tiny_snapshot("qwen3-0.6b", root),
+        word_level_tokenizer(qwords),
+        seed=None,
+        heads=4,
+        kv_heads=2,
+        head_dim=8,
+        max_positions=1024,
+        initializer_range=0.5,
+    )
     return {"bge-v2-m3": bert_dir, "qwen3-0.6b": qwen_dir, "root": root}
 
 
@@ -88,8 +103,17 @@ def tiny_mxbai(tmp_path_factory: pytest.TempPathFactory) -> Path:
         *_vocab(MXBAI_PREFIX + MXBAI_SUFFIX + MXBAI_TASK + " query: document: 1 0 ?"),
     ]
     path = tiny_snapshot("mxbai-large-v2", tmp_path_factory.mktemp("mxbai"))
-    return build_qwen(path, word_level_tokenizer(words), family="qwen2", seed=1, heads=4, kv_heads=2,
-                      head_dim=None, initializer_range=0.5, portable=True)  # fmt: skip
+    return build_qwen(
+        path,
+        word_level_tokenizer(words),
+        family="qwen2",
+        seed=1,
+        heads=4,
+        kv_heads=2,
+        head_dim=None,
+        initializer_range=0.5,
+        portable=True,
+    )
 
 
 def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[Path, Path]:

@@ -86,17 +86,29 @@ def test_the_result_file_records_device_and_dtype(
     from bench.equality.runner import check_models
 
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
-    monkeypatch.setattr(runner_mod, "run_reference_batch", lambda jobs, queries, **kw: [{
-        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
-        for _ in jobs])  # fmt: skip
+    monkeypatch.setattr(
+        runner_mod,
+        "run_reference_batch",
+        lambda jobs, queries, **kw: [
+            {"scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
+            for _ in jobs
+        ],
+    )
     seen: list[dict[str, Any]] = []
 
     def loader(model_id: str, **kw: Any) -> FakeReranker:
         seen.append(kw)
         return FakeReranker(model_id, score="crc32")
 
-    check_models(["bge-v2-m3"], data, device=device, dtype=dtype, directory=tmp_path / "r", loader=loader,
-                 manifest=lambda **kw: {"plan_sha256": "0" * 64})  # fmt: skip
+    check_models(
+        ["bge-v2-m3"],
+        data,
+        device=device,
+        dtype=dtype,
+        directory=tmp_path / "r",
+        loader=loader,
+        manifest=lambda **kw: {"plan_sha256": "0" * 64},
+    )
     assert [p.name for p in (tmp_path / "r").iterdir()] == [name]
     payload = json.loads((tmp_path / "r" / name).read_text())
     assert (payload["device"], payload["dtype"]) == recorded and payload["rated"] is True
@@ -161,8 +173,20 @@ def test_quality_command_refuses_and_writes_nothing(tmp_path: Path, monkeypatch:
     checks = tmp_path / "checks"
     _write(checks, "bge-v2-m3", "cuda", "float16")
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: tmp_path)
-    args = ["--study", str(tmp_path / "study"), "--runs", str(tmp_path / "runs"), "--checks", str(checks),
-            "--stage", "hybrid-71k", "--model", "bge-v2-m3", "--device", "cpu"]  # fmt: skip
+    args = [
+        "--study",
+        str(tmp_path / "study"),
+        "--runs",
+        str(tmp_path / "runs"),
+        "--checks",
+        str(checks),
+        "--stage",
+        "hybrid-71k",
+        "--model",
+        "bge-v2-m3",
+        "--device",
+        "cpu",
+    ]
     res = CliRunner().invoke(quality, args)
     assert res.exit_code == 1
     assert "passed on device cuda, dtype float16" in res.output and "device cpu, dtype float32" in res.output
@@ -233,6 +257,14 @@ def test_the_dtype_checks_cpu_session_is_rated_by_the_check_of_the_gpu_it_names(
     setup = SimpleNamespace(device="cpu", checks_dir=tmp_path)
     for kw in ({"rated_by": ("cuda", None)}, {}):
         with pytest.raises(RuntimeError):
-            commands.run_session(setup, stages=(), models=["bge-v2-m3"], depths=(), resume_hint="",  # type: ignore[arg-type]
-                                 what="", dtype="float32", **kw)  # fmt: skip
+            commands.run_session(
+                setup,
+                stages=(),
+                models=["bge-v2-m3"],
+                depths=(),
+                resume_hint="",  # type: ignore[arg-type]
+                what="",
+                dtype="float32",
+                **kw,
+            )
     assert seen == [("cuda", None), ("cpu", "float32")]

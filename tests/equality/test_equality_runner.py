@@ -157,17 +157,23 @@ def test_check_one_adapter_that_fails_while_scoring(data: EqualitySet, tmp_path:
     assert result["rated"] is False and "RuntimeError: CUDA out of memory" in result["reason"]
 
 
-def test_check_models_goes_on_after_load_failures(data: EqualitySet, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_check_models_goes_on_after_load_failures(
+    data: EqualitySet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An OSError or RuntimeError from one model's load is that model's "not rated" result with the
     exception text; every other model still gets its result file."""
     import bench.equality.runner as runner_mod
     from bench.equality.runner import check_models
 
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)
-    monkeypatch.setattr(runner_mod, "run_reference_batch", lambda jobs, queries, **kw: [{
-        "scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
-        for _ in jobs])  # fmt: skip
+    monkeypatch.setattr(
+        runner_mod,
+        "run_reference_batch",
+        lambda jobs, queries, **kw: [
+            {"scores": {q.qid: [text_score(p) for p in q.passages] for q in queries}, "versions": {}}
+            for _ in jobs
+        ],
+    )
 
     def loader(model_id: str, **kw: Any) -> FakeReranker:
         if model_id == "gte-base":
@@ -179,8 +185,9 @@ def test_check_models_goes_on_after_load_failures(data: EqualitySet, tmp_path: P
         return fake(model_id)
 
     models = ["gte-base", "bge-v2-m3", "voyage-rerank-3", "qwen3-0.6b"]
-    out = check_models(models, data, directory=tmp_path / "r", loader=loader,
-                       manifest=lambda **kw: {"plan_sha256": "0" * 64})  # fmt: skip
+    out = check_models(
+        models, data, directory=tmp_path / "r", loader=loader, manifest=lambda **kw: {"plan_sha256": "0" * 64}
+    )
     assert [p["model"] for p in out] == models
     files = {m: json.loads((tmp_path / "r" / f"{m}.json").read_text(encoding="utf-8")) for m in models}
     assert files["gte-base"]["rated"] is False

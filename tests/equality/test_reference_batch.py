@@ -74,8 +74,9 @@ def test_a_process_that_dies_costs_only_its_job(
     assert calls.read_text().count("x") == 2
 
 
-def test_missing_environment_is_each_jobs_reason(tmp_path: Path, queries_factory: Any,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_missing_environment_is_each_jobs_reason(
+    tmp_path: Path, queries_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BENCH_REFERENCE_PYTHON_TF457", str(tmp_path / "nope" / "bin" / "python"))
     got = run_reference_batch([(DECIDING["gte-base"], tmp_path)], queries_factory(1, 2))
     # the hint names the environment to install into: inside the image UV_PROJECT_ENVIRONMENT is /opt/venv

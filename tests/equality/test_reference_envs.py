@@ -83,8 +83,13 @@ def test_broken_reference_lock_fails_instead_of_skipping(tmp_path: Path) -> None
     shutil.copy(REFS / "tf457" / "pyproject.toml", project / "pyproject.toml")
     lock = (REFS / "tf457" / "uv.lock").read_text(encoding="utf-8")
     (project / "uv.lock").write_text(lock.replace("[[package]]", "[[package", 1), encoding="utf-8")
-    proc = subprocess.run([uv, "sync", "--frozen", "--offline", "--project", str(project)],
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [uv, "sync", "--frozen", "--offline", "--project", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode != 0
     verdict, message = sync_failure_verdict("tf457", proc.stderr, {OFFLINE_SKIP_SWITCH: "1"})
     assert verdict == "fail", message

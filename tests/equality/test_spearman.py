@@ -38,6 +38,7 @@ small_ints = st.lists(st.integers(min_value=0, max_value=5), min_size=3, max_siz
 @given(st.data())
 def test_matches_scipy_with_ties(data: st.DataObject) -> None:
     from scipy.stats import spearmanr  # heavy: not at collection
+
     a = data.draw(small_ints)
     b = data.draw(st.lists(st.integers(0, 5), min_size=len(a), max_size=len(a)))
     ours = spearman(a, b)
@@ -56,6 +57,7 @@ def test_matches_scipy_with_ties(data: st.DataObject) -> None:
 )
 def test_matches_scipy_continuous(a: list[float]) -> None:
     from scipy.stats import spearmanr  # heavy: not at collection
+
     rng = np.random.default_rng(len(a))
     b = np.asarray(a) + rng.normal(0, 1e5, len(a))
     assert spearman(a, b) == pytest.approx(float(spearmanr(a, b).statistic), abs=1e-12)

@@ -27,8 +27,9 @@ def tiny_snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the Arctic snapshot."""
     snap = tiny_models.tiny_snapshot(tiny_models.EMBEDDER, tmp_path_factory.mktemp("models"))
     words = ["query", ":", "haus", "wo", "ist", "das"]
-    return tiny_models.build_sentence_transformer(snap, pooling="mean", words=words, model_max_length=None,
-                                                  layers=1, max_positions=64, classifier=False)  # fmt: skip
+    return tiny_models.build_sentence_transformer(
+        snap, pooling="mean", words=words, model_max_length=None, layers=1, max_positions=64, classifier=False
+    )
 
 
 @pytest.mark.model

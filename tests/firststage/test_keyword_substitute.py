@@ -59,8 +59,14 @@ def test_a_measurement_never_uses_the_substitute(
     server: TypesenseServer, small: Small, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     queries, passages, _ = small
-    kwargs = dict(server=server, corpus=passages, queries=queries, mode="measurement",
-                  out_run=tmp_path / "r.trec", out_json=tmp_path / "r.json")  # fmt: skip
+    kwargs = dict(
+        server=server,
+        corpus=passages,
+        queries=queries,
+        mode="measurement",
+        out_run=tmp_path / "r.trec",
+        out_json=tmp_path / "r.json",
+    )
     with pytest.raises(ServerRefused):
         run_stage("keyword-71k", **kwargs)  # type: ignore[arg-type]
     # even past the server check (as if 0.24.1 were the pinned version), it is refused, not substituted
@@ -71,27 +77,42 @@ def test_a_measurement_never_uses_the_substitute(
     assert not (tmp_path / "r.trec").exists() and not (tmp_path / "r.json").exists()
 
 
-def test_rehearsal_runs_keyword_71k_with_the_substitute(server: TypesenseServer, small: Small,
-                                                        tmp_path: Path) -> None:  # fmt: skip
+def test_rehearsal_runs_keyword_71k_with_the_substitute(
+    server: TypesenseServer, small: Small, tmp_path: Path
+) -> None:
     queries, passages, _ = small
     only_stop = "Was ist das?"
     queries = {**queries, "zz-stop-words-only": only_stop}
-    res = run_stage("keyword-71k", server=server, corpus=passages, queries=queries, mode="rehearsal",
-                    out_run=tmp_path / "kw.trec", out_json=tmp_path / "kw.json")  # fmt: skip
+    res = run_stage(
+        "keyword-71k",
+        server=server,
+        corpus=passages,
+        queries=queries,
+        mode="rehearsal",
+        out_run=tmp_path / "kw.trec",
+        out_json=tmp_path / "kw.json",
+    )
     record = json.loads((tmp_path / "kw.json").read_text(encoding="utf-8"))
     assert record["substitute"]["kind"] == "keyword"
     assert record["substitute"]["queries_empty_after_stopwords"] == ["zz-stop-words-only"]
     assert any(n.startswith("REHEARSAL SUBSTITUTE") for n in record["notes"])
     # chosen by the probes' verdicts, which the record keeps
     assert record["substitute"]["probes_not_honoured"] == [
-        "stem", "stopwords", "stopwords-after-stem", "num_typos", "typo_tokens_threshold"]  # fmt: skip
+        "stem",
+        "stopwords",
+        "stopwords-after-stem",
+        "num_typos",
+        "typo_tokens_threshold",
+    ]
     verdicts = {p["name"]: p["verdict"] for p in record["probes"]["probes"]}
     assert verdicts["stem"] == "not honoured" and verdicts["locale-de"] == verdicts["tie-order"] == "honoured"
     assert any("applied no typo tolerance on the locale fields" in n for n in record["notes"])
     assert record["stopwords"]["applied_by"] == "client (rehearsal substitute)"
     assert record["stopwords"]["id"] is None
-    assert record["schema"]["fields"] == [{"name": "title", "type": "string", "locale": "de"},
-                                          {"name": "text", "type": "string", "locale": "de"}]  # fmt: skip
+    assert record["schema"]["fields"] == [
+        {"name": "title", "type": "string", "locale": "de"},
+        {"name": "text", "type": "string", "locale": "de"},
+    ]
     assert record["search_params"] == {**GERMAN_SEARCH_PARAMS, "sort_by": KEYWORD_SORT}  # no stopwords
     # the stop-word-only query was not sent (an empty q would match every passage): no candidates
     assert "zz-stop-words-only" not in res.run

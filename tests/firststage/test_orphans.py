@@ -62,8 +62,12 @@ def test_sweep_removes_only_dead_folders_of_ours(tmp_path: Path) -> None:
     dead, me, me_start = _dead_pid(), os.getpid(), process_start(os.getpid())
 
     def rec(owner: int, owner_start: int | None, server: int, server_start: int | None) -> dict[str, object]:
-        return {"owner_pid": owner, "owner_start": owner_start, "server_pid": server,
-                "server_start": server_start}  # fmt: skip
+        return {
+            "owner_pid": owner,
+            "owner_start": owner_start,
+            "server_pid": server,
+            "server_start": server_start,
+        }
 
     stale = _folder(tmp_path, PREFIX + "stale", rec(dead, 1, dead, 1))
     reused = _folder(tmp_path, PREFIX + "reused", rec(me, (me_start or 0) + 7, dead, 1))
@@ -132,8 +136,9 @@ def test_sigkilled_harness_leaves_no_server_and_the_next_start_sweeps(
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
-    harness = subprocess.Popen([sys.executable, "-c", SERVER_HARNESS], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    harness = subprocess.Popen(
+        [sys.executable, "-c", SERVER_HARNESS], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
     assert harness.stdout is not None
     line = harness.stdout.readline()
     assert line, "the harness did not start a server"

@@ -161,8 +161,12 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
         with gzip.open(path, "wb", compresslevel=pf.GZIP_LEVEL) as fh:
             for i in part:
                 p = corpus[int(i)]
-                fh.write((json.dumps({"docid": p.docid, "title": p.title, "text": p.text},
-                                     ensure_ascii=False) + "\n").encode())  # fmt: skip
+                fh.write(
+                    (
+                        json.dumps({"docid": p.docid, "title": p.title, "text": p.text}, ensure_ascii=False)
+                        + "\n"
+                    ).encode()
+                )
         src = datalock.Source(
             "miracl/miracl-corpus",
             "r" * 40,
@@ -170,9 +174,15 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
             "huggingface-dataset",
         )
         entries[f"hub:x:docs-{k}"] = datalock.Entry(
-            "corpus-full", "hub", f"x/docs-{k}.jsonl.gz", src, path.stat().st_size, sha256_file(path),
-            len(part), "r",
-        )  # fmt: skip
+            "corpus-full",
+            "hub",
+            f"x/docs-{k}.jsonl.gz",
+            src,
+            path.stat().st_size,
+            sha256_file(path),
+            len(part),
+            "r",
+        )
         paths.append(path)
     lock = tmp_path / "datasets.lock"
     notes = (

@@ -35,6 +35,7 @@ from tests.support.typesense import HONOURED_0241, IGNORED_0241
 
 pytestmark = pytest.mark.typesense
 
+
 @pytest.fixture(scope="module")
 def report(server: TypesenseServer) -> ProbeReport:
     return run_probes(server, None, log=lambda line: None)
@@ -151,8 +152,10 @@ def test_the_probes_decide_and_the_version_table_only_cross_checks(report: Probe
     all_good = replace(report, results=tuple(replace(r, verdict="honoured") for r in report.results))
     kw = decide(STAGE_DEFS["keyword-71k"], "rehearsal", all_good.for_stage(STAGE_DEFS["keyword-71k"]))
     assert not kw.keyword_substitute and kw.send_ef
-    assert {d["probe"] for d in all_good.table_disagreements()} == IGNORED_0241 - {"num_typos",
-                                                                                   "typo_tokens_threshold"}
+    assert {d["probe"] for d in all_good.table_disagreements()} == IGNORED_0241 - {
+        "num_typos",
+        "typo_tokens_threshold",
+    }
     # on 0.24.1 the table and the probes disagree only where the table trusts text_search blindly
     assert {d["probe"] for d in report.table_disagreements()} == {"num_typos", "typo_tokens_threshold"}
 
@@ -214,8 +217,11 @@ def test_the_probes_0241_fails_pass_where_a_server_has_the_feature(server: Types
     with NewerTypesense(server) as newer:
         got = run_probes(newer.handle(), None, log=lambda line: None)
     verdicts = {r.name: r.verdict for r in got.results}
-    assert verdicts == {**dict.fromkeys(PROBE_NAMES, "honoured"), "num_typos": "not honoured",
-                        "typo_tokens_threshold": "not honoured"}  # fmt: skip
+    assert verdicts == {
+        **dict.fromkeys(PROBE_NAMES, "honoured"),
+        "num_typos": "not honoured",
+        "typo_tokens_threshold": "not honoured",
+    }
     alpha = got.get("alpha")
     assert alpha is not None
     assert alpha.observed == {

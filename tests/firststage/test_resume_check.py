@@ -67,7 +67,10 @@ def test_digest_sees_the_order_and_follows_seq_id(server: TypesenseServer, sampl
     # export order (what the digest hashes) is the insertion order: the server's own _seq_id order
     ids = []
     for page in (1, 2):
-        res = search(server, "digest-b", {"q": "*", "sort_by": "_seq_id:asc", "per_page": 150, "page": page,
-                                          "include_fields": "id"})  # fmt: skip
+        res = search(
+            server,
+            "digest-b",
+            {"q": "*", "sort_by": "_seq_id:asc", "per_page": 150, "page": page, "include_fields": "id"},
+        )
         ids += [h["document"]["id"] for h in res.hits]
     assert ids == [p.docid for p in swapped]

@@ -193,8 +193,12 @@ def test_every_import_and_stopword_request_key_has_a_row(monkeypatch: pytest.Mon
 
 def test_every_response_field_we_read_has_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: set[str] = set()
-    hit = {"document": {"id": "d1"}, "text_match": 578730123365187705, "vector_distance": 0.25,
-           "hybrid_search_info": {"rank_fusion_score": 0.7}}  # fmt: skip
+    hit = {
+        "document": {"id": "d1"},
+        "text_match": 578730123365187705,
+        "vector_distance": 0.25,
+        "hybrid_search_info": {"rank_fusion_score": 0.7},
+    }
     answers = [
         {"results": [{"hits": [hit], "found": 1, "search_time_ms": 2}]},
         {"results": [{"error": "Not found.", "code": 404}]},
@@ -226,9 +230,24 @@ def test_every_response_field_we_read_has_a_row(monkeypatch: pytest.MonkeyPatch)
     server._wait_healthy("http://ts.test", proc, Path("log"), 5.0)  # type: ignore[arg-type]
     assert server.TypesenseServer("http://ts.test", "k").version == "30.2"
 
-    expected = {"results", "hits", "found", "search_time_ms", "error", "code", "document", "id", "text_match",
-                "vector_distance", "hybrid_search_info", "rank_fusion_score", "num_documents", "fields", "ok",
-                "version"}  # fmt: skip
+    expected = {
+        "results",
+        "hits",
+        "found",
+        "search_time_ms",
+        "error",
+        "code",
+        "document",
+        "id",
+        "text_match",
+        "vector_distance",
+        "hybrid_search_info",
+        "rank_fusion_score",
+        "num_documents",
+        "fields",
+        "ok",
+        "version",
+    }
     assert expected <= seen  # the dry runs reached every reader
     assert _missing(("response", "schema"), seen - {"id"}) == []
     assert _missing(("import",), {"id"}) == []

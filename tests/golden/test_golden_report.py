@@ -36,8 +36,12 @@ GOLDEN = Path(__file__).resolve().parent / "report"
 REGENERATE = os.environ.get("GOLDEN_REGENERATE") == "1"
 INPUTS = {"judged/labels.json"}  # under --out, but an input of the judged section, not an output
 # the analysis-code record's values vary by commit: stored and compared as this placeholder
-PLACEHOLDER = {"analysis_digest": "<analysis digest>", "commit": "<commit>", "dirty": "<dirty>",
-               "packages_digest": "<packages digest>"}  # fmt: skip
+PLACEHOLDER = {
+    "analysis_digest": "<analysis digest>",
+    "commit": "<commit>",
+    "dirty": "<dirty>",
+    "packages_digest": "<packages digest>",
+}
 
 
 def normalised(rel: str, data: bytes) -> bytes:
@@ -107,17 +111,27 @@ def test_report_matches_the_golden_files(produced: Path) -> None:
     assert any(rel.startswith("latency-summary/") for rel in texts)
     if REGENERATE:
         regenerate(texts, figures)
-        pytest.fail(f"GOLDEN_REGENERATE=1: rewrote {len(texts)} files and figures.txt under {GOLDEN}; "
-                    "review `git diff tests/golden`, commit, and run the test again without it")
+        pytest.fail(
+            f"GOLDEN_REGENERATE=1: rewrote {len(texts)} files and figures.txt under {GOLDEN}; "
+            "review `git diff tests/golden`, commit, and run the test again without it"
+        )
     assert GOLDEN.is_dir(), f"{GOLDEN} is missing: GOLDEN_REGENERATE=1 uv run pytest tests/golden makes it"
-    golden = {p.relative_to(GOLDEN).as_posix(): p.read_bytes() for p in sorted(GOLDEN.rglob("*"))
-              if p.is_file() and p != GOLDEN / "figures.txt"}
+    golden = {
+        p.relative_to(GOLDEN).as_posix(): p.read_bytes()
+        for p in sorted(GOLDEN.rglob("*"))
+        if p.is_file() and p != GOLDEN / "figures.txt"
+    }
     assert sorted(texts) == sorted(golden), "the report writes other files than the golden ones"
     for rel, data in texts.items():
         if data != golden[rel]:
-            diff = difflib.unified_diff(golden[rel].decode("utf-8", "replace").splitlines(),
-                                        data.decode("utf-8", "replace").splitlines(),
-                                        f"golden/{rel}", f"produced/{rel}", lineterm="", n=1)
+            diff = difflib.unified_diff(
+                golden[rel].decode("utf-8", "replace").splitlines(),
+                data.decode("utf-8", "replace").splitlines(),
+                f"golden/{rel}",
+                f"produced/{rel}",
+                lineterm="",
+                n=1,
+            )
             pytest.fail(f"{rel} differs from tests/golden/report/{rel}:\n" + "\n".join(list(diff)[:40]))
     assert figures_txt(figures) == (GOLDEN / "figures.txt").read_bytes()
 

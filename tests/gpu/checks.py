@@ -17,8 +17,14 @@ from tests.conftest import REPO_ROOT
 
 QWEN3_VOCAB = 151_669  # Qwen/Qwen3-Reranker-0.6B and -4B config.json "vocab_size"
 LOCAL_FAMILIES = (
-    "gte-base", "bge-v2-m3", "jina-v3.5", "qwen3-0.6b", "qwen3-4b", "mxbai-large-v2", "querit-4b"
-)  # fmt: skip
+    "gte-base",
+    "bge-v2-m3",
+    "jina-v3.5",
+    "qwen3-0.6b",
+    "qwen3-4b",
+    "mxbai-large-v2",
+    "querit-4b",
+)
 
 
 def workload(device: str, n: int = 1024, repeat: int = 20) -> Callable[[], Any]:
@@ -45,12 +51,17 @@ def timer_against_events(cuda: Any, device: str, calls: int = 20) -> dict[str, A
     run()  # first call: kernels load, allocator warms
     pairs = [timer.time(run)[1:] for _ in range(calls)]
     ratios = [wall / ev for wall, ev in pairs if ev]
-    return {"wall_ns": [p[0] for p in pairs], "cuda_ns": [p[1] for p in pairs],
-            "min_ratio": min(ratios), "max_ratio": max(ratios)}  # fmt: skip
+    return {
+        "wall_ns": [p[0] for p in pairs],
+        "cuda_ns": [p[1] for p in pairs],
+        "min_ratio": min(ratios),
+        "max_ratio": max(ratios),
+    }
 
 
-def sampler_cost(probes: dict[str, Callable[[], Any]], device: str, calls: int = 30,
-                 interval_s: float = 0.05) -> dict[str, Any]:  # fmt: skip
+def sampler_cost(
+    probes: dict[str, Callable[[], Any]], device: str, calls: int = 30, interval_s: float = 0.05
+) -> dict[str, Any]:
     """Median time of the workload alone and with the telemetry sampler running beside it (an interval ten
     times shorter than the study's 0.5 s, so that any cost shows), alternating blocks of calls."""
     import statistics
@@ -89,8 +100,15 @@ class MemoryHungry(ChunkedTorchReranker):
     real out-of-memory path (torch's own error, the caching allocator) without a real model."""
 
     def __init__(self, device: str, bytes_per_pair: int) -> None:
-        meta = RerankerMeta(id="memory-hungry", model="test/memory-hungry", revision=None, dtype="float32",
-                            device=device, chunk_size=None, listwise=False)  # fmt: skip
+        meta = RerankerMeta(
+            id="memory-hungry",
+            model="test/memory-hungry",
+            revision=None,
+            dtype="float32",
+            device=device,
+            chunk_size=None,
+            listwise=False,
+        )
         super().__init__(meta)
         self.per_pair = bytes_per_pair
         self.sizes: list[int] = []
@@ -124,9 +142,14 @@ def oom_path(device: str, bytes_per_pair: int, k: int = 100) -> dict[str, Any]:
     adapter = MemoryHungry(device, bytes_per_pair)
     size = adapter.settle_chunk_size("q", ["Text"] * k)
     result = adapter.score("q", ["Text"] * k)
-    return {"settled": size, "sizes": adapter.sizes, "oom_events": adapter.oom_events,
-            "allocated_before": before, "allocated_after": allocated(),
-            "chunk_after": result.record["chunk_size"]}  # fmt: skip
+    return {
+        "settled": size,
+        "sizes": adapter.sizes,
+        "oom_events": adapter.oom_events,
+        "allocated_before": before,
+        "allocated_after": allocated(),
+        "chunk_after": result.record["chunk_size"],
+    }
 
 
 def family_scores(models_root: Path, device: str, dtype: str) -> dict[str, Any]:
@@ -150,8 +173,11 @@ def family_scores(models_root: Path, device: str, dtype: str) -> dict[str, Any]:
         try:
             adapter = load_reranker(model, device=device, dtype=dtype, snapshot_dir=snap)
             result = adapter.score("wo liegt berlin?", docs)
-            out[model] = {"scores": [float(x) for x in result.scores], "record": dict(result.record),
-                          "dtype": adapter.meta.dtype}  # fmt: skip
+            out[model] = {
+                "scores": [float(x) for x in result.scores],
+                "record": dict(result.record),
+                "dtype": adapter.meta.dtype,
+            }
         except Exception as exc:  # reported per model: one family's failure is the finding, not a crash
             out[model] = {"error": f"{type(exc).__name__}: {exc}"}
         finally:
@@ -169,10 +195,18 @@ def real_vocab_qwen3(path: Path) -> Path:
 
     torch.manual_seed(0)
     tok = build_word_tokenizer()
-    fields: dict[str, Any] = {"vocab_size": QWEN3_VOCAB, "hidden_size": 8, "intermediate_size": 16,
-                              "num_hidden_layers": 1, "num_attention_heads": 1, "num_key_value_heads": 1,
-                              "head_dim": 8, "max_position_embeddings": 2048, "tie_word_embeddings": False,
-                              "pad_token_id": tok.pad_token_id}  # fmt: skip
+    fields: dict[str, Any] = {
+        "vocab_size": QWEN3_VOCAB,
+        "hidden_size": 8,
+        "intermediate_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 1,
+        "num_key_value_heads": 1,
+        "head_dim": 8,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
+        "pad_token_id": tok.pad_token_id,
+    }
     snap = tiny_snapshot("qwen3-0.6b", path)
     snap.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(snap)
@@ -199,6 +233,9 @@ def reference_peak(model_dir: Path, device: str, batch: int = 100, words: int = 
     scores = card_qwen3.score_queries(str(model_dir), queries, device=device, dtype=dtype, options=options)
     width = words + 60  # plus template and query: an under-estimate, so the full-logits bound is low
     element = 2 if dtype == "float16" else 4
-    return {"scores": len(scores["q"]), **peak_memory(),
-            "last_position_logits_bytes": batch * QWEN3_VOCAB * element,
-            "all_positions_logits_bytes": batch * width * QWEN3_VOCAB * element}  # fmt: skip
+    return {
+        "scores": len(scores["q"]),
+        **peak_memory(),
+        "last_position_logits_bytes": batch * QWEN3_VOCAB * element,
+        "all_positions_logits_bytes": batch * width * QWEN3_VOCAB * element,
+    }

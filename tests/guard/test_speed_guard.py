@@ -24,8 +24,14 @@ guard = benchmark("guard")
 lock = benchmark("bench_lock_verify")
 
 SCRIPT = ROOT / "benchmarks" / "guard.py"
-EPYC: dict[str, Any] = {"cpu_model": "AMD EPYC", "flags": {"avx2": True}, "flags_sha256": "f" * 64,
-                        "cpus": 2, "load_start": [0.4, 0.5, 0.6], "load_end": [1.0, 0.7, 0.6]}  # fmt: skip
+EPYC: dict[str, Any] = {
+    "cpu_model": "AMD EPYC",
+    "flags": {"avx2": True},
+    "flags_sha256": "f" * 64,
+    "cpus": 2,
+    "load_start": [0.4, 0.5, 0.6],
+    "load_end": [1.0, 0.7, 0.6],
+}
 LOADED = {**EPYC, "load_start": [23.0, 22.0, 20.0]}
 XEON = {**EPYC, "cpu_model": "Intel Xeon", "flags": {"avx2": True, "avx512f": True}}
 
@@ -49,8 +55,12 @@ def test_a_planted_slower_ratio_fails_and_one_within_the_margin_passes() -> None
 def test_the_margin_is_25_percent_of_the_ratio_when_idle_and_50_when_loaded() -> None:
     idle, loaded = record(EPYC, report=(4.0, 1.0)), record(LOADED, report=(4.0, 1.0))
     other_idle = {**EPYC, "cpu_model": "Intel Xeon"}  # other CPU: ratios only, the idle margin
-    for rec, here, margin in ((idle, other_idle, 1.25), (loaded, LOADED, 1.5), (idle, LOADED, 1.5),
-                              (loaded, other_idle, 1.5)):  # fmt: skip
+    for rec, here, margin in (
+        (idle, other_idle, 1.25),
+        (loaded, LOADED, 1.5),
+        (idle, LOADED, 1.5),
+        (loaded, other_idle, 1.5),
+    ):
         assert gc.compare([gc.Figure("report", 4.0 * margin, 1.0)], rec, here)[1] == gc.EXIT_OK
         assert gc.compare([gc.Figure("report", 4.0 * margin + 0.01, 1.0)], rec, here)[1] == gc.EXIT_SLOWER
 
@@ -144,8 +154,14 @@ def _guard(tmp: Path, *args: str, plant: str | None = None) -> subprocess.Comple
     env = {k: v for k, v in os.environ.items() if k != "BENCH_GUARD_PLANT"}
     if plant:
         env["BENCH_GUARD_PLANT"] = plant
-    return subprocess.run([sys.executable, str(SCRIPT), "--only", "plumbing", "--recorded", str(tmp), *args],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--only", "plumbing", "--recorded", str(tmp), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 def test_a_real_planted_slowdown_fails_the_command(tmp_path: Path) -> None:
@@ -182,8 +198,10 @@ def test_the_docs_table_is_made_from_the_recorded_figures() -> None:
     rec = record(LOADED, report=(67.5, 17.2))
     rec["figures"]["report"]["what"] = "cold `analysis report`"
     lines = gc.markdown([rec]).splitlines()
-    assert lines[2] == ("| `report` | cold `analysis report` | 67.50 s | 17.20 s | 3.92 | "
-                        "AMD EPYC x 2 (avx2) | 23.00 (loaded) | 2026-12-02 00:00 UTC, abc |")  # fmt: skip
+    assert lines[2] == (
+        "| `report` | cold `analysis report` | 67.50 s | 17.20 s | 3.92 | "
+        "AMD EPYC x 2 (avx2) | 23.00 (loaded) | 2026-12-02 00:00 UTC, abc |"
+    )
     # two CPUs of one model name (the AVX2-only EPYC and a Zen 4 one) are told apart by their top flags
     zen4 = {**EPYC, "flags": {"avx2": True, "avx512f": True, "avx512_vnni": True}}
     other = gc.markdown([{**rec, "machine": {**rec["machine"], **zen4}}]).splitlines()[2]

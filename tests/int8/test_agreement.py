@@ -16,6 +16,7 @@ BASE = [float(i) for i in range(10)]
 
 def test_compare_matches_scipy_and_names_failures() -> None:
     from scipy.stats import spearmanr  # heavy: not at collection
+
     swapped = BASE.copy()
     swapped[0], swapped[9] = swapped[9], swapped[0]  # rho = 1 - 6*2*81/(10*99) = 0.018...
     near = BASE.copy()
@@ -67,12 +68,23 @@ def test_cli_refuses_a_bad_against_file_before_scoring(tmp_path: Path) -> None:
 
 # --- configuration and precision of both files; the shared --id-map; the verdict ---
 
-CONF = {"quantization": {"name": "overflow-fix"}, "inference_precision": "f32",
-        "runtime_inference_precision": "f32"}  # fmt: skip
-XEON = {"cpu_model": "Xeon", "flags": {"avx512_vnni": True, "amx_int8": True, "avx2": True}, "vnni": True,
-        "bf16": True}  # fmt: skip
-EPYC = {"cpu_model": "EPYC", "flags": {"avx512_vnni": False, "amx_int8": False, "avx2": True}, "vnni": False,
-        "bf16": False}  # fmt: skip
+CONF = {
+    "quantization": {"name": "overflow-fix"},
+    "inference_precision": "f32",
+    "runtime_inference_precision": "f32",
+}
+XEON = {
+    "cpu_model": "Xeon",
+    "flags": {"avx512_vnni": True, "amx_int8": True, "avx2": True},
+    "vnni": True,
+    "bf16": True,
+}
+EPYC = {
+    "cpu_model": "EPYC",
+    "flags": {"avx512_vnni": False, "amx_int8": False, "avx2": True},
+    "vnni": False,
+    "bf16": False,
+}
 
 
 def test_scores_made_with_another_precision_or_configuration_are_refused_naming_both() -> None:
@@ -97,8 +109,9 @@ def _folder(tmp_path: Path) -> Path:
     folder = tmp_path / "q"
     folder.mkdir()
     (folder / "model.xml").write_bytes(b"<xml/>")
-    man.write_manifest(folder, task="text-classification", spec=CHOSEN, max_length=512, calibration_samples=3,
-                       record={})  # fmt: skip
+    man.write_manifest(
+        folder, task="text-classification", spec=CHOSEN, max_length=512, calibration_samples=3, record={}
+    )
     return folder
 
 
@@ -118,9 +131,15 @@ def _fake_scoring(monkeypatch: pytest.MonkeyPatch, scores: list[float], machine:
     def machine_scores(folder: Path, *, id_map_method: str = "de.gz", stream: object = None) -> dict:
         seen["id_map_method"] = id_map_method
         conf = {**CONF, "quantization": CHOSEN.to_dict()}
-        return scores_record({"a": (DOCS, scores)}, model="bge-v2-m3-int8", machine=machine,
-                             manifest_sha256="abc", inputs={"id_map_method": id_map_method}, config=conf,
-                             runtime={"inference_precision": "f32"})  # fmt: skip
+        return scores_record(
+            {"a": (DOCS, scores)},
+            model="bge-v2-m3-int8",
+            machine=machine,
+            manifest_sha256="abc",
+            inputs={"id_map_method": id_map_method},
+            config=conf,
+            runtime={"inference_precision": "f32"},
+        )
 
     monkeypatch.setattr(bench.guard, "preflight", preflight)
     monkeypatch.setattr(cmd, "machine_scores", machine_scores)
@@ -140,12 +159,14 @@ def test_agreement_takes_the_check_adapters_id_map_fallback(
 
     seen = _fake_scoring(monkeypatch, BASE, EPYC)
     out = tmp_path / "mine.json"
-    res = CliRunner().invoke(cli, ["int8", "agreement", "--write", str(out), "--int8-dir", str(tmp_path),
-                                   "--id-map", method])  # fmt: skip
+    res = CliRunner().invoke(
+        cli, ["int8", "agreement", "--write", str(out), "--int8-dir", str(tmp_path), "--id-map", method]
+    )
     assert res.exit_code == 0, res.output
     assert seen == {"lock_names": id_map_lock_names(method), "id_map_method": method}
-    assert seen["lock_names"] == (["reranking", "corpus-full"] if method == "corpus"
-                                  else ["reranking", "reranking-id-map"])  # fmt: skip
+    assert seen["lock_names"] == (
+        ["reranking", "corpus-full"] if method == "corpus" else ["reranking", "reranking-id-map"]
+    )
     assert json.loads(out.read_text())["inputs"]["id_map_method"] == method
 
 
@@ -158,8 +179,17 @@ def test_agreement_verdict_with_both_machines_flags(tmp_path: Path, monkeypatch:
     folder = _folder(tmp_path)
     theirs = tmp_path / "desktop.json"
     conf = {**CONF, "quantization": CHOSEN.to_dict()}
-    write_scores(theirs, scores_record({"a": (DOCS, BASE)}, model="bge-v2-m3-int8", machine=EPYC,
-                                       manifest_sha256="abc", inputs={}, config=conf))  # fmt: skip
+    write_scores(
+        theirs,
+        scores_record(
+            {"a": (DOCS, BASE)},
+            model="bge-v2-m3-int8",
+            machine=EPYC,
+            manifest_sha256="abc",
+            inputs={},
+            config=conf,
+        ),
+    )
     _fake_scoring(monkeypatch, BASE, XEON)
     verdict = tmp_path / "v" / "agreement.json"
     args = ["int8", "agreement", "--against", str(theirs), "--int8-dir", str(folder)]
@@ -182,9 +212,17 @@ def test_agreement_verdict_with_both_machines_flags(tmp_path: Path, monkeypatch:
     got = json.loads(verdict.read_text())
     assert got["passed"] is False and got["failed"] == ["a"]
     # another precision in the other machine's file: refused before anything is scored
-    write_scores(theirs, scores_record({"a": (DOCS, BASE)}, model="bge-v2-m3-int8", machine=EPYC,
-                                       manifest_sha256="abc", inputs={},
-                                       config={**conf, "inference_precision": "bf16"}))  # fmt: skip
+    write_scores(
+        theirs,
+        scores_record(
+            {"a": (DOCS, BASE)},
+            model="bge-v2-m3-int8",
+            machine=EPYC,
+            manifest_sha256="abc",
+            inputs={},
+            config={**conf, "inference_precision": "bf16"},
+        ),
+    )
     seen = _fake_scoring(monkeypatch, BASE, XEON)
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 1 and "not compared" in res.output and "'bf16'" in res.output

@@ -13,8 +13,16 @@ from bench.int8.calibration import draw_pairs, write_set
 
 
 def _cal(tmp_path: Path, qid: str = "t1") -> Path:
-    cal = draw_pairs({qid: "Frage?"}, [Passage("1#0", "T", "x")], n=1, seed=1, source="t", dev_queries=[],
-                     excluded_passages=[], excluded_name="none")  # fmt: skip
+    cal = draw_pairs(
+        {qid: "Frage?"},
+        [Passage("1#0", "T", "x")],
+        n=1,
+        seed=1,
+        source="t",
+        dev_queries=[],
+        excluded_passages=[],
+        excluded_name="none",
+    )
     path = tmp_path / "cal.json"
     write_set(path, cal)
     return path

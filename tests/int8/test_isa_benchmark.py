@@ -20,8 +20,16 @@ from tests.support.scripts import benchmark
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_int8_isa.py"
 isa = benchmark("bench_int8_isa")
 
-XEON = {"avx512_vnni": True, "avx_vnni": True, "amx_int8": True, "amx_tile": True, "avx512f": True,
-        "avx2": True, "avx512_bf16": True, "amx_bf16": True}  # fmt: skip
+XEON = {
+    "avx512_vnni": True,
+    "avx_vnni": True,
+    "amx_int8": True,
+    "amx_tile": True,
+    "avx512f": True,
+    "avx2": True,
+    "avx512_bf16": True,
+    "amx_bf16": True,
+}
 EPYC = dict.fromkeys(XEON, False) | {"avx2": True}
 
 
@@ -113,8 +121,15 @@ def test_children_read_the_kernels_that_really_ran(tmp_path: Path) -> None:
     words = ["berlin ist die hauptstadt", "hamburg liegt im norden", "der rhein ist ein fluss", "die katze"]
     pairs = [(words[i % 4], words[(i + 1) % 4]) for i in range(12)]
     folder = tmp_path / "q"
-    quantize_model(build_bert(tmp_path / "bert"), folder, task="feature-extraction", pairs=pairs, spec=CHOSEN,
-                   max_length=16, record={})  # fmt: skip
+    quantize_model(
+        build_bert(tmp_path / "bert"),
+        folder,
+        task="feature-extraction",
+        pairs=pairs,
+        spec=CHOSEN,
+        max_length=16,
+        record={},
+    )
     inputs = tmp_path / "inputs.json"
     rows = {"a": {"query": words[0], "passages": words}, "b": {"query": words[2], "passages": words[::-1]}}
     inputs.write_text(json.dumps({"queries": rows}))

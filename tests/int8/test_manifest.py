@@ -22,9 +22,16 @@ def test_cpu_flags_from_cpuinfo(tmp_path: Path) -> None:
     info.write_text("model name\t: Test CPU\nflags\t\t: fpu avx2 avx512f avx512_vnni\n\nflags\t: other\n")
     got = man.cpu_flags(info)
     assert got["cpu_model"] == "Test CPU" and got["vnni"] is True
-    assert got["flags"] == {"avx512_vnni": True, "avx_vnni": False, "amx_int8": False, "amx_tile": False,
-                            "avx512f": True, "avx2": True, "avx512_bf16": False,
-                            "amx_bf16": False}  # fmt: skip
+    assert got["flags"] == {
+        "avx512_vnni": True,
+        "avx_vnni": False,
+        "amx_int8": False,
+        "amx_tile": False,
+        "avx512f": True,
+        "avx2": True,
+        "avx512_bf16": False,
+        "amx_bf16": False,
+    }
     assert got["bf16"] is False
     info.write_text("flags\t: fpu avx2\n")
     assert man.cpu_flags(info)["vnni"] is False
@@ -38,8 +45,14 @@ def _folder(tmp_path: Path) -> Path:
     (folder / "sub").mkdir(parents=True)
     (folder / "model.xml").write_bytes(b"<xml/>")
     (folder / "sub" / "model.bin").write_bytes(bytes(range(256)))
-    man.write_manifest(folder, task="text-classification", spec=CHOSEN, max_length=512, calibration_samples=3,
-                       record={"source_revision": "r"})  # fmt: skip
+    man.write_manifest(
+        folder,
+        task="text-classification",
+        spec=CHOSEN,
+        max_length=512,
+        calibration_samples=3,
+        record={"source_revision": "r"},
+    )
     return folder
 
 

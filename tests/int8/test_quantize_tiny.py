@@ -39,8 +39,15 @@ def test_cross_encoder_path(tiny: Path, tmp_path: Path) -> None:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     out = tmp_path / "q"
-    manifest = quantize_model(tiny, out, task="text-classification", pairs=PAIRS, spec=CHOSEN, max_length=16,
-                              record={"source_model": "tiny", "source_revision": "r0"})  # fmt: skip
+    manifest = quantize_model(
+        tiny,
+        out,
+        task="text-classification",
+        pairs=PAIRS,
+        spec=CHOSEN,
+        max_length=16,
+        record={"source_model": "tiny", "source_revision": "r0"},
+    )
     assert manifest == verify_folder(out)
     assert manifest["calibration_samples"] == manifest["calibration_samples_used"] == len(PAIRS)
     assert manifest["max_length"] == 16
@@ -74,8 +81,15 @@ def test_feature_extraction_path(tiny: Path, tmp_path: Path) -> None:
     from transformers import AutoModel, AutoTokenizer
 
     out = tmp_path / "fe"
-    quantize_model(tiny, out, task="feature-extraction", pairs=PAIRS, spec=CHOSEN, max_length=16,
-                   record={"source_model": "tiny"})  # fmt: skip
+    quantize_model(
+        tiny,
+        out,
+        task="feature-extraction",
+        pairs=PAIRS,
+        spec=CHOSEN,
+        max_length=16,
+        record={"source_model": "tiny"},
+    )
     assert verify_folder(out)["calibration_samples_used"] == 2 * len(PAIRS)  # query and passage of each pair
     model = Int8BiEncoder(out)
     res = model.score(WORDS[5], WORDS)

@@ -18,6 +18,7 @@ def fake(name: str, noise: float) -> FakeReranker:
 
 def test_compare_times_both_models_and_scores_agreement() -> None:
     from scipy.stats import spearmanr  # heavy: not at collection
+
     queries = {f"q{i:02d}": "x" * i for i in range(25)}
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}
@@ -72,8 +73,12 @@ def test_precision_and_isa_stand_next_to_the_speed_up() -> None:
     candidates = {q: [f"{q}-{d}" for d in range(120)] for q in queries}
     texts = {d: d for ds in candidates.values() for d in ds}
     rec = step.compare(fake("fp32", 0.0), fake("int8", 0.0), queries, candidates, texts, {})
-    runtime = {"inference_precision": "f32", "int8_isa": "avx2", "threads": 2,
-               "cpu": {"vnni": False, "bf16": False}}  # fmt: skip
+    runtime = {
+        "inference_precision": "f32",
+        "int8_isa": "avx2",
+        "threads": 2,
+        "cpu": {"vnni": False, "bf16": False},
+    }
     rec.update(step.precision_and_isa(runtime))
     assert (rec["inference_precision"], rec["int8_isa"], rec["cpu_vnni"]) == ("f32", "avx2", False)
     assert rec["openvino_runtime"]["threads"] == 2

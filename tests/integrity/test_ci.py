@@ -38,8 +38,9 @@ def test_ci_runs_exactly_the_readme_command(repo_root: Path) -> None:
     assert "uv sync --locked" in commands
     assert any(c.startswith("python3 -m pip install --quiet uv") for c in commands)
     # no services started (no engine, no server); the container is only linted and validated
-    assert not any(re.search(r"\b(docker(-compose)? (run|up|build|start)|typesense-server|nohup)\b", c)
-                   for c in commands)  # fmt: skip
+    assert not any(
+        re.search(r"\b(docker(-compose)? (run|up|build|start)|typesense-server|nohup)\b", c) for c in commands
+    )
     checks = [c for c in commands if "hadolint" in c or "docker-compose" in c]
     assert checks == [
         "uv run hadolint docker/bench.Dockerfile",

@@ -20,8 +20,14 @@ from bench.codeversion import (
 from bench.errors import BenchError
 from tests.conftest import git
 
-CODE = {"PLAN.md": "# plan\n", "bench/a.py": "a = 1\n", "analysis/b.py": "b = 1\n", "uv.lock": "lock\n",
-        "pyproject.toml": "[project]\n", "README.md": "readme\n"}  # fmt: skip
+CODE = {
+    "PLAN.md": "# plan\n",
+    "bench/a.py": "a = 1\n",
+    "analysis/b.py": "b = 1\n",
+    "uv.lock": "lock\n",
+    "pyproject.toml": "[project]\n",
+    "README.md": "readme\n",
+}
 
 
 def _sha256sum(root: Path, commit: str) -> str:
@@ -32,9 +38,19 @@ def _sha256sum(root: Path, commit: str) -> str:
 
 
 def test_digest_is_the_reviewers_recomputation_and_ignores_outputs(tmp_git_repo: Callable[..., Path]) -> None:
-    root = tmp_git_repo([CODE, {"runs/s/m@100.trec": "q Q0 d 1 1.0 t\n", "results/x.json": "{}\n",
-                                "DEVIATIONS.md": "# d\n", "timestamps/a.ots": "x", "README.md": "new\n"},
-                         {"bench/a.py": "a = 2\n"}])  # fmt: skip
+    root = tmp_git_repo(
+        [
+            CODE,
+            {
+                "runs/s/m@100.trec": "q Q0 d 1 1.0 t\n",
+                "results/x.json": "{}\n",
+                "DEVIATIONS.md": "# d\n",
+                "timestamps/a.ots": "x",
+                "README.md": "new\n",
+            },
+            {"bench/a.py": "a = 2\n"},
+        ]
+    )
     first, outputs, code = (git(root, "rev-parse", f"HEAD~{n}").strip() for n in (2, 1, 0))
     assert code_digest(root, first) == _sha256sum(root, first)
     assert code_digest(root, first) == code_digest(root, outputs)  # only outputs and docs changed

@@ -14,10 +14,21 @@ from pathlib import Path
 from tests.integrity.test_function_imports import HEAVY_INTERNAL, imported_names
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY_AT_COLLECTION = frozenset({
-    "torch", "transformers", "sentence_transformers", "optimum", "openvino", "nncf", "matplotlib", "scipy",
-    "statsmodels", "pandas", "sklearn",
-})  # fmt: skip
+HEAVY_AT_COLLECTION = frozenset(
+    {
+        "torch",
+        "transformers",
+        "sentence_transformers",
+        "optimum",
+        "openvino",
+        "nncf",
+        "matplotlib",
+        "scipy",
+        "statsmodels",
+        "pandas",
+        "sklearn",
+    }
+)
 
 
 def _top_level_imports(path: Path) -> list[tuple[int, str]]:

@@ -17,16 +17,55 @@ from tests.integrity.test_readme_phases import phase_rows
 
 # Options of `docker compose run` that no `bench`/`analysis` command takes: after the service they are
 # the container's arguments, never compose's. (`--publish` is left out: `bench` has an option of that name.)
-COMPOSE_ONLY = frozenset({
-    "--rm", "--entrypoint", "--no-deps", "--service-ports", "--use-aliases", "--remove-orphans", "--volume",
-    "--workdir", "--user", "--env", "--name", "--detach", "--build", "--pull", "--label", "--interactive",
-    "--tty", "--no-TTY", "--cap-add", "--cap-drop", "--quiet-pull", "-T",
-})  # fmt: skip
+COMPOSE_ONLY = frozenset(
+    {
+        "--rm",
+        "--entrypoint",
+        "--no-deps",
+        "--service-ports",
+        "--use-aliases",
+        "--remove-orphans",
+        "--volume",
+        "--workdir",
+        "--user",
+        "--env",
+        "--name",
+        "--detach",
+        "--build",
+        "--pull",
+        "--label",
+        "--interactive",
+        "--tty",
+        "--no-TTY",
+        "--cap-add",
+        "--cap-drop",
+        "--quiet-pull",
+        "-T",
+    }
+)
 # Options of `docker compose run` that take a value (the next word, unless written --opt=value).
-WITH_VALUE = frozenset({
-    "--entrypoint", "--volume", "-v", "--workdir", "-w", "--user", "-u", "--env", "-e", "--name", "--label",
-    "-l", "--publish", "-p", "--pull", "--cap-add", "--cap-drop", "--env-from-file",
-})  # fmt: skip
+WITH_VALUE = frozenset(
+    {
+        "--entrypoint",
+        "--volume",
+        "-v",
+        "--workdir",
+        "-w",
+        "--user",
+        "-u",
+        "--env",
+        "-e",
+        "--name",
+        "--label",
+        "-l",
+        "--publish",
+        "-p",
+        "--pull",
+        "--cap-add",
+        "--cap-drop",
+        "--env-from-file",
+    }
+)
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*$|^<.*>$")  # SERVICE, <service>: the document's own placeholder
 CODE = re.compile(r"`([^`\n]+)`")
 

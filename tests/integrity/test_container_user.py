@@ -32,6 +32,7 @@ from tests.integrity.test_docker import compose, tool
 def compose_binary() -> str:
     return tool("docker-compose")
 
+
 MOUNT = "/study"  # compose.yaml: `- .:/study`
 
 
@@ -73,10 +74,22 @@ def test_the_documented_env_line_sets_the_user(repo_root: Path, tmp_path: Path) 
     subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True)
     env = {k: v for k, v in os.environ.items() if k not in ("UID", "GID")}
     result = subprocess.run(
-        [compose_binary(), "-f", str(tmp_path / "compose.yaml"), "--project-directory", str(tmp_path),
-         "config", "--format", "json"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            compose_binary(),
+            "-f",
+            str(tmp_path / "compose.yaml"),
+            "--project-directory",
+            str(tmp_path),
+            "config",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     bench = json.loads(result.stdout)["services"]["bench"]
     assert bench["user"] == f"{os.getuid()}:{os.getgid()}"

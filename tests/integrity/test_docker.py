@@ -114,7 +114,10 @@ def test_pin_digests_script(repo_root: Path) -> None:
     ).stdout.split()
     assert len(refs) == 3 and refs[0].startswith("docker/dockerfile:") and refs[2] == plan.TYPESENSE_IMAGE
     text = script.read_text(encoding="utf-8")
-    assert all(line in text for line in (
-        "  sed -n '1s/^# syntax=\\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' docker/bench.Dockerfile",
-        "  sed -n 's/^ARG PYTHON_IMAGE=\\(.*\\)$/\\1/p' docker/bench.Dockerfile",
-    ))  # fmt: skip
+    assert all(
+        line in text
+        for line in (
+            "  sed -n '1s/^# syntax=\\(.*@sha256:[0-9a-f]\\{64\\}\\)$/\\1/p' docker/bench.Dockerfile",
+            "  sed -n 's/^ARG PYTHON_IMAGE=\\(.*\\)$/\\1/p' docker/bench.Dockerfile",
+        )
+    )

@@ -136,7 +136,9 @@ def test_every_page_of_docs_is_linked_from_readme(repo_root: Path) -> None:
     assert not missing, f"docs pages README.md does not link: {missing}"
 
 
-@pytest.mark.parametrize("section", ["## Status of the study", "## Set-up", "## Who reads what",
-                                     "## Map of the repository", "## Licences"])  # fmt: skip
+@pytest.mark.parametrize(
+    "section",
+    ["## Status of the study", "## Set-up", "## Who reads what", "## Map of the repository", "## Licences"],
+)
 def test_readme_has_the_front_door_sections(repo_root: Path, section: str) -> None:
     assert (repo_root / "README.md").read_text(encoding="utf-8").count(f"\n{section}\n") == 1

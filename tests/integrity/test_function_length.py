@@ -62,10 +62,15 @@ def body(lines: int, indent: str = "    ") -> str:
 
 def test_the_count_sees_methods_nested_and_async_functions(tmp_path: Path) -> None:
     source = (
-        "def fits():\n" + body(69)  # lines 1-70: 70 lines, allowed
-        + "\n@decorated\ndef over():\n" + body(70)  # def at 73: 71 lines, the decorator not counted
-        + "\nclass C:\n    async def method(self):\n" + body(70, " " * 8)  # def at 146: 71 lines
-        + "\ndef outer():\n    def inner():\n" + body(70, " " * 8) + "    return inner\n"  # 218: 73; 219: 71
+        "def fits():\n"
+        + body(69)  # lines 1-70: 70 lines, allowed
+        + "\n@decorated\ndef over():\n"
+        + body(70)  # def at 73: 71 lines, the decorator not counted
+        + "\nclass C:\n    async def method(self):\n"
+        + body(70, " " * 8)  # def at 146: 71 lines
+        + "\ndef outer():\n    def inner():\n"
+        + body(70, " " * 8)
+        + "    return inner\n"  # 218: 73; 219: 71
     )
     (tmp_path / "pkg" / "sub").mkdir(parents=True)
     (tmp_path / "pkg" / "sub" / "m.py").write_text("\ufeff" + source, encoding="utf-8")  # a BOM is read

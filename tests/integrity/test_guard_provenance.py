@@ -106,8 +106,14 @@ def test_manifest_fields(guarded: Path) -> None:
 
 def test_manifest_outside_git(tmp_path: Path) -> None:
     m = collect_manifest(kind="test", root=tmp_path)
-    assert m["git"] == {"commit": None, "dirty": None, "dirty_paths": None, "code_digest": None,
-                        "code_paths": list(CODE_PATHS), "code_dirty_paths": None}  # fmt: skip
+    assert m["git"] == {
+        "commit": None,
+        "dirty": None,
+        "dirty_paths": None,
+        "code_digest": None,
+        "code_paths": list(CODE_PATHS),
+        "code_dirty_paths": None,
+    }
     assert m["plan_sha256"] is None and m["timestamp"] == {}
 
 

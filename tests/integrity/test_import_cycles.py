@@ -25,8 +25,9 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def test_bench_and_analysis_have_no_import_cycle(counter: ModuleType,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_and_analysis_have_no_import_cycle(
+    counter: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
     modules = counter.module_files()
     assert "bench.cli" in modules and "analysis.report" in modules and len(modules) > 150
     found = counter.cycles(counter.edges(modules))
@@ -35,17 +36,21 @@ def test_bench_and_analysis_have_no_import_cycle(counter: ModuleType,
     assert capsys.readouterr().out.endswith("0 import cycle(s)\n")
 
 
-def test_cycles_inside_functions_and_type_checking_count(counter: ModuleType, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    root = write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/a.py": "from pkg.b import x\n",
-        "pkg/b.py": "x = 1\n\n\ndef f():\n    from pkg import a\n    return a\n",  # a -> b -> a (in f)
-        "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import Y\n",
-        "pkg/d.py": "from . import c\nY = c\n",  # relative import, closing c -> d -> c
-        "pkg/e.py": "import pkg.a\n",  # no cycle through e
-        "pkg/sub/__init__.py": "from .. import e\n",
-    })
+def test_cycles_inside_functions_and_type_checking_count(
+    counter: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.b import x\n",
+            "pkg/b.py": "x = 1\n\n\ndef f():\n    from pkg import a\n    return a\n",  # a -> b -> a (in f)
+            "pkg/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.d import Y\n",
+            "pkg/d.py": "from . import c\nY = c\n",  # relative import, closing c -> d -> c
+            "pkg/e.py": "import pkg.a\n",  # no cycle through e
+            "pkg/sub/__init__.py": "from .. import e\n",
+        },
+    )
     modules = counter.module_files(root, ("pkg",))
     assert sorted(modules) == ["pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.e", "pkg.sub"]
     graph = counter.edges(modules)

@@ -92,5 +92,9 @@ def test_the_rule_catches_each_kind(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     got = [o.split(" ", 1)[0] for o in offences(bad, tmp_path)]
-    assert got == ["tests/x/test_bad.py:3", "tests/x/test_bad.py:5", "tests/x/test_bad.py:9",
-                   "tests/x/test_bad.py:10"]  # fmt: skip
+    assert got == [
+        "tests/x/test_bad.py:3",
+        "tests/x/test_bad.py:5",
+        "tests/x/test_bad.py:9",
+        "tests/x/test_bad.py:10",
+    ]

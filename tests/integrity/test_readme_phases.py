@@ -10,10 +10,20 @@ from pathlib import Path
 from bench.cli import COMMANDS
 
 NEW_PHASES = (
-    "bench latency gpu", "bench latency cpu", "bench latency api", "bench latency first-stage",
-    "bench int8 calibration-set", "bench int8 quantize", "bench int8 agreement", "bench judged prepare",
-    "bench judged run", "analysis judged", "--prices", "bench audit", "bench reproduce",
-)  # fmt: skip
+    "bench latency gpu",
+    "bench latency cpu",
+    "bench latency api",
+    "bench latency first-stage",
+    "bench int8 calibration-set",
+    "bench int8 quantize",
+    "bench int8 agreement",
+    "bench judged prepare",
+    "bench judged run",
+    "analysis judged",
+    "--prices",
+    "bench audit",
+    "bench reproduce",
+)
 
 
 PHASES_DOC = Path("docs") / "phases.md"

@@ -16,15 +16,26 @@ PATHS = {p.replace("\\|", "|") for p in re.findall(r"^\| `([^`]+)`", README, fla
 
 
 def _template(path: str) -> str:
-    return (path.replace("/gpu/", "/<kind>/").replace("/S/", "/<session>/").replace("/T/", "/<target>/")
-            .replace("k20-pass1", "k<k>-pass<p>"))  # fmt: skip
+    return (
+        path.replace("/gpu/", "/<kind>/")
+        .replace("/S/", "/<session>/")
+        .replace("/T/", "/<target>/")
+        .replace("k20-pass1", "k<k>-pass<p>")
+    )
 
 
 def test_latency_layout_is_the_codes() -> None:
-    written = {_template("latency/" + block_relpath(published=p, kind="gpu", session="S", target="T", k=20,
-                                                    pass_=1).as_posix()) for p in (True, False)}  # fmt: skip
-    assert written == {"latency/published/<kind>/<session>/<target>/k<k>-pass<p>.json",
-                       "latency/not-published/<kind>/<session>/<target>/k<k>-pass<p>.json"}  # fmt: skip
+    written = {
+        _template(
+            "latency/"
+            + block_relpath(published=p, kind="gpu", session="S", target="T", k=20, pass_=1).as_posix()
+        )
+        for p in (True, False)
+    }
+    assert written == {
+        "latency/published/<kind>/<session>/<target>/k<k>-pass<p>.json",
+        "latency/not-published/<kind>/<session>/<target>/k<k>-pass<p>.json",
+    }
     assert "latency/<published|not-published>/<kind>/<session>/<target>/k<k>-pass<p>.json" in PATHS
 
 
@@ -46,7 +57,13 @@ def test_every_file_of_the_report_is_documented() -> None:
     from analysis.report import REPORT_ENTRIES, SECTIONS
 
     owned = {*REPORT_ENTRIES, *(e for s in SECTIONS for e in s.entries)} - {"quality", "figures"}
-    assert owned == {"report.md", "latency-summary", "costs.json", "pitfalls.json", "judged.json",
-                     "int8-quality.json"}  # fmt: skip
+    assert owned == {
+        "report.md",
+        "latency-summary",
+        "costs.json",
+        "pitfalls.json",
+        "judged.json",
+        "int8-quality.json",
+    }
     for entry in owned:
         assert any(p == entry or p.startswith(entry + "/") for p in PATHS), entry

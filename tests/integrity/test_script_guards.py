@@ -12,8 +12,12 @@ from pathlib import Path
 
 # what may run at module level: it has no effect beyond the module's own definitions
 SAFE_CALLS = {
-    "sys.path.insert", "sys.path.append", "matplotlib.use", "os.environ.setdefault", "os.environ.pop",
-}  # fmt: skip
+    "sys.path.insert",
+    "sys.path.append",
+    "matplotlib.use",
+    "os.environ.setdefault",
+    "os.environ.pop",
+}
 
 
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

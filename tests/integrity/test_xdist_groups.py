@@ -28,8 +28,9 @@ def test_each_module_runs_on_one_worker(tmp_path: Path) -> None:
     and xdist's own loadgroup they were spread over both)."""
     inner = str(tmp_path / "inner")  # its own temporary folders, apart from this session's
     args = ["-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider", "--basetemp", inner]
-    done = subprocess.run([sys.executable, "-m", "pytest", *args, *FILES], cwd=ROOT, capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, *FILES], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, path in re.findall(r"\[(gw\d+)\].*PASSED (\S+?)::", done.stdout):

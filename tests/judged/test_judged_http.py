@@ -106,8 +106,13 @@ def test_429_529_500_and_a_stall_are_retried_with_backoff_recorded(
     run(prepared, client, waits)
     rec = journal(prepared)[0]
     outcomes = [(a["outcome"], a["http_status"]) for a in rec["attempts"]]
-    assert outcomes == [("http-error", 429), ("http-error", 529), ("http-error", 500), ("timeout", None),
-                        ("answer", 200)]  # fmt: skip
+    assert outcomes == [
+        ("http-error", 429),
+        ("http-error", 529),
+        ("http-error", 500),
+        ("timeout", None),
+        ("answer", 200),
+    ]
     assert rec["attempts"][0]["retry_after_s"] == 7.0 and rec["attempts"][0]["request_id"] == "req_err_1"
     assert waits == [7.0, backoff_s(2, None), backoff_s(3, None), backoff_s(4, None)]
     assert [a["wait_s"] for a in rec["attempts"]] == [*waits, None]

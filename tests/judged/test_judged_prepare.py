@@ -190,10 +190,25 @@ def test_prepare_from_committed_runs_without_the_study_directory(
     assert res.exit_code == 1 and "gte-base@100.trec: changed since its commit" in res.output
     git(root, "checkout", "--", ".")
 
-    listed = [{"stage": "hybrid-71k", "model": m, "depth": 100, "sha256": sha256_file(runs / "hybrid-71k" /
-               f"{m}@100.trec"), "path": f"/work/runs/hybrid-71k/{m}@100.trec"} for m in hybrid]  # fmt: skip
-    listed.append({"stage": "keyword-full", "model": "bge-v2-m3", "depth": 100, "path": "/work/x",
-                   "sha256": sha256_file(runs / "keyword-full" / "bge-v2-m3@100.trec")})  # fmt: skip
+    listed = [
+        {
+            "stage": "hybrid-71k",
+            "model": m,
+            "depth": 100,
+            "sha256": sha256_file(runs / "hybrid-71k" / f"{m}@100.trec"),
+            "path": f"/work/runs/hybrid-71k/{m}@100.trec",
+        }
+        for m in hybrid
+    ]
+    listed.append(
+        {
+            "stage": "keyword-full",
+            "model": "bge-v2-m3",
+            "depth": 100,
+            "path": "/work/x",
+            "sha256": sha256_file(runs / "keyword-full" / "bge-v2-m3@100.trec"),
+        }
+    )
     container = tmp_path / "container-study"
     container.mkdir()
     (container / "manifest.json").write_text(json.dumps({"study": {}, "sessions": [{"runs": listed}]}))
@@ -229,8 +244,11 @@ def test_models_are_rated_by_their_check_in_the_quality_sessions_setting(tmp_pat
     assert setting == ("cpu", None)
     groups, _ = plan_groups(runs, QRELS, checks_dir=checks, study_dir=st, setting=setting)
     assert [g.group for g in groups] == [
-        "hybrid-71k/gte-base@100", "hybrid-71k/bge-v2-m3@100", "hybrid-71k/qwen3-0.6b@100",
-        "keyword-full/bge-v2-m3@100"]  # fmt: skip
+        "hybrid-71k/gte-base@100",
+        "hybrid-71k/bge-v2-m3@100",
+        "hybrid-71k/qwen3-0.6b@100",
+        "keyword-full/bge-v2-m3@100",
+    ]
     # a CUDA quality study (the default, no study on this machine) is never rated by a CPU check
     with pytest.raises(BenchError, match="passed on device cpu, dtype float32"):
         plan_groups(runs, QRELS, checks_dir=checks, study_dir=st, setting=quality_setting(tmp_path / "none"))

@@ -36,7 +36,11 @@ def test_selection_groups_controls_duplicates_and_shuffle() -> None:
     sel = select(groups, qrels, per_group=4, control_relevant=2, control_not_relevant=2)
     by_group = {g.group: g for g in sel.groups}
     assert [g.group for g in sel.groups] == [
-        "hybrid-71k/m-a@100", "hybrid-71k/m-b@100", "control-relevant", "control-not-relevant"]  # fmt: skip
+        "hybrid-71k/m-a@100",
+        "hybrid-71k/m-b@100",
+        "control-relevant",
+        "control-not-relevant",
+    ]
     assert by_group["hybrid-71k/m-a@100"].candidates == 6 and len(by_group["hybrid-71k/m-a@100"].drawn) == 4
     assert by_group["hybrid-71k/m-b@100"].candidates == 12  # u1 and u3 at ranks 1, 2
     for key in by_group["control-relevant"].drawn:

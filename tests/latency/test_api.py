@@ -37,16 +37,33 @@ def test_api_blocks_with_retries_failures_and_billed_tokens(tmp_path: Path) -> N
         server.by_query["wer war nummer 3"] = [Reply(200, delay_s=0.03)]
 
         def make(model: str) -> Any:
-            return VoyageReranker(model, api_key="k-TEST", base_url=server.url, max_attempts=3, backoff_s=0.0,
-                                  sleep=waits.append)  # fmt: skip
+            return VoyageReranker(
+                model,
+                api_key="k-TEST",
+                base_url=server.url,
+                max_attempts=3,
+                backoff_s=0.0,
+                sleep=waits.append,
+            )
 
         session = new_session("no", server.url, "test", None)
-        measure_api(["voyage-rerank-3"], (20, 100), inputs(), session, out_root=tmp_path, runs_dir=None,
-                    stage="hybrid-71k", manifest={"host": {"hostname": "box"}}, make_reranker=make,
-                    host=quiet_host)  # fmt: skip
+        measure_api(
+            ["voyage-rerank-3"],
+            (20, 100),
+            inputs(),
+            session,
+            out_root=tmp_path,
+            runs_dir=None,
+            stage="hybrid-71k",
+            manifest={"host": {"hostname": "box"}},
+            make_reranker=make,
+            host=quiet_host,
+        )
     blocks = read_blocks(tmp_path)
     assert [(b.kind, b.target, b.k, b.published) for b in blocks] == [
-        ("api", "voyage-rerank-3", 20, True), ("api", "voyage-rerank-3", 100, True)]  # fmt: skip
+        ("api", "voyage-rerank-3", 20, True),
+        ("api", "voyage-rerank-3", 100, True),
+    ]
     b20, b100 = blocks
     assert b20.api is not None and b20.api["training_opt_out"] == "no" and b20.api["time_of_day"] == "test"
     assert len(b20.api["connect_ns"]) == 5 and all(
@@ -94,10 +111,22 @@ def test_the_endpoint_is_voyage_base_url_as_for_every_other_voyage_phase(
     monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: inputs(n=2, k=20))
     with FakeVoyage(score=first_stage_order) as server:
         monkeypatch.setenv("VOYAGE_BASE_URL", server.url)
-        req = ApiRequest(opt_out="yes", label="test", session=None, base_url=None,
-                         models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
-                         allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
-                         checks_dir=root)  # fmt: skip
+        req = ApiRequest(
+            opt_out="yes",
+            label="test",
+            session=None,
+            base_url=None,
+            models=("voyage-rerank-3",),
+            depths=(20,),
+            stage="hybrid-71k",
+            allow_busy=True,
+            allow_unrated=True,
+            root=root,
+            out_root=out,
+            first_stage_dir=root,
+            runs_dir=root,
+            checks_dir=root,
+        )
         run_api(req, host=quiet_host)
     assert sorted(r["json"]["query"] for r in server.requests) == ["wer war nummer 0", "wer war nummer 1"]
     (block,) = read_blocks(out)

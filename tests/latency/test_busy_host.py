@@ -86,12 +86,18 @@ def neighbour() -> Iterator[int]:
     """A process spinning on a core that is not ours: started through a launcher that exits at once, so it
     is nobody's child here (as a neighbour on the host is); it ends itself after 60 s, and here at the end."""
     launcher = subprocess.run(
-        [sys.executable, "-c",
-         "import subprocess, sys\n"
-         f"p = subprocess.Popen([sys.executable, '-c', {SPIN!r}], stdin=subprocess.DEVNULL, "
-         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(p.pid)"],
-        capture_output=True, text=True, check=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys\n"
+            f"p = subprocess.Popen([sys.executable, '-c', {SPIN!r}], stdin=subprocess.DEVNULL, "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(p.pid)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     pid = int(launcher.stdout)
     try:
         yield pid
@@ -150,9 +156,10 @@ def test_run_block_judges_by_other_processes(tmp_path: Path) -> None:
     """Over the block our own threads used 7.8 cores of 8 and the load average is 7.9: not busy; other
     processes' 0.1 cores decide."""
     block, measured = run_block(
-        spec(), RerankerCaller(ordered_fake(), WallTimer()),
+        spec(),
+        RerankerCaller(ordered_fake(), WallTimer()),
         env(tmp_path, host=host_sequence(0.1, load1=7.9, own=7.8)),
-    )  # fmt: skip
+    )
     assert measured and not any("busy" in m or "load" in m for m in block.marks)
     assert block.host_after["foreign"]["cores"] == pytest.approx(0.1)
     assert block.host_after["foreign"]["own_cpu_s"] == pytest.approx(7.8)
@@ -196,9 +203,14 @@ def test_the_run_is_judged_once_before_its_first_block() -> None:
     state, mark = judge_before_run("bench latency gpu", allow_busy=True, state=lambda: busy)
     assert state is busy and mark is not None and "measured anyway" in mark
     with neighbour() as pid:
+
         def real() -> dict[str, Any]:
-            return host_state(foreign=lambda: measure_foreign_load(
-                wait=wait_until(lambda: cpu_of(pid), NEEDED_CPU_S), clock=fixed_clock(1.0)))
+            return host_state(
+                foreign=lambda: measure_foreign_load(
+                    wait=wait_until(lambda: cpu_of(pid), NEEDED_CPU_S), clock=fixed_clock(1.0)
+                )
+            )
+
         half = lambda: {**real(), "cpu_count": 0.5}  # noqa: E731  (the limit: 0.25 cores)
         before, mark = judge_before_run("the run", allow_busy=True, state=half)
     assert before["foreign"]["cpu_s"] >= NEEDED_CPU_S - SLACK_S and mark is not None
@@ -223,9 +235,7 @@ def test_our_own_busy_threads_and_children_are_not_foreign() -> None:
         # what our spinners used inside the window: read between the window's two counter readings (CPU they
         # used just before or after the window is outside it, and on a busy host that is not small)
         inside: list[float] = []
-        own = measure_foreign_load(
-            wait=wait_until(used, NEEDED_CPU_S, seen=inside), clock=fixed_clock(1.0)
-        )
+        own = measure_foreign_load(wait=wait_until(used, NEEDED_CPU_S, seen=inside), clock=fixed_clock(1.0))
         spun = inside[0]
         # the same window on a host where nothing else runs: the host's busy time is ours alone
         alone = measure_foreign_load(

@@ -36,8 +36,15 @@ class OutOfMemoryModel(ChunkedTorchReranker):
     """A chunked adapter whose forward pass runs out of memory above ``LIMIT`` pairs (or once, on demand)."""
 
     def __init__(self) -> None:
-        meta = RerankerMeta(id="gte-base", model="test/oom", revision="0" * 40, dtype="float32", device="cpu",
-                            chunk_size=None, listwise=False)  # fmt: skip
+        meta = RerankerMeta(
+            id="gte-base",
+            model="test/oom",
+            revision="0" * 40,
+            dtype="float32",
+            device="cpu",
+            chunk_size=None,
+            listwise=False,
+        )
         super().__init__(meta)
         self.forward_sizes: list[int] = []
         self.fail_next = False
@@ -67,12 +74,28 @@ def _inputs() -> Inputs:
 
 
 def _measure(root: Path, adapter: OutOfMemoryModel, inputs: Inputs, nvml: bool = False) -> None:
-    settings = Settings(preset=PRESETS["gpu"], machine="stand-in", session="stand-in", out_root=root,
-                        runs_dir=None, stage="hybrid-71k", allow_busy=True)  # fmt: skip
+    settings = Settings(
+        preset=PRESETS["gpu"],
+        machine="stand-in",
+        session="stand-in",
+        out_root=root,
+        runs_dir=None,
+        stage="hybrid-71k",
+        allow_busy=True,
+    )
     gpu = GpuProbe(FakeNvml([])) if nvml else None
-    measure_all(["gte-base"], settings, inputs, timer=WallTimer(), manifest={"kind": "test"}, refused={},
-                sampler=_sampler_factory("gpu", 0.01, gpu), stream=io.StringIO(), load=lambda m: adapter,
-                host=quiet_host)  # fmt: skip
+    measure_all(
+        ["gte-base"],
+        settings,
+        inputs,
+        timer=WallTimer(),
+        manifest={"kind": "test"},
+        refused={},
+        sampler=_sampler_factory("gpu", 0.01, gpu),
+        stream=io.StringIO(),
+        load=lambda m: adapter,
+        host=quiet_host,
+    )
 
 
 def test_one_chunk_size_per_model_across_passes_k_and_a_resume(tmp_path: Path) -> None:

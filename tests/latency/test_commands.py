@@ -188,9 +188,21 @@ def test_api_session_resumed_with_other_code_is_refused(
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
     monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: None)
-    req = ApiRequest(opt_out="yes", label=None, session="20261201T0815Z-morning", base_url="http://127.0.0.1:9",
-                     models=("voyage-rerank-3",), depths=(20,), stage="hybrid-71k", allow_busy=True,
-                     allow_unrated=True, root=root, out_root=out, first_stage_dir=root, runs_dir=root,
-                     checks_dir=root)  # fmt: skip
+    req = ApiRequest(
+        opt_out="yes",
+        label=None,
+        session="20261201T0815Z-morning",
+        base_url="http://127.0.0.1:9",
+        models=("voyage-rerank-3",),
+        depths=(20,),
+        stage="hybrid-71k",
+        allow_busy=True,
+        allow_unrated=True,
+        root=root,
+        out_root=out,
+        first_stage_dir=root,
+        runs_dir=root,
+        checks_dir=root,
+    )
     with pytest.raises(BenchError, match="this finished block was measured by other code"):
         run_api(req)

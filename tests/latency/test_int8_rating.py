@@ -20,8 +20,12 @@ from bench.latency.presets import INT8_ID
 
 def _verdict(path: Path, *, passed: bool, manifest: str = "abc") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"format": VERDICT_FORMAT, "passed": passed, "failed": [] if passed else ["q7"],
-            "int8_manifest_sha256": manifest}  # fmt: skip
+    body = {
+        "format": VERDICT_FORMAT,
+        "passed": passed,
+        "failed": [] if passed else ["q7"],
+        "int8_manifest_sha256": manifest,
+    }
     path.write_text(json.dumps(body))
     return path
 
@@ -71,8 +75,10 @@ def test_agreement_for_another_quantised_folder_is_not_a_rating(tmp_path: Path) 
 def test_published_cpu_latency_names_what_the_int8_variant_lacks(tmp_path: Path) -> None:
     out = tmp_path / "latency"
     checks = tmp_path / "c"
-    r = CliRunner().invoke(cli, ["latency", "cpu", "--published", "--models", INT8_ID, "--out", str(out),
-                                 "--checks", str(checks)])  # fmt: skip
+    r = CliRunner().invoke(
+        cli,
+        ["latency", "cpu", "--published", "--models", INT8_ID, "--out", str(out), "--checks", str(checks)],
+    )
     assert r.exit_code == 1, r.output
     assert f"{INT8_ID} is not rated (rated by bge-v2-m3's adapter check" in r.output
     # the int8 variant runs on the CPU: its base model's check must be the CPU one

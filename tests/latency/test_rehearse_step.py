@@ -41,8 +41,16 @@ def test_step_measures_10_sampled_queries_at_k20_and_k100(tmp_path: Path) -> Non
     queries, texts = make_rehearsal(tmp_path, 30)
     fake = ordered_fake()
     assert REHEARSAL_MODELS == (REHEARSAL_MODEL, "bm25-standin")  # both timed in a rehearsal
-    out = latency_step(tmp_path, queries, texts, "vector-71k", stream=io.StringIO(), log=lambda m: None,
-                       load=lambda m: fake, models=(REHEARSAL_MODEL,))  # fmt: skip
+    out = latency_step(
+        tmp_path,
+        queries,
+        texts,
+        "vector-71k",
+        stream=io.StringIO(),
+        log=lambda m: None,
+        load=lambda m: fake,
+        models=(REHEARSAL_MODEL,),
+    )
     assert len(fake.calls) == 2 * (5 + 10)  # the rehearsal's budget: 5 warm-up and 10 measured calls per k
     assert sorted(out["fp32_ns"]) == [20, 100] and len(out["fp32_ns"][100]) == 10
     assert set(out["fp32_ns"][20]) == set(out["fp32_ns"][100]) == set(out["query_ids"])

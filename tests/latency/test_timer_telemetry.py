@@ -125,10 +125,19 @@ class FakeNvml:
 def test_nvml_probe_fields_and_busy_gpu_refusal() -> None:
     probe = GpuProbe(FakeNvml([]))
     (dev,) = probe.sample()
-    assert dev == {"index": 0, "name": "RTX 5070 Ti", "sm_clock_mhz": 2800, "mem_clock_mhz": 14001,
-                   "temperature_c": 41, "power_w": 31.5, "pstate": None, "utilization_pct": 3,
-                   "memory_used_mib": 512.0, "clock_event_reasons": 0x24,
-                   "clock_event_names": ["sw_power_cap", "sw_thermal_slowdown"]}  # fmt: skip
+    assert dev == {
+        "index": 0,
+        "name": "RTX 5070 Ti",
+        "sm_clock_mhz": 2800,
+        "mem_clock_mhz": 14001,
+        "temperature_c": 41,
+        "power_w": 31.5,
+        "pstate": None,
+        "utilization_pct": 3,
+        "memory_used_mib": 512.0,
+        "clock_event_reasons": 0x24,
+        "clock_event_names": ["sw_power_cap", "sw_thermal_slowdown"],
+    }
     require_free_gpu(probe)
     held = GpuProbe(FakeNvml([SimpleNamespace(pid=4242, usedGpuMemory=2**30)]))
     with pytest.raises(BenchError, match="another process holds the GPU \\(pid 4242 on GPU 0\\)"):

@@ -32,10 +32,24 @@ def main(argv: list[str]) -> int:
 
     plan = Path(__file__).resolve().parents[2] / "PLAN.md"
     try:
-        study = Study.start(study_dir, kind="rehearsal", plan_path=plan, params={"test": 1},
-                            provenance={"git": {"commit": None}}, preflight=None)  # fmt: skip
-        execute(study, sources=sources, queries=queries, texts=texts, load=load, spec=SPEC, runs_dir=runs_dir,
-                resume_hint="rerun the test script")  # fmt: skip
+        study = Study.start(
+            study_dir,
+            kind="rehearsal",
+            plan_path=plan,
+            params={"test": 1},
+            provenance={"git": {"commit": None}},
+            preflight=None,
+        )
+        execute(
+            study,
+            sources=sources,
+            queries=queries,
+            texts=texts,
+            load=load,
+            spec=SPEC,
+            runs_dir=runs_dir,
+            resume_hint="rerun the test script",
+        )
     except BenchError as exc:
         print(exc.message, file=sys.stderr)
         return exc.exit_code

@@ -51,8 +51,9 @@ def test_check2_fails_on_a_wrong_ndcg(written: Written, monkeypatch: pytest.Monk
     assert "plan check 2 failed" in message and "hybrid-71k/m@100" in message
 
 
-def test_check2_without_pytrec_eval_is_not_a_pass(written: tuple[list[RunFileInfo], Path],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_check2_without_pytrec_eval_is_not_a_pass(
+    written: tuple[list[RunFileInfo], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import analysis.pytrec_check as pc
 
     def missing() -> None:

@@ -53,12 +53,29 @@ def test_compare_runs_applies_analysis_rules(tmp_path: Path) -> None:
     first = tmp_path / "first-stage" / "hybrid-71k.trec"
     first.parent.mkdir()
     write_run(first, same, tag="hybrid-71k")
-    ok = compare_runs("determinism", tmp_path / "a", tmp_path / "b", stage="hybrid-71k", models=["m"],
-                      depths=[100], qrels_path=qrels, first_stage=first)  # fmt: skip
+    ok = compare_runs(
+        "determinism",
+        tmp_path / "a",
+        tmp_path / "b",
+        stage="hybrid-71k",
+        models=["m"],
+        depths=[100],
+        qrels_path=qrels,
+        first_stage=first,
+    )
     assert len(ok) == 1 and ok[0]["passed"] and ok[0]["difference_points"] == 0.0
     assert ok[0]["reordering_breaks"] == [] and ok[0]["first_stage"] == str(first)
-    bad = compare_runs("dtype", tmp_path / "a", tmp_path / "c", stage="hybrid-71k", models=["m"],
-                       depths=[100], qrels_path=qrels, first_stage=first, qids=["q2"])  # fmt: skip
+    bad = compare_runs(
+        "dtype",
+        tmp_path / "a",
+        tmp_path / "c",
+        stage="hybrid-71k",
+        models=["m"],
+        depths=[100],
+        qrels_path=qrels,
+        first_stage=first,
+        qids=["q2"],
+    )
     assert bad[0]["queries"] == 1 and not bad[0]["passed"] and bad[0]["reordering_breaks"] == []
     assert abs(bad[0]["first"] - 1 / math.log2(3)) < 1e-12  # q2: relevant passage at rank 2
 
@@ -79,16 +96,32 @@ def test_determinism_and_dtype_refuse_a_run_with_a_foreign_candidate(tmp_path: P
         p.parent.mkdir(parents=True)
         write_run(p, run, tag="hybrid-71k/m@100")
     for kind in ("determinism", "dtype"):
-        got = compare_runs(kind, tmp_path / "a", tmp_path / "b", stage="hybrid-71k", models=["m"],
-                           depths=[100], qrels_path=qrels, first_stage=first)  # fmt: skip
+        got = compare_runs(
+            kind,
+            tmp_path / "a",
+            tmp_path / "b",
+            stage="hybrid-71k",
+            models=["m"],
+            depths=[100],
+            qrels_path=qrels,
+            first_stage=first,
+        )
         assert got[0]["difference_points"] == 0.0 and got[0]["passed"] is False
         (msg,) = got[0]["reordering_breaks"]
         assert str(tmp_path / "b" / "hybrid-71k" / "m@100.trec") in msg and "'99#0'" in msg
         decision = decide(got, [("m", 100)], {})
         assert decision["exit_code"] == 1 and decision["failed"] == ["m@100"]
         assert "m@100: reordering invariant broken: " in format_verdicts(got, decision)
-    missing = compare_runs("determinism", tmp_path / "a", tmp_path / "a", stage="hybrid-71k", models=["m"],
-                           depths=[100], qrels_path=qrels, first_stage=tmp_path / "none.trec")  # fmt: skip
+    missing = compare_runs(
+        "determinism",
+        tmp_path / "a",
+        tmp_path / "a",
+        stage="hybrid-71k",
+        models=["m"],
+        depths=[100],
+        qrels_path=qrels,
+        first_stage=tmp_path / "none.trec",
+    )
     assert missing[0]["passed"] is False and len(missing[0]["reordering_breaks"]) == 2
 
 

@@ -38,8 +38,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     qrels.write_text("".join(f"{q}\t0\t{i}#0\t1\n" for i, q in enumerate(queries)), encoding="utf-8")
     for m in DTYPE_CHECK_MODELS:  # checked in the GPU setting (m.json) and where this test's "GPU" runs
         for setting in (scoring_setting(m), scoring_setting(m, "cpu")):
-            write_result(m, {"model": m, "rated": True, "reason": "test", **setting},
-                         root / "results" / "adapter-checks")  # fmt: skip
+            write_result(
+                m,
+                {"model": m, "rated": True, "reason": "test", **setting},
+                root / "results" / "adapter-checks",
+            )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "code, first stage, adapter checks")
     state: dict[str, Any] = {"root": root, "interrupt_gpu": True, "loads": []}

@@ -102,8 +102,14 @@ def _accelerator_error() -> BaseException:
 
 
 def _study(tmp_path: Path) -> Study:
-    return Study.start(tmp_path / "study", kind="rehearsal", plan_path=REPO_ROOT / "PLAN.md", params={"t": 1},
-                       provenance={"git": {"commit": None}}, preflight=None)  # fmt: skip
+    return Study.start(
+        tmp_path / "study",
+        kind="rehearsal",
+        plan_path=REPO_ROOT / "PLAN.md",
+        params={"t": 1},
+        provenance={"git": {"commit": None}},
+        preflight=None,
+    )
 
 
 @pytest.mark.parametrize("sticky", [True, False])
@@ -126,8 +132,16 @@ def test_sticky_cuda_error_stops_the_phase_and_records_nothing(tmp_path: Path, s
         return FakeReranker(model, on_call=on_call)
 
     study = _study(tmp_path)
-    run = dict(sources=sources, queries=queries, texts=texts, load=load, spec=SPEC, runs_dir=tmp_path / RUNS,
-               resume_hint="bench quality --resume", stream=io.StringIO())  # fmt: skip
+    run = dict(
+        sources=sources,
+        queries=queries,
+        texts=texts,
+        load=load,
+        spec=SPEC,
+        runs_dir=tmp_path / RUNS,
+        resume_hint="bench quality --resume",
+        stream=io.StringIO(),
+    )
     if not sticky:
         result = execute(study, **run)  # type: ignore[arg-type]
         assert result.outcome.errors == 1

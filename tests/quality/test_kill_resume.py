@@ -26,10 +26,19 @@ UNITS = 2 * 6 * (1 + 3)  # stages x queries x (pointwise at 100 + listwise at 20
 
 def _start(tmp: Path, name: str, delay: float) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.quality.killable", str(tmp / "in"), str(tmp / name / "study"),
-         str(tmp / name / "runs"), str(delay)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tests.quality.killable",
+            str(tmp / "in"),
+            str(tmp / name / "study"),
+            str(tmp / name / "runs"),
+            str(delay),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _journal_lines(path: Path) -> int:

@@ -55,26 +55,58 @@ def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyag
     qrels.write_text("".join(f"{q}\t0\t1#0\t1\n" for q in queries), encoding="utf-8")
     checks = tmp_path / "checks"
     # checked where these tests score: the CPU in place of CUDA, and the API
-    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "test", "device": "cpu",
-                               "dtype": "float32"}, checks)  # fmt: skip
-    write_result("voyage-rerank-3", {"model": "voyage-rerank-3", "rated": True, "reason": "test",
-                                     "pointwise": True, "device": "api", "dtype": "api"}, checks)  # fmt: skip
+    write_result(
+        "bge-v2-m3",
+        {"model": "bge-v2-m3", "rated": True, "reason": "test", "device": "cpu", "dtype": "float32"},
+        checks,
+    )
+    write_result(
+        "voyage-rerank-3",
+        {
+            "model": "voyage-rerank-3",
+            "rated": True,
+            "reason": "test",
+            "pointwise": True,
+            "device": "api",
+            "dtype": "api",
+        },
+        checks,
+    )
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
     monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
-    monkeypatch.setattr("bench.provenance.collect_manifest",
-                        lambda **kw: {"git": {"commit": "c" * 40}, "device": kw.get("device")})  # fmt: skip
+    monkeypatch.setattr(
+        "bench.provenance.collect_manifest",
+        lambda **kw: {"git": {"commit": "c" * 40}, "device": kw.get("device")},
+    )
     monkeypatch.setattr("bench.quality.inputs.study_queries", lambda: (queries, qrels))
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda candidates: texts)
-    return {"root": root, "first": sources["hybrid-71k"].parent, "checks": checks,
-            "study": tmp_path / "study", "runs": tmp_path / "runs"}  # fmt: skip
+    return {
+        "root": root,
+        "first": sources["hybrid-71k"].parent,
+        "checks": checks,
+        "study": tmp_path / "study",
+        "runs": tmp_path / "runs",
+    }
 
 
 def _quality(env: dict[str, Path]) -> Any:
     from bench.quality.cli import quality
 
-    args = ["--study", str(env["study"]), "--runs", str(env["runs"]), "--first-stage", str(env["first"]),
-            "--checks", str(env["checks"]), "--stage", "hybrid-71k", "--device", "cpu"]  # fmt: skip
+    args = [
+        "--study",
+        str(env["study"]),
+        "--runs",
+        str(env["runs"]),
+        "--first-stage",
+        str(env["first"]),
+        "--checks",
+        str(env["checks"]),
+        "--stage",
+        "hybrid-71k",
+        "--device",
+        "cpu",
+    ]
     for m in MODELS:
         args += ["--model", m]
     return CliRunner().invoke(quality, args)

@@ -53,8 +53,11 @@ def test_model_rated_after_the_first_session_joins_the_study(
     assert not list((root / "runs" / "hybrid-71k").glob("voyage-rerank-3@*"))
     assert _manifest(root)["study"]["params"]["models"] == ["bge-v2-m3"]
 
-    write_result("voyage-rerank-3", {"model": "voyage-rerank-3", "rated": True, "reason": "passed later",
-                                     "pointwise": True, **API}, checks)  # fmt: skip
+    write_result(
+        "voyage-rerank-3",
+        {"model": "voyage-rerank-3", "rated": True, "reason": "passed later", "pointwise": True, **API},
+        checks,
+    )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "quality: bge runs; voyage adapter check passed")
     res = _quality()
@@ -79,16 +82,35 @@ def test_model_rated_after_the_first_session_joins_the_study(
     assert set(_manifest(root)["study"]["rated_later"]) == {"voyage-rerank-3"}
 
 
-PARAMS = {"stages": ["s1"], "requested_models": ["m", "n"], "models": ["m"], "depths": [20, 50, 100],
-          "device": "cuda", "dtype": None, "per_depth": [], "max_queries": None,
-          "devices": {"m": "cuda"}, "dtypes": {"m": None}}  # fmt: skip
-GROWN = {**PARAMS, "models": ["m", "n"], "devices": {"m": "cuda", "n": "cuda"},
-         "dtypes": {"m": None, "n": None}}  # fmt: skip
+PARAMS = {
+    "stages": ["s1"],
+    "requested_models": ["m", "n"],
+    "models": ["m"],
+    "depths": [20, 50, 100],
+    "device": "cuda",
+    "dtype": None,
+    "per_depth": [],
+    "max_queries": None,
+    "devices": {"m": "cuda"},
+    "dtypes": {"m": None},
+}
+GROWN = {
+    **PARAMS,
+    "models": ["m", "n"],
+    "devices": {"m": "cuda", "n": "cuda"},
+    "dtypes": {"m": None, "n": None},
+}
 
 
 def _start(d: Path, plan: Path, params: dict[str, Any]) -> Study:
-    return Study.start(d, kind="measurement", plan_path=plan, params=params,
-                       provenance={"git": {"commit": "a" * 40}}, preflight=None)  # fmt: skip
+    return Study.start(
+        d,
+        kind="measurement",
+        plan_path=plan,
+        params=params,
+        provenance={"git": {"commit": "a" * 40}},
+        preflight=None,
+    )
 
 
 def test_study_accepts_only_the_rated_set_growing(tmp_path: Path) -> None:

@@ -20,8 +20,9 @@ from bench.quality.runs import write_runs
 from tests.support.fakes import FakeReranker
 
 LENGTHS = {"0#0": 130, "1#0": 100, "2#0": 7, "3#0": 42, "4#0": 1}  # candidates each query's first stage found
-SPEC = PhaseSpec(stages=("s1",), models=("point", "listy"), depths=(20, 50, 100),
-                 per_depth=frozenset({"listy"}))
+SPEC = PhaseSpec(
+    stages=("s1",), models=("point", "listy"), depths=(20, 50, 100), per_depth=frozenset({"listy"})
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +57,14 @@ def test_bench_runs_hold_exactly_their_candidates(written: Path, model: str, k: 
     assert reordering_break(first, run, k) is None
     check_reordering(first, run, k, run_path=path, first_name="first-stage/s1.trec")  # does not raise
     # what the rule asks, seen directly: 100 of 130 candidates, all 7 of a short list, the tail in order
-    held = {q: [run.docid(i) for i in range(int(run.offsets[n]), int(run.offsets[n + 1]))]
-            for n, q in enumerate(run.qids)}
-    firsts = {q: [first.docid(i) for i in range(int(first.offsets[n]), int(first.offsets[n + 1]))]
-              for n, q in enumerate(first.qids)}
+    held = {
+        q: [run.docid(i) for i in range(int(run.offsets[n]), int(run.offsets[n + 1]))]
+        for n, q in enumerate(run.qids)
+    }
+    firsts = {
+        q: [first.docid(i) for i in range(int(first.offsets[n]), int(first.offsets[n + 1]))]
+        for n, q in enumerate(first.qids)
+    }
     for q, docs in held.items():
         assert len(docs) == min(LENGTHS[q], 100)
         assert sorted(docs[:k]) == sorted(firsts[q][:k]) and docs[k:] == firsts[q][k:100]

@@ -47,10 +47,16 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage)
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("".join(f"{q}\t0\t1#0\t1\n" for q in queries), encoding="utf-8")
     checks = root / "results" / "adapter-checks"
-    write_result("bge-v2-m3", {"model": "bge-v2-m3", "rated": True, "reason": "test",
-                               **scoring_setting("bge-v2-m3", "cpu")}, checks)  # fmt: skip
-    write_result("voyage-rerank-3", {"model": "voyage-rerank-3", "rated": True, "reason": "test",
-                                     "pointwise": True, **API}, checks)  # fmt: skip
+    write_result(
+        "bge-v2-m3",
+        {"model": "bge-v2-m3", "rated": True, "reason": "test", **scoring_setting("bge-v2-m3", "cpu")},
+        checks,
+    )
+    write_result(
+        "voyage-rerank-3",
+        {"model": "voyage-rerank-3", "rated": True, "reason": "test", "pointwise": True, **API},
+        checks,
+    )
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "code, first stage, adapter checks")
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)

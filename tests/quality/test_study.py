@@ -21,10 +21,24 @@ def _plan(tmp: Path, text: str = "# plan\n") -> Path:
     return p
 
 
-def _start(d: Path, plan: Path, *, kind: str = "measurement", params: dict = PARAMS, commit: str = "a" * 40,
-           resume_only: bool = False) -> Study:  # fmt: skip
-    return Study.start(d, kind=kind, plan_path=plan, params=params, provenance={"git": {"commit": commit}},
-                       preflight={"kind": kind}, resume_only=resume_only)  # fmt: skip
+def _start(
+    d: Path,
+    plan: Path,
+    *,
+    kind: str = "measurement",
+    params: dict = PARAMS,
+    commit: str = "a" * 40,
+    resume_only: bool = False,
+) -> Study:
+    return Study.start(
+        d,
+        kind=kind,
+        plan_path=plan,
+        params=params,
+        provenance={"git": {"commit": commit}},
+        preflight={"kind": kind},
+        resume_only=resume_only,
+    )
 
 
 def test_create_and_resume_appends_sessions(tmp_path: Path) -> None:
@@ -90,8 +104,9 @@ def test_quality_refuses_uncommitted_code(tmp_path: Path) -> None:
     subprocess.run([*git, "commit", "-q", "-m", "plan"], check=True)
     (root / "bench").mkdir()
     (root / "bench" / "scratch.py").write_text("x = 1\n")
-    result = CliRunner().invoke(cli, ["quality", "--model", "bge-v2-m3", "--stage", "hybrid-71k"],
-                                env={"BENCH_ROOT": str(root)})  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["quality", "--model", "bge-v2-m3", "--stage", "hybrid-71k"], env={"BENCH_ROOT": str(root)}
+    )
     assert result.exit_code == 1
     assert "the code has uncommitted changes" in result.output and "bench/scratch.py" in result.output
     assert not (root / "studies").exists()

@@ -26,10 +26,13 @@ def _candidates(stages: tuple[str, ...]) -> Candidates:
 def corpora(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same docids carry different texts in the two corpora (as a changed passage would)."""
     monkeypatch.setattr("bench.integrity.hub.snapshot_dir", lambda ds: Path("/nowhere"))
-    monkeypatch.setattr("bench.data.hub.read_corpus_71k",
-                        lambda snap: [Passage(d, "T", f"71k text of {d}") for d in DOCS])  # fmt: skip
-    monkeypatch.setattr("bench.data.hub.iter_corpus_full",
-                        lambda snap: iter([Passage(d, "T", f"full text of {d}") for d in DOCS]))  # fmt: skip
+    monkeypatch.setattr(
+        "bench.data.hub.read_corpus_71k", lambda snap: [Passage(d, "T", f"71k text of {d}") for d in DOCS]
+    )
+    monkeypatch.setattr(
+        "bench.data.hub.iter_corpus_full",
+        lambda snap: iter([Passage(d, "T", f"full text of {d}") for d in DOCS]),
+    )
 
 
 def _seen(tmp: Path, stages: tuple[str, ...]) -> dict[str, list[str]]:

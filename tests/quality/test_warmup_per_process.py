@@ -51,7 +51,16 @@ def test_resumed_process_warms_up_anew(tmp_path: Path) -> None:
 
 
 def test_tiny_group_is_timed_whole() -> None:
-    recs = [{"stage": "s", "model": "m", "depth": 20, "latency_ns": 1_000_000 * (i + 1), "process": "p",
-             "process_call": i} for i in range(3)]  # fmt: skip
+    recs = [
+        {
+            "stage": "s",
+            "model": "m",
+            "depth": 20,
+            "latency_ns": 1_000_000 * (i + 1),
+            "process": "p",
+            "process_call": i,
+        }
+        for i in range(3)
+    ]
     (row,) = latency_table(recs, warmup=20)
     assert row["warmup_excluded"] == 0 and row["n"] == 3 and row["p50_ms"] == 2.0

@@ -70,8 +70,9 @@ def test_rehearsal_from_another_plan_version_refuses_to_resume(tmp_path: Path) -
     other_plan = tmp_path / "PLAN.md"
     other_plan.write_text("# another plan\n")
     d = tmp_path / "old"
-    study = Study.start(d, kind="rehearsal", plan_path=other_plan, params=Options().params(),
-                        provenance={}, preflight=None)  # fmt: skip
+    study = Study.start(
+        d, kind="rehearsal", plan_path=other_plan, params=Options().params(), provenance={}, preflight=None
+    )
     study.end("interrupted")
     code, out = _invoke(["--resume", str(d)])
     assert code == 1

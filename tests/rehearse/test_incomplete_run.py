@@ -24,8 +24,10 @@ def test_report_marks_a_stand_in_run_with_a_missing_query(tmp_path: Path) -> Non
     (runs / "vector-71k").mkdir()
     for k in (20, 50, 100):
         # the first k reordered (reversed), the tail in first-stage order: the reordering invariant
-        run = {q: [(d, float(-r)) for r, (d, _) in enumerate([*reversed(rows[:k]), *rows[k:]])]
-               for q, rows in first.items()}
+        run = {
+            q: [(d, float(-r)) for r, (d, _) in enumerate([*reversed(rows[:k]), *rows[k:]])]
+            for q, rows in first.items()
+        }
         if k == 100:
             del run[QIDS[2]]  # the stand-in's call failed for this query: it is missing from the run
         write_run(runs / "vector-71k" / f"minilm-standin@{k}.trec", run, tag=f"vector-71k/minilm-standin@{k}")

@@ -60,11 +60,14 @@ def test_beir_qrels_query_without_text(tmp_path: Path) -> None:
         load_beir(ds)
 
 
-@pytest.mark.parametrize(("line", "needle"), [
-    (f"1#0\t2#0\t{2**62}\n", f"relevance label 0..65535, found {2**62}"),  # crashed pytrec_eval later
-    ("1#0\t2#0\t-1\n", "relevance label 0..65535, found -1"),
-    ("1#0\t2#0\n", "3 columns `query-id corpus-id score`"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        (f"1#0\t2#0\t{2**62}\n", f"relevance label 0..65535, found {2**62}"),  # crashed pytrec_eval later
+        ("1#0\t2#0\t-1\n", "relevance label 0..65535, found -1"),
+        ("1#0\t2#0\n", "3 columns `query-id corpus-id score`"),
+    ],
+)
 def test_beir_qrels_go_through_the_one_qrels_reader(tmp_path: Path, line: str, needle: str) -> None:
     """`bench rehearse --dataset` read BEIR qrels with its own parser, which took any
     integer; now analysis.trec.read_qrels decides, with the file, the line and the fix."""

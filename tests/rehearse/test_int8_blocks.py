@@ -21,10 +21,15 @@ def _fixture(tmp_path: Path) -> tuple[dict, dict, dict, dict, dict, Path, Path]:
     texts = {d: d for ds in candidates.values() for d in ds}
     qrels = {q: {f"{q}-{d}": 1 for d in range(0, 120, 9)} for q in queries}
     first = tmp_path / "runs" / "first-stage" / "vector-71k.trec"
-    write_run(first, {q: [(d, 200.0 - i) for i, d in enumerate(c[:100])] for q, c in candidates.items()},
-              tag="first-stage/vector-71k")  # fmt: skip
-    fp32_run = {q: sorted(((d, float(d.split("-")[1])) for d in candidates[q][:100]), key=lambda t: -t[1])
-                for q in queries}  # fmt: skip
+    write_run(
+        first,
+        {q: [(d, 200.0 - i) for i, d in enumerate(c[:100])] for q, c in candidates.items()},
+        tag="first-stage/vector-71k",
+    )
+    fp32_run = {
+        q: sorted(((d, float(d.split("-")[1])) for d in candidates[q][:100]), key=lambda t: -t[1])
+        for q in queries
+    }
     ref = tmp_path / "runs" / "vector-71k" / "minilm-standin@100.trec"
     write_run(ref, fp32_run, tag="vector-71k/minilm-standin@100")
     return queries, candidates, texts, qrels, fp32_run, first, ref
@@ -36,8 +41,9 @@ def test_blocks_in_the_latency_format(tmp_path: Path, noise: float, status: str)
     sampled = ["q04", "q01", "q03"]
     fp32_ns = {k: {q: 1_000_000 * (i + 1) * k for i, q in enumerate(sampled)} for k in (20, 100)}
     int8 = fake("minilm-standin-int8", noise)
-    rec = step.compare_with_latency_step(int8, {"fp32_ns": fp32_ns, "query_ids": sampled}, fp32_run, queries,
-                                         candidates, texts, qrels)  # fmt: skip
+    rec = step.compare_with_latency_step(
+        int8, {"fp32_ns": fp32_ns, "query_ids": sampled}, fp32_run, queries, candidates, texts, qrels
+    )
     paths = write_int8_blocks(tmp_path, rec.pop("_timed"), int8.meta.to_dict(), ref, first)
     folder = "latency/not-published/cpu/rehearsal/minilm-standin-int8"
     assert paths == [f"{folder}/k{k}-pass1.json" for k in (20, 100)]

@@ -35,8 +35,15 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_child_writes_a_verified_folder_and_returns_its_manifest(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "q"
-    manifest = run_in_child(tiny, out, task="feature-extraction", pairs=PAIRS, spec=CHOSEN.to_dict(),
-                            max_length=16, record={"source_model": "tiny"})  # fmt: skip
+    manifest = run_in_child(
+        tiny,
+        out,
+        task="feature-extraction",
+        pairs=PAIRS,
+        spec=CHOSEN.to_dict(),
+        max_length=16,
+        record={"source_model": "tiny"},
+    )
     assert manifest == verify_folder(out)
     assert manifest["calibration_samples_used"] == 2 * len(PAIRS)
     assert manifest["quantization"]["overflow_fix"] == CHOSEN.overflow_fix
@@ -46,8 +53,15 @@ def test_a_refusal_in_the_child_is_raised_with_its_message(tmp_path: Path) -> No
     empty = tmp_path / "no-model"
     empty.mkdir()
     with pytest.raises(BenchError, match=r"no-model: no config\.json"):
-        run_in_child(empty, tmp_path / "q", task="feature-extraction", pairs=PAIRS, spec=CHOSEN.to_dict(),
-                     max_length=16, record={})  # fmt: skip
+        run_in_child(
+            empty,
+            tmp_path / "q",
+            task="feature-extraction",
+            pairs=PAIRS,
+            spec=CHOSEN.to_dict(),
+            max_length=16,
+            record={},
+        )
     assert not (tmp_path / "q").exists()
 
 
@@ -55,8 +69,13 @@ def test_the_child_refuses_to_start_when_its_parent_is_not_the_one_named(tmp_pat
     args = tmp_path / "args.json"
     args.write_text("{}", encoding="utf-8")
     ppid_not_ours = "1"  # the child's parent is this test process, not pid 1
-    proc = subprocess.run([sys.executable, "-m", "bench.rehearse.quantize_child", str(args), ppid_not_ours],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.rehearse.quantize_child", str(args), ppid_not_ours],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 75, proc.stderr
     assert "parent 1 is gone; not quantising" in proc.stderr
 
@@ -78,8 +97,9 @@ def test_a_parent_killed_with_sigkill_takes_the_quantising_child_with_it(tiny: P
                      spec=CHOSEN.to_dict(), max_length=64, record={{}})
         """
     )
-    parent = subprocess.Popen([sys.executable, "-c", parent_code], cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 120
         child = None
@@ -118,8 +138,15 @@ def test_args_file_is_json_the_child_can_read(tmp_path: Path, monkeypatch: pytes
         return subprocess.CompletedProcess(cmd, 0)
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    assert run_in_child(tmp_path, tmp_path / "q", task="feature-extraction", pairs=PAIRS[:2],
-                        spec=CHOSEN.to_dict(), max_length=16, record={"a": 1}) == {"ok": 1}  # fmt: skip
+    assert run_in_child(
+        tmp_path,
+        tmp_path / "q",
+        task="feature-extraction",
+        pairs=PAIRS[:2],
+        spec=CHOSEN.to_dict(),
+        max_length=16,
+        record={"a": 1},
+    ) == {"ok": 1}
     assert seen["pairs"] == [list(p) for p in PAIRS[:2]] and seen["record"] == {"a": 1}
     assert seen["library_log"] is None and seen["verbose"] is False
 
@@ -144,11 +171,17 @@ def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, 
                          pairs=pairs, spec=CHOSEN.to_dict(), max_length=16, record={{}})
         """
     )
-    proc = subprocess.run([sys.executable, "-c", parent_code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=1500)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", parent_code], cwd=ROOT, capture_output=True, text=True, timeout=1500
+    )
     assert proc.returncode == 0, proc.stderr
-    library_lines = ("Could not infer whether", "refs/main", "TracerWarning", "No CUDA runtime",
-                     "LOAD REPORT")
+    library_lines = (
+        "Could not infer whether",
+        "refs/main",
+        "TracerWarning",
+        "No CUDA runtime",
+        "LOAD REPORT",
+    )
     assert [x for x in library_lines if x in proc.stderr] == [], proc.stderr
     text = log.read_text(encoding="utf-8")
     assert "optimum.intel.openvino.modeling_base: Could not infer whether" in text
@@ -169,8 +202,15 @@ def test_nncfs_progress_bars_go_to_the_library_log_not_the_terminal(
 
     log = tmp_path / "rehearsal" / "libraries.log"
     with library_log(log):
-        run_in_child(tiny, tmp_path / "q", task="feature-extraction", pairs=PAIRS, spec=CHOSEN.to_dict(),
-                     max_length=16, record={"source_model": "tiny"})  # fmt: skip
+        run_in_child(
+            tiny,
+            tmp_path / "q",
+            task="feature-extraction",
+            pairs=PAIRS,
+            spec=CHOSEN.to_dict(),
+            max_length=16,
+            record={"source_model": "tiny"},
+        )
     out, err = capfd.readouterr()
     assert out == "" and err == "", (out, err)
     text = log.read_text(encoding="utf-8")

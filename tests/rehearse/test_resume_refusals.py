@@ -41,9 +41,12 @@ def test_resume_reads_recorded_refusals_without_a_server(
     monkeypatch.setattr(fs, "run_probes", lambda server, stage, log: None)  # the fake server answers nothing
     inputs = Inputs("t", {}, [], {})
     logs: list[str] = []
+
     def run() -> dict[str, dict[str, Any]]:
-        return fs.run_first_stages(tmp_path, inputs, tmp_path / "q", port=None,
-                                   embedder_factory=lambda: None, log=logs.append)
+        return fs.run_first_stages(
+            tmp_path, inputs, tmp_path / "q", port=None, embedder_factory=lambda: None, log=logs.append
+        )
+
     first = run()
     assert starts == [None]
     assert [first[s]["status"] for s in STAGES] == ["refused"] * len(STAGES)

@@ -28,8 +28,9 @@ def _start(
     tmp.mkdir()
     out = tmp_path / "reh"
     cmd = rehearsal.command("--dataset", str(mini_beir), "--out", str(out))
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=rehearsal.env(TMPDIR=str(tmp)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=rehearsal.env(TMPDIR=str(tmp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     wait_for_server(proc, tmp)
     return proc, tmp, out
 

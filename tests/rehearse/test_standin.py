@@ -18,8 +18,11 @@ def test_cached_scores_equal_registry_scores(tmp_path: Path) -> None:
     inner = load_reranker("minilm-standin", device="cpu")
     cached = CachedPassageStandin(inner, EmbeddingCache(tmp_path / "emb.sqlite"))
     query = "Wann wurde die Universität Heidelberg gegründet?"
-    passages = ["Die Universität Heidelberg wurde 1386 gegründet.", "Berlin ist die Hauptstadt.",
-                "Heidelberg liegt am Neckar.\n" + "Wort " * 400]  # fmt: skip
+    passages = [
+        "Die Universität Heidelberg wurde 1386 gegründet.",
+        "Berlin ist die Hauptstadt.",
+        "Heidelberg liegt am Neckar.\n" + "Wort " * 400,
+    ]
     want = inner.score(query, passages)
     first = cached.score(query, passages)
     again = cached.score(query, list(reversed(passages)))

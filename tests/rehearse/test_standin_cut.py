@@ -82,9 +82,11 @@ def test_the_loaders_give_the_cut_to_the_embedder_and_both_rerankers(monkeypatch
         run_mod._embedder(cut)()
         run_mod._loader(False, [], cut)("minilm-standin")
         latency_mod._standin_loader({}, "cpu", cut.max_seq)("minilm-standin")
-        assert asked == [("embedder", {"max_seq": cut.max_seq}),
-                         ("quality", {"device": "cpu", "max_length": cut.max_seq}),
-                         ("latency", {"device": "cpu", "max_length": cut.max_seq})]  # fmt: skip
+        assert asked == [
+            ("embedder", {"max_seq": cut.max_seq}),
+            ("quality", {"device": "cpu", "max_length": cut.max_seq}),
+            ("latency", {"device": "cpu", "max_length": cut.max_seq}),
+        ]
 
 
 @pytest.mark.model

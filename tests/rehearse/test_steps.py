@@ -18,8 +18,15 @@ from bench.rehearse.run import STEPS, Context, Options, Step, run_steps
 
 # rehearsal.json "times_s" before the steps were declared (75510f8), "total" added by rehearse() itself
 TIMES_KEYS = (
-    "lock check", "load inputs", "int8 quantise", "first stages", "rerank", "latency", "int8", "report",
-)  # fmt: skip
+    "lock check",
+    "load inputs",
+    "int8 quantise",
+    "first stages",
+    "rerank",
+    "latency",
+    "int8",
+    "report",
+)
 
 
 def context(tmp_path: Path) -> tuple[Context, io.StringIO]:

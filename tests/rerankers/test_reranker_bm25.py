@@ -32,8 +32,11 @@ def _reference(corpus: list[str], query: str, docs: list[int]) -> np.ndarray:
     for t in tokens:
         for w in set(t):
             df[w] = df.get(w, 0) + 1
-    q = [w for w in tok.tokenize([query], update_vocab=False, return_as="string", show_progress=False)[0]
-         if w in df]  # fmt: skip
+    q = [
+        w
+        for w in tok.tokenize([query], update_vocab=False, return_as="string", show_progress=False)[0]
+        if w in df
+    ]
     k1, b = BM25_PARAMS["k1"], BM25_PARAMS["b"]
     out = []
     for i in docs:
@@ -57,8 +60,9 @@ def test_scores_equal_the_lucene_formula_with_corpus_statistics(corpus: list[str
     np.testing.assert_allclose(got.scores, ref, rtol=2e-6, atol=1e-6)
     # the whole corpus: some passage matches (the test would pass vacuously on zeros otherwise)
     full = model.score(query, corpus).scores
-    np.testing.assert_allclose(full, _reference(corpus, query, list(range(len(corpus)))), rtol=2e-6,
-                               atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        full, _reference(corpus, query, list(range(len(corpus)))), rtol=2e-6, atol=1e-6
+    )
     assert full.max() > 1.0
 
 

@@ -63,7 +63,8 @@ def test_example_audits_ok_but_the_timestamps(example: Path) -> None:
     files = git(example, "ls-files").splitlines()
     assert "runs/first-stage/keyword-71k.trec" in files
     assert {"runs/keyword-71k/bm25-standin@20.trec", "results/report.md", "results/manifest.json"} <= set(
-        files)  # fmt: skip
+        files
+    )
     # nothing can take it for the study: README, commit messages, the manifest's parameters
     assert (example / "README.md").read_text(encoding="utf-8").startswith("# EXAMPLE:")
     subjects = git(example, "log", "--format=%s").splitlines()
@@ -124,8 +125,9 @@ TAMPERS = [(_flip_score_byte, 5), (_edit_deviation, 3), (_foreign_candidate, 9)]
 
 
 @pytest.mark.parametrize(("tamper", "row"), TAMPERS)
-def test_tamper_fails_the_row_the_docs_name(example: Path, tmp_path: Path, tamper: Callable[[Path], str],
-                                            row: int) -> None:  # fmt: skip
+def test_tamper_fails_the_row_the_docs_name(
+    example: Path, tmp_path: Path, tamper: Callable[[Path], str], row: int
+) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(example), str(clone)], check=True)
     rel = tamper(clone)

@@ -22,8 +22,9 @@ def slug(heading: str) -> str:
 
 def sections(markdown: str) -> dict[str, str]:
     """anchor -> the text of that section (up to the next heading of the same or a higher level)."""
-    heads = [(m.start(), len(m.group(1)), slug(m.group(2)))
-             for m in re.finditer(r"^(#+) (.+)$", markdown, re.M)]  # fmt: skip
+    heads = [
+        (m.start(), len(m.group(1)), slug(m.group(2))) for m in re.finditer(r"^(#+) (.+)$", markdown, re.M)
+    ]
     out = {}
     for i, (start, level, anchor) in enumerate(heads):
         end = next((s for s, lv, _ in heads[i + 1 :] if lv <= level), len(markdown))
@@ -89,9 +90,11 @@ def test_figures_beside_a_link_agree_with_the_linked_table() -> None:
     parts = sections(perf)
     found = [(page, *c) for page in PAGES for c in claims(page)]
     assert len(found) >= 4, f"too few figures beside a link ({found}): the parser checks nothing"
-    wrong = [f"{page}: {figure} is not in performance.md#{anchor}: ...{context[-160:]}"
-             for page, anchor, figure, context in found
-             if not _has(parts[anchor] if anchor else perf, figure)]  # fmt: skip
+    wrong = [
+        f"{page}: {figure} is not in performance.md#{anchor}: ...{context[-160:]}"
+        for page, anchor, figure, context in found
+        if not _has(parts[anchor] if anchor else perf, figure)
+    ]
     assert not wrong, "\n".join(wrong)
 
 

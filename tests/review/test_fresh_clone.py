@@ -26,9 +26,21 @@ MAX_MB = 500
 MAX_SECONDS = 60
 NOT_YET_OK = re.compile(r"\bbench (audit|timestamps verify)\b(?!.*--example)")
 MARK = "@@reviewer-line"
-UNSET = {"VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT", "UV_NO_SYNC", "UV_FROZEN", "UV_LOCKED",
-         "UV_NO_DEFAULT_GROUPS", "UV_DEFAULT_GROUPS", "UV_GROUP", "UV_ONLY_GROUP", "UV_NO_GROUP", "UV_DEV",
-         "UV_NO_DEV"}
+UNSET = {
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "UV_PROJECT_ENVIRONMENT",
+    "UV_NO_SYNC",
+    "UV_FROZEN",
+    "UV_LOCKED",
+    "UV_NO_DEFAULT_GROUPS",
+    "UV_DEFAULT_GROUPS",
+    "UV_GROUP",
+    "UV_ONLY_GROUP",
+    "UV_NO_GROUP",
+    "UV_DEV",
+    "UV_NO_DEV",
+}
 
 
 def reviewer_lines(root: Path) -> list[str]:
@@ -65,8 +77,9 @@ def test_reviewer_lines_in_a_fresh_clone(tmp_path: Path) -> None:
     start = time.time()
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True, env=env)
     lines = reviewer_lines(clone)  # the committed docs' lines
-    done = subprocess.run(["bash", "-c", _script(lines)], cwd=clone, env=env, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", _script(lines)], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+    )
     marks = [m.groups() for m in re.finditer(rf"^{MARK} (\d+) rc=(\d+) t=([\d.]+)$", done.stdout, re.M)]
     assert len(marks) == len(lines), done.stdout[-3000:] + done.stderr[-3000:]
     for n, rc, _ in marks:

@@ -14,8 +14,16 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 HEAVY = ("torch", "transformers", "openvino", "sentence_transformers", "optimum", "nncf", "triton")
-HEAVY_PACKAGES = ("torch", "transformers", "openvino", "sentence-transformers", "optimum", "nncf", "triton",
-                  "nvidia-")  # fmt: skip
+HEAVY_PACKAGES = (
+    "torch",
+    "transformers",
+    "openvino",
+    "sentence-transformers",
+    "optimum",
+    "nncf",
+    "triton",
+    "nvidia-",
+)
 
 
 def review_closure() -> set[str]:
@@ -48,11 +56,18 @@ def test_review_group_holds_no_measuring_stack() -> None:
     assert not {p for p in closure if p.startswith(HEAVY_PACKAGES)}
 
 
-@pytest.mark.parametrize("args", [
-    ["bench", "audit", "--help"], ["bench", "reproduce", "--help"],
-    ["bench", "timestamps", "verify", "--help"], ["bench", "data", "verify", "--help"],
-    ["analysis", "report", "--help"], ["bench", "audit"], ["bench", "timestamps", "verify"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "audit", "--help"],
+        ["bench", "reproduce", "--help"],
+        ["bench", "timestamps", "verify", "--help"],
+        ["bench", "data", "verify", "--help"],
+        ["analysis", "report", "--help"],
+        ["bench", "audit"],
+        ["bench", "timestamps", "verify"],
+    ],
+)
 def test_reviewer_commands_import_no_torch(args: list[str]) -> None:
     code = (
         "import sys\n"

@@ -32,15 +32,22 @@ def test_no_tracked_file_refers_outside_the_repository() -> None:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue  # binary
-        found += [f"{rel}:{n}: {line.strip()[:100]}" for n, line in enumerate(text.splitlines(), 1)
-                  if OUTSIDE.search(line)]  # fmt: skip
+        found += [
+            f"{rel}:{n}: {line.strip()[:100]}"
+            for n, line in enumerate(text.splitlines(), 1)
+            if OUTSIDE.search(line)
+        ]
     assert not found, "refers to a file outside the repository:\n" + "\n".join(found)
 
 
 def test_field_notes_are_in_docs() -> None:
     text = (REPO_ROOT / "docs" / "field-notes.md").read_text(encoding="utf-8")
-    sections = ("## Typesense", "## Models and their traps", "## int8 with OpenVINO",
-                "## Packages and Python",
-                "## The study's own stack on machines without Docker")
+    sections = (
+        "## Typesense",
+        "## Models and their traps",
+        "## int8 with OpenVINO",
+        "## Packages and Python",
+        "## The study's own stack on machines without Docker",
+    )
     for section in sections:
         assert section in text

@@ -25,13 +25,16 @@ def test_not_yet_rows_carry_their_step() -> None:
     out = with_steps(rows, REPO_ROOT)
     assert out[0] == rows[0]
     firsts = [r.details[0] for r in out[1:]]
-    assert firsts[0].startswith("completes it: runbook step stamp (docs/runbook.md, \"1. ")
+    assert firsts[0].startswith('completes it: runbook step stamp (docs/runbook.md, "1. ')
     # the step first writes the analysis code's record that it stamps with the plan
-    assert firsts[0].endswith("): docker compose run --rm --entrypoint analysis bench-cpu code-digest --out "
-                              "timestamps/analysis-code.json")
-    assert firsts[1].startswith("completes it: runbook step stamp-later (docs/runbook.md, \"19. ")
-    assert firsts[2].startswith("completes it: runbook step report (docs/runbook.md, \"17. ")
+    assert firsts[0].endswith(
+        "): docker compose run --rm --entrypoint analysis bench-cpu code-digest --out "
+        "timestamps/analysis-code.json"
+    )
+    assert firsts[1].startswith('completes it: runbook step stamp-later (docs/runbook.md, "19. ')
+    assert firsts[2].startswith('completes it: runbook step report (docs/runbook.md, "17. ')
     assert out[3].details[1:] == ("detail",)
-    assert firsts[3].startswith("completes it: runbook step quality (docs/runbook.md, \"6. ")
-    assert firsts[4] == ("completes it: the runbook's steps in order (docs/runbook.md); `bench status` names "
-                         "the next one")  # fmt: skip
+    assert firsts[3].startswith('completes it: runbook step quality (docs/runbook.md, "6. ')
+    assert firsts[4] == (
+        "completes it: the runbook's steps in order (docs/runbook.md); `bench status` names the next one"
+    )

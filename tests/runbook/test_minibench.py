@@ -31,8 +31,13 @@ def holders() -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
     for path in sorted((REPO_ROOT / "bench").rglob("*.py")):
         mod = module_name(path)
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                node, ast.AnnAssign) else []  # fmt: skip
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             value = getattr(node, "value", None)
             for t in targets:
                 if isinstance(t, ast.Name) and t.id in NAMES and isinstance(value, ast.Constant):

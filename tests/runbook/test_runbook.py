@@ -286,8 +286,13 @@ def doctor(study: Study, args: list[str]) -> None:
         fail(step, command, proc, "no JSON report")
     if proc.returncode not in (0, 1, 3) or report["exit"] != proc.returncode:
         fail(step, command, proc, f"exit {proc.returncode}")
-    wrong = [c for c in report["checks"] if c["state"] == "problem" and c["check"] not in DOCTOR_HERE
-             and c["check"].removeprefix("probe ") not in DOCTOR_PROBES_HERE]
+    wrong = [
+        c
+        for c in report["checks"]
+        if c["state"] == "problem"
+        and c["check"] not in DOCTOR_HERE
+        and c["check"].removeprefix("probe ") not in DOCTOR_PROBES_HERE
+    ]
     if wrong:
         fail(step, command, proc, f"bench doctor found problems this machine should not have: {wrong}")
     states = {c["check"]: c["state"] for c in report["checks"]}

@@ -24,8 +24,16 @@ import os
 import sys
 from typing import Any
 
-PRELOAD = ("numpy", "pyarrow", "pyarrow.parquet", "httpx", "click", "torch", "transformers",
-           "sentence_transformers")  # fmt: skip
+PRELOAD = (
+    "numpy",
+    "pyarrow",
+    "pyarrow.parquet",
+    "httpx",
+    "click",
+    "torch",
+    "transformers",
+    "sentence_transformers",
+)
 
 
 def preload() -> None:
@@ -157,9 +165,11 @@ class Forks:
             json.loads(self._readline(proc, 60))
             raise subprocess.TimeoutExpired(argv, timeout) from None
         done = subprocess.CompletedProcess(
-            argv, answer["rc"], out.read_text(encoding="utf-8", errors="replace"),
+            argv,
+            answer["rc"],
+            out.read_text(encoding="utf-8", errors="replace"),
             err.read_text(encoding="utf-8", errors="replace"),
-        )  # fmt: skip
+        )
         self.cpu_s.append(answer["cpu_s"])
         return done
 

@@ -60,13 +60,17 @@ class MessagesServer(OnLoopback):
                 code, {"type": "error", "error": err}, {"request-id": f"req_err_{n}", **headers}
             )
         msg = {
-            "id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
-            "content": [{"type": "text", "text": step[1]}], "stop_reason": "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": 100 + n, "output_tokens": 1},
-        }  # fmt: skip
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": step[1]}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100 + n, "output_tokens": 1},
+        }
         return json_response(200, msg, {"request-id": f"req_{n}"})
 
     @property
     def url(self) -> str:
         return self.server.url
-

@@ -113,14 +113,21 @@ class Rehearsal:
 
 def run_rehearsal(base: Path) -> Rehearsal:
     """``bench rehearse --dataset <mini, bad input> --out <base>/reh`` in a process of its own."""
-    dataset = write_mini_beir(base / "mini-beir-bad", titles=False, bad_query=True, n_queries=SHARED_QUERIES,
-                              n_other=SHARED_OTHER)  # fmt: skip
+    dataset = write_mini_beir(
+        base / "mini-beir-bad", titles=False, bad_query=True, n_queries=SHARED_QUERIES, n_other=SHARED_OTHER
+    )
     cache = base / "bench-cache"
     cache.mkdir(exist_ok=True)
     out = base / "reh"
     stub = Rehearsal(out, dataset, cache, -1, "", "")
-    done = subprocess.run(stub.command("--dataset", str(dataset), "--out", str(out)), cwd=ROOT,
-                          env=stub.env(), capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        stub.command("--dataset", str(dataset), "--out", str(out)),
+        cwd=ROOT,
+        env=stub.env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return Rehearsal(out, dataset, cache, done.returncode, done.stdout, done.stderr)
 
 
@@ -138,8 +145,10 @@ def shared_rehearsal(session_base: Path, shared_base: Path | None) -> Rehearsal:
             raw = json.loads(result.read_text(encoding="utf-8"))
             return Rehearsal(**{**raw, **{k: Path(raw[k]) for k in ("dir", "dataset", "cache")}})
         made = run_rehearsal(base)
-        result.write_text(json.dumps({k: str(v) if isinstance(v, Path) else v
-                                      for k, v in asdict(made).items()}), encoding="utf-8")  # fmt: skip
+        result.write_text(
+            json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(made).items()}),
+            encoding="utf-8",
+        )
         return made
 
 

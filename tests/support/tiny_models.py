@@ -90,8 +90,12 @@ def build_word_tokenizer(model_max_length: int = 4096) -> Any:
     """The reranker tests' tokenizer: the chat-template special tokens, the tiny vocabulary (``WORDS``, also
     capitalised), the "yes"/"no"/"1"/"0" score tokens and punctuation."""
     punctuation = ["<", ">", ":", ">:", '"', '".', ".", "?", "|", "(", ")", ").", ";"]
-    return word_level_tokenizer(["[UNK]", *SPECIALS, *_vocab(), *punctuation], unk="[UNK]",
-                                model_max_length=model_max_length, specials=SPECIALS[1:])  # fmt: skip
+    return word_level_tokenizer(
+        ["[UNK]", *SPECIALS, *_vocab(), *punctuation],
+        unk="[UNK]",
+        model_max_length=model_max_length,
+        specials=SPECIALS[1:],
+    )
 
 
 def portable_tokenizer_class(path: Path) -> Path:
@@ -325,8 +329,17 @@ def write_mxbai(path: Path) -> Path:
         ["<unk>", "<|endoftext|>", *_words(MXBAI_PREFIX + MXBAI_SUFFIX + MXBAI_TASK + " query: document:")],
         model_max_length=4096,
     )
-    return build_qwen(path, tok, family="qwen2", seed=1, heads=4, kv_heads=2, head_dim=None,
-                      initializer_range=0.5, portable=True)  # fmt: skip
+    return build_qwen(
+        path,
+        tok,
+        family="qwen2",
+        seed=1,
+        heads=4,
+        kv_heads=2,
+        head_dim=None,
+        initializer_range=0.5,
+        portable=True,
+    )
 
 
 def write_models(root: Path) -> Path:
@@ -417,8 +430,9 @@ def write_querit(path: Path) -> Path:
 def write_arctic(root: Path) -> Path:
     """A sentence-transformers folder (tiny BERT, CLS pooling, a dense layer to the plan's 1024 dimensions,
     normalisation) at the Arctic embedder's pinned revision."""
-    return build_sentence_transformer(tiny_snapshot(EMBEDDER, root), pooling="cls", dense_dims=EMBEDDING_DIMS,
-                                      normalize=True, seed=6)  # fmt: skip
+    return build_sentence_transformer(
+        tiny_snapshot(EMBEDDER, root), pooling="cls", dense_dims=EMBEDDING_DIMS, normalize=True, seed=6
+    )
 
 
 # gte's remote code (Alibaba-NLP/new-impl), a tiny stand-in written for these tests. It mimics only what the

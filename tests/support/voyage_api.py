@@ -83,4 +83,3 @@ class FakeVoyage(OnLoopback):
             body = answer(payload, self.score) if reply.status == 200 else b'{"detail": "scripted error"}'
         headers = {**reply.headers, "Content-Type": "application/json"}
         return Response(reply.status, body, headers, delay_s=reply.delay_s, stall_s=reply.stall_s)
-

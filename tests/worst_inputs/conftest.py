@@ -26,12 +26,20 @@ def run(args: list[str], root: Path | None = None, **kw: object) -> subprocess.C
     """``args[0]`` is the console script (``analysis``, ``bench``) of this environment."""
     extra = {"BENCH_ROOT": str(root)} if root is not None else {}
     script = Path(sys.executable).parent / args[0]
-    return subprocess.run([str(script), *args[1:]], cwd=REPO_ROOT, env=env(**extra), capture_output=True,
-                          text=True, timeout=600, **kw)  # type: ignore[call-overload]  # fmt: skip
+    return subprocess.run(
+        [str(script), *args[1:]],
+        cwd=REPO_ROOT,
+        env=env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kw,
+    )  # type: ignore[call-overload]
 
 
-def one_line(proc: subprocess.CompletedProcess[str], *needles: str, code: int = 1,
-             progress: tuple[str, ...] = ()) -> str:
+def one_line(
+    proc: subprocess.CompletedProcess[str], *needles: str, code: int = 1, progress: tuple[str, ...] = ()
+) -> str:
     """The process exited ``code`` with one ``Error:`` line (and no traceback) holding every needle; lines
     starting with ``Warning: `` or one of ``progress`` (a command's own progress lines) aside."""
     assert proc.returncode == code, f"exit {proc.returncode} (<0: a signal)\n{proc.stdout}\n{proc.stderr}"
@@ -45,7 +53,7 @@ def one_line(proc: subprocess.CompletedProcess[str], *needles: str, code: int = 
 
 def write_qrels(path: Path, queries: int = 12, offset: int = 0) -> dict[str, dict[str, int]]:
     full = read_qrels(QRELS)
-    qrels = {q: dict(full[q]) for q in sorted(full)[offset:offset + queries]}
+    qrels = {q: dict(full[q]) for q in sorted(full)[offset : offset + queries]}
     path.write_text("".join(f"{q} 0 {d} {r}\n" for q in qrels for d, r in qrels[q].items()))
     return qrels
 

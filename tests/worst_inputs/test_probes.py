@@ -34,10 +34,23 @@ from tests.worst_inputs.conftest import MODEL, STAGE, one_line, run
 RUN = f"{STAGE}/{MODEL}@20.trec"
 
 
-def report(study: Path, out: Path, *extra: str, runs: Path | None = None,
-           qrels: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return run(["analysis", "report", "--runs", str(runs or study / "runs"), "--qrels",
-                str(qrels or study / "qrels.tsv"), "--out", str(out), "--no-figures", *extra])  # fmt: skip
+def report(
+    study: Path, out: Path, *extra: str, runs: Path | None = None, qrels: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run(
+        [
+            "analysis",
+            "report",
+            "--runs",
+            str(runs or study / "runs"),
+            "--qrels",
+            str(qrels or study / "qrels.tsv"),
+            "--out",
+            str(out),
+            "--no-figures",
+            *extra,
+        ]
+    )
 
 
 def runs_with(study: Path, tmp_path: Path, text: str) -> Path:
@@ -54,8 +67,13 @@ def runs_with(study: Path, tmp_path: Path, text: str) -> Path:
 def test_a_misspelt_model_in_flags_is_refused(study: Path, tmp_path: Path) -> None:
     flags = tmp_path / "flags.json"
     flags.write_text('{\n "gte-base": "seen",\n "bge-v2-m4": "trained on MIRACL"\n}\n', encoding="utf-8")
-    line = one_line(report(study, tmp_path / "out", "--flags", str(flags)), f"{flags}:3", "'bge-v2-m4'",
-                    "contamination mark would be lost", "Fix:")
+    line = one_line(
+        report(study, tmp_path / "out", "--flags", str(flags)),
+        f"{flags}:3",
+        "'bge-v2-m4'",
+        "contamination mark would be lost",
+        "Fix:",
+    )
     assert "bge-v2-m3" in line  # the fix lists the plan's run ids
     assert not (tmp_path / "out").exists()
 
@@ -64,21 +82,29 @@ def test_a_bom_inside_the_qrels_is_refused(study: Path, tmp_path: Path) -> None:
     lines = (study / "qrels.tsv").read_text().splitlines(keepends=True)
     qrels = tmp_path / "qrels.tsv"  # two files concatenated, the second with its byte-order mark
     qrels.write_bytes("".join(lines[:5]).encode() + b"\xef\xbb\xbf" + "".join(lines[5:]).encode())
-    one_line(report(study, tmp_path / "out", qrels=qrels), f"{qrels}:6 (TREC qrels file)", "byte-order mark",
-             "Fix:")
+    one_line(
+        report(study, tmp_path / "out", qrels=qrels),
+        f"{qrels}:6 (TREC qrels file)",
+        "byte-order mark",
+        "Fix:",
+    )
     with pytest.raises(TrecFormatError, match=":6 "):
         read_qrels(qrels)
 
 
-def test_a_bom_inside_a_run_is_refused_by_both_readers(study: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bom_inside_a_run_is_refused_by_both_readers(
+    study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines = (study / "runs" / RUN).read_text().splitlines(keepends=True)
     path = tmp_path / "run.trec"
     path.write_bytes("".join(lines[:3]).encode() + b"\xef\xbb\xbf" + "".join(lines[3:]).encode())
     for reader in ("fast", "reference"):
         monkeypatch.setenv("ANALYSIS_TREC_READER", reader)
-        with pytest.raises(TrecFormatError, match=r":4 \(TREC run file\): expected plain text, found a UTF-8 "
-                                                  "byte-order mark"):
+        with pytest.raises(
+            TrecFormatError,
+            match=r":4 \(TREC run file\): expected plain text, found a UTF-8 "
+            "byte-order mark",
+        ):
             read_run_table(path)
 
 
@@ -92,8 +118,9 @@ def test_a_bom_inside_a_bench_text_file_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("separator", ["\xa0", "\u2028", "\x1c"])
-def test_one_column_rule_for_the_report_the_audit_and_trec_eval(study: Path, tmp_path: Path,
-                                                                separator: str) -> None:
+def test_one_column_rule_for_the_report_the_audit_and_trec_eval(
+    study: Path, tmp_path: Path, separator: str
+) -> None:
     """trec_eval splits on C isspace() bytes only; NBSP and U+2028 are part of a column, \\x1c is a stray
     control character: the report and audit row 7 refuse the same line."""
     assert SEPARATORS == " \t\n\x0b\x0c\r"
@@ -112,15 +139,19 @@ def test_one_column_rule_for_the_report_the_audit_and_trec_eval(study: Path, tmp
 
 def test_qrels_without_a_relevant_label_name_no_best_model(study: Path, tmp_path: Path) -> None:
     qrels = tmp_path / "qrels.tsv"
-    qrels.write_text("".join(" ".join([*ln.split()[:3], "0"]) + "\n"
-                             for ln in (study / "qrels.tsv").read_text().splitlines()))  # fmt: skip
+    qrels.write_text(
+        "".join(
+            " ".join([*ln.split()[:3], "0"]) + "\n" for ln in (study / "qrels.tsv").read_text().splitlines()
+        )
+    )
     one_line(report(study, tmp_path / "out", qrels=qrels), str(qrels), "no", "relevant", "best model", "Fix:")
     assert not (tmp_path / "out").exists()
 
 
 def test_title_and_notes_cannot_make_markdown_structure(study: Path, tmp_path: Path) -> None:
-    one_line(report(study, tmp_path / "out", "--title", "Report\n## injected"), "--title", "line break",
-             "Fix:")
+    one_line(
+        report(study, tmp_path / "out", "--title", "Report\n## injected"), "--title", "line break", "Fix:"
+    )
     flags = tmp_path / "flags.json"
     flags.write_text(json.dumps({"gte-base": "seen\n# injected"}), encoding="utf-8")
     one_line(report(study, tmp_path / "out", "--flags", str(flags)), f"{flags}:1", "gte-base", "line break")
@@ -130,16 +161,23 @@ def test_title_and_notes_cannot_make_markdown_structure(study: Path, tmp_path: P
 def test_a_nul_in_the_q0_column_is_refused(study: Path, tmp_path: Path) -> None:
     text = (study / "runs" / RUN).read_text()
     runs = runs_with(study, tmp_path, text.replace(" Q0 ", " Q\x000 ", 1))
-    one_line(report(study, tmp_path / "out", runs=runs), f"{runs / RUN}:1 (TREC run file)",
-             "control character '\\x00'")
+    one_line(
+        report(study, tmp_path / "out", runs=runs),
+        f"{runs / RUN}:1 (TREC run file)",
+        "control character '\\x00'",
+    )
 
 
 def test_another_run_tag_on_one_line_is_refused(study: Path, tmp_path: Path) -> None:
     lines = (study / "runs" / RUN).read_text().splitlines(keepends=True)
     lines[4] = lines[4].rsplit(" ", 1)[0] + " other-run\n"
     runs = runs_with(study, tmp_path, "".join(lines))
-    one_line(report(study, tmp_path / "out", runs=runs), f"{runs / RUN}:5 (TREC run file)", "'other-run'",
-             "run tag")
+    one_line(
+        report(study, tmp_path / "out", runs=runs),
+        f"{runs / RUN}:5 (TREC run file)",
+        "'other-run'",
+        "run tag",
+    )
 
 
 @pytest.mark.parametrize("env", ["UID\nGID=1000\n", "UID=1000\nGID=\n", "UID=\nGID=\n"])
@@ -171,8 +209,10 @@ def test_a_rerun_that_drops_costs_says_so(study: Path, tmp_path: Path) -> None:
     warning = [ln for ln in proc.stderr.splitlines() if ln.startswith("Warning: ")]
     assert len(warning) == 1 and f"{out / 'costs.json'}" in warning[0] and "--prices" in warning[0], warning
     assert not (out / "costs.json").exists()
-    assert ("Removed from the earlier report in this folder (not produced by this one): costs.json"
-            in (out / "report.md").read_text())
+    assert (
+        "Removed from the earlier report in this folder (not produced by this one): costs.json"
+        in (out / "report.md").read_text()
+    )
 
 
 # --- tracebacks ----------------------------------------------------------------------------------------
@@ -182,8 +222,11 @@ def _git_root(tmp_path: Path) -> Path:
     root = tmp_path / "root"
     root.mkdir()
     shutil.copy2(REPO_ROOT / "PLAN.md", root / "PLAN.md")
-    for args in (["init", "-q", "-b", "main"], ["add", "PLAN.md"],
-                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "plan"]):
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "PLAN.md"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "plan"],
+    ):
         subprocess.run(["git", *args], cwd=root, check=True)
     return root
 
@@ -194,8 +237,9 @@ def test_a_merkle_height_that_is_no_ascii_integer(tmp_path: Path) -> None:
     root = _git_root(tmp_path)
     roots = root / "timestamps" / "bitcoin-merkle-roots.json"
     roots.parent.mkdir()
-    roots.write_text(json.dumps({"format": MERKLE_ROOTS_FORMAT, "byte_order": "display",
-                                 "roots": {"²": "a" * 64}}))  # fmt: skip
+    roots.write_text(
+        json.dumps({"format": MERKLE_ROOTS_FORMAT, "byte_order": "display", "roots": {"²": "a" * 64}})
+    )
     one_line(run(["bench", "timestamps", "verify"], root=root), str(roots), "'²'", "Fix:")
     audit = run(["bench", "audit"], root=root)
     assert audit.returncode == 1 and "Traceback" not in audit.stderr + audit.stdout, audit.stderr
@@ -239,8 +283,14 @@ def test_reproduce_on_runs_of_another_corpus(tmp_path: Path) -> None:
     run_file.write_text(f"{qid} Q0 not-in-the-sample#0 1 1.0 t\n")
     (root / "results" / "quality" / f"{STAGE}.json").write_text('{"runs": [{"model": "bm25-standin"}]}')
     proc = run(["bench", "reproduce", "--bundled", "--model", "bm25-standin"], root=root)
-    one_line(proc, f"{run_file}:1", "'not-in-the-sample#0'", "bundled sample", "Fix:",
-             progress=("bench: rehearsal: exempt", "verifying datasets.lock"))
+    one_line(
+        proc,
+        f"{run_file}:1",
+        "'not-in-the-sample#0'",
+        "bundled sample",
+        "Fix:",
+        progress=("bench: rehearsal: exempt", "verifying datasets.lock"),
+    )
     assert not (root / "reproduce").exists()
 
 
@@ -264,14 +314,17 @@ def _special(kind: str, path: Path) -> None:
         os.mkfifo(path)
 
 
-SPECIAL = [("loop", "a symbolic link loop"),
-           ("dangling", "a symbolic link to gone.trec, which does not exist"),
-           ("fifo", "a named pipe (FIFO)")]
+SPECIAL = [
+    ("loop", "a symbolic link loop"),
+    ("dangling", "a symbolic link to gone.trec, which does not exist"),
+    ("fifo", "a named pipe (FIFO)"),
+]
 
 
 @pytest.mark.parametrize(("kind", "said"), SPECIAL)
-def test_a_run_that_is_no_regular_file_gets_its_cause(study: Path, tmp_path: Path, kind: str,
-                                                      said: str) -> None:
+def test_a_run_that_is_no_regular_file_gets_its_cause(
+    study: Path, tmp_path: Path, kind: str, said: str
+) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(study / "runs", runs)
     target = runs / STAGE / "qwen3-0.6b@20.trec"
@@ -284,15 +337,18 @@ def test_a_huge_id_is_cut_in_the_message(study: Path, tmp_path: Path) -> None:
     huge = "q" * 10_000_000
     text = (study / "runs" / RUN).read_text()
     runs = runs_with(study, tmp_path, text + f"{huge} Q0 d 1 1.0 {text.split()[5]}\n")
-    line = one_line(report(study, tmp_path / "out", runs=runs), "expected a query id of the qrels",
-                    "…(10000000 bytes)")
+    line = one_line(
+        report(study, tmp_path / "out", runs=runs), "expected a query id of the qrels", "…(10000000 bytes)"
+    )
     assert len(line) < 2000
 
 
 def test_a_price_of_1e308_names_the_prices_file(tmp_path: Path) -> None:
     prices = tmp_path / "prices.toml"
-    prices.write_text('[api.voyage-rerank-3]\nvalue = 1e308\ncurrency = "USD"\nunit = "per million tokens"\n'
-                      'date = 2026-01-02\nsource = "https://example.org/pricing"\n')
+    prices.write_text(
+        '[api.voyage-rerank-3]\nvalue = 1e308\ncurrency = "USD"\nunit = "per million tokens"\n'
+        'date = 2026-01-02\nsource = "https://example.org/pricing"\n'
+    )
     with pytest.raises(CostInputError) as refused:
         read_prices(prices)
     assert str(refused.value).startswith(f"{prices}:2") and "far above any price" in str(refused.value)
@@ -300,7 +356,8 @@ def test_a_price_of_1e308_names_the_prices_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("earlier", [False, True])
 def test_a_full_disk_names_the_path_and_no_report_that_was_not_there(
-        study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: bool) -> None:
+    study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: bool
+) -> None:
     out = tmp_path / "out"
     if earlier:
         assert report(study, out).returncode == 0
@@ -310,8 +367,19 @@ def test_a_full_disk_names_the_path_and_no_report_that_was_not_there(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(atomic.os, "fsync", full)
-    result = CliRunner().invoke(analysis_cli, ["report", "--runs", str(study / "runs"), "--qrels",
-                                               str(study / "qrels.tsv"), "--out", str(out), "--no-figures"])
+    result = CliRunner().invoke(
+        analysis_cli,
+        [
+            "report",
+            "--runs",
+            str(study / "runs"),
+            "--qrels",
+            str(study / "qrels.tsv"),
+            "--out",
+            str(out),
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit | None), result.output
     message = result.output.strip()
     assert message.startswith(f"Error: {out / 'quality'}") and "No space left on device" in message, message
@@ -335,8 +403,14 @@ def foreign_server() -> Iterator[str]:
 def test_doctor_never_prints_a_foreign_servers_html(foreign_server: str) -> None:
     script = Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / "bench"
     env = {**os.environ, "BENCH_TYPESENSE_URL": foreign_server, "BENCH_TYPESENSE_API_KEY": "x"}
-    proc = subprocess.run([str(script) if script.is_file() else "bench", "doctor", "first-stages"],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = subprocess.run(
+        [str(script) if script.is_file() else "bench", "doctor", "first-stages"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert "<html" not in proc.stdout.lower() and "welcome to nginx" not in proc.stdout.lower(), proc.stdout
     assert "a text/html body of" in proc.stdout, proc.stdout

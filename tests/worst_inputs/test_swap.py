@@ -55,16 +55,31 @@ def versions(study: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 def report_args(study: Path, out: Path, which: str) -> list[str]:
     qrels = "qrels.tsv" if which == "A" else "qrels-b.tsv"
-    return ["report", "--runs", str(study / "runs"), "--qrels", str(study / qrels), "--out", str(out),
-            "--no-figures", "--title", f"report {which}"]  # fmt: skip
+    return [
+        "report",
+        "--runs",
+        str(study / "runs"),
+        "--qrels",
+        str(study / qrels),
+        "--out",
+        str(out),
+        "--no-figures",
+        "--title",
+        f"report {which}",
+    ]
 
 
-def seam(n: int, action: str, when: str, folder: Path, args: list[str],
-         exchange: bool = True) -> subprocess.Popen[str]:
+def seam(
+    n: int, action: str, when: str, folder: Path, args: list[str], exchange: bool = True
+) -> subprocess.Popen[str]:
     extra = {} if exchange else {"SEAM_NO_EXCHANGE": "1"}
-    return subprocess.Popen([sys.executable, str(SEAM), str(n), action, when, str(folder), *args],
-                            env=env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, str(SEAM), str(n), action, when, str(folder), *args],
+        env=env(**extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def write_version(out: Path, files: dict[str, bytes]) -> None:
@@ -73,12 +88,18 @@ def write_version(out: Path, files: dict[str, bytes]) -> None:
         (out / name).write_bytes(data)
 
 
-def next_run_cleans(study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path,
-                    left: list[str]) -> None:
+def next_run_cleans(
+    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, left: list[str]
+) -> None:
     """The next run: cleans what was left (and says what it removed or put back), then writes B."""
     out = tmp_path / "out"
-    nxt = subprocess.run([sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")], env=env(),
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    nxt = subprocess.run(
+        [sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert nxt.returncode == 0, nxt.stderr
     assert snapshot(out) == versions["B"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
@@ -96,15 +117,16 @@ def signal_exit(proc: subprocess.Popen[str], stderr: str, action: str) -> None:
         assert f"Error: interrupted by {action}" in stderr, stderr
 
 
-EXCHANGE_CASES = [(sig, n, "before") for sig in ("SIGINT", "SIGTERM", "SIGKILL", "oserror")
-                  for n in range(1, STEPS + 1)]  # fmt: skip
+EXCHANGE_CASES = [
+    (sig, n, "before") for sig in ("SIGINT", "SIGTERM", "SIGKILL", "oserror") for n in range(1, STEPS + 1)
+]
 EXCHANGE_CASES += [(sig, STEPS, "after") for sig in ("SIGINT", "SIGTERM", "SIGKILL")]
 
 
 @pytest.mark.parametrize(("action", "n", "when"), EXCHANGE_CASES)
 def test_a_signal_at_any_step_of_the_exchange_leaves_a_whole_report(
-        study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int,
-        when: str) -> None:  # fmt: skip
+    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int, when: str
+) -> None:
     """Immediately after each (no recovery run first), ``--out`` is A or B whole: A while the exchange has not
     happened (steps 1, 2), B from the exchange on; a caught signal waits for the swap and ends with B."""
     out = tmp_path / "out"
@@ -141,8 +163,8 @@ CASES += [(sig, RENAMES, "after") for sig in SIGNALS]
 
 @pytest.mark.parametrize(("action", "n", "when"), CASES)
 def test_fallback_a_signal_at_any_rename_leaves_a_whole_report(
-        study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int,
-        when: str) -> None:  # fmt: skip
+    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int, when: str
+) -> None:
     """The fallback swap (no exchange): one rename per entry under a journal."""
     out = tmp_path / "out"
     write_version(out, versions["A"])  # the earlier report
@@ -174,8 +196,9 @@ def test_fallback_a_signal_at_any_rename_leaves_a_whole_report(
     next_run_cleans(study, versions, tmp_path, left)
 
 
-def test_two_reports_at_once_never_mix(study: Path, versions: dict[str, dict[str, bytes]],
-                                       tmp_path: Path) -> None:
+def test_two_reports_at_once_never_mix(
+    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     first = seam(1, "pause", "before", tmp_path, report_args(study, out, "A"))
     try:
@@ -183,8 +206,13 @@ def test_two_reports_at_once_never_mix(study: Path, versions: dict[str, dict[str
         while not (tmp_path / "paused").exists():  # A holds the lock and stands inside its swap
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.05)
-        second = subprocess.run([sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")],
-                                env=env(), capture_output=True, text=True, timeout=300)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")],
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         line = one_line(second, str(out), "another analysis report", f"pid {first.pid}", "Fix:")
         assert "wait for it to finish" in line
     finally:
@@ -193,15 +221,23 @@ def test_two_reports_at_once_never_mix(study: Path, versions: dict[str, dict[str
     assert snapshot(out) == versions["A"]
 
 
-def test_two_reports_started_together(study: Path, versions: dict[str, dict[str, bytes]],
-                                      tmp_path: Path) -> None:
+def test_two_reports_started_together(
+    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path
+) -> None:
     """No pause: whichever takes the lock first writes; the other refuses or (having started after the first
     finished) writes its own whole report; never a mix."""
     for round_ in range(3):
         out = tmp_path / f"out{round_}"
-        procs = {w: subprocess.Popen([sys.executable, "-m", "analysis.cli", *report_args(study, out, w)],
-                                     env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for w in "AB"}  # fmt: skip
+        procs = {
+            w: subprocess.Popen(
+                [sys.executable, "-m", "analysis.cli", *report_args(study, out, w)],
+                env=env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for w in "AB"
+        }
         results = {w: (p.wait(timeout=300), p.communicate()[1]) for w, p in procs.items()}
         for rc, err in results.values():
             assert rc in (0, 1) and "Traceback" not in err, err
@@ -236,8 +272,12 @@ def _fail_exdev(a: Path, b: Path) -> None:
 
 @pytest.mark.parametrize("way", ["exchange", "no renameat2", "EINVAL", "EXDEV"])
 def test_entries_the_report_does_not_own_survive_the_swap(
-        study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        way: str) -> None:  # fmt: skip
+    study: Path,
+    versions: dict[str, dict[str, bytes]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    way: str,
+) -> None:
     """Either swap keeps the files, folders and symlinks of ``--out`` the report does not own: the same
     content, the same inode for files (hard links), folder modes kept, ``--out``'s mode kept. The exchange
     replaces ``--out``'s folder (a new inode); the fallback (forced through the seam: no ``renameat2``, or
@@ -276,8 +316,9 @@ def _build_in(out: Path) -> None:
         (build / "report.md").write_text("new\n")
 
 
-def test_out_as_a_symlink_or_as_dot_falls_back_and_keeps_everything(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_out_as_a_symlink_or_as_dot_falls_back_and_keeps_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--out`` a symlink: the link stays a link and its target's entries are swapped (the exchange would
     replace the link itself); ``--out .``: the build lies inside it, so the fallback swap runs (the exchange's
     mirror would copy the build into itself)."""
