@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-TEST_COMMAND = "uv run ruff check . && uv run lint-imports && uv run mypy && uv run pytest -q"
+TEST_COMMAND = (
+    "uv run ruff check . && uv run ruff format --check . && "
+    "uv run lint-imports && uv run mypy && uv run pytest -q"
+)
 
 
 def code_blocks(text: str) -> list[str]:
