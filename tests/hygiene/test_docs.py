@@ -144,9 +144,9 @@ def test_readme_has_the_front_door_sections(repo_root: Path, section: str) -> No
 
 # A ceiling that only comes down. The target is 121,000 bytes, half of the 242 KB the docs held when a reader
 # first measured them; condensing without losing a command, rule, current figure or warning reached about
-# 135 KB (typesense-source.md alone is a 21 KB table that tests/firststage/test_typesense_source.py keeps
+# 133 KB (typesense-source.md alone is a 21 KB table that tests/firststage/test_typesense_source.py keeps
 # complete). Lower the ceiling whenever the docs shrink.
-DOCS_LIMIT_BYTES = 138_000
+DOCS_LIMIT_BYTES = 136_000
 DOCS_TARGET_BYTES = 121_000
 
 
