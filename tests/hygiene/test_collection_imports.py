@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.integrity.test_function_imports import HEAVY_INTERNAL, imported_names
+from tests.hygiene.test_function_imports import HEAVY_INTERNAL, imported_names
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY_AT_COLLECTION = frozenset(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.integrity.test_docker import compose
+from tests.hygiene.test_docker import compose
 
 
 def test_cpu_service_is_bench_without_the_gpu(repo_root: Path) -> None:

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from bench.cli import cli
 from tests.bench_costs.ecb_files import packaged_zip, serving
-from tests.integrity.test_docker import compose, tool
+from tests.hygiene.test_docker import compose, tool
 
 
 def compose_binary() -> str:
@@ -62,13 +62,13 @@ def test_compose_runs_the_bench_services_as_uid_and_gid_from_the_environment(rep
 
 
 def test_the_documented_env_line_sets_the_user(repo_root: Path, tmp_path: Path) -> None:
-    """The instruction of docs/phases.md (moved from README.md), run as written: the line appended to .env
-    reaches compose (bash exports no UID)."""
+    """The instruction of docs/runbook.md (step 0), run as written: the line appended to .env reaches compose
+    (bash exports no UID)."""
     import re
     import subprocess
 
-    doc = (repo_root / "docs" / "phases.md").read_text(encoding="utf-8")
-    (line,) = re.findall(r"`(printf 'UID=[^`]*>> \.env)`", doc)
+    doc = (repo_root / "docs" / "runbook.md").read_text(encoding="utf-8")
+    (line,) = re.findall(r"^(printf 'UID=.*>> \.env)$", doc, flags=re.M)
     shutil.copy(repo_root / "compose.yaml", tmp_path / "compose.yaml")
     (tmp_path / ".env").write_text("VOYAGE_API_KEY=kept\n", encoding="utf-8")
     subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integrity.test_dockerfile_pins import instructions
+from tests.hygiene.test_dockerfile_pins import instructions
 
 STEP = re.compile(r"^docker/install\.sh (\w+)$")
 

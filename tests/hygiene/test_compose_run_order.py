@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integrity.test_readme_phases import phase_rows
+from tests.hygiene.test_readme_phases import phase_rows
 
 # Options of `docker compose run` that no `bench`/`analysis` command takes: after the service they are
 # the container's arguments, never compose's. (`--publish` is left out: `bench` has an option of that name.)

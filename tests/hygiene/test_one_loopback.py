@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.integrity.test_function_imports import imported_names
+from tests.hygiene.test_function_imports import imported_names
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = ROOT / "tests" / "support" / "loopback.py"

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from bench import plan
 from bench.cli import cli
-from tests.integrity.test_docker import compose
+from tests.hygiene.test_docker import compose
 
 
 def rendered(repo_root: Path) -> dict[str, dict[str, object]]:
