@@ -44,6 +44,8 @@ __all__ = [
     "evaluate_indexed",
     "evaluate_table",
     "mean_scores",
+    "scored_indexed",
+    "scored_table",
 ]
 
 MEASURES: Final = (
@@ -264,3 +266,23 @@ def curves_indexed(
     reader's form). Same arithmetic, same values."""
     row_q, pos, keep = _row_queries(judgments, qids, offsets)
     return _curves(judgments, row_q, pos, judgments.relevance_of(row_q, doc[keep]), max_k)
+
+
+def scored_indexed(
+    judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray, max_k: int = CURVE_DEPTH
+) -> tuple[dict[str, np.ndarray], Curves]:
+    """:func:`evaluate_indexed` (every measure) and :func:`curves_indexed` from one lookup of the rows'
+    relevance (the report reads each run once and keeps both)."""
+    row_q, pos, keep = _row_queries(judgments, qids, offsets)
+    rel = judgments.relevance_of(row_q, doc[keep])
+    return _measures(judgments, row_q, pos, rel, _wanted(None)), _curves(judgments, row_q, pos, rel, max_k)
+
+
+def scored_table(
+    judgments: Judgments, table: RunTable, max_k: int = CURVE_DEPTH
+) -> tuple[dict[str, np.ndarray], Curves]:
+    """:func:`evaluate_table` (every measure) and :func:`curves_table` from one lookup of the relevance."""
+    row_q, pos, keep = _row_queries(judgments, table.qids, table.offsets)
+    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
+    rel = judgments.relevance(row_q, docids)
+    return _measures(judgments, row_q, pos, rel, _wanted(None)), _curves(judgments, row_q, pos, rel, max_k)

@@ -39,15 +39,7 @@ import numpy as np
 
 from analysis import plan as _plan
 from analysis.int8.comparison import SEPARATE_MODELS
-from analysis.metrics import (
-    MEASURES,
-    Curves,
-    Judgments,
-    curves_indexed,
-    curves_table,
-    evaluate_indexed,
-    evaluate_table,
-)
+from analysis.metrics import MEASURES, Curves, Judgments, scored_indexed, scored_table
 from analysis.multiple import holm
 from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, STANDIN_MARK, contamination_of, is_standin
 from analysis.reordering import CandidateIndex, RankedIds, check_reordering, name_codes
@@ -238,14 +230,12 @@ def _load(
         from analysis.trec_fast import doc_index, judged_docids  # pyarrow: only with the columnar reader
 
         doc = doc_index(fast, judged_docids(judgments))
-        per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
-        curves = curves_indexed(judgments, fast.qids, fast.offsets, doc)
+        per_query, curves = scored_indexed(judgments, fast.qids, fast.offsets, doc)
         run_qids: tuple[str, ...] = fast.qids
         ids = RankedIds.of_fast(fast)
     else:
         table = reference_table(path, data, sha, qrels_qids=judgments.qids)
-        per_query = evaluate_table(judgments, table)
-        curves = curves_table(judgments, table)
+        per_query, curves = scored_table(judgments, table)
         run_qids = table.qids
         ids = RankedIds.of_table(table)
     del data
