@@ -29,7 +29,7 @@ RC: Final[dict[str, Any]] = {
     "font.size": 10.0,
     "mathtext.fontset": "dejavusans",
     "text.usetex": False,
-    "text.hinting": "force_autohint",
+    "text.hinting": "default",
     "text.antialiased": True,
     "lines.antialiased": True,
     "axes.unicode_minus": True,
