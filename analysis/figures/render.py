@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -57,7 +57,7 @@ def canvas(width_in: float, height_in: float, dpi: int) -> Iterator[Figure]:
 
     with matplotlib.rc_context():
         matplotlib.rcdefaults()  # matplotlib's own defaults, not the user's matplotlibrc
-        matplotlib.rcParams.update(RC)
+        cast(Any, matplotlib.rcParams).update(RC)  # the typed keys of rcParams: RC is a plain dict
         fig = Figure(figsize=(width_in, height_in), dpi=dpi)
         FigureCanvasAgg(fig)
         yield fig

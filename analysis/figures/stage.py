@@ -182,7 +182,12 @@ def _difference_panel(ax: Axes, data: StageFigure) -> None:
     for colour, ds in bars.items():
         xerr = [[d.mean - d.low for d in ds], [d.high - d.mean for d in ds]]
         ax.errorbar(
-            [d.mean for d in ds], [_y(data, d.row) for d in ds], xerr=xerr, fmt="none", ecolor=colour, capsize=2
+            [d.mean for d in ds],
+            [_y(data, d.row) for d in ds],
+            xerr=xerr,
+            fmt="none",
+            ecolor=colour,
+            capsize=2,
         )
     for (colour, marker, filled), ds in points.items():
         ax.plot(
