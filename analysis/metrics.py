@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
@@ -32,13 +33,19 @@ from analysis.qrels import dcg_discount as _dcg_discount
 from analysis.trec import RunTable
 
 __all__ = [
+    "CURVE_DEPTH",
     "MEASURES",
     "MISSING_QUERY_POLICY",
+    "Curves",
     "Judgments",
+    "curves_indexed",
+    "curves_table",
     "evaluate",
     "evaluate_indexed",
     "evaluate_table",
     "mean_scores",
+    "scored_indexed",
+    "scored_table",
 ]
 
 MEASURES: Final = (
@@ -59,6 +66,9 @@ MISSING_QUERY_POLICY: Final = (
     "not in the qrels are an error unless explicitly allowed, and then ignored"
 )
 _CEILING_DEPTH = 100
+# Hit@k and Recall@k for every k up to this depth, kept per run when it is read (:class:`Curves`): the costs
+# section's context calculation searches the first stage's top 100 (PLAN.md, section "Costs")
+CURVE_DEPTH: Final = 100
 
 
 def _as_table(run: RunTable | Mapping[str, Sequence[tuple[str, float]]]) -> RunTable:
@@ -212,3 +222,67 @@ def mean_scores(
     judgments = Judgments.from_qrels(qrels)
     values = evaluate_table(judgments, _as_table(run), measures)
     return {m: float(np.mean(v)) if v.size else 0.0 for m, v in values.items()}
+
+
+@dataclass(frozen=True)
+class Curves:
+    """``hits[k - 1]``: queries with a relevant passage in the top k; ``recall[k - 1]``: mean Recall@k (every
+    qrels query counts; a missing query scores 0), for k = 1..``len(hits)``."""
+
+    queries: int
+    hits: np.ndarray
+    recall: np.ndarray
+
+    def hit_at(self, k: int) -> float:
+        return float(self.hits[k - 1]) / self.queries
+
+
+def _curves(judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.ndarray, max_k: int) -> Curves:
+    nq = len(judgments.qids)
+    top = pos < max_k
+    row_q, pos = row_q[top], pos[top]
+    relevant = rel[top] > 0
+    first = np.full(nq, max_k, dtype=np.int64)
+    np.minimum.at(first, row_q[relevant], pos[relevant])
+    hits = np.cumsum(np.bincount(first[first < max_k], minlength=max_k))[:max_k]
+    weights = np.zeros(int(relevant.sum()))
+    nrel = judgments.n_relevant[row_q[relevant]]
+    np.divide(1.0, nrel, out=weights, where=nrel > 0)
+    recall = np.cumsum(np.bincount(pos[relevant], weights=weights, minlength=max_k))[:max_k] / max(nq, 1)
+    return Curves(nq, hits.astype(np.int64), recall)
+
+
+def curves_table(judgments: Judgments, table: RunTable, max_k: int = CURVE_DEPTH) -> Curves:
+    """Hit@k counts and mean Recall@k of ``table`` for k = 1..``max_k``."""
+    row_q, pos, keep = _row_queries(judgments, table.qids, table.offsets)
+    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
+    return _curves(judgments, row_q, pos, judgments.relevance(row_q, docids), max_k)
+
+
+def curves_indexed(
+    judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray, max_k: int = CURVE_DEPTH
+) -> Curves:
+    """:func:`curves_table` for rows whose docids are indices into ``judgments.doc_index`` (the columnar
+    reader's form). Same arithmetic, same values."""
+    row_q, pos, keep = _row_queries(judgments, qids, offsets)
+    return _curves(judgments, row_q, pos, judgments.relevance_of(row_q, doc[keep]), max_k)
+
+
+def scored_indexed(
+    judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray, max_k: int = CURVE_DEPTH
+) -> tuple[dict[str, np.ndarray], Curves]:
+    """:func:`evaluate_indexed` (every measure) and :func:`curves_indexed` from one lookup of the rows'
+    relevance (the report reads each run once and keeps both)."""
+    row_q, pos, keep = _row_queries(judgments, qids, offsets)
+    rel = judgments.relevance_of(row_q, doc[keep])
+    return _measures(judgments, row_q, pos, rel, _wanted(None)), _curves(judgments, row_q, pos, rel, max_k)
+
+
+def scored_table(
+    judgments: Judgments, table: RunTable, max_k: int = CURVE_DEPTH
+) -> tuple[dict[str, np.ndarray], Curves]:
+    """:func:`evaluate_table` (every measure) and :func:`curves_table` from one lookup of the relevance."""
+    row_q, pos, keep = _row_queries(judgments, table.qids, table.offsets)
+    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
+    rel = judgments.relevance(row_q, docids)
+    return _measures(judgments, row_q, pos, rel, _wanted(None)), _curves(judgments, row_q, pos, rel, max_k)

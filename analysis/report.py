@@ -24,6 +24,7 @@ from analysis import judged, pitfalls
 from analysis.atomic import built_beside, out_lock, write_bytes_atomic, write_json_atomic
 from analysis.codeinfo import code_record, stamp_tree
 from analysis.costs.report import check_missing, compute_costs, write_costs
+from analysis.figures.stage import stage_figure, stage_numbers
 from analysis.int8.comparison import compare_int8
 from analysis.int8.comparison import markdown as int8_markdown
 from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
@@ -53,6 +54,7 @@ from analysis.study import (
     analyse_study,
     default_flags,
     flag_note,
+    paired_differences_vs_first,
     run_label,
 )
 from analysis.trec import read_qrels
@@ -419,7 +421,7 @@ def _write_report_locked(
     costs_record = None
     if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
         records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
-        costs_record = compute_costs(records, runs_dir, qrels_path, costs)
+        costs_record = compute_costs(records, stages, qrels_path, costs)
     options = {
         **(section_options or {}),
         "figures": figures,
@@ -565,10 +567,9 @@ def _write_quality(
         if figures:
             md += [f"![nDCG@10 at {s.stage}](figures/{s.stage}.png)", ""]
     if figures:
-        from analysis.figures import stage_figure  # Pillow: imported only when figures are drawn
-
         for s in stages:
-            stage_figure(s, out_dir / "figures" / f"{s.stage}.png", all_flags, stage_flags)
+            data = stage_numbers(s, paired_differences_vs_first(s), all_flags, stage_flags)
+            stage_figure(data, out_dir / "figures" / f"{s.stage}.png")
     context = ReportContext(
         runs_dir, qrels_path, out_dir, stages, inputs, all_flags, stage_flags, study, options
     )

@@ -39,7 +39,7 @@ import numpy as np
 
 from analysis import plan as _plan
 from analysis.int8.comparison import SEPARATE_MODELS
-from analysis.metrics import MEASURES, Judgments, evaluate_indexed, evaluate_table
+from analysis.metrics import MEASURES, Curves, Judgments, scored_indexed, scored_table
 from analysis.multiple import holm
 from analysis.plan import ALPHA, INTERVAL_METRICS, MAIN_METRIC, STANDIN_MARK, contamination_of, is_standin
 from analysis.reordering import CandidateIndex, RankedIds, check_reordering, name_codes
@@ -56,6 +56,7 @@ __all__ = [
     "discover_runs",
     "flag_note",
     "load_stages",
+    "paired_differences_vs_first",
     "run_label",
     "sha256_of",
 ]
@@ -93,6 +94,8 @@ class RunResult:
     missing: tuple[str, ...] = ()  # qrels queries absent from the run (each scores 0)
     not_rated: str | None = None  # why a reranked run is not rated ("not rated: 3 of 305 queries missing")
     ids: RankedIds | None = field(default=None, repr=False)  # while loading: the reordering check's input
+    # Hit@k and Recall@k for k up to 100, kept from the read: the costs section's context calculation
+    curves: Curves | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -227,12 +230,12 @@ def _load(
         from analysis.trec_fast import doc_index, judged_docids  # pyarrow: only with the columnar reader
 
         doc = doc_index(fast, judged_docids(judgments))
-        per_query = evaluate_indexed(judgments, fast.qids, fast.offsets, doc)
+        per_query, curves = scored_indexed(judgments, fast.qids, fast.offsets, doc)
         run_qids: tuple[str, ...] = fast.qids
         ids = RankedIds.of_fast(fast)
     else:
         table = reference_table(path, data, sha, qrels_qids=judgments.qids)
-        per_query = evaluate_table(judgments, table)
+        per_query, curves = scored_table(judgments, table)
         run_qids = table.qids
         ids = RankedIds.of_table(table)
     del data
@@ -250,6 +253,7 @@ def _load(
         queries_present=len(judgments.qids) - len(missing),
         missing=missing,
         ids=ids,
+        curves=curves,
     )
 
 
@@ -474,6 +478,34 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
             s.winner[depth] = complete and winner(mirrored, vs_first["wording"])
         for depth in {r.depth for r in s.runs if r.depth is not None} - set(s.best):
             s.winner[depth] = False  # every run at this depth is not rated
+
+
+def paired_differences_vs_first(stage: StageResult) -> list[dict[str, object]]:
+    """Per reranked run: mean paired nDCG@10 difference to the first stage, its 95 % percentile interval of
+    the paired bootstrap (points; the same resamples over queries and seed as every interval,
+    :func:`analysis.resampling.bootstrap_intervals` on the per-query differences) and the Holm verdict of the
+    vs-first-stage family. Drawn in the stage figure's right panel; computed only when figures are drawn."""
+    verdicts: dict[tuple[str | None, int | None], str] = {}
+    for fam in stage.families:
+        if fam["id"].rsplit("/", 1)[1] == "vs-first-stage":
+            for c in fam["comparisons"]:
+                verdicts[(c["model"], c["depth"])] = c["wording"]
+    runs = stage.runs
+    if not runs:
+        return []
+    base = stage.first_stage.per_query[MAIN_METRIC]
+    diffs = np.column_stack([r.per_query[MAIN_METRIC] - base for r in runs])
+    intervals = bootstrap_intervals(diffs)
+    return [
+        {
+            "run": r,
+            "mean": 100 * float(diffs[:, i].mean()),
+            "low": 100 * float(intervals[i][0]),
+            "high": 100 * float(intervals[i][1]),
+            "verdict": verdicts.get((r.model, r.depth), "not rated"),
+        }
+        for i, r in enumerate(runs)
+    ]
 
 
 def mark_incomplete(s: StageResult, n: int) -> None:

@@ -91,9 +91,12 @@ def make_study(runs: Path) -> list[Path]:
     return sorted(runs.rglob("*.trec"))
 
 
-def cold_report(runs: Path, out: Path, env: dict[str, str]) -> tuple[float, float, int]:
+def cold_report(
+    runs: Path, out: Path, env: dict[str, str], extra: tuple[str, ...] = ()
+) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (all processes) and exit code of one cold `analysis report` subprocess,
-    imports included. Also used by ``guard.py``."""
+    imports included; ``extra``: more options (``--no-figures``, ``--prices ...``). Also used by
+    ``guard.py``."""
     t, c = time.perf_counter(), _cpu()
     proc = subprocess.run(
         [
@@ -107,6 +110,7 @@ def cold_report(runs: Path, out: Path, env: dict[str, str]) -> tuple[float, floa
             str(QRELS),
             "--out",
             str(out),
+            *extra,
         ],
         capture_output=True,
         text=True,

@@ -119,7 +119,7 @@ def main() -> None:
     inputs = CostInputs(blocks=blocks, prices=read_prices(root / "prices.toml"), allow_missing=True)
     read_s = time.perf_counter() - t
     t = time.perf_counter()
-    costs = compute_costs(records, runs, QRELS, inputs)
+    costs = compute_costs(records, stages, QRELS, inputs)
     compute_s = time.perf_counter() - t
     t = time.perf_counter()
     write_costs(costs, records, root / "out", figures=True)

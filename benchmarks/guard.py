@@ -7,9 +7,13 @@ recorded figure. Run it before resolving an issue that touches ``analysis/`` or 
 
 Figures (seconds, lower is faster), each beside an anchor measured in the same run, alternating A, B, A, B:
 
-- ``report``: a cold ``analysis report`` subprocess on the full-size synthetic study (112 run files,
-  ``bench_analysis.make_study``), bytecode on, after one warm-up run. Anchor: a cold subprocess that reads the
-  same 112 files with pyarrow's CSV reader and sorts every file's scores with numpy.
+- ``report-json``: a cold ``analysis report --no-figures`` subprocess (the JSON and Markdown) on the
+  full-size synthetic study (112 run files, ``bench_analysis.make_study``), bytecode on, after one warm-up
+  run. Anchor: a cold subprocess that reads the same 112 files with pyarrow's CSV reader and sorts every
+  file's scores with numpy.
+- ``report-runbook``: the runbook's report command, cold (``--prices``, ``--latency``, ``--passage-tokens``,
+  ``--ecb-file``: every section and every figure) on the full-size study with latency blocks and prices
+  (``bench_costs.build``, 112 run files). Same anchor on its run files.
 - ``lock``: ``sha256_file`` (``bench data verify``) on a 256 MiB file (``bench_lock_verify.measure``).
   Anchor: ``openssl dgst -sha256`` on the same file.
 - ``import``: ``import_passages`` of 2,000 passages with 1024-dim vectors into the local Typesense 0.24.1
@@ -24,8 +28,8 @@ The rules of the verdict (25 % on ratios, 50 % when a run was loaded; absolute t
 with both runs idle; exit 1 slower, 3 cannot tell, 0 otherwise): ``guard_compare.py``. Subprocesses run
 without PYTHONDONTWRITEBYTECODE, ANALYSIS_WORKERS and ANALYSIS_TREC_READER, as a user's shell would.
 
-``BENCH_GUARD_PLANT=report:2.0[,status:1.5]`` plants a slowdown: the figure's time is multiplied by the
-factor; for the figures the guard times itself (report, lock, status, plumbing) the extra time is slept
+``BENCH_GUARD_PLANT=report-json:2.0[,status:1.5]`` plants a slowdown: the figure's time is multiplied by the
+factor; for the figures the guard times itself (reports, lock, status, plumbing) the extra time is slept
 inside the timed region. ``--only plumbing`` runs only the guard's self-check figure (a fixed numpy workload
 against itself, ratio 1 by construction) for the tests.
 """
@@ -65,7 +69,7 @@ from bench.interrupt import EXIT_INTERRUPTED, interruptible
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "benchmarks" / "recorded.json"
-DEFAULT = ("report", "lock", "import", "harness", "status")
+DEFAULT = ("report-json", "report-runbook", "lock", "import", "harness", "status")
 EXIT_USAGE = 2
 LOCK_MB, IMPORT_DOCS, IMPORT_BATCH, HARNESS_CALLS, STATUS_RUNS = 256, 2_000, 1_000, 20_000, 5
 
@@ -119,38 +123,78 @@ def timed(name: str, fn: Callable[[], object]) -> float:
     return planted(name, time.perf_counter() - t, sleep=True)
 
 
-def fig_report(repeat: int) -> Figure:
+def _report_figure(
+    name: str, repeat: int, runs: Path, out: Path, extra: tuple[str, ...], what: str
+) -> Figure:
+    """Best of ``repeat`` cold ``analysis report`` runs on ``runs`` with ``extra`` options, each beside the
+    anchor read of the same files, after one warm-up round (page cache, .pyc files)."""
     import bench_analysis
 
     env = clean_env()
+    n_files = len(list(runs.rglob("*.trec")))
+
+    def anchor() -> None:
+        subprocess.run(
+            [sys.executable, "-c", ANCHOR_READ, str(runs)], env=env, check=True, capture_output=True
+        )
+
+    reports: list[tuple[float, float]] = []
+    anchors: list[float] = []
+    for i in range(repeat + 1):  # the first round is the warm-up
+        t = time.perf_counter()
+        anchor()
+        anchor_s = time.perf_counter() - t
+        wall, cpu, code = bench_analysis.cold_report(runs, out, env, extra)
+        if code != 0:
+            return Figure(name, None, reason=f"`analysis report` exited {code}")
+        if i:
+            anchors.append(anchor_s)
+            reports.append((planted(name, wall, sleep=True), cpu))
+    best = min(reports)
+    return Figure(name, best[0], min(anchors), best[1], what=f"{what}, {n_files} run files, best of {repeat}")
+
+
+def fig_report_json(repeat: int) -> Figure:
+    import bench_analysis
+
     with tempfile.TemporaryDirectory(prefix="guard-report-") as tmp:
         runs = Path(tmp) / "runs"
-        files = bench_analysis.make_study(runs)
+        bench_analysis.make_study(runs)
+        return _report_figure(
+            "report-json",
+            repeat,
+            runs,
+            Path(tmp) / "out",
+            ("--no-figures",),
+            "cold `analysis report --no-figures`",
+        )
 
-        def anchor() -> None:
-            subprocess.run(
-                [sys.executable, "-c", ANCHOR_READ, str(runs)], env=env, check=True, capture_output=True
-            )
 
-        reports: list[tuple[float, float]] = []
-        anchors: list[float] = []
-        for i in range(repeat + 1):  # the first round is the warm-up (page cache, .pyc files)
-            t = time.perf_counter()
-            anchor()
-            anchor_s = time.perf_counter() - t
-            wall, cpu, code = bench_analysis.cold_report(runs, Path(tmp) / "out", env)
-            if code != 0:
-                return Figure("report", None, reason=f"`analysis report` exited {code}")
-            if i:
-                anchors.append(anchor_s)
-                reports.append((planted("report", wall, sleep=True), cpu))
-        best = min(reports)
-        return Figure(
-            "report",
-            best[0],
-            min(anchors),
-            best[1],
-            what=f"cold `analysis report`, {len(files)} run files, best of {repeat}",
+def fig_report_runbook(repeat: int) -> Figure:
+    import bench_costs
+
+    from analysis.costs.ecb import default_ecb_file
+
+    with tempfile.TemporaryDirectory(prefix="guard-runbook-") as tmp:
+        root = Path(tmp)
+        runs, latency = bench_costs.build(root)
+        tokens = {s: {"mean_tokens": 150.0} for s in bench_costs.STAGES}  # a benchmark input
+        (root / "tokens.json").write_text(
+            json.dumps({"format": "passage-tokens/1", "tokenizer": "benchmark input", "stages": tokens}),
+            encoding="utf-8",
+        )
+        extra = (
+            *("--prices", str(root / "prices.toml"), "--latency", str(latency)),
+            *("--passage-tokens", str(root / "tokens.json"), "--ecb-file", str(default_ecb_file())),
+            "--allow-missing",  # the benchmark's prices file has no LLM prices
+        )
+        return _report_figure(
+            "report-runbook",
+            repeat,
+            runs,
+            root / "out",
+            extra,
+            "cold runbook `analysis report`, every figure",
         )
 
 
@@ -271,7 +315,8 @@ def fig_plumbing(repeat: int) -> Figure:
 
 
 FIGURES: dict[str, Callable[[int], Figure]] = {
-    "report": fig_report,
+    "report-json": fig_report_json,
+    "report-runbook": fig_report_runbook,
     "lock": fig_lock,
     "import": fig_import,
     "harness": fig_harness,

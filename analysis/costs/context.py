@@ -13,13 +13,11 @@ compared as a count of queries (exact); Recall as a mean with a tolerance of 1e-
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 
-from analysis.metrics import Judgments
+from analysis.metrics import Curves, Judgments, curves_table
 from analysis.trec import RunTable
 
 __all__ = ["Curves", "curves", "saved_eur_per_1000", "smallest_k"]
@@ -28,38 +26,11 @@ RECALL_TOLERANCE: Final = 1e-12
 NOT_MEASURED: Final = "answer quality is not measured; the calculation counts passages and tokens only"
 
 
-@dataclass(frozen=True)
-class Curves:
-    """``hits[k - 1]``: queries with a relevant passage in the top k; ``recall[k - 1]``: mean Recall@k."""
-
-    queries: int
-    hits: np.ndarray
-    recall: np.ndarray
-
-    def hit_at(self, k: int) -> float:
-        return float(self.hits[k - 1]) / self.queries
-
-
 def curves(judgments: Judgments, table: RunTable, max_k: int) -> Curves:
-    """Hit@k counts and mean Recall@k of ``table`` for k = 1..``max_k``."""
-    nq = len(judgments.qids)
-    index = {q: i for i, q in enumerate(judgments.qids)}
-    run_q = np.array([index.get(q, -1) for q in table.qids], dtype=np.int64)
-    counts = np.diff(table.offsets)
-    row_q = np.repeat(run_q, counts)
-    pos = np.arange(len(table.docids), dtype=np.int64) - np.repeat(table.offsets[:-1], counts)
-    keep = (row_q >= 0) & (pos < max_k)
-    row_q, pos = row_q[keep], pos[keep]
-    docids = table.docids if bool(keep.all()) else list(itertools.compress(table.docids, keep.tolist()))
-    relevant = judgments.relevance(row_q, docids) > 0
-    first = np.full(nq, max_k, dtype=np.int64)
-    np.minimum.at(first, row_q[relevant], pos[relevant])
-    hits = np.cumsum(np.bincount(first[first < max_k], minlength=max_k))[:max_k]
-    weights = np.zeros(int(relevant.sum()))
-    nrel = judgments.n_relevant[row_q[relevant]]
-    np.divide(1.0, nrel, out=weights, where=nrel > 0)
-    recall = np.cumsum(np.bincount(pos[relevant], weights=weights, minlength=max_k))[:max_k] / max(nq, 1)
-    return Curves(nq, hits.astype(np.int64), recall)
+    """Hit@k counts and mean Recall@k of ``table`` for k = 1..``max_k``
+    (:func:`analysis.metrics.curves_table`; the report keeps each run's curves when it reads the run,
+    :attr:`analysis.study.RunResult.curves`)."""
+    return curves_table(judgments, table, max_k)
 
 
 def smallest_k(first_stage: Curves, reranked: Curves, *, reference_k: int) -> dict[str, Any]:

@@ -3,14 +3,18 @@ written), then write ``costs.json`` and the decision figures, and hand the Markd
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.atomic import write_json_atomic
 from analysis.costs.markdown import costs_markdown
 from analysis.costs.section import CostInputs, build_costs
+from analysis.figures.costs import decision_figure
 from analysis.trec import read_qrels
+
+if TYPE_CHECKING:
+    from analysis.study import StageResult
 
 __all__ = ["MissingCostInputs", "compute_costs", "write_costs"]
 
@@ -22,9 +26,15 @@ class MissingCostInputs(ValueError):
 
 
 def compute_costs(
-    quality: Mapping[str, Mapping[str, Any]], runs_dir: Path, qrels_path: Path, inputs: CostInputs
+    quality: Mapping[str, Mapping[str, Any]],
+    stages: Sequence[StageResult],
+    qrels_path: Path,
+    inputs: CostInputs,
 ) -> dict[str, Any]:
-    return build_costs(quality, runs_dir, read_qrels(qrels_path), inputs)
+    """The costs record from the report's quality records and the stages it read (each run's Hit@k/Recall@k
+    curves, kept from that read: no run file is read again)."""
+    curves = {r.path: r.curves for s in stages for r in (s.first_stage, *s.runs) if r.curves is not None}
+    return build_costs(quality, curves, read_qrels(qrels_path), inputs)
 
 
 def write_costs(
@@ -34,8 +44,6 @@ def write_costs(
     write_json_atomic(out_dir / COSTS_FILE, costs)
     names: list[str] = []
     if figures:
-        from analysis.costs.figure import decision_figure  # matplotlib only when figures are wanted
-
         for stage, record in sorted(quality.items()):
             if not record["runs"]:  # a reference stage without rerankers: nothing to decide between
                 continue

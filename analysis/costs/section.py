@@ -1,7 +1,8 @@
 """``results/costs.json`` and the report's costs section (PLAN.md, section "Costs").
 
 Inputs, each recorded with its source: the quality records of ``analysis report`` (nDCG@10 and its interval
-per stage and run), the run files and qrels (Hit@k/Recall@k of the context calculation), latency blocks
+per stage and run), each run's Hit@k/Recall@k curves as the report computed them when it read the run (the
+context calculation; no run file is read again here), the qrels' queries, latency blocks
 (:mod:`analysis.latency`), the prices file (:mod:`analysis.costs.prices`), the ECB file
 (:mod:`analysis.costs.ecb`) and the mean passage tokens measured by ``bench costs passage-tokens``. Nothing
 is invented: a missing price, rate, billed-token count or token mean leaves its cell "price missing" (or
@@ -20,7 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from analysis.costs.context import NOT_MEASURED, curves, saved_eur_per_1000, smallest_k
+from analysis.costs.context import NOT_MEASURED, saved_eur_per_1000, smallest_k
 from analysis.costs.ecb import EcbRates, read_committed_ecb, read_ecb, usd_per_eur
 from analysis.costs.errors import CostInputError
 from analysis.costs.formulas import (
@@ -37,9 +38,8 @@ from analysis.costs.formulas import (
 from analysis.costs.latency import INT8_SUFFIX, MACHINES, Pooled, check_queries, pool
 from analysis.costs.prices import API_MODELS, EMPTY, PriceBook
 from analysis.latency import Block
-from analysis.metrics import Judgments
+from analysis.metrics import Curves
 from analysis.plan import CONTEXT_REFERENCE_K, CONTEXT_REFERENCE_LLMS, SECONDS_PER_MONTH, UTILISATIONS
-from analysis.trec import read_run_table
 
 __all__ = ["CostInputs", "build_costs"]
 
@@ -306,8 +306,7 @@ def _break_even_cells(
 
 def _context(
     stage: str,
-    runs_dir: Path,
-    judgments: Judgments,
+    curves: Mapping[str, Curves],
     record: Mapping[str, Any],
     tokens: Mapping[str, Any] | None,
     prices: PriceBook,
@@ -317,14 +316,7 @@ def _context(
 ) -> list[dict[str, Any]]:
     if not record["runs"]:  # a reference stage without rerankers has nothing to compare
         return []
-    first = curves(
-        judgments,
-        read_run_table(
-            runs_dir / record["first_stage"]["run"], qrels_qids=judgments.qids, allow_unknown_queries=True
-        ),
-        100,
-    )
-    depth = len(first.hits)
+    first = curves[record["first_stage"]["run"]]
     stage_tokens = None if tokens is None else tokens["stages"].get(stage, {}).get("mean_tokens")
     if stage_tokens is None:
         missing.append(f"context {stage}: mean passage tokens (run `bench costs passage-tokens`)")
@@ -333,8 +325,7 @@ def _context(
         missing.append(f'context: {CONTEXT_REFERENCE_LLMS - len(llms)} reference LLM price(s) [llm."<name>"]')
     rows = []
     for run in sorted(record["runs"], key=lambda r: (r["model"], r["depth"])):
-        table = read_run_table(runs_dir / run["run"], qrels_qids=judgments.qids, allow_unknown_queries=True)
-        result = smallest_k(first, curves(judgments, table, depth), reference_k=CONTEXT_REFERENCE_K)
+        result = smallest_k(first, curves[run["run"]], reference_k=CONTEXT_REFERENCE_K)
         saved = result["saved_passages"]
         per_llm: dict[str, Any] = {}
         for price in llms:
@@ -393,13 +384,14 @@ def _latency_for(
 
 def build_costs(
     quality: Mapping[str, Mapping[str, Any]],
-    runs_dir: Path,
+    curves: Mapping[str, Curves],
     qrels: Mapping[str, Mapping[str, int]],
     inputs: CostInputs,
 ) -> dict[str, Any]:
-    """The whole costs record (``results/costs.json``); pure apart from reading the named input files."""
-    judgments = Judgments.from_qrels(qrels)
-    check_queries(inputs.blocks, judgments.qids)
+    """The whole costs record (``results/costs.json``); pure apart from reading the named input files.
+    ``curves``: run path (as in the quality records) -> its Hit@k/Recall@k curves to depth 100
+    (:attr:`analysis.study.RunResult.curves`; :func:`analysis.costs.report.compute_costs` collects them)."""
+    check_queries(inputs.blocks, list(qrels))
     missing: list[str] = []
     money = _Money(inputs, missing)
     ipv4 = inputs.prices.get("server/ccx33-ipv4")
@@ -416,9 +408,7 @@ def build_costs(
             stage, record, pooled, first_stages.get(stage, []), servers, api, without_latency
         )
         options += stage_options
-        context += _context(
-            stage, runs_dir, judgments, record, tokens, inputs.prices, money, stage_options, missing
-        )
+        context += _context(stage, curves, record, tokens, inputs.prices, money, stage_options, missing)
     entered = {m: inputs.prices.get(f"api/{m}") for m in API_MODELS}
     api_prices = {m: (None if price is None else price.record()) for m, price in entered.items()}
     missing += [f"API list price [api.{m}]" for m, price in entered.items() if price is None]

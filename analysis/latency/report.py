@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from analysis.atomic import write_json_atomic
+from analysis.figures.latency import Series, latency_figure
 from analysis.latency.records import Block, read_blocks
 from analysis.latency.summary import PERCENTILE_METHOD, block_summary
 from analysis.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
 
-__all__ = ["latency_section", "machine_rows"]
+__all__ = ["figure_series", "latency_section", "machine_rows"]
 
 
 def _ms(x: float | None) -> str:
@@ -97,54 +98,17 @@ def _table(kind: str, rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _figure(title: str, rows: list[dict[str, Any]], path: Path) -> None:
-    # lazy: matplotlib is heavy; only when a figure is drawn
-    import matplotlib
-
-    matplotlib.use("Agg")
-    # lazy, and after use("Agg"): pyplot picks its backend when it is first imported
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=100)
-    try:
-        targets = sorted({r["target"] for r in rows})
-        for i, t in enumerate(targets):
-            mine = [r for r in rows if r["target"] == t and r["p50_ms"] is not None]
-            ks = sorted({r["k"] for r in mine})
-            p50 = [float(np.median([r["p50_ms"] for r in mine if r["k"] == k])) for k in ks]
-            p95 = [float(np.median([r["p95_ms"] for r in mine if r["k"] == k])) for k in ks]
-            colour = f"C{i % 10}"
-            ax.plot(ks, p50, "o-", color=colour, label=f"{t} p50", lw=1.2, ms=4)
-            ax.plot(ks, p95, "s--", color=colour, label=f"{t} p95", lw=1.0, ms=3)
-        ax.axhline(LATENCY_BUDGET_LIVE_P95_MS, color="#c44e52", ls=":", lw=1)
-        ax.axhline(LATENCY_BUDGET_CHAT_P95_MS, color="#8172b2", ls=":", lw=1)
-        ax.text(
-            ax.get_xlim()[0],
-            LATENCY_BUDGET_LIVE_P95_MS,
-            " live search p95 budget (total)",
-            fontsize=6,
-            va="bottom",
-            color="#c44e52",
-        )
-        ax.text(
-            ax.get_xlim()[0],
-            LATENCY_BUDGET_CHAT_P95_MS,
-            " chat p95 budget (reranking)",
-            fontsize=6,
-            va="bottom",
-            color="#8172b2",
-        )
-        ax.set_yscale("log")
-        ax.set_xlabel("k (candidates per call)")
-        ax.set_ylabel("ms per call (log scale)")
-        ax.set_title(title, fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, ncol=2, loc="upper left")
-        fig.subplots_adjust(left=0.1, right=0.98, bottom=0.12, top=0.92)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format="png", metadata={"Software": None})
-    finally:
-        plt.close(fig)
+def figure_series(rows: list[dict[str, Any]]) -> list[Series]:
+    """Per model (sorted), the figure's points: for each k the median over passes of each pass's p50 and
+    p95 (rows whose calls all failed have no p50 and are left out)."""
+    series = []
+    for t in sorted({r["target"] for r in rows}):
+        mine = [r for r in rows if r["target"] == t and r["p50_ms"] is not None]
+        ks = sorted({r["k"] for r in mine})
+        p50 = [float(np.median([r["p50_ms"] for r in mine if r["k"] == k])) for k in ks]
+        p95 = [float(np.median([r["p95_ms"] for r in mine if r["k"] == k])) for k in ks]
+        series.append(Series(t, tuple(ks), tuple(p50), tuple(p95)))
+    return series
 
 
 def latency_section(folder: Path | str, out_dir: Path | str, *, figures: bool = True) -> list[str]:
@@ -186,9 +150,9 @@ def latency_section(folder: Path | str, out_dir: Path | str, *, figures: bool = 
             write_json_atomic(out_dir / "latency-summary" / f"{name}.json", record)
             md += [f"#### {kind}: {session} ({group[0].machine})", "", *_table(kind, rows)]
             if figures and kind != "first-stage":
-                _figure(
+                latency_figure(
                     f"{kind} {session}{'' if published else ' (NOT PUBLISHED)'}: p50 and p95 against k",
-                    rows,
+                    figure_series(rows),
                     out_dir / "figures" / f"latency-{name}.png",
                 )
                 md += [f"![latency {name}](figures/latency-{name}.png)", ""]

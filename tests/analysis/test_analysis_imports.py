@@ -24,9 +24,12 @@ def test_runtime_imports_only_numpy_click_matplotlib() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_qrels_path: Path) -> None:
+def test_a_report_imports_no_pandas_and_without_figures_no_matplotlib(
+    tmp_path: Path, miracl_qrels_path: Path
+) -> None:
     """Pyarrow imports pandas on its first ``pa.array``, ``to_numpy`` or ``fill_null`` (0.5 s of a
-    cold report), and matplotlib was most of the figures' time; a whole report with figures needs neither."""
+    cold report): no report needs it. matplotlib draws every figure (analysis.figures) and is imported only
+    when figures are drawn: the JSON and Markdown alone (``--no-figures``) never load it."""
     from analysis.synthetic import write_study  # numpy: not at collection
     from analysis.trec import read_qrels
 
@@ -36,15 +39,18 @@ def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_q
     write_study(
         runs, read_qrels(MIRACL_QRELS), stages=["hybrid-71k"], models={"bge-v2-m3": 1.5}, depths=(20,)
     )
-    code = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from analysis.report import write_report\n"
-        f"write_report(Path({str(runs)!r}), Path({str(MIRACL_QRELS)!r}), Path({str(tmp_path / 'out')!r}))\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib'))\n"
-        "print(bad)\n"
-        "sys.exit(1 if bad else 0)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert (tmp_path / "out" / "figures" / "hybrid-71k.png").is_file()
+    for figures, out in ((False, tmp_path / "plain"), (True, tmp_path / "out")):
+        code = (
+            "import sys\n"
+            "from pathlib import Path\n"
+            "from analysis.report import write_report\n"
+            f"write_report(Path({str(runs)!r}), Path({str(MIRACL_QRELS)!r}), Path({str(out)!r}), "
+            f"figures={figures})\n"
+            "loaded = {m.split('.')[0] for m in sys.modules}\n"
+            "print(sorted(loaded & {'pandas', 'matplotlib'}))\n"
+            f"sys.exit(1 if 'pandas' in loaded or ('matplotlib' in loaded) != {figures} else 0)\n"
+        )
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+        assert result.returncode == 0, (figures, result.stdout + result.stderr)
+        assert (out / "figures" / "hybrid-71k.png").is_file() is figures
+        assert (out / "report.md").is_file()

@@ -1,35 +1,54 @@
-"""The stage figure drawn with Pillow (analysis.figures, analysis.raster): its size, that a rerun
-writes the same bytes, that each run's point lands where its value says (in both panels) with its verdict's
-marker, the tick rule, the legend placement and the refusal when the font is missing."""
+"""Every figure of the report is drawn by matplotlib in analysis.figures, from the report's numbers.
+
+Checked on the drawn artists, not on pixels: each run's point and interval ends in the stage figure are the
+report's mean and bootstrap interval (points), its label is the table's run label, each reranked run's
+paired difference carries its Holm verdict's marker and fill; the decision figure puts each option of
+costs.json (the golden file's) at its p95 and nDCG@10 with its interval, its marker by k, filled when the
+live-search budget is met; the latency figure draws the medians over passes. And the PNG: fixed size, the
+same bytes for the same numbers (whatever the user's matplotlib settings), other bytes for other numbers, no
+text chunk (no software name, no time) until the report adds its analysis_code chunk."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import struct
+import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from PIL import Image
 
-from analysis import raster
-from analysis.figures import (
-    _COLOURS,
+from analysis.codeinfo import read_record, well_formed, with_record
+from analysis.figures.costs import COLOURS as MACHINE_COLOURS
+from analysis.figures.costs import MARKERS, decision_figure, draw_decision
+from analysis.figures.latency import Series, draw_latency, latency_figure
+from analysis.figures.render import FONT, canvas, font_file
+from analysis.figures.stage import (
+    COLOURS,
+    FIRST_STAGE_COLOUR,
     VERDICT_MARKERS,
-    _panels,
-    _x_range,
+    StageFigure,
+    draw_stage,
     figure_size,
-    paired_differences_vs_first,
     stage_figure,
+    stage_numbers,
 )
-from analysis.raster import Panel, nice_ticks, tick_label
-from analysis.study import analyse_study, default_flags
+from analysis.latency.report import figure_series
+from analysis.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
+from analysis.study import StageResult, analyse_study, default_flags, paired_differences_vs_first, run_label
 from analysis.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "report"
+PNG = b"\x89PNG\r\n\x1a\n"
+RECORD = {"analysis_digest": "a" * 64, "commit": "b" * 40, "dirty": False, "packages_digest": "c" * 64}
 
 
 @pytest.fixture(scope="module")
-def stage(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels, miracl_qrels_path: Path):  # type: ignore[no-untyped-def]
+def stage(
+    tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels, miracl_qrels_path: Path
+) -> StageResult:
     runs = tmp_path_factory.mktemp("fig") / "runs"
     # one strong model (clearly better), one barely better than the first stage (on par at most)
     write_study(
@@ -44,93 +63,218 @@ def stage(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels, miracl_
     return stages[0]
 
 
-def _rgb(hex_colour: str) -> np.ndarray:
-    return np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+@pytest.fixture(scope="module")
+def numbers(stage: StageResult) -> StageFigure:
+    return stage_numbers(stage, paired_differences_vs_first(stage), default_flags(), {})
 
 
-def test_size_is_the_matplotlib_versions_and_a_rerun_writes_the_same_bytes(stage, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    a = stage_figure(stage, tmp_path / "a.png", default_flags(), {})
-    b = stage_figure(stage, tmp_path / "b.png", default_flags(), {})
-    assert a.read_bytes() == b.read_bytes()
-    assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    with Image.open(a) as im:
-        assert im.size == figure_size(1 + len(stage.runs)) == (1100, round(100 * (1.4 + 0.22 * 5)))
-        assert not im.info  # no metadata: no software name, no time
-    assert figure_size(7) == (1100, 294)  # tests/golden/report/figures.txt, as matplotlib drew it
+def chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, body) of every PNG chunk, each CRC checked."""
+    assert data[:8] == PNG
+    out, at = [], 8
+    while at < len(data):
+        (size,) = struct.unpack(">I", data[at : at + 4])
+        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + size]
+        assert struct.unpack(">I", data[at + 8 + size : at + 12 + size])[0] == zlib.crc32(kind + body)
+        out.append((kind, body))
+        at += 12 + size
+    assert out[-1][0] == b"IEND"
+    return out
 
 
-def test_each_point_is_where_its_value_says_with_its_verdicts_marker(stage, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    path = stage_figure(stage, tmp_path / "s.png", default_flags(), {})
-    pixels = np.asarray(Image.open(path).convert("RGB"), dtype=float)
-    runs = [stage.first_stage, *stage.runs]
-    ax, dax = _panels(*figure_size(len(runs)))
-    ax.ymin = dax.ymin = -0.5
-    ax.ymax = dax.ymax = len(runs) - 0.5
-    _x_range(
-        ax,
-        [100 * stage.first_stage.means["ndcg@10"], *(100 * v for r in runs for v in r.intervals["ndcg@10"])],
-    )
-    diffs = paired_differences_vs_first(stage)
-    _x_range(dax, [*(float(d[k]) for d in diffs for k in ("low", "high")), 0.0])  # type: ignore[arg-type]
-    verdicts = set()
-    for i, r in enumerate(runs):
-        y = ax.y(float(len(runs) - 1 - i))
-        colour = "#555555" if r.depth is None else _COLOURS[r.depth]
-        x = ax.x(100 * r.means["ndcg@10"])
-        centre = pixels[round(y), round(x)]
-        assert np.abs(centre - _rgb(colour)).max() < 40, (r.model, r.depth, centre)
-        if r.model is None:
-            continue
-        d = next(d for d in diffs if d["run"] is r)
-        marker, filled = VERDICT_MARKERS[str(d["verdict"])]
-        verdicts.add(d["verdict"])
-        # the triangle's centroid is a third of its height from its base: sample there for both kinds
-        dy = {"^": 1.5, "v": -1.5, "o": 0.0}[marker]
-        centre = pixels[round(y + dy), round(dax.x(float(d["mean"])))]  # type: ignore[arg-type]
-        want = _rgb(colour) if filled else _rgb("#ffffff")
-        assert np.abs(centre - want).max() < 40, (r.model, r.depth, d["verdict"], centre)
-    assert "clearly better" in verdicts and verdicts - {"clearly better"}, verdicts  # filled and open markers
+def png_size(data: bytes) -> tuple[int, int]:
+    width, height = struct.unpack(">II", chunks(data)[0][1][:8])
+    return width, height
 
 
-def test_labels_with_marks_render_glyphs() -> None:
-    font = raster._font(7)
-    for mark in ("†", "‡", "Δ", "≥", "\u2212"):
-        assert font.getmask(mark).getbbox() is not None, mark  # DejaVu Sans has the glyph: no empty box
+def assert_bare_png(data: bytes) -> None:
+    """No text, time or other metadata chunk: image data, its physical size and nothing more."""
+    kinds = {kind for kind, _ in chunks(data)}
+    assert kinds <= {b"IHDR", b"pHYs", b"IDAT", b"IEND"}, kinds
+    assert b"matplotlib" not in data.lower() and b"Software" not in data and b"tIME" not in data
 
 
-@pytest.mark.parametrize(
-    ("low", "high", "ticks", "decimals"),
-    [
-        (0.0, 1.0, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 1),
-        (18.2, 73.9, [20.0, 30.0, 40.0, 50.0, 60.0, 70.0], 0),
-        (-4.1, 47.5, [0.0, 10.0, 20.0, 30.0, 40.0], 0),
-        (0.0, 2.4, [0.0, 0.5, 1.0, 1.5, 2.0], 1),
-        (-0.01, 0.012, [-0.01, -0.005, 0.0, 0.005, 0.01], 3),
-    ],
-)
-def test_ticks_step_one_two_two_and_a_half_or_five(
-    low: float, high: float, ticks: list[float], decimals: int
+def bars(ax: Any) -> list[tuple[float, float, float]]:
+    """(y, low end, high end) of every horizontal error bar drawn into ``ax``, sorted."""
+    out = []
+    for container in ax.containers:
+        _, _, (barlines,) = container.lines
+        for segment in barlines.get_segments():
+            (x0, y0), (x1, y1) = segment
+            assert y0 == y1
+            out.append((float(y0), float(x0), float(x1)))
+    return sorted(out)
+
+
+def test_size_and_the_same_bytes_on_a_rerun_and_other_bytes_for_other_numbers(
+    numbers: StageFigure, tmp_path: Path
 ) -> None:
-    got, places = nice_ticks(low, high)
-    assert got == pytest.approx(ticks, abs=1e-12) and places == decimals
-    assert tick_label(-5.0, 0) == "\u22125" and tick_label(-0.0001, 1) == "0.0"
-    assert tick_label(2.5, 1) == "2.5"
+    a = stage_figure(numbers, tmp_path / "a.png").read_bytes()
+    b = stage_figure(numbers, tmp_path / "b.png").read_bytes()
+    assert a == b
+    assert png_size(a) == figure_size(len(numbers.rows)) == (1100, round(100 * (1.4 + 0.22 * 5)))
+    assert figure_size(7) == (1100, 294)  # tests/golden/report/figures.txt
+    assert_bare_png(a)
+    moved = StageFigure(numbers.stage, numbers.first_stage + 0.5, numbers.rows, numbers.differences)
+    assert stage_figure(moved, tmp_path / "c.png").read_bytes() != a
 
 
-def test_the_legend_goes_to_the_corner_without_points(tmp_path: Path) -> None:
-    canvas = raster.Canvas(400, 300)
-    panel = Panel(20, 20, 380, 280)
-    from analysis.figures import _legend
+def test_the_users_matplotlib_settings_change_no_byte(numbers: StageFigure, tmp_path: Path) -> None:
+    import matplotlib  # heavy: not at collection
 
-    # points in the top-right corner: the legend goes to the top left (the next corner in the order)
-    _legend(canvas, panel, {"clearly better", "on par"}, [(370.0, 30.0), (360.0, 40.0)])
-    xs = [x for x, *_ in canvas.texts]
-    assert xs and max(xs) < 200, canvas.texts
+    before = stage_figure(numbers, tmp_path / "a.png").read_bytes()
+    with matplotlib.rc_context(
+        {"font.family": "serif", "font.size": 20, "lines.linewidth": 5, "axes.grid": True, "figure.dpi": 30}
+    ):
+        styled = stage_figure(numbers, tmp_path / "b.png").read_bytes()
+        assert matplotlib.rcParams["font.size"] == 20  # restored after the drawing
+    assert styled == before
 
 
-def test_a_missing_font_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    raster.font_path.cache_clear()
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(RuntimeError, match="uv sync --locked"):
-        raster.font_path()
-    raster.font_path.cache_clear()
+def test_the_report_adds_its_analysis_code_chunk_and_nothing_else(
+    numbers: StageFigure, tmp_path: Path
+) -> None:
+    data = stage_figure(numbers, tmp_path / "s.png").read_bytes()
+    stamped = with_record("figures/s.png", data, RECORD)
+    assert read_record("figures/s.png", stamped) == RECORD and well_formed(RECORD)
+    texts = [body for kind, body in chunks(stamped) if kind in (b"tEXt", b"iTXt", b"zTXt")]
+    assert len(texts) == 1 and texts[0].startswith(b"analysis_code\0")
+    assert read_record("figures/s.png", data) is None
+
+
+def test_the_font_is_dejavu_sans_as_matplotlib_ships_it_with_every_mark() -> None:
+    import matplotlib  # heavy: not at collection
+    from matplotlib.ft2font import FT2Font
+
+    with canvas(1, 1, 100):
+        path = font_file()
+    assert path.name == "DejaVuSans.ttf" and FONT == "DejaVu Sans"
+    assert Path(matplotlib.get_data_path()) in path.parents  # not a system copy
+    font = FT2Font(str(path))
+    for mark in ("†", "‡", "Δ", "≥", "\u2212", "€", "·"):
+        assert font.get_char_index(ord(mark)) != 0, mark
+
+
+def test_each_run_is_drawn_at_the_reports_mean_and_interval_with_its_label(
+    stage: StageResult, numbers: StageFigure
+) -> None:
+    runs = [stage.first_stage, *stage.runs]
+    with canvas(11, 2.5, 100) as fig:
+        ax, _ = draw_stage(fig, numbers)
+        points = sorted(
+            (float(y), float(x), c.lines[0].get_color())
+            for c in ax.containers
+            for x, y in zip(*c.lines[0].get_data(), strict=True)
+        )
+        labels = {float(t.get_position()[1]): t.get_text() for t in ax.texts}
+        drawn = bars(ax)
+        first_line = [ln.get_xdata()[0] for ln in ax.lines if ln.get_linestyle() == "--"]
+    want_points, want_bars = [], []
+    for i, r in enumerate(runs):
+        y = float(len(runs) - 1 - i)
+        low, high = (100 * v for v in r.intervals["ndcg@10"])
+        colour = FIRST_STAGE_COLOUR if r.depth is None else COLOURS[r.depth]
+        want_points.append((y, 100 * r.means["ndcg@10"], colour))
+        want_bars.append((y, low, high))
+        assert labels[y] == run_label(r, default_flags(), {})
+    want_points.sort()
+    np.testing.assert_allclose([p[:2] for p in points], [p[:2] for p in want_points], rtol=0, atol=1e-9)
+    assert [p[2] for p in points] == [p[2] for p in want_points]
+    np.testing.assert_allclose(drawn, sorted(want_bars), rtol=0, atol=1e-9)
+    assert first_line == pytest.approx([100 * stage.first_stage.means["ndcg@10"]])
+
+
+def test_each_paired_difference_carries_its_verdicts_marker(stage: StageResult, numbers: StageFigure) -> None:
+    runs = [stage.first_stage, *stage.runs]
+    paired = {id(d["run"]): d for d in paired_differences_vs_first(stage)}
+    with canvas(11, 2.5, 100) as fig:
+        _, dax = draw_stage(fig, numbers)
+        markers = {
+            (float(y), round(float(x), 9)): (line.get_marker(), line.get_markerfacecolor(), line.get_color())
+            for line in dax.lines
+            if line.get_marker() not in (None, "None", "")
+            for x, y in zip(*line.get_data(), strict=True)
+        }
+        drawn = bars(dax)
+        legend = [t.get_text() for t in dax.get_legend().get_texts()]
+    verdicts = []
+    want_bars = []
+    for i, r in enumerate(runs[1:], start=1):
+        d = paired[id(r)]
+        y = float(len(runs) - 1 - i)
+        marker, filled = VERDICT_MARKERS[str(d["verdict"])]
+        got = markers[(y, round(float(d["mean"]), 9))]  # type: ignore[arg-type]
+        assert got[0] == marker and got[2] == COLOURS[r.depth]  # type: ignore[index]
+        assert got[1] == (COLOURS[r.depth] if filled else "white")  # type: ignore[index]
+        want_bars.append((y, float(d["low"]), float(d["high"])))  # type: ignore[arg-type]
+        verdicts.append(str(d["verdict"]))
+    np.testing.assert_allclose(drawn, sorted(want_bars), rtol=0, atol=1e-9)
+    assert "clearly better" in verdicts and set(verdicts) - {"clearly better"}  # filled and open markers
+    assert legend == [v for v in VERDICT_MARKERS if v in verdicts]
+
+
+def golden_costs(stage: str) -> tuple[list[dict[str, Any]], float]:
+    costs = json.loads((GOLDEN / "costs.json").read_text(encoding="utf-8"))
+    quality = json.loads((GOLDEN / "quality" / f"{stage}.json").read_text(encoding="utf-8"))
+    return [o for o in costs["options"] if o["stage"] == stage], quality["first_stage"]["means"]["ndcg@10"]
+
+
+def test_the_decision_figure_puts_each_option_at_its_numbers(tmp_path: Path) -> None:
+    options, first = golden_costs("hybrid-71k")
+    assert {o["live"]["fits"] for o in options} == {True, False}
+    with canvas(14, 10, 110) as fig:
+        axes = dict(zip(MACHINE_COLOURS, draw_decision(fig, "hybrid-71k", options, first), strict=True))
+        drawn = {}
+        for machine, ax in axes.items():
+            for line in ax.lines:
+                if line.get_marker() in (None, "None", ""):
+                    continue
+                (x,), (y,) = line.get_data()
+                drawn[(machine, float(x), float(y))] = (line.get_marker(), line.get_markerfacecolor())
+            ends = sorted(tuple(np.asarray(s).ravel()) for c in ax.collections for s in c.get_segments())
+            mine = [o for o in options if o["machine"] == machine and o["latency"]["p95_ms"] is not None]
+            want = sorted(
+                (o["latency"]["p95_ms"], 100 * o["ndcg@10_interval"][0], o["latency"]["p95_ms"], 100 * hi)
+                for o in mine
+                for hi in [o["ndcg@10_interval"][1]]
+            )
+            assert len(ends) == len(want), machine
+            np.testing.assert_allclose(np.reshape(ends, (-1, 4)), np.reshape(want, (-1, 4)), rtol=1e-12)
+            labels = [t.get_text() for t in ax.texts if "€/1k" in t.get_text() or "missing" in t.get_text()]
+            assert len(labels) == len(mine) and all(f"{o['model']}" in " ".join(labels) for o in mine)
+    for o in options:
+        colour = MACHINE_COLOURS[o["machine"]]
+        marker, face = drawn[(o["machine"], o["latency"]["p95_ms"], 100 * o["ndcg@10"])]
+        assert marker == MARKERS[o["k"]]
+        assert face == (colour if o["live"]["fits"] is True else "white")
+    a = decision_figure("hybrid-71k", options, first, tmp_path / "a.png").read_bytes()
+    assert a == decision_figure("hybrid-71k", options, first, tmp_path / "b.png").read_bytes()
+    assert png_size(a) == (1540, 1100)  # tests/golden/report/figures.txt
+    assert_bare_png(a)
+    assert decision_figure("hybrid-71k", options[1:], first, tmp_path / "c.png").read_bytes() != a
+
+
+def test_the_latency_figure_draws_the_medians_over_passes(tmp_path: Path) -> None:
+    rows = [
+        {"target": "m", "k": k, "pass": p, "p50_ms": p50, "p95_ms": p95}
+        for k, p, p50, p95 in [
+            (20, 1, 10.0, 20.0),
+            (20, 2, 14.0, 30.0),
+            (20, 3, 11.0, 21.0),
+            (100, 1, 50.0, 90.0),
+        ]
+    ] + [{"target": "a", "k": 20, "pass": 1, "p50_ms": None, "p95_ms": None}]  # every call failed
+    series = figure_series(rows)
+    assert series == [Series("a", (), (), ()), Series("m", (20, 100), (11.0, 50.0), (21.0, 90.0))]
+    with canvas(7.5, 4.2, 100) as fig:
+        ax = draw_latency(fig, "gpu s1", series)
+        lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in ax.lines}
+    assert lines["m p50"] == ([20, 100], [11.0, 50.0]) and lines["m p95"] == ([20, 100], [21.0, 90.0])
+    budgets = sorted(float(line.get_ydata()[0]) for line in ax.lines if line.get_label().startswith("_"))
+    assert budgets == [LATENCY_BUDGET_LIVE_P95_MS, LATENCY_BUDGET_CHAT_P95_MS]
+    a = latency_figure("gpu s1", series, tmp_path / "a.png").read_bytes()
+    assert a == latency_figure("gpu s1", series, tmp_path / "b.png").read_bytes()
+    assert (
+        png_size(a) == (750, 420) and a != latency_figure("gpu s2", series, tmp_path / "c.png").read_bytes()
+    )
+    assert_bare_png(a)

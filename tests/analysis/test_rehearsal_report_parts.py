@@ -36,7 +36,8 @@ def study(tmp_path_factory: pytest.TempPathFactory, miracl_qrels: Qrels) -> Path
 def test_paired_panel_equals_scipy_paired_bootstrap_and_holm(study: Path, miracl_qrels_path: Path) -> None:
     import scipy.stats  # heavy: not at collection
 
-    from analysis.figures import VERDICT_MARKERS, paired_differences_vs_first  # imports matplotlib
+    from analysis.figures.stage import VERDICT_MARKERS
+    from analysis.study import paired_differences_vs_first
 
     stages, _ = analyse_study(study, miracl_qrels_path)
     stage = stages[0]

@@ -211,7 +211,7 @@ def test_the_docs_table_is_made_from_the_recorded_figures() -> None:
 def test_sigterm_cleans_up_and_records_nothing(tmp_path: Path) -> None:
     rec = tmp_path / "recorded.json"
     env = {k: v for k, v in os.environ.items() if k != "BENCH_GUARD_PLANT"} | {"TMPDIR": str(tmp_path)}
-    cmd = [sys.executable, str(SCRIPT), "--only", "report", "--recorded", str(rec), "--record"]
+    cmd = [sys.executable, str(SCRIPT), "--only", "report-json", "--recorded", str(rec), "--record"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     waited = 0.0
     while not any(tmp_path.glob("guard-report-*/runs/*")) and waited < 120:  # the study is being written

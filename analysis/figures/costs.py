@@ -6,8 +6,9 @@ that 30-odd options stay readable; marker shape = k. Each point is labelled with
 1,000 queries; the 500 ms live-search and 2,000 ms chat budget lines and the first stage's nDCG@10 (dashed)
 are in every panel. A filled marker meets the live-search budget (p95 of first stage plus reranker per query
 <= 500 ms); a hollow one does not, or its first-stage time is unknown. Labels are placed greedily at the
-first of a few offsets that overlaps no earlier label or marker. Matplotlib's Agg backend, no timestamps in
-the PNG, so a rerun writes the same file.
+first of a few offsets that overlaps no earlier label or marker. Drawn from the rows of ``costs.json``
+(numbers the costs section computed), with the fixed settings and PNG writing of
+:mod:`analysis.figures.render`.
 """
 
 from __future__ import annotations
@@ -15,23 +16,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.axes import Axes
-from matplotlib.lines import Line2D
-from matplotlib.ticker import NullFormatter
-
+from analysis.figures.render import canvas, save_png
 from analysis.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
 
-__all__ = ["decision_figure"]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+__all__ = ["DPI", "SIZE", "decision_figure", "draw_decision"]
 
 COLOURS: Final = {"GPU": "#4c72b0", "CPU fp32": "#dd8452", "CPU int8": "#55a868", "API": "#8172b2"}
 MARKERS: Final = {20: "o", 50: "s", 100: "^"}
 FONT: Final = 6.0
+SIZE: Final = (14.0, 10.0)  # inches
+DPI: Final = 110
 # label offsets in points (dx, dy, horizontal alignment), tried in this order
 OFFSETS: Final = (
     (5, 2, "left"),
@@ -144,32 +145,40 @@ def decision_figure(
     title: str = "",
 ) -> Path:
     """Draw the stage's options (rows of ``costs.json`` "options") into ``path``."""
+    with canvas(*SIZE, DPI) as fig:
+        draw_decision(fig, stage, options, first_stage_ndcg, title=title)
+        return save_png(fig, path)
+
+
+def draw_decision(
+    fig: Figure,
+    stage: str,
+    options: Sequence[Mapping[str, Any]],
+    first_stage_ndcg: float | None,
+    *,
+    title: str = "",
+) -> list[Axes]:
+    """The four machine panels into ``fig``; returns them (GPU, CPU fp32, CPU int8, API)."""
     points = [o for o in options if o["latency"]["p95_ms"] is not None]
-    dpi = 110
-    fig, axes = plt.subplots(2, 2, figsize=(14, 10), dpi=dpi, sharex=True, sharey=True)
-    try:
-        frame = _frame(points, first_stage_ndcg)
-        # the layout first: label placement works in display pixels of the final axes
-        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.05, hspace=0.12)
-        for ax, machine in zip(axes.flat, list(COLOURS), strict=True):
-            mine = [o for o in points if o["machine"] == machine]
-            _draw_panel(ax, machine, mine, frame, first_stage_ndcg, dpi)
-        for ax in axes[1]:
-            ax.set_xlabel("p95 latency of the reranking step, ms (log scale)", fontsize=8)
-        for ax in axes[:, 0]:
-            ax.set_ylabel("nDCG@10 (points), 95 % bootstrap interval", fontsize=8)
-        fig.legend(handles=_legend_handles(), fontsize=7, loc="lower center", ncols=4, frameon=False)
-        fig.suptitle(
-            title
-            or f"{stage}: quality, latency and EUR per 1,000 queries (labels: model@k · cost; "
-            "† contamination-flagged)",
-            fontsize=10,
-        )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, format="png", metadata={"Software": None})
-    finally:
-        plt.close(fig)
-    return path
+    axes = fig.subplots(2, 2, sharex=True, sharey=True)
+    frame = _frame(points, first_stage_ndcg)
+    # the layout first: label placement works in display pixels of the final axes
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.05, hspace=0.12)
+    for ax, machine in zip(axes.flat, list(COLOURS), strict=True):
+        mine = [o for o in points if o["machine"] == machine]
+        _draw_panel(ax, machine, mine, frame, first_stage_ndcg, DPI)
+    for ax in axes[1]:
+        ax.set_xlabel("p95 latency of the reranking step, ms (log scale)", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("nDCG@10 (points), 95 % bootstrap interval", fontsize=8)
+    fig.legend(handles=_legend_handles(), fontsize=7, loc="lower center", ncols=4, frameon=False)
+    fig.suptitle(
+        title
+        or f"{stage}: quality, latency and EUR per 1,000 queries (labels: model@k · cost; "
+        "† contamination-flagged)",
+        fontsize=10,
+    )
+    return list(axes.flat)
 
 
 @dataclass(frozen=True)
@@ -205,6 +214,9 @@ def _draw_panel(
     dpi: float,
 ) -> None:
     """One machine's panel: the shared axes, the budget and first-stage lines, its points and their labels."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib.ticker import NullFormatter
+
     colour = COLOURS[machine]
     ax.set_xscale("log")
     ax.set_xlim(frame.lo_x, frame.hi_x)
@@ -238,6 +250,9 @@ def _draw_point(ax: Axes, o: Mapping[str, Any], colour: str) -> None:
 
 
 def _legend_handles() -> list[Line2D]:
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib.lines import Line2D
+
     handles = [
         Line2D([], [], color="#555555", marker=mk, ls="", mfc="white", label=f"k = {k}")
         for k, mk in MARKERS.items()
