@@ -29,7 +29,7 @@ STATISTICS_ALLOWED = frozenset({"NormalDist"})
 # file -> source text (ast.unparse) of bare sum() calls over integers that the forms above do not recognise
 INTEGER_SUMS: dict[str, frozenset[str]] = {
     # placement of figure labels: booleans (box overlaps), never written as a number
-    "analysis/costs/figure.py": frozenset(
+    "analysis/figures/costs.py": frozenset(
         {"sum((_boxes_overlap(box, t) for t in taken))", "sum((_boxes_overlap(box, m) for m in markers))"}
     ),
     # billed tokens (int) and per-query call times in ns (int)
