@@ -3,7 +3,8 @@
 Left: each run's nDCG@10 with its own 95 % bootstrap interval (the plan's per-run intervals, as in the
 tables). Right: each reranked run's *paired* difference in nDCG@10 against the first stage, with
 the 95 % percentile interval of the paired bootstrap (the same 10,000 resamples over queries and seed as every
-interval, :func:`analysis.resampling.bootstrap_intervals` on the per-query differences), and the Holm verdict
+interval, :func:`analysis.stats.resampling.bootstrap_intervals` on the per-query differences), and the Holm
+verdict
 of the family against the first stage as the marker. Per-run intervals overlap even where the paired test is
 clearly significant; the right panel shows what the test says.
 
@@ -20,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis.raster import Canvas, Panel, nice_ticks, pt, tick_label
-from analysis.resampling import bootstrap_intervals
-from analysis.study import RunResult, StageResult, run_label
+from analysis.reporting.study import RunResult, StageResult, run_label
+from analysis.stats.resampling import bootstrap_intervals
 
 __all__ = ["VERDICT_MARKERS", "figure_size", "paired_differences_vs_first", "stage_figure"]
 

@@ -1,7 +1,8 @@
 """The costs section at full study size: time to compute ``costs.json`` and to draw the decision figures.
 
 A synthetic study over the real MIRACL-de dev qrels (305 queries): the four reranked stages, the seven local
-models and the two Voyage models at depths 20, 50 and 100 (``analysis.synthetic.write_study``), latency
+models and the two Voyage models at depths 20, 50 and 100 (``analysis.simulation.synthetic.write_study``),
+latency
 blocks in the on-disk format for every machine the plan measures (GPU 3 passes x 305 queries x k 20/50/100;
 CPU fp32 and int8 100 queries x k 20/100; API 305 queries x k 20/100 with billed tokens; first stages), and
 a prices file with made-up prices (a benchmark input, never a result). Prints the wall time of
@@ -25,15 +26,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from analysis.core.plan import INT8_MODEL  # noqa: E402
 from analysis.costs.prices import read_prices  # noqa: E402
 from analysis.costs.report import compute_costs, write_costs  # noqa: E402
 from analysis.costs.section import CostInputs  # noqa: E402
+from analysis.inputs.trec import read_qrels  # noqa: E402
 from analysis.latency import read_blocks  # noqa: E402
-from analysis.plan import INT8_MODEL  # noqa: E402
-from analysis.report import stage_record  # noqa: E402
-from analysis.study import analyse_study, default_flags  # noqa: E402
-from analysis.synthetic import write_study  # noqa: E402
-from analysis.trec import read_qrels  # noqa: E402
+from analysis.reporting.report import stage_record  # noqa: E402
+from analysis.reporting.study import analyse_study, default_flags  # noqa: E402
+from analysis.simulation.synthetic import write_study  # noqa: E402
 from tests.analysis.costs.blocks import block, write_blocks  # noqa: E402
 
 QRELS = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"

@@ -1,4 +1,5 @@
-"""bench/plan.py (and analysis/plan.py through it) against PLAN.md: every value is captured from the plan's
+"""bench/core/plan.py (and analysis/core/plan.py through it) against PLAN.md: every value is captured from
+the plan's
 text by a pattern and compared with the constant, so a typo on either side fails here."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import analysis.plan as stats
-from bench import plan
+import analysis.core.plan as stats
+from bench.core import plan
 
 PLAN_TEXT = (Path(__file__).resolve().parent.parent / "PLAN.md").read_text(encoding="utf-8")
 
@@ -404,13 +405,13 @@ def test_int8_and_costs() -> None:
     ],
 )
 def test_statistics_constants_live_once_in_analysis(name: str) -> None:
-    """bench.plan re-exports analysis.plan's objects instead of holding a second copy."""
+    """bench.core.plan re-exports analysis.core.plan's objects instead of holding a second copy."""
     assert getattr(plan, name) is getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
 
 
-# --- Embedder contamination and run ids (analysis.plan) -----------------------------
+# --- Embedder contamination and run ids (analysis.core.plan) -----------------------------
 
 
 def test_embedder_flag_and_its_stages() -> None:
@@ -449,7 +450,8 @@ COST_CONSTANTS = (
 @pytest.mark.parametrize("name", COST_CONSTANTS)
 def test_cost_constants_live_once_in_analysis(name: str) -> None:
     """The costs section is computed by analysis (which never imports bench), so its plan values live in
-    analysis.plan and bench.plan re-exports them; test_int8_and_costs checks them against PLAN.md."""
+    analysis.core.plan and bench.core.plan re-exports them; test_int8_and_costs checks them against
+    PLAN.md."""
     assert getattr(plan, name) is getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)

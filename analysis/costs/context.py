@@ -6,8 +6,8 @@ the reranked top 5. The saved passages (k - 5) x mean passage tokens (Voyage tok
 measured by ``bench costs passage-tokens``) x the input price of each reference LLM = the saved LLM input
 cost per 1,000 queries, next to the reranker's cost. Answer quality is not measured.
 
-Hit@k and Recall@k follow :mod:`analysis.metrics` (every qrels query counts; a missing query scores 0),
-computed here for every k at once; tests check them against ``analysis.metrics.evaluate_table``. Hit is
+Hit@k and Recall@k follow :mod:`analysis.stats.metrics` (every qrels query counts; a missing query scores 0),
+computed here for every k at once; tests check them against ``analysis.stats.metrics.evaluate_table``. Hit is
 compared as a count of queries (exact); Recall as a mean with a tolerance of 1e-12 (floating-point sums).
 """
 
@@ -19,8 +19,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from analysis.metrics import Judgments
-from analysis.trec import RunTable
+from analysis.inputs.trec import RunTable
+from analysis.stats.metrics import Judgments
 
 __all__ = ["Curves", "curves", "saved_eur_per_1000", "smallest_k"]
 

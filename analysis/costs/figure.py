@@ -25,7 +25,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-from analysis.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
+from analysis.core.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
 
 __all__ = ["decision_figure"]
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
 from analysis.costs.markdown import costs_markdown
 from analysis.costs.section import CostInputs, build_costs
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
 
 __all__ = ["MissingCostInputs", "compute_costs", "write_costs"]
 

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from analysis.core.plan import CONTEXT_REFERENCE_K, CONTEXT_REFERENCE_LLMS, SECONDS_PER_MONTH, UTILISATIONS
 from analysis.costs.context import NOT_MEASURED, curves, saved_eur_per_1000, smallest_k
 from analysis.costs.ecb import EcbRates, read_committed_ecb, read_ecb, usd_per_eur
 from analysis.costs.errors import CostInputError
@@ -36,10 +37,9 @@ from analysis.costs.formulas import (
 )
 from analysis.costs.latency import INT8_SUFFIX, MACHINES, Pooled, check_queries, pool
 from analysis.costs.prices import API_MODELS, EMPTY, PriceBook
+from analysis.inputs.trec import read_run_table
 from analysis.latency import Block
-from analysis.metrics import Judgments
-from analysis.plan import CONTEXT_REFERENCE_K, CONTEXT_REFERENCE_LLMS, SECONDS_PER_MONTH, UTILISATIONS
-from analysis.trec import read_run_table
+from analysis.stats.metrics import Judgments
 
 __all__ = ["CostInputs", "build_costs"]
 

@@ -40,7 +40,8 @@ A block file is one JSON object (``FORMAT`` = ``"latency-block/1"``), keys sorte
   beside the block (warm-up included);
 - ``api``: null, or the session facts of a Voyage run (``endpoint``, ``time_of_day``, ``session_utc``,
   ``training_opt_out`` (``yes`` | ``no``), ``connect_ns`` (TCP connect baseline samples));
-- ``reranker``: the adapter's meta (null for a first stage); ``manifest``: ``bench.provenance`` manifest;
+- ``reranker``: the adapter's meta (null for a first stage); ``manifest``: ``bench.records.provenance``
+manifest;
   ``candidates`` (optional, added after the first version): ``{"stage", "run_file", "sha256"}`` of the
   first-stage run the k candidates were taken from (top k in first-stage order);
 - ``samples``: one object per measured call, in measured order: ``query_id``, ``k``, ``pass``, ``ns``
@@ -63,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import json_bytes
+from analysis.core.atomic import json_bytes
 from analysis.latency.summary import block_summary
 
 FORMAT = "latency-block/1"

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
+from analysis.core.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
 from analysis.latency.records import Block, read_blocks
 from analysis.latency.summary import PERCENTILE_METHOD, block_summary
-from analysis.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
 
 __all__ = ["latency_section", "machine_rows"]
 

@@ -4,7 +4,8 @@ The plan: "Pointwise depths 20 and 50 are derived from the same scores (only the
 reordered); jina is run separately per depth."
 
 Definition used here (``ranking_at_depth``): the run of a model at depth k, for one query, is the first k
-first-stage candidates ordered by ``analysis.ranking.rank_by_score`` (score descending, ties in first-stage
+first-stage candidates ordered by ``analysis.stats.ranking.rank_by_score`` (score descending, ties in
+first-stage
 order), followed by candidates k+1..100 in first-stage order, unchanged. The tail matters: nDCG'@10 is
 computed on the condensed list (unjudged passages removed), whose top 10 can reach below rank k when the
 reranked top k holds fewer than 10 judged passages (``tests/quality/test_depths.py`` shows a case). A TREC
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.ranking import rank_by_score
-from bench.plan import DEPTHS, QUALITY_DEPTH
+from analysis.stats.ranking import rank_by_score
+from bench.core.plan import DEPTHS, QUALITY_DEPTH
 
 DEPTH_RULE = (
     "run at depth k = the first k first-stage candidates ordered by rank_by_score, then candidates k+1..100 "

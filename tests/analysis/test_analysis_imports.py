@@ -12,7 +12,8 @@ FORBIDDEN = ("bench", "torch", "scipy", "statsmodels", "pytrec_eval", "transform
 def test_runtime_imports_only_numpy_click_matplotlib() -> None:
     code = (
         "import sys\n"
-        "import analysis.cli, analysis.report, analysis.figures, analysis.simulate, analysis.checks\n"
+        "import analysis.cli, analysis.reporting.report, analysis.figures\n"
+        "import analysis.simulation.simulate, analysis.reporting.checks\n"
         "from analysis.cli import cli\n"
         "from click.testing import CliRunner\n"
         "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
@@ -27,8 +28,8 @@ def test_runtime_imports_only_numpy_click_matplotlib() -> None:
 def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_qrels_path: Path) -> None:
     """Pyarrow imports pandas on its first ``pa.array``, ``to_numpy`` or ``fill_null`` (0.5 s of a
     cold report), and matplotlib was most of the figures' time; a whole report with figures needs neither."""
-    from analysis.synthetic import write_study  # numpy: not at collection
-    from analysis.trec import read_qrels
+    from analysis.inputs.trec import read_qrels
+    from analysis.simulation.synthetic import write_study  # numpy: not at collection
 
     MIRACL_QRELS = miracl_qrels_path
 
@@ -39,7 +40,7 @@ def test_a_report_imports_neither_pandas_nor_matplotlib(tmp_path: Path, miracl_q
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from analysis.report import write_report\n"
+        "from analysis.reporting.report import write_report\n"
         f"write_report(Path({str(runs)!r}), Path({str(MIRACL_QRELS)!r}), Path({str(tmp_path / 'out')!r}))\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib'))\n"
         "print(bad)\n"

@@ -22,8 +22,8 @@ from analysis.figures import (
     stage_figure,
 )
 from analysis.raster import Panel, nice_ticks, tick_label
-from analysis.study import analyse_study, default_flags
-from analysis.synthetic import write_study
+from analysis.reporting.study import analyse_study, default_flags
+from analysis.simulation.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
 

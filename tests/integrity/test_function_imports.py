@@ -46,7 +46,7 @@ HEAVY_INTERNAL = {
     "analysis.figures": "PIL",
     "analysis.raster": "PIL",
     "analysis.costs.figure": "matplotlib",
-    "analysis.trec_fast": "pyarrow",
+    "analysis.inputs.trec_fast": "pyarrow",
     # numpy is light, but `bench status` must not load it (tests/runbook/test_status.py)
     "bench.rerankers.registry": "numpy",
 }
@@ -148,7 +148,10 @@ def top_level_imports(path: Path, *, dotted: bool = False) -> set[str]:
 
 
 def test_function_level_imports_are_heavy_optional_ones_with_a_comment() -> None:
-    assert len(list((ROOT / "bench").rglob("*.py"))) > 100 and (ROOT / "analysis" / "report.py").is_file()
+    assert (
+        len(list((ROOT / "bench").rglob("*.py"))) > 100
+        and (ROOT / "analysis" / "reporting" / "report.py").is_file()
+    )
     found = function_imports(ROOT)
     assert found == [], f"{len(found)} function-level import(s) refused:\n" + "\n".join(found)
 
@@ -196,7 +199,7 @@ def test_the_check_names_file_and_line_of_each_refused_import(tmp_path: Path) ->
         "    import torch  # heavy: only when a model loads\n"  # 3: allowed
         "    # matplotlib costs seconds\n"
         "    import matplotlib.pyplot as plt\n"  # 5: allowed, comment above
-        "    from bench.errors import BenchError\n"  # 6: internal
+        "    from bench.core.errors import BenchError\n"  # 6: internal
         "    import torch\n"  # 7: heavy but no comment (line 6 is code)
         "class C:\n"
         "    def m(self):\n"
@@ -220,7 +223,7 @@ def test_the_check_names_file_and_line_of_each_refused_import(tmp_path: Path) ->
     (tmp_path / "pkg" / "m.py").write_text("\ufeff" + source.replace("\n", "\r\n"), encoding="utf-8")
     refused = "not a heavy optional library; move it to the module's top"
     assert function_imports(tmp_path, ("pkg",)) == [
-        f"pkg/m.py:6 from bench.errors import BenchError: {refused}",
+        f"pkg/m.py:6 from bench.core.errors import BenchError: {refused}",
         f"pkg/m.py:7 import torch: {NO_COMMENT}",
         f"pkg/m.py:10 from . import sibling: {refused}",
         f"pkg/m.py:15 import json, torch: {refused}",
@@ -244,4 +247,4 @@ def test_pulled_at_import_follows_our_modules_tops_only(tmp_path: Path) -> None:
     assert pulled_at_import(tmp_path, "bench.d") == {"bench", "json", "typing", "numpy"}
     assert pulled_at_import(tmp_path, "bench.b") == {"json"}
     assert "numpy" in pulled_at_import(ROOT, "bench.rerankers.registry")
-    assert not {"numpy", "pyarrow", "torch", "matplotlib"} & pulled_at_import(ROOT, "bench.status")
+    assert not {"numpy", "pyarrow", "torch", "matplotlib"} & pulled_at_import(ROOT, "bench.status.command")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from analysis.costs.section import build_costs
-from analysis.trec import write_run
-from bench.journal import Journal
-from bench.plan import WARMUP_CALLS
+from analysis.inputs.trec import write_run
+from bench.core.journal import Journal
+from bench.core.plan import WARMUP_CALLS
 from bench.rehearse.costs import rehearsal_costs, standin_blocks
 
 STAGE = "vector-71k"

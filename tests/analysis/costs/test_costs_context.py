@@ -1,4 +1,5 @@
-"""The context calculation: Hit@k/Recall@k curves agree with analysis.metrics; the smallest k by hand."""
+"""The context calculation: Hit@k/Recall@k curves agree with analysis.stats.metrics; the smallest k by
+hand."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import numpy as np
 import pytest
 
 from analysis.costs.context import curves, saved_eur_per_1000, smallest_k
-from analysis.metrics import Judgments, evaluate_table
-from analysis.metrics import _as_table as as_table
+from analysis.stats.metrics import Judgments, evaluate_table
+from analysis.stats.metrics import _as_table as as_table
 
 QRELS = {"q1": {"r1": 1, "r2": 1, "n1": 0}, "q2": {"r3": 1}, "q3": {"r4": 1}}
 
