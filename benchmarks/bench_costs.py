@@ -48,28 +48,10 @@ LOCAL = {
     "qwen3-4b": 150,
     "querit-4b": 170,
 }  # GPU ms at k = 20 (benchmark input)
-PRICES = """\
-[api.voyage-rerank-3]
-value = 0.05
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/benchmark-input"
-
-[api.voyage-rerank-3-lite]
-value = 0.02
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/benchmark-input"
-
-[server.ccx33-ipv4]
-value = 0.5
-currency = "EUR"
-unit = "per month"
-date = 2026-10-30
-source = "https://example.org/benchmark-input"
-"""
+# the tests' prices file (example values): one file for the tests and this benchmark
+PRICES = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "prices.toml").read_text(
+    encoding="utf-8"
+)
 
 
 def build(root: Path) -> tuple[Path, Path]:

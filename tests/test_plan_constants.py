@@ -1,6 +1,5 @@
 """bench/core/plan.py (and analysis/core/plan.py through it) against PLAN.md: every value is captured from
-the plan's
-text by a pattern and compared with the constant, so a typo on either side fails here."""
+the plan's text by a pattern and compared with the constant, so a typo on either side fails here."""
 
 from __future__ import annotations
 
@@ -478,3 +477,18 @@ def test_pitfall_variants_and_typesense_pair() -> None:
     assert "(b) empty instruction" in flat and "(c) right padding" in flat and "yes/no suffix lost" in flat
     (plain, german) = grab(flat, r"Typesense: ([\w-]+) against ([\w-]+)\.")
     assert (plain, german) == plan.PITFALL_TYPESENSE
+
+
+def test_every_shared_value_has_one_home_in_analysis() -> None:
+    """analysis/core/plan.py is the one home of every plan value both packages read (analysis never imports
+    bench): bench/core/plan.py only binds those objects by name, so a literal written there instead (which
+    could drift from analysis's) fails here."""
+    shared = {n for n in vars(stats) if n.isupper() and n in vars(plan)} - {"EMBEDDING_CONTAMINATION"}
+    source = Path(plan.__file__).read_text(encoding="utf-8")
+    assert len(shared) >= 30
+    # bench keeps the note of analysis's record under the same name
+    assert plan.EMBEDDING_CONTAMINATION == stats.EMBEDDING_CONTAMINATION.note
+    assert "EMBEDDING_CONTAMINATION: Final = _stats.EMBEDDING_CONTAMINATION.note" in source
+    for name in sorted(shared):
+        assert getattr(plan, name) is getattr(stats, name), name
+        assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M), name

@@ -35,7 +35,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from analysis.core.atomic import write_bytes_atomic
-from analysis.latency import Accuracy, Block, Sample, block_relpath, read_block
+from analysis.latency import Accuracy, Block, BlockPath, Sample, read_block
 from bench.core import clock
 from bench.core.errors import BenchError
 from bench.core.interrupt import raise_if_interrupted
@@ -72,7 +72,7 @@ class Caller(Protocol):
 
 
 @dataclass(frozen=True)
-class BlockSpec:
+class BlockSpec(BlockPath):
     kind: str
     machine: str
     session: str
@@ -89,16 +89,6 @@ class BlockSpec:
     target_type: str = "reranker"
     api: Mapping[str, Any] | None = None
     candidates: Mapping[str, Any] | None = None
-
-    def relpath(self) -> Path:
-        return block_relpath(
-            published=self.published,
-            kind=self.kind,
-            session=self.session,
-            target=self.target,
-            k=self.k,
-            pass_=self.pass_,
-        )
 
 
 @dataclass
