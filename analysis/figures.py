@@ -4,9 +4,8 @@ Left: each run's nDCG@10 with its own 95 % bootstrap interval (the plan's per-ru
 tables). Right: each reranked run's *paired* difference in nDCG@10 against the first stage, with
 the 95 % percentile interval of the paired bootstrap (the same 10,000 resamples over queries and seed as every
 interval, :func:`analysis.stats.resampling.bootstrap_intervals` on the per-query differences), and the Holm
-verdict
-of the family against the first stage as the marker. Per-run intervals overlap even where the paired test is
-clearly significant; the right panel shows what the test says.
+verdict of the family against the first stage as the marker. Per-run intervals overlap even where the paired
+test is clearly significant; the right panel shows what the test says.
 
 Drawn with :mod:`analysis.raster` (Pillow; no matplotlib, whose import and artists were most of a cold
 full-size report): no metadata in the PNG, so a rerun writes the same file. The layout is the one

@@ -2,12 +2,11 @@
 
 A synthetic study over the real MIRACL-de dev qrels (305 queries): the four reranked stages, the seven local
 models and the two Voyage models at depths 20, 50 and 100 (``analysis.simulation.synthetic.write_study``),
-latency
-blocks in the on-disk format for every machine the plan measures (GPU 3 passes x 305 queries x k 20/50/100;
-CPU fp32 and int8 100 queries x k 20/100; API 305 queries x k 20/100 with billed tokens; first stages), and
-a prices file with made-up prices (a benchmark input, never a result). Prints the wall time of
-``compute_costs`` and of ``write_costs`` (figures), with the load average next to them: the machine is
-shared, so the numbers are noisy.
+latency blocks in the on-disk format for every machine the plan measures (GPU 3 passes x 305 queries x k
+20/50/100; CPU fp32 and int8 100 queries x k 20/100; API 305 queries x k 20/100 with billed tokens; first
+stages), and a prices file with made-up prices (a benchmark input, never a result). Prints the wall time of
+``compute_costs`` and of ``write_costs`` (figures), with the load average next to them: the machine is shared,
+so the numbers are noisy.
 
 Run: ``uv run python benchmarks/bench_costs.py [--out DIR]``.
 """

@@ -12,9 +12,8 @@ No verdict, said so, when there is nothing to compare:
 - a CPU with nothing above AVX2 (like the development EPYC of 2026-11): exit 0;
 - a cap that is not honoured: the capped run's int8 kernels (``primitiveType`` of the execution graph, read
   by ``bench.rerankers.openvino.runtime``) still name an instruction set above the cap, or its native int8
-  kernels are
-  not above the cap (the cap would change nothing), or OpenVINO fails to compile or run under it (on a Xeon a
-  cap at AVX2 failed on a Softmax node): exit 2.
+  kernels are not above the cap (the cap would change nothing), or OpenVINO fails to compile or run under it
+  (on a Xeon a cap at AVX2 failed on a Softmax node): exit 2.
 A verdict: exit 0 if the minimum per-query Spearman is >= 0.99, else 1.
 
 Candidates: the exact cosine top 100 of the bundled corpus under the fp32 stand-in embedder for the first

@@ -1,13 +1,12 @@
 """Choose the static int8 configuration on NON-dev queries (plan section "OpenVINO int8 variant").
 
 Prints, per candidate ``QuantSpec`` of ``bench.rerankers.openvino.config.CANDIDATES``, the per-query Spearman
-of the
-int8 stand-in (all-MiniLM-L6-v2) against fp32 on 20 held-out NoMIRACL German test queries: queries that are
-neither dev queries nor calibration queries. Candidates per query: the top 100 of the bundled NoMIRACL
+of the int8 stand-in (all-MiniLM-L6-v2) against fp32 on 20 held-out NoMIRACL German test queries: queries that
+are neither dev queries nor calibration queries. Candidates per query: the top 100 of the bundled NoMIRACL
 passages outside the judged pool by fp32 cosine (a first stage of the same kind as the rehearsal's vector
-stage, so the scores are as close together as in the reported check). The dev queries are never read
-except to check disjointness. Run: ``uv run python benchmarks/choose_int8_config.py [--only NAME ...]``.
-Timings on a shared machine are noisy; the load average is printed.
+stage, so the scores are as close together as in the reported check). The dev queries are never read except to
+check disjointness. Run: ``uv run python benchmarks/choose_int8_config.py [--only NAME ...]``. Timings on a
+shared machine are noisy; the load average is printed.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """One spelling of the study's folder options across every ``bench`` command (bench.core.folder_options): the
-old
-``--runs-dir``, ``--checks-dir``, ``--results-dir`` and ``--first-stage-dir`` are gone, and every ``--runs``,
-``--checks``, ``--first-stage`` and ``--study`` is a folder option."""
+old ``--runs-dir``, ``--checks-dir``, ``--results-dir`` and ``--first-stage-dir`` are gone, and every
+``--runs``, ``--checks``, ``--first-stage`` and ``--study`` is a folder option."""
 
 from __future__ import annotations
 

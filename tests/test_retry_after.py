@@ -1,6 +1,5 @@
 """bench.core.backoff: Retry-After in both RFC 9110 forms (delta-seconds, HTTP-date in GMT whatever the local
-time
-zone), unreadable values, and the back-off rule shared by the Voyage client and the Anthropic judge."""
+time zone), unreadable values, and the back-off rule shared by the Voyage client and the Anthropic judge."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 "Adapter checks", "Quality" and "Judged sample of unjudged passages").
 
 ``analysis`` never imports ``bench``; ``bench/core/plan.py`` imports these names from here, so each value
-exists
-once. Nothing here may differ from PLAN.md.
+exists once. Nothing here may differ from PLAN.md.
 """
 
 from __future__ import annotations

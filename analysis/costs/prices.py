@@ -1,8 +1,7 @@
 """The prices file: every price the plan does not fix, entered by the author with date, currency and source.
 
 PLAN.md ("Costs") fixes the Hetzner prices (:mod:`analysis.core.plan`); the Voyage list prices, the CCX33's
-IPv4
-add-on and the input prices of the two reference LLMs are read on the measurement day and entered in
+IPv4 add-on and the input prices of the two reference LLMs are read on the measurement day and entered in
 ``prices.toml`` (repository root, :data:`DEFAULT_PRICES`). One TOML table per price::
 
     [api.voyage-rerank-3]              # or api.voyage-rerank-3-lite

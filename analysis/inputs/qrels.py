@@ -1,8 +1,7 @@
 """Qrels prepared once for many runs (:class:`Judgments`): the lowest module of the metrics.
 
 Kept apart from :mod:`analysis.stats.metrics` so that the run readers (:mod:`analysis.inputs.trec_fast`) can
-name the type
-without importing the metrics, which import the readers (no import cycles). Reading a qrels file
+name the type without importing the metrics, which import the readers (no import cycles). Reading a qrels file
 stays :func:`analysis.inputs.trec.read_qrels` (it shares the TREC readers' validation).
 """
 

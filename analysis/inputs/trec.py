@@ -362,8 +362,8 @@ def read_run_table(
     """Read and validate a TREC run file into a :class:`RunTable` (see the module docstring).
 
     The columnar reader (:mod:`analysis.inputs.trec_fast`) reads the plain case; anything else, and every
-    error, goes
-    through the line-by-line reference reader below (``ANALYSIS_TREC_READER=reference`` forces it)."""
+    error, goes through the line-by-line reference reader below (``ANALYSIS_TREC_READER=reference`` forces
+    it)."""
     path = Path(path)
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -483,9 +483,8 @@ def read_qrels(path: Path | str, *, layout: str = "trec") -> dict[str, dict[str,
     ``layout="trec"``: four columns ``qid iter docid relevance``. ``layout="beir"``: BEIR's
     ``qrels/<split>.tsv``, three columns ``query-id corpus-id score`` under an optional header line. Labels
     are integers ``MIN_LABEL..MAX_LABEL`` (:mod:`analysis.inputs.qrels`: what trec_eval and pytrec_eval read
-    without
-    crashing, and one meaning for each); relevant means > 0. A label out of range, a duplicate judgment or
-    a malformed line is refused with the file, line and fix before any library sees the qrels."""
+    without crashing, and one meaning for each); relevant means > 0. A label out of range, a duplicate
+    judgment or a malformed line is refused with the file, line and fix before any library sees the qrels."""
     if layout not in ("trec", "beir"):
         raise ValueError(f"qrels layout {layout!r}: expected 'trec' or 'beir'")
     path = Path(path)

@@ -2,12 +2,10 @@
 
 pyarrow's multi-threaded C++ CSV reader splits the columns and parses the numbers; the rules of
 :mod:`analysis.inputs.trec` are then checked on whole columns with numpy. This path never raises a format
-error and
-never decides one: whenever anything differs from the plain case it returns None, and the caller runs the
-line-by-line reader of :mod:`analysis.inputs.trec`, which either reads the file the same way or raises the
-exact
-``file:line`` message. So both paths accept exactly the same files and give the same values (tested on every
-error case of the reference reader and on generated studies).
+error and never decides one: whenever anything differs from the plain case it returns None, and the caller
+runs the line-by-line reader of :mod:`analysis.inputs.trec`, which either reads the file the same way or
+raises the exact ``file:line`` message. So both paths accept exactly the same files and give the same values
+(tested on every error case of the reference reader and on generated studies).
 
 The plain case, where the two tokenisations provably agree: the file (after a UTF-8 byte-order mark) is ASCII;
 columns are separated by single spaces, lines end in "\\n" or "\\r\\n" (no lone "\\r"); every id field is

@@ -2,9 +2,8 @@
 or written.
 
 The report swaps the entries it owns into ``--out`` whole (:func:`analysis.core.atomic.built_beside`): an
-owned
-file is replaced, an owned folder (``quality/``, ``figures/``, ``latency-summary/``) is replaced with all it
-holds, and an owned entry the new report does not write is removed (a stage no longer present). So:
+owned file is replaced, an owned folder (``quality/``, ``figures/``, ``latency-summary/``) is replaced with
+all it holds, and an owned entry the new report does not write is removed (a stage no longer present). So:
 
 * a file inside an owned folder that the report cannot have written (another suffix, a hidden file, a
   folder) is refused by name, never deleted: the report refuses rather than leaves it, because leaving it

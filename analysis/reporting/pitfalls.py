@@ -11,8 +11,7 @@ Two families of their own, never part of the main study's Holm families (``analy
 Each comparison uses the plan's statistics exactly as the main study does (``analysis.stats.resampling``: 95 %
 bootstrap intervals for nDCG@10 and Hit@5, paired randomisation test on nDCG@10, seed 20261009, 10,000
 resamples; ``analysis.reporting.wording.word`` for the words). The JSON keeps full precision; the Markdown
-rounds.
-The plan fixes neither the comparison nor the family; these readings are deviation D-032.
+rounds. The plan fixes neither the comparison nor the family; these readings are deviation D-032.
 """
 
 from __future__ import annotations

@@ -334,8 +334,7 @@ SECTIONS: list[Section] = [
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 OWNED = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))  # every entry a report writes
 # The owned folders and the one kind of file the report writes in each (analysis.reporting.outdir: anything
-# else there
-# is refused by name, never deleted); every other owned entry is a file.
+# else there is refused by name, never deleted); every other owned entry is a file.
 OWNED_FOLDERS = {"quality": ".json", "figures": ".png", "latency-summary": ".json"}
 
 

@@ -376,10 +376,9 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
 
 
 def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int = 1) -> None:
-    """Every reranked run reorders its stage's first-stage candidates (:mod:`analysis.inputs.reordering`);
-    the first
-    break (in the order of the stages and runs) raises, naming the file, line, query, id and rank. The ids
-    are dropped afterwards. One stage per job; pyarrow's lookup releases the GIL, so ``threads`` share
+    """Every reranked run reorders its stage's first-stage candidates (:mod:`analysis.inputs.reordering`); the
+    first break (in the order of the stages and runs) raises, naming the file, line, query, id and rank. The
+    ids are dropped afterwards. One stage per job; pyarrow's lookup releases the GIL, so ``threads`` share
     them."""
 
     def check(s: StageResult) -> None:

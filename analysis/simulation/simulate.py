@@ -1,8 +1,7 @@
 """``analysis simulate``: evidence that the plan's procedure is sound (beyond the plan).
 
 Studies are generated on the real qrels (:mod:`analysis.simulation.synthetic`) and analysed with the study's
-own code
-(:func:`analysis.reporting.study.analyse_stages`: sign-flip tests, Holm, wording, best model):
+own code (:func:`analysis.reporting.study.analyse_stages`: sign-flip tests, Holm, wording, best model):
 
 * Null: the first stage and all models have the same signal (no true difference). The family-wise error rate
   (FWER) of a family is the share of studies in which it rejects at least one hypothesis; the plan needs

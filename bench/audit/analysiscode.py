@@ -1,8 +1,7 @@
 """Audit row 10: the analysis code on record (plan section "Reproducibility and licences").
 
-Every file ``analysis report`` writes records the code that wrote it (``analysis.reporting.codeinfo``:
-commit, dirty
-flag, digest of ``analysis/`` and of the locked packages it imports). The row checks that
+Every file ``analysis report`` writes records the code that wrote it (``analysis.reporting.codeinfo``: commit,
+dirty flag, digest of ``analysis/`` and of the locked packages it imports). The row checks that
 
 - every committed report file carries a well-formed record, all the same;
 - the recorded digests are those of ``analysis/`` (and ``uv.lock``) at the commit that last committed the runs

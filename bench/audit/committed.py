@@ -309,8 +309,8 @@ def _commit_exists(root: Path, commit: str) -> bool:
 
 def _digest_problem(root: Path, commit: str, recorded: str, cache: dict[str, str | None]) -> str | None:
     """A manifest's code digest must be the digest of its commit's code (``bench.records.codeversion``).
-    Sessions of
-    one study may name different commits; only their code must agree, which the recorded digests show."""
+    Sessions of one study may name different commits; only their code must agree, which the recorded digests
+    show."""
     if commit not in cache:
         cache[commit] = code_digest(root, commit)
     if cache[commit] == recorded:

@@ -2,12 +2,10 @@
 section "Quality": every reranker sees the same frozen top 100; "only the first k candidates are reordered").
 
 Walks every run folder a phase commits (``bench.core.paths.RUN_FOLDERS``: ``runs/`` with the int8 variant's
-run,
-the pitfalls experiment, the determinism rerun, both data-type check sessions): each ``<folder>/<stage>/
+run, the pitfalls experiment, the determinism rerun, both data-type check sessions): each ``<folder>/<stage>/
 <run id>@<k>.trec`` that git tracks is checked against ``runs/first-stage/<stage>.trec`` with
 ``analysis.inputs.reordering`` (the check ``analysis report`` refuses a run by). Numbered 9, after the
-licences, so
-that the numbers of rows 1-8 stay what the docs say.
+licences, so that the numbers of rows 1-8 stay what the docs say.
 """
 
 from __future__ import annotations

@@ -160,8 +160,7 @@ def committed_stages(root: Path) -> list[str]:
 
 def _gpus(host: Any) -> list[str]:
     """GPU names in a host record (``bench.records.provenance.host_info``): torch's ``cuda_device``, else the
-    first
-    column of the ``nvidia_smi`` CSV."""
+    first column of the ``nvidia_smi`` CSV."""
     if not isinstance(host, Mapping):
         return []
     names = [str(host["cuda_device"])] if isinstance(host.get("cuda_device"), str) else []

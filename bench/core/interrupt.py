@@ -3,10 +3,9 @@
 ``interruptible`` turns SIGTERM and SIGHUP (the terminal was closed) into ``KeyboardInterrupt`` for the
 duration of the block, so all three take the same path: the unit of work in flight writes nothing
 (``bench.core.journal`` holds only fsynced, complete records), context managers stop servers and close the
-journal,
-and the caller records the session as ``interrupted`` and raises ``Interrupted`` (a ``BenchError`` with exit
-code 130, the shell's code for SIGINT) whose message says how to resume. SIGKILL cannot be caught; the
-journal's torn-line recovery covers it, and the local Typesense stops itself when its parent dies
+journal, and the caller records the session as ``interrupted`` and raises ``Interrupted`` (a ``BenchError``
+with exit code 130, the shell's code for SIGINT) whose message says how to resume. SIGKILL cannot be caught;
+the journal's torn-line recovery covers it, and the local Typesense stops itself when its parent dies
 (``bench.firststage.launcher``).
 """
 

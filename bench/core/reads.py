@@ -2,9 +2,8 @@
 "files checked against datasets.lock at the start of every measuring command").
 
 ``bench.records.guard.preflight`` verifies exactly the entries a command names (``lock_names`` is required;
-there
-is no "everything" default), so a phase that reads the 71k corpus does not hash the 32 shards of the full
-corpus. A locked file that a command opens without having named it is still hashed when it is opened
+there is no "everything" default), so a phase that reads the 71k corpus does not hash the 32 shards of the
+full corpus. A locked file that a command opens without having named it is still hashed when it is opened
 (``bench.integrity.enforce.require_locked``), so a declaration that is too short costs time, never a check.
 """
 

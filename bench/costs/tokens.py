@@ -4,8 +4,7 @@ The plan counts saved passages x mean passage tokens, with the Voyage tokenizer 
 tokenizer is the hub repository ``voyageai/<model>`` (``voyageai`` 0.5.0 counts tokens with
 ``tokenizers.Tokenizer.from_pretrained("voyageai/<model>")``), read here from a local snapshot in the hub
 cache layout (``bench.core.paths.model_snapshot_dir``): the hub is not reachable from the measuring machines.
-If
-the snapshot is absent the command refuses with that message; it never substitutes another tokenizer.
+If the snapshot is absent the command refuses with that message; it never substitutes another tokenizer.
 
 Counted: ``len(encoding.ids)`` of ``Tokenizer.encode_batch`` with its defaults (special tokens included,
 as the Voyage client counts), over the distinct passages of each stage's first-stage top 100

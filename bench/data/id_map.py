@@ -1,7 +1,7 @@
 """The id map of MIRACLReranking (``miracl/mmteb-miracl-reranking`` ``data/bm25/de.gz``): each query's BM25
 candidates in order, read by adapter check 1 (:mod:`bench.equality.data`) and, once, by ``bench data fetch``
-to report an unknown line format early. Accepts gzip JSON lines, a JSON array or a TREC run; anything else
-is a BenchError naming the file and line.
+to report an unknown line format early. Accepts gzip JSON lines, a JSON array or a TREC run; anything else is
+a BenchError naming the file and line.
 """
 
 from __future__ import annotations

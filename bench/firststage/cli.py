@@ -2,14 +2,12 @@
 
 Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the plan stamp
 (``bench.records.guard.preflight("measurement")``), refuses uncommitted code (``bench.records.codeversion``),
-connects
-to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version
-30.2), asks it the stage's behavioural probes (``bench.firststage.probes``; a failed one refuses the stage
-before anything is loaded or sent), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec``
-and ``results/first-stage/<stage>.json``.
-keyword-full first predicts server memory, disk and import time from the fitted scale model
-(``bench.firststage.preflight``) and refuses when they exceed this machine, unless ``--ignore-preflight``;
-``--dry-run`` prints the prediction only (offline).
+connects to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report
+version 30.2), asks it the stage's behavioural probes (``bench.firststage.probes``; a failed one refuses the
+stage before anything is loaded or sent), loads the pinned hub files and writes
+``runs/first-stage/<stage>.trec`` and ``results/first-stage/<stage>.json``. keyword-full first predicts server
+memory, disk and import time from the fitted scale model (``bench.firststage.preflight``) and refuses when
+they exceed this machine, unless ``--ignore-preflight``; ``--dry-run`` prints the prediction only (offline).
 """
 
 from __future__ import annotations

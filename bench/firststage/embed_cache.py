@@ -1,6 +1,5 @@
 """On-disk embedding cache: SQLite under ``bench.core.paths.cache_dir()``, keyed by (model, revision, SHA-256
-of
-the exact text embedded). Vectors are stored as float32 bytes with their dimension; a stored vector whose
+of the exact text embedded). Vectors are stored as float32 bytes with their dimension; a stored vector whose
 dimension differs from the embedder's is an error, never silently reused.
 """
 

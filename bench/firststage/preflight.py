@@ -19,14 +19,13 @@ unless ``--ignore-preflight`` (recorded in the result).
 
 When the lock's import-order note says the shards are not in ascending id order, ``bench first-stage``
 first writes their external sort (``bench.data.order``) under ``bench.core.paths.cache_dir()``: all sorted
-runs
-(gzip JSONL at ``order.GZIP_LEVEL``) plus the merged import order, the runs deleted only after the merge,
+runs (gzip JSONL at ``order.GZIP_LEVEL``) plus the merged import order, the runs deleted only after the merge,
 so the sort's peak is twice the sorted copy, and the merged copy stays on disk while the server's data
 directory grows. Its size is the locked shards' gzip bytes times the sample's ratio of gzip bytes at the
-sort's level to gzip bytes at ``GZIP_LEVEL`` (or, without a lock, the sample's bytes at the sort's level).
-The disk check adds it: on one file system ``max(2 S, S + D)`` (S the sorted copy, D the data directory),
-on two file systems ``2 S`` and ``D`` separately. A sort already made for exactly the locked shards is
-reused and needs nothing more.
+sort's level to gzip bytes at ``GZIP_LEVEL`` (or, without a lock, the sample's bytes at the sort's level). The
+disk check adds it: on one file system ``max(2 S, S + D)`` (S the sorted copy, D the data directory), on two
+file systems ``2 S`` and ``D`` separately. A sort already made for exactly the locked shards is reused and
+needs nothing more.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The pinned Hugging Face dataset snapshots of the plan: what ``bench data fetch`` downloads, and where.
 
 Plan section: Data. Each snapshot lands in ``bench.core.paths.hub_dir() / "<owner>/<name>@<revision>"`` (a
-plain
-directory laid out exactly as the hub repository; ``snapshot_dir``). Only the German files are fetched.
+plain directory laid out exactly as the hub repository; ``snapshot_dir``). Only the German files are fetched.
 
 Layouts as public evidence shows them (ir_datasets, mteb, MIRACL's own loading scripts and scripts pinned to
 the plan's revisions; the hub itself cannot be reached from the development machines). Each dataset lists

@@ -1,9 +1,8 @@
 """``bench judged run``: every pair of a prepared packet through the judge, journalled, then published.
 
 Journal (``<dir>/journal.jsonl``, ``bench.core.journal``: flushed and fsynced per record, torn last line
-dropped
-on resume) keyed by the judge's model id, the prompt's SHA-256 and the pair number; in the journal's four
-key fields that is ``stage="judged"``, ``model=<model id>``, ``depth=<pair>``, ``qid=<prompt SHA-256>``
+dropped on resume) keyed by the judge's model id, the prompt's SHA-256 and the pair number; in the journal's
+four key fields that is ``stage="judged"``, ``model=<model id>``, ``depth=<pair>``, ``qid=<prompt SHA-256>``
 (spelled out again as ``pair`` and ``prompt_sha256``). A rerun skips every pair already recorded for the same
 model and prompt and never replays a stored answer as a new one; a changed prompt or model starts its own
 records. Every HTTP attempt, including those of a pair whose retries ran out, is also appended to

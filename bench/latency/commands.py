@@ -153,8 +153,7 @@ def require_same_code_as_blocks(
 ) -> None:
     """The finished blocks of one machine (or API session) are measured by one version of the code, as the
     sessions of a quality study are (``bench.records.codeversion``): a resume with other code is refused,
-    naming
-    what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
+    naming what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
     for path in sorted(out_root.glob(f"*/{kind}/{session}/*/*.json")):
         if path.name.startswith("."):
             continue  # a temporary file of an unfinished write

@@ -16,10 +16,9 @@ once and recorded as "not run" (``PhaseOutcome.not_run``); nothing is recorded f
 resume after the fix scores every query. Ctrl-C/SIGTERM during a call writes nothing for that unit; it is
 redone on resume. A CUDA error that poisons the process (device-side assert, illegal memory access:
 ``bench.core.memory.is_sticky_device_error``) is no query's failure either: every later call would fail the
-same
-way and count as 0. It stops the phase (``DeviceUnusable``), nothing is recorded for that unit, and the
-session is marked failed with the error and the resume command (``bench.quality.driver``); only out of
-memory stays per query.
+same way and count as 0. It stops the phase (``DeviceUnusable``), nothing is recorded for that unit, and the
+session is marked failed with the error and the resume command (``bench.quality.driver``); only out of memory
+stays per query.
 
 One model on the card at a time: after a model's last unit its adapter is closed and dropped, collected, the
 allocator's cache emptied and the peak counters reset (``bench.core.memory.free_device_memory``) before the

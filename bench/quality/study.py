@@ -12,14 +12,12 @@ rehearsal). A resume must be the same study: the PLAN.md SHA-256 and the paramet
 depths, per-depth models, kind) recorded at creation must match (one change is not a new study: a model
 asked for but not rated then, rated since by ``bench check-adapters``, joins the study; the manifest's
 ``study.rated_later`` names the session and the check file with its SHA-256), and a measurement must run
-the same code as the sessions before it (the code digest of ``bench.records.codeversion``: another commit
-with the
-same code, for example one that only adds the finished run files, resumes); otherwise the resume is
-refused with the reason (the code paths that differ) and the fix.
-Every session appends its provenance (``bench.records.provenance.collect_manifest``), its preflight result
-and how
-it ended (``complete``, ``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL,
-power loss) is marked ``ended without a record (killed)`` by the next start of the study.
+the same code as the sessions before it (the code digest of ``bench.records.codeversion``: another commit with
+the same code, for example one that only adds the finished run files, resumes); otherwise the resume is
+refused with the reason (the code paths that differ) and the fix. Every session appends its provenance
+(``bench.records.provenance.collect_manifest``), its preflight result and how it ended (``complete``,
+``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL, power loss) is marked ``ended
+without a record (killed)`` by the next start of the study.
 """
 
 from __future__ import annotations

@@ -119,9 +119,8 @@ def different_code(
     """Why this session's code differs from the earlier sessions' code, or None when it is the same.
 
     ``earlier`` and ``now`` are the ``git`` records of manifests (``bench.records.provenance``). Code is
-    compared by
-    digest; a session recorded without one is compared by the digest of its commit (when ``root`` holds
-    that commit), else by commit."""
+    compared by digest; a session recorded without one is compared by the digest of its commit (when ``root``
+    holds that commit), else by commit."""
     now_digest = _session_digest(now, root)
     now_commit = now.get("commit")
     for old in earlier:

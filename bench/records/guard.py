@@ -43,8 +43,7 @@ def require_plan_stamp(root: Path) -> dict[str, str]:
 def preflight(kind: Kind, *, lock_names: Iterable[str], root: Path | None = None) -> dict[str, Any]:
     """Verify datasets.lock (entries ``lock_names``: ids or dataset names, the ones the command reads, see
     ``bench.core.reads``) and, for a measurement, the plan's timestamp. Returns a dict for the manifest;
-    raises
-    BenchError on any failure."""
+    raises BenchError on any failure."""
     if kind not in ("measurement", "rehearsal"):
         raise ValueError(f"kind must be 'measurement' or 'rehearsal', got {kind!r}")
     root = root or repo_root()

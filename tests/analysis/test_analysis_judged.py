@@ -1,6 +1,5 @@
 """analysis.reporting.judged: Wilson intervals and Cohen's kappa against statsmodels, rates per group with
-unclear and
-parse failures excluded, control agreement with the plan's warning, the caveat, a human judgment's
+unclear and parse failures excluded, control agreement with the plan's warning, the caveat, a human judgment's
 agreement, and the CLI (``analysis judged``)."""
 
 from __future__ import annotations

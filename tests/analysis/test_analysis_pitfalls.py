@@ -1,6 +1,5 @@
 """analysis.reporting.pitfalls: the Qwen3 variants against (a) and keyword-plain-71k against keyword-71k as
-their own
-families (never in the main study's), with the plan's statistics; the report hook."""
+their own families (never in the main study's), with the plan's statistics; the report hook."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """analysis.core.atomic's one JSON format: indent 1, keys sorted, ASCII, trailing newline; NaN and infinity
-refused
-with the file and the key named, and nothing written; the old file kept when the write fails."""
+refused with the file and the key named, and nothing written; the old file kept when the write fails."""
 
 from __future__ import annotations
 

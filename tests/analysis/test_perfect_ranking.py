@@ -3,8 +3,8 @@
 Python 3.12 made ``sum()`` of floats compensated; an ideal DCG summed that way differs in the last bit from
 the DCG of the same ranking summed left to right (``np.bincount``), and a perfect ranking of a query with
 6 to 9 relevant passages scored 1.0000000000000002 on 3.14, which ``analysis.stats.resampling`` refuses.
-Before
-the ideal DCG used ``analysis.core.floatsum.ltr_sum`` these tests failed on Python 3.14 (and passed on 3.11).
+Before the ideal DCG used ``analysis.core.floatsum.ltr_sum`` these tests failed on Python 3.14 (and passed on
+3.11).
 """
 
 from __future__ import annotations

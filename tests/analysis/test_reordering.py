@@ -1,8 +1,7 @@
 """The reordering invariant: a reranked run at depth k holds exactly its first stage's
 candidates, the top k reordered and the rest in first-stage order. The vectorised check
-(``analysis.inputs.reordering``) is compared with a plain loop that states the rule on random valid and
-broken runs;
-each kind of break has its own case; both run readers give the same ids."""
+(``analysis.inputs.reordering``) is compared with a plain loop that states the rule on random valid and broken
+runs; each kind of break has its own case; both run readers give the same ids."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The run files bench's quality phase writes satisfy the reordering invariant that
 ``analysis report`` and ``bench audit`` check (``analysis.inputs.reordering``): both ways the plan makes a
-depth-k
-run, the pointwise depths 20 and 50 derived from the depth-100 scores and jina's separate call per depth
-(the listwise fake), on first stages with more than 100 candidates, fewer than k, and a query missing."""
+depth-k run, the pointwise depths 20 and 50 derived from the depth-100 scores and jina's separate call per
+depth (the listwise fake), on first stages with more than 100 candidates, fewer than k, and a query
+missing."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The rehearsal's report marks an incomplete stand-in run: a query removed from a ``minilm-standin`` run is
 named in the report, which refuses to rate the run. The report is built the way
 ``bench rehearse`` builds it (``analysis.reporting.report.write_report`` with the rehearsal's own stage
-flags); a full
-rehearsal with a failing stand-in takes minutes (its int8 step), so this test starts from its run files."""
+flags); a full rehearsal with a failing stand-in takes minutes (its int8 step), so this test starts from its
+run files."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """docs/runbook.md run end to end, as written there, on a miniature study.
 
 The steps and their commands are parsed from docs/runbook.md (``bench.core.runbook``) and run in order in a
-fresh
-git repository made from the project: its tracked files copied, PLAN.md committed alone first (the project's
-history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
+fresh git repository made from the project: its tracked files copied, PLAN.md committed alone first (the
+project's history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
 ``docker compose run --rm bench[-cpu] X`` runs ``bench X`` in that repository with what the container gives:
 ``BENCH_ROOT`` (the mounted checkout), ``HF_HOME``, ``BENCH_TYPESENSE_URL`` / ``_API_KEY`` (a loopback
 server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs). After every step, ``bench

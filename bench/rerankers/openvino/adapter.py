@@ -9,8 +9,7 @@ feature-extraction model, mean pooling and L2 normalisation as the model's sente
 does, score = cosine of query and passage, like ``minilm-standin``. Both refuse a folder whose files do not
 match its manifest (``bench.rerankers.openvino.manifest.verify_folder``), and both are compiled by
 ``bench.rerankers.openvino.runtime.compile_int8`` (inference precision f32, D-037); what OpenVINO reports
-after
-compiling (precision, execution mode, threads, streams, the kernels' instruction set) and the CPU's int8
+after compiling (precision, execution mode, threads, streams, the kernels' instruction set) and the CPU's int8
 and bf16 flags go into ``meta.extra["openvino_runtime"]``, so every result that records the adapter's meta
 records them.
 """

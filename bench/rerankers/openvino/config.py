@@ -47,9 +47,8 @@ BF16_FLAGS: Final = ("avx512_bf16", "amx_bf16")
 # Xeon with AMX the stand-in read back INFERENCE_PRECISION_HINT = bfloat16 with nothing set by us); the
 # desktop (AVX2) runs them in f32. Measured on that Xeon, native against oneDNN capped at
 # AVX512_CORE: min per-query Spearman 0.9959 with f32, 0.9888 with the default, so only f32 lets the plan's
-# agreement check (>= 0.99 across machines) pass. ``bench.rerankers.openvino.runtime.compile_int8`` is the
-# one place that
-# passes this to OpenVINO; the manifest records it and a folder without it is refused.
+# agreement check (>= 0.99 across machines) pass. ``bench.rerankers.openvino.runtime.compile_int8`` is the one
+# place that passes this to OpenVINO; the manifest records it and a folder without it is refused.
 INFERENCE_PRECISION: Final = "f32"
 COMPILE_CONFIG: Final = MappingProxyType({"INFERENCE_PRECISION_HINT": INFERENCE_PRECISION})
 
