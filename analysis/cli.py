@@ -18,22 +18,22 @@ from typing import Any, TypeVar
 
 import click
 
-from analysis import codeinfo
-from analysis.atomic import write_json_atomic
-from analysis.codeinfo import code_record
+from analysis.core.atomic import write_json_atomic
+from analysis.core.plan import RUN_IDS
 from analysis.costs.cli import cost_inputs, costs_options
-from analysis.judged import human_agreement, read_human, read_labels, summarise
-from analysis.judged import markdown as judged_markdown
-from analysis.metrics import MEASURES, Judgments, evaluate_table
-from analysis.pitfalls import analyse_pitfalls
-from analysis.pitfalls import markdown as pitfalls_markdown
-from analysis.plan import RUN_IDS
-from analysis.pytrec_check import compare_with_pytrec_eval
-from analysis.report import verdict_lines, write_report
-from analysis.simulate import simulate as run_simulation
-from analysis.textcheck import cut, one_line_problem
-from analysis.ties import tie_warning
-from analysis.trec import TrecFormatError, UnknownQueryError, read_qrels, read_run, read_run_table
+from analysis.inputs.textcheck import cut, one_line_problem
+from analysis.inputs.trec import TrecFormatError, UnknownQueryError, read_qrels, read_run, read_run_table
+from analysis.reporting import codeinfo
+from analysis.reporting.codeinfo import code_record
+from analysis.reporting.judged import human_agreement, read_human, read_labels, summarise
+from analysis.reporting.judged import markdown as judged_markdown
+from analysis.reporting.pitfalls import analyse_pitfalls
+from analysis.reporting.pitfalls import markdown as pitfalls_markdown
+from analysis.reporting.pytrec_check import compare_with_pytrec_eval
+from analysis.reporting.report import verdict_lines, write_report
+from analysis.simulation.simulate import simulate as run_simulation
+from analysis.stats.metrics import MEASURES, Judgments, evaluate_table
+from analysis.stats.ties import tie_warning
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "judged": "bench.judged.cli:judged",
     "audit": "bench.audit.cli:audit",
     "reproduce": "bench.audit.cli:reproduce",
-    "status": "bench.status:status",
+    "status": "bench.status.command:status",
     "doctor": "bench.doctor.cli:doctor",
 }
 
@@ -78,7 +78,7 @@ def cli() -> None:
 
 def main() -> None:
     root = os.environ.get("BENCH_ROOT")
-    if root and not Path(root).is_dir():  # every command reads the checkout from there (bench.paths)
+    if root and not Path(root).is_dir():  # every command reads the checkout from there (bench.core.paths)
         what = "does not exist" if not Path(root).exists() else "is not a folder"
         click.echo(
             f"Error: BENCH_ROOT={root} {what}; bench reads the study's checkout from it. Fix: set "

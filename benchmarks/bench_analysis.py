@@ -33,13 +33,18 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.metrics import Judgments
-from analysis.plan import MAIN_METRIC, RANDOMISATION_RESAMPLES, SEED
-from analysis.report import write_report
-from analysis.resampling import bootstrap_indices, paired_differences, randomisation_p_values, sign_matrix
-from analysis.study import analyse_stages, load_stages
-from analysis.synthetic import write_study
-from analysis.trec import read_qrels
+from analysis.core.plan import MAIN_METRIC, RANDOMISATION_RESAMPLES, SEED
+from analysis.inputs.trec import read_qrels
+from analysis.reporting.report import write_report
+from analysis.reporting.study import analyse_stages, load_stages
+from analysis.simulation.synthetic import write_study
+from analysis.stats.metrics import Judgments
+from analysis.stats.resampling import (
+    bootstrap_indices,
+    paired_differences,
+    randomisation_p_values,
+    sign_matrix,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 QRELS = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"

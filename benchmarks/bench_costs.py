@@ -1,12 +1,12 @@
 """The costs section at full study size: time to compute ``costs.json`` and to draw the decision figures.
 
 A synthetic study over the real MIRACL-de dev qrels (305 queries): the four reranked stages, the seven local
-models and the two Voyage models at depths 20, 50 and 100 (``analysis.synthetic.write_study``), latency
-blocks in the on-disk format for every machine the plan measures (GPU 3 passes x 305 queries x k 20/50/100;
-CPU fp32 and int8 100 queries x k 20/100; API 305 queries x k 20/100 with billed tokens; first stages), and
-a prices file with made-up prices (a benchmark input, never a result). Prints the wall time of
-``compute_costs`` and of ``write_costs`` (figures), with the load average next to them: the machine is
-shared, so the numbers are noisy.
+models and the two Voyage models at depths 20, 50 and 100 (``analysis.simulation.synthetic.write_study``),
+latency blocks in the on-disk format for every machine the plan measures (GPU 3 passes x 305 queries x k
+20/50/100; CPU fp32 and int8 100 queries x k 20/100; API 305 queries x k 20/100 with billed tokens; first
+stages), and a prices file with made-up prices (a benchmark input, never a result). Prints the wall time of
+``compute_costs`` and of ``write_costs`` (figures), with the load average next to them: the machine is shared,
+so the numbers are noisy.
 
 Run: ``uv run python benchmarks/bench_costs.py [--out DIR]``.
 """
@@ -25,15 +25,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from analysis.core.plan import INT8_MODEL  # noqa: E402
 from analysis.costs.prices import read_prices  # noqa: E402
 from analysis.costs.report import compute_costs, write_costs  # noqa: E402
 from analysis.costs.section import CostInputs  # noqa: E402
+from analysis.inputs.trec import read_qrels  # noqa: E402
 from analysis.latency import read_blocks  # noqa: E402
-from analysis.plan import INT8_MODEL  # noqa: E402
-from analysis.report import stage_record  # noqa: E402
-from analysis.study import analyse_study, default_flags  # noqa: E402
-from analysis.synthetic import write_study  # noqa: E402
-from analysis.trec import read_qrels  # noqa: E402
+from analysis.reporting.report import stage_record  # noqa: E402
+from analysis.reporting.study import analyse_study, default_flags  # noqa: E402
+from analysis.simulation.synthetic import write_study  # noqa: E402
 from tests.analysis.costs.blocks import block, write_blocks  # noqa: E402
 
 QRELS = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
@@ -47,28 +47,10 @@ LOCAL = {
     "qwen3-4b": 150,
     "querit-4b": 170,
 }  # GPU ms at k = 20 (benchmark input)
-PRICES = """\
-[api.voyage-rerank-3]
-value = 0.05
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/benchmark-input"
-
-[api.voyage-rerank-3-lite]
-value = 0.02
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/benchmark-input"
-
-[server.ccx33-ipv4]
-value = 0.5
-currency = "EUR"
-unit = "per month"
-date = 2026-10-30
-source = "https://example.org/benchmark-input"
-"""
+# the tests' prices file (example values): one file for the tests and this benchmark
+PRICES = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "prices.toml").read_text(
+    encoding="utf-8"
+)
 
 
 def build(root: Path) -> tuple[Path, Path]:

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_import_common import passages, vectors, write_shards
 
+from bench.core.plan import CORPUS_71K_PASSAGES, EMBEDDING_DIMS
 from bench.data import Passage
 from bench.firststage.importer import import_passages, text_doc
 from bench.firststage.server import TypesenseServer, local_typesense
-from bench.plan import CORPUS_71K_PASSAGES, EMBEDDING_DIMS
 
 _RSS_CHILD = """
 import sys, time

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
 from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder
 from bench.firststage.exact import exact_top_k
-from bench.int8.manifest import cpu_flags
 from bench.rehearse.inputs import load_bundled
 from bench.rehearse.int8 import QUERIES, run_int8_step, summary_lines
+from bench.rerankers.openvino.manifest import cpu_flags
 
 GOAL_SPEARMAN = 0.99
 GOAL_SPEEDUP = 2.0

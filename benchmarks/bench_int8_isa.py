@@ -11,9 +11,9 @@ holds on every query.
 No verdict, said so, when there is nothing to compare:
 - a CPU with nothing above AVX2 (like the development EPYC of 2026-11): exit 0;
 - a cap that is not honoured: the capped run's int8 kernels (``primitiveType`` of the execution graph, read
-  by ``bench.int8.runtime``) still name an instruction set above the cap, or its native int8 kernels are
-  not above the cap (the cap would change nothing), or OpenVINO fails to compile or run under it (on a Xeon a
-  cap at AVX2 failed on a Softmax node): exit 2.
+  by ``bench.rerankers.openvino.runtime``) still name an instruction set above the cap, or its native int8
+  kernels are not above the cap (the cap would change nothing), or OpenVINO fails to compile or run under it
+  (on a Xeon a cap at AVX2 failed on a Softmax node): exit 2.
 A verdict: exit 0 if the minimum per-query Spearman is >= 0.99, else 1.
 
 Candidates: the exact cosine top 100 of the bundled corpus under the fp32 stand-in embedder for the first
@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.int8.manifest import cpu_flags
-from bench.int8.runtime import ISA_ENV, ISA_RANK, above_cap
+from bench.rerankers.openvino.manifest import cpu_flags
+from bench.rerankers.openvino.runtime import ISA_ENV, ISA_RANK, above_cap
 
-MIN_SPEARMAN = 0.99  # bench.plan.INT8_MIN_SPEARMAN (checked by the test)
+MIN_SPEARMAN = 0.99  # bench.core.plan.INT8_MIN_SPEARMAN (checked by the test)
 DEPTH = 100
 
 
@@ -94,7 +94,7 @@ def score_in_child(
     folder: Path, inputs: Path, out: Path, cap: str | None, *, timeout_s: float = 1800
 ) -> dict[str, Any]:
     """Run this script's ``--child`` on ``inputs`` with the cap (None: native); its record, or BenchError."""
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
 
     env = {k: v for k, v in os.environ.items() if k != ISA_ENV}
     if cap is not None:
@@ -119,7 +119,7 @@ def score_in_child(
 
 
 def child(folder: Path, inputs: Path, out: Path) -> int:
-    from bench.int8.adapter import Int8BiEncoder
+    from bench.rerankers.openvino.adapter import Int8BiEncoder
 
     data = json.loads(inputs.read_text())
     model = Int8BiEncoder(folder)
@@ -136,7 +136,7 @@ def build_inputs(directory: Path, n: int) -> tuple[Path, Path]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_int8 import exact_candidates
 
-    from analysis.trec import read_run
+    from analysis.inputs.trec import read_run
     from bench.rehearse.inputs import load_bundled
     from bench.rehearse.int8 import quantized_standin
 
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         return child(args.folder, args.inputs, args.out)
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
 
     cpu = cpu_flags()
     on = [f for f, v in (cpu["flags"] or {}).items() if v]

@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_import_common import passages, vectors
 
+from bench.core.plan import CORPUS_71K_PASSAGES, EMBEDDING_DIMS, WARMUP_CALLS
 from bench.data.bundled import load_sample
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.importer import import_passages
 from bench.firststage.queries import Timings, request_params
 from bench.firststage.search import search
 from bench.firststage.server import TypesenseServer, local_typesense
-from bench.plan import CORPUS_71K_PASSAGES, EMBEDDING_DIMS, WARMUP_CALLS
 
 
 def measure(server: TypesenseServer, collection: str, params: list[dict]) -> Timings:  # type: ignore[type-arg]

@@ -33,9 +33,10 @@ PEAK_TARGET = 4 * 1024**3
 
 
 def cpu_line() -> str:
-    """CPU model and its int8 flags as the int8 step records them (``bench.int8.manifest.cpu_flags``)."""
+    """CPU model and its int8 flags as the int8 step records them
+    (``bench.rerankers.openvino.manifest.cpu_flags``)."""
     sys.path.insert(0, str(ROOT))
-    from bench.int8.manifest import cpu_flags
+    from bench.rerankers.openvino.manifest import cpu_flags
 
     cpu = cpu_flags()
     flags = cpu.get("flags") or {}

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
-from analysis.atomic import write_json_atomic  # noqa: E402 (after the path set-up)
+from analysis.core.atomic import write_json_atomic  # noqa: E402 (after the path set-up)
 from bench.firststage import resume_check as rc  # noqa: E402
 
 CASES = ("corpus", "reference", "importer", "server")

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_corpus import RULE, Generator, sample_stats
 
+from bench.core.plan import CORPUS_FULL_PASSAGES, WARMUP_CALLS
 from bench.data.bundled import load_sample
 from bench.firststage.collection import collection_digest, count_documents
 from bench.firststage.definitions import STAGE_DEFS
@@ -64,7 +65,6 @@ from bench.firststage.queries import Timings, request_params
 from bench.firststage.search import search
 from bench.firststage.server import TypesenseServer, local_typesense
 from bench.firststage.stopwords import german_stopwords
-from bench.plan import CORPUS_FULL_PASSAGES, WARMUP_CALLS
 
 STAGE = STAGE_DEFS["keyword-full"]
 DROPPED_FIELD_PROPERTIES = ("stem",)  # 0.24.1 drops them (docs/field-notes.md); 30.2 keeps them

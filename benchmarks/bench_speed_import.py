@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_import_common import passages, vectors
 
 import bench.firststage.collection as collection
+from bench.core.plan import EMBEDDING_DIMS
 from bench.data import Passage
 from bench.firststage.importer import import_passages, text_doc
 from bench.firststage.server import TypesenseServer, local_typesense
-from bench.plan import EMBEDDING_DIMS
 
 TARGET = 0.9
 

@@ -1,12 +1,12 @@
 """Choose the static int8 configuration on NON-dev queries (plan section "OpenVINO int8 variant").
 
-Prints, per candidate ``QuantSpec`` of ``bench.int8.config.CANDIDATES``, the per-query Spearman of the
-int8 stand-in (all-MiniLM-L6-v2) against fp32 on 20 held-out NoMIRACL German test queries: queries that are
-neither dev queries nor calibration queries. Candidates per query: the top 100 of the bundled NoMIRACL
+Prints, per candidate ``QuantSpec`` of ``bench.rerankers.openvino.config.CANDIDATES``, the per-query Spearman
+of the int8 stand-in (all-MiniLM-L6-v2) against fp32 on 20 held-out NoMIRACL German test queries: queries that
+are neither dev queries nor calibration queries. Candidates per query: the top 100 of the bundled NoMIRACL
 passages outside the judged pool by fp32 cosine (a first stage of the same kind as the rehearsal's vector
-stage, so the scores are as close together as in the reported check). The dev queries are never read
-except to check disjointness. Run: ``uv run python benchmarks/choose_int8_config.py [--only NAME ...]``.
-Timings on a shared machine are noisy; the load average is printed.
+stage, so the scores are as close together as in the reported check). The dev queries are never read except to
+check disjointness. Run: ``uv run python benchmarks/choose_int8_config.py [--only NAME ...]``. Timings on a
+shared machine are noisy; the load average is printed.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.core.plan import SEED
 from bench.data.bundled import load_sample
 from bench.equality.spearman import spearman
-from bench.int8.adapter import Int8BiEncoder
-from bench.int8.config import CANDIDATES
 from bench.int8.quantize import quantize_model
 from bench.int8.rehearsal_data import rehearsal_calibration
-from bench.plan import SEED
+from bench.rerankers.openvino.adapter import Int8BiEncoder
+from bench.rerankers.openvino.config import CANDIDATES
 from bench.rerankers.standin import standin_path
 
 SELECTION_QUERIES = 20

@@ -46,7 +46,7 @@ def bundled(n_queries: int, k: int = 100) -> list[tuple[str, list[str]]]:
 
 
 def time_model(model: str, calls: list[tuple[str, list[str]]], device: str) -> dict[str, Any]:
-    from bench.memory import free_device_memory, peak_memory
+    from bench.core.memory import free_device_memory, peak_memory
     from bench.quality.timing import timed_score
     from bench.rerankers.registry import load_reranker
 
@@ -72,7 +72,7 @@ def projection(model: str, seconds: dict[int, float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.plan import LOCAL_RERANKERS
+    from bench.core.plan import LOCAL_RERANKERS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="*", default=list(LOCAL_RERANKERS))

@@ -62,10 +62,10 @@ from guard_compare import (
     table,
 )
 
-from analysis.atomic import write_json_atomic
-from bench.int8.manifest import cpu_flags
+from analysis.core.atomic import write_json_atomic
+from bench.core.interrupt import EXIT_INTERRUPTED, interruptible
 from bench.integrity import git
-from bench.interrupt import EXIT_INTERRUPTED, interruptible
+from bench.rerankers.openvino.manifest import cpu_flags
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "benchmarks" / "recorded.json"
@@ -218,8 +218,8 @@ def fig_import(repeat: int) -> Figure:
     import bench_speed_import as si
     from bench_import_common import passages, vectors
 
+    from bench.core.plan import EMBEDDING_DIMS
     from bench.firststage.server import local_typesense
-    from bench.plan import EMBEDDING_DIMS
 
     docs = list(passages(IMPORT_DOCS))
     vecs = vectors(len(docs), EMBEDDING_DIMS)

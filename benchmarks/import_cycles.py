@@ -46,7 +46,8 @@ def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
-    """The longest known module that ``name`` is or lies in (``bench.paths.X`` -> ``bench.paths``)."""
+    """The longest known module that ``name`` is or lies in (``bench.core.paths.X`` ->
+    ``bench.core.paths``)."""
     while name and name not in modules:
         name = name.rpartition(".")[0]
     return name or None

@@ -122,8 +122,9 @@ def no_anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _lock_enforcement_ends_with_the_test() -> Iterator[None]:
-    """``bench.guard.preflight`` makes readers check files against the lock it verified for the rest of the
-    process (``bench.integrity.enforce``); in the test process that must end with the test that ran it."""
+    """``bench.records.guard.preflight`` makes readers check files against the lock it verified for the rest
+    of the process (``bench.integrity.enforce``); in the test process that must end with the test that ran
+    it."""
     yield
     import sys
 

@@ -1,10 +1,11 @@
-"""bench.clock: the one "UTC now" and its formats (those the records already carried before it existed)."""
+"""bench.core.clock: the one "UTC now" and its formats (those the records already carried before it
+existed)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from bench import clock
+from bench.core import clock
 
 WHEN = dt.datetime(2026, 12, 1, 11, 44, 4, 123456, tzinfo=dt.UTC)
 BERLIN = dt.timezone(dt.timedelta(hours=1))

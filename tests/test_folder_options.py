@@ -1,6 +1,6 @@
-"""One spelling of the study's folder options across every ``bench`` command (bench.folder_options): the old
-``--runs-dir``, ``--checks-dir``, ``--results-dir`` and ``--first-stage-dir`` are gone, and every ``--runs``,
-``--checks``, ``--first-stage`` and ``--study`` is a folder option."""
+"""One spelling of the study's folder options across every ``bench`` command (bench.core.folder_options): the
+old ``--runs-dir``, ``--checks-dir``, ``--results-dir`` and ``--first-stage-dir`` are gone, and every
+``--runs``, ``--checks``, ``--first-stage`` and ``--study`` is a folder option."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bench import folder_options
 from bench.cli import cli as bench_main
+from bench.core import folder_options
 
 OLD = {"--runs-dir", "--checks-dir", "--results-dir", "--first-stage-dir"}
 ONE = {"--runs", "--checks", "--first-stage", "--study"}

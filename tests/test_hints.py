@@ -1,5 +1,5 @@
 """Hints the commands print are written as the author types them in the container:
-one helper (``bench.hints``) formats them, and no string the commands print says ``uv run bench``."""
+one helper (``bench.core.hints``) formats them, and no string the commands print says ``uv run bench``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.hints import SERVICES, analysis_command, bench_command
+from bench.core.hints import SERVICES, analysis_command, bench_command
 from tests.conftest import REPO_ROOT
 
 
@@ -96,13 +96,13 @@ def test_no_printed_instruction_names_a_bare_bench_command() -> None:
 
 
 def test_no_module_spells_the_container_command_by_hand() -> None:
-    """Only ``bench.hints`` writes ``docker compose run``: a hand-written copy drifts (one wrote
+    """Only ``bench.core.hints`` writes ``docker compose run``: a hand-written copy drifts (one wrote
     ``bench-cpu bench int8 ...``, which runs ``bench bench`` since the image's entry point is ``bench``)."""
     found = []
     for root in ("bench", "analysis"):
         for path in sorted((REPO_ROOT / root).rglob("*.py")):
             if path.name == "hints.py" or (root == "analysis" and path.name == "ecb.py"):
-                continue  # analysis cannot import bench.hints; its one hint is checked below
+                continue  # analysis cannot import bench.core.hints; its one hint is checked below
             found += [
                 f"{path.relative_to(REPO_ROOT)}:{n}: {s!r}"
                 for n, s in _printed_strings(path)

@@ -1,4 +1,5 @@
-"""bench.journal: append-only JSONL, fsynced, resumable; torn last line dropped, earlier damage refused."""
+"""bench.core.journal: append-only JSONL, fsynced, resumable; torn last line dropped, earlier damage
+refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.journal import Journal, JournalError, encode, record_key
+from bench.core.journal import Journal, JournalError, encode, record_key
 
 
 def rec(qid: str, *, depth: int = 100, **extra: object) -> dict[str, object]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.liblog import LOGGERS, library_log
+from bench.core.liblog import LOGGERS, library_log
 
 REPORT = "\x1b[1mBertModel LOAD REPORT\x1b[0m from: model\nembeddings.position_ids | UNEXPECTED"
 
@@ -58,7 +58,7 @@ OPTIMUM_STEP = """
 import logging, os, sys, tempfile
 from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
-from bench.liblog import library_log
+from bench.core.liblog import library_log
 log = Path(sys.argv[1])
 with library_log(log):
     # the rehearsal's int8 step, as its parent process does it: optimum imported inside the block, then an

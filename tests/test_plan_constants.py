@@ -1,5 +1,5 @@
-"""bench/plan.py (and analysis/plan.py through it) against PLAN.md: every value is captured from the plan's
-text by a pattern and compared with the constant, so a typo on either side fails here."""
+"""bench/core/plan.py (and analysis/core/plan.py through it) against PLAN.md: every value is captured from
+the plan's text by a pattern and compared with the constant, so a typo on either side fails here."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import analysis.plan as stats
-from bench import plan
+import analysis.core.plan as stats
+from bench.core import plan
 
 PLAN_TEXT = (Path(__file__).resolve().parent.parent / "PLAN.md").read_text(encoding="utf-8")
 
@@ -404,13 +404,13 @@ def test_int8_and_costs() -> None:
     ],
 )
 def test_statistics_constants_live_once_in_analysis(name: str) -> None:
-    """bench.plan re-exports analysis.plan's objects instead of holding a second copy."""
+    """bench.core.plan re-exports analysis.core.plan's objects instead of holding a second copy."""
     assert getattr(plan, name) is getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
 
 
-# --- Embedder contamination and run ids (analysis.plan) -----------------------------
+# --- Embedder contamination and run ids (analysis.core.plan) -----------------------------
 
 
 def test_embedder_flag_and_its_stages() -> None:
@@ -449,7 +449,8 @@ COST_CONSTANTS = (
 @pytest.mark.parametrize("name", COST_CONSTANTS)
 def test_cost_constants_live_once_in_analysis(name: str) -> None:
     """The costs section is computed by analysis (which never imports bench), so its plan values live in
-    analysis.plan and bench.plan re-exports them; test_int8_and_costs checks them against PLAN.md."""
+    analysis.core.plan and bench.core.plan re-exports them; test_int8_and_costs checks them against
+    PLAN.md."""
     assert getattr(plan, name) is getattr(stats, name)
     source = (Path(plan.__file__)).read_text(encoding="utf-8")
     assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M)
@@ -476,3 +477,18 @@ def test_pitfall_variants_and_typesense_pair() -> None:
     assert "(b) empty instruction" in flat and "(c) right padding" in flat and "yes/no suffix lost" in flat
     (plain, german) = grab(flat, r"Typesense: ([\w-]+) against ([\w-]+)\.")
     assert (plain, german) == plan.PITFALL_TYPESENSE
+
+
+def test_every_shared_value_has_one_home_in_analysis() -> None:
+    """analysis/core/plan.py is the one home of every plan value both packages read (analysis never imports
+    bench): bench/core/plan.py only binds those objects by name, so a literal written there instead (which
+    could drift from analysis's) fails here."""
+    shared = {n for n in vars(stats) if n.isupper() and n in vars(plan)} - {"EMBEDDING_CONTAMINATION"}
+    source = Path(plan.__file__).read_text(encoding="utf-8")
+    assert len(shared) >= 30
+    # bench keeps the note of analysis's record under the same name
+    assert plan.EMBEDDING_CONTAMINATION == stats.EMBEDDING_CONTAMINATION.note
+    assert "EMBEDDING_CONTAMINATION: Final = _stats.EMBEDDING_CONTAMINATION.note" in source
+    for name in sorted(shared):
+        assert getattr(plan, name) is getattr(stats, name), name
+        assert re.search(rf"^{name}: Final = _stats\.{name}$", source, flags=re.M), name

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-import bench.progress as progress_mod
-from bench.progress import Progress
+import bench.core.progress as progress_mod
+from bench.core.progress import Progress
 
 
 def test_skipped_items_are_done_but_not_in_the_rate(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
-"""bench.backoff: Retry-After in both RFC 9110 forms (delta-seconds, HTTP-date in GMT whatever the local time
-zone), unreadable values, and the back-off rule shared by the Voyage client and the Anthropic judge."""
+"""bench.core.backoff: Retry-After in both RFC 9110 forms (delta-seconds, HTTP-date in GMT whatever the local
+time zone), unreadable values, and the back-off rule shared by the Voyage client and the Anthropic judge."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bench.backoff import backoff_s, retry_after_s
+from bench.core.backoff import backoff_s, retry_after_s
 from bench.judged import judge
 
 NOW = 1795946400.0  # 2026-11-29 10:00:00 UTC

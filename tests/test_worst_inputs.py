@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.qrels import UNJUDGED
-from analysis.report import write_report
-from analysis.synthetic import write_study
-from analysis.trec import read_qrels
+from analysis.inputs.qrels import UNJUDGED
+from analysis.inputs.trec import read_qrels
+from analysis.reporting.report import write_report
+from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"

@@ -2,7 +2,7 @@
 
 * :mod:`analysis.costs.errors`: the one error type (file, line, fix).
 * :mod:`analysis.costs.prices`: the committed prices file (``prices.toml``), every price with date, currency
-  and source; the plan's own server prices stay in :mod:`analysis.plan`.
+  and source; the plan's own server prices stay in :mod:`analysis.core.plan`.
 * :mod:`analysis.costs.ecb`: the ECB reference rate (``eurofxref-hist``) of the measurement day.
 * :mod:`analysis.costs.formulas`: API cost, server month, capacity, latency budgets, break-even.
 * :mod:`analysis.costs.context`: the context calculation (smallest k without reranker, saved LLM tokens).

@@ -6,8 +6,8 @@ the reranked top 5. The saved passages (k - 5) x mean passage tokens (Voyage tok
 measured by ``bench costs passage-tokens``) x the input price of each reference LLM = the saved LLM input
 cost per 1,000 queries, next to the reranker's cost. Answer quality is not measured.
 
-Hit@k and Recall@k follow :mod:`analysis.metrics` (every qrels query counts; a missing query scores 0),
-computed here for every k at once; tests check them against ``analysis.metrics.evaluate_table``. Hit is
+Hit@k and Recall@k follow :mod:`analysis.stats.metrics` (every qrels query counts; a missing query scores 0),
+computed here for every k at once; tests check them against ``analysis.stats.metrics.evaluate_table``. Hit is
 compared as a count of queries (exact); Recall as a mean with a tolerance of 1e-12 (floating-point sums).
 """
 
@@ -17,8 +17,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from analysis.metrics import Curves, Judgments, curves_table
-from analysis.trec import RunTable
+from analysis.inputs.trec import RunTable
+from analysis.stats.metrics import Curves, Judgments, curves_table
 
 __all__ = ["Curves", "curves", "saved_eur_per_1000", "smallest_k"]
 
@@ -28,8 +28,8 @@ NOT_MEASURED: Final = "answer quality is not measured; the calculation counts pa
 
 def curves(judgments: Judgments, table: RunTable, max_k: int) -> Curves:
     """Hit@k counts and mean Recall@k of ``table`` for k = 1..``max_k``
-    (:func:`analysis.metrics.curves_table`; the report keeps each run's curves when it reads the run,
-    :attr:`analysis.study.RunResult.curves`)."""
+    (:func:`analysis.stats.metrics.curves_table`; the report keeps each run's curves when it reads the run,
+    :attr:`analysis.reporting.study.RunResult.curves`)."""
     return curves_table(judgments, table, max_k)
 
 

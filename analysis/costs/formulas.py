@@ -19,8 +19,8 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from analysis.floatsum import ltr_sum
-from analysis.plan import (
+from analysis.core.floatsum import ltr_sum
+from analysis.core.plan import (
     CCX33_EUR_PER_MONTH,
     CHAT_RERANK_P95_MS,
     GEX45_EUR_EXTRA_PER_MONTH,

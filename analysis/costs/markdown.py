@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analysis.core.plan import CONTEXT_REFERENCE_LLMS
 from analysis.costs.prices import API_MODELS
-from analysis.plan import CONTEXT_REFERENCE_LLMS
 
 __all__ = ["costs_markdown"]
 

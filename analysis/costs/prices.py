@@ -1,7 +1,7 @@
 """The prices file: every price the plan does not fix, entered by the author with date, currency and source.
 
-PLAN.md ("Costs") fixes the Hetzner prices (:mod:`analysis.plan`); the Voyage list prices, the CCX33's IPv4
-add-on and the input prices of the two reference LLMs are read on the measurement day and entered in
+PLAN.md ("Costs") fixes the Hetzner prices (:mod:`analysis.core.plan`); the Voyage list prices, the CCX33's
+IPv4 add-on and the input prices of the two reference LLMs are read on the measurement day and entered in
 ``prices.toml`` (repository root, :data:`DEFAULT_PRICES`). One TOML table per price::
 
     [api.voyage-rerank-3]              # or api.voyage-rerank-3-lite
@@ -32,14 +32,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
+from analysis.core.plan import CONTEXT_REFERENCE_LLMS
 from analysis.costs.errors import CostInputError
-from analysis.plan import CONTEXT_REFERENCE_LLMS
 
 __all__ = ["API_MODELS", "CURRENCIES", "DEFAULT_PRICES", "Price", "PriceBook", "read_prices"]
 
 DEFAULT_PRICES: Final = "prices.toml"
 CURRENCIES: Final = ("EUR", "USD")
-API_MODELS: Final = ("voyage-rerank-3", "voyage-rerank-3-lite")  # == bench.plan.API_RERANKERS (tested)
+API_MODELS: Final = ("voyage-rerank-3", "voyage-rerank-3-lite")  # == bench.core.plan.API_RERANKERS (tested)
 SERVER_ITEMS: Final = ("ccx33-ipv4",)
 UNITS: Final = MappingProxyType(
     {"api": "per million tokens", "server": "per month", "llm": "per million input tokens"}

@@ -7,14 +7,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
 from analysis.costs.markdown import costs_markdown
 from analysis.costs.section import CostInputs, build_costs
 from analysis.figures.costs import decision_figure
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
 
 if TYPE_CHECKING:
-    from analysis.study import StageResult
+    from analysis.reporting.study import StageResult
 
 __all__ = ["MissingCostInputs", "compute_costs", "write_costs"]
 

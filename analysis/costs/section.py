@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from analysis.core.plan import CONTEXT_REFERENCE_K, CONTEXT_REFERENCE_LLMS, SECONDS_PER_MONTH, UTILISATIONS
 from analysis.costs.context import NOT_MEASURED, saved_eur_per_1000, smallest_k
 from analysis.costs.ecb import EcbRates, read_committed_ecb, read_ecb, usd_per_eur
 from analysis.costs.errors import CostInputError
@@ -38,8 +39,7 @@ from analysis.costs.formulas import (
 from analysis.costs.latency import INT8_SUFFIX, MACHINES, Pooled, check_queries, pool
 from analysis.costs.prices import API_MODELS, EMPTY, PriceBook
 from analysis.latency import Block
-from analysis.metrics import Curves
-from analysis.plan import CONTEXT_REFERENCE_K, CONTEXT_REFERENCE_LLMS, SECONDS_PER_MONTH, UTILISATIONS
+from analysis.stats.metrics import Curves
 
 __all__ = ["CostInputs", "build_costs"]
 
@@ -390,7 +390,8 @@ def build_costs(
 ) -> dict[str, Any]:
     """The whole costs record (``results/costs.json``); pure apart from reading the named input files.
     ``curves``: run path (as in the quality records) -> its Hit@k/Recall@k curves to depth 100
-    (:attr:`analysis.study.RunResult.curves`; :func:`analysis.costs.report.compute_costs` collects them)."""
+    (:attr:`analysis.reporting.study.RunResult.curves`; :func:`analysis.costs.report.compute_costs` collects
+    them)."""
     check_queries(inputs.blocks, list(qrels))
     missing: list[str] = []
     money = _Money(inputs, missing)

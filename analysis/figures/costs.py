@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from analysis.core.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
 from analysis.figures.render import canvas, save_png
-from analysis.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

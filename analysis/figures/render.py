@@ -7,7 +7,7 @@ user's matplotlibrc and style are reset for the drawing and restored after it. T
 matplotlib ships it (``mpl-data/fonts/ttf``: its font list puts the bundled fonts first, so a system copy of
 DejaVu Sans never wins; :func:`font_file` names the file used). :func:`save_png` writes the PNG with zlib
 level 1 (same pixels, a quarter of level 6's time) and without matplotlib's ``Software`` text; the report adds
-its ``analysis_code`` chunk afterwards (``analysis.codeinfo.stamp_tree``).
+its ``analysis_code`` chunk afterwards (``analysis.reporting.codeinfo.stamp_tree``).
 """
 
 from __future__ import annotations

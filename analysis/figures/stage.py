@@ -3,7 +3,8 @@
 Left: each run's nDCG@10 with its own 95 % bootstrap interval (the plan's per-run intervals, as in the
 tables), the first stage's value as a dashed line. Right: each reranked run's *paired* difference in nDCG@10
 against the first stage with its paired bootstrap interval (computed by the report:
-:func:`analysis.study.paired_differences_vs_first`), marked by the Holm verdict of the family against the
+:func:`analysis.reporting.study.paired_differences_vs_first`), marked by the Holm verdict of the family
+against the
 first stage. Per-run intervals overlap even where the paired test is clearly significant; the right panel
 shows what the test says.
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from analysis.figures.render import canvas, save_png
-from analysis.study import StageResult, run_label
+from analysis.reporting.study import StageResult, run_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -106,7 +107,7 @@ def stage_numbers(
     stage_flags: Mapping[str, str] | None = None,
 ) -> StageFigure:
     """The figure's numbers in points from the report's results: ``stage`` (means, intervals) and ``paired``
-    (:func:`analysis.study.paired_differences_vs_first`, one row per reranked run)."""
+    (:func:`analysis.reporting.study.paired_differences_vs_first`, one row per reranked run)."""
     sf = stage_flags or {}
     runs = [stage.first_stage, *stage.runs]
     rows = tuple(

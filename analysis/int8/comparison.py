@@ -1,7 +1,8 @@
 """int8 against fp32 (plan section "OpenVINO int8 variant": "Quality measured on the desktop (305 queries,
 hybrid-71k, k = 100) against the fp32 model").
 
-Its own comparison family of one comparison, outside the main study's Holm families: ``analysis.study``
+Its own comparison family of one comparison, outside the main study's Holm families:
+``analysis.reporting.study``
 leaves the variant's run files out of its stages (``SEPARATE_MODELS``) and this module reads them. Numbers:
 nDCG@10 of both with the plan's 95 % bootstrap percentile intervals (10,000 resamples over queries, seed
 20261009; the same resamples for both runs, so the interval of the difference is paired too), the plan's
@@ -26,8 +27,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from analysis.metrics import evaluate
-from analysis.plan import (
+from analysis.core.plan import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
     INT8_FP32_MODEL,
@@ -38,15 +38,16 @@ from analysis.plan import (
     RANDOMISATION_RESAMPLES,
     SEED,
 )
-from analysis.reordering import check_run_files
-from analysis.resampling import (
+from analysis.inputs.reordering import check_run_files
+from analysis.inputs.trec import read_qrels, read_run
+from analysis.reporting.wording import word
+from analysis.stats.metrics import evaluate
+from analysis.stats.resampling import (
     bootstrap_means,
     paired_differences,
     percentile_interval,
     randomisation_p_values,
 )
-from analysis.trec import read_qrels, read_run
-from analysis.wording import word
 
 FP32_MODEL: Final = INT8_FP32_MODEL
 STAGE: Final = INT8_QUALITY_STAGE

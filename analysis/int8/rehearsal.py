@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.floatsum import ltr_mean
+from analysis.core.floatsum import ltr_mean
 
 __all__ = ["cpu_flags_text", "int8_rehearsal_section", "read_int8_record"]
 

@@ -40,7 +40,8 @@ A block file is one JSON object (``FORMAT`` = ``"latency-block/1"``), keys sorte
   beside the block (warm-up included);
 - ``api``: null, or the session facts of a Voyage run (``endpoint``, ``time_of_day``, ``session_utc``,
   ``training_opt_out`` (``yes`` | ``no``), ``connect_ns`` (TCP connect baseline samples));
-- ``reranker``: the adapter's meta (null for a first stage); ``manifest``: ``bench.provenance`` manifest;
+- ``reranker``: the adapter's meta (null for a first stage); ``manifest``: ``bench.records.provenance``
+manifest;
   ``candidates`` (optional, added after the first version): ``{"stage", "run_file", "sha256"}`` of the
   first-stage run the k candidates were taken from (top k in first-stage order);
 - ``samples``: one object per measured call, in measured order: ``query_id``, ``k``, ``pass``, ``ns``
@@ -61,9 +62,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from analysis.atomic import json_bytes
+from analysis.core.atomic import json_bytes
 from analysis.latency.summary import block_summary
 
 FORMAT = "latency-block/1"
@@ -96,6 +97,38 @@ def block_relpath(*, published: bool, kind: str, session: str, target: str, k: i
     folder = "published" if published else "not-published"
     name = f"k{int(k)}-pass{int(pass_)}.json"
     return Path(folder, kind, check_name(session, "session"), check_name(target, "target"), name)
+
+
+class _Keyed(Protocol):
+    """What names a block's file (:func:`block_relpath`)."""
+
+    @property
+    def published(self) -> bool: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def session(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def pass_(self) -> int: ...
+
+
+class BlockPath:
+    """``relpath()`` once, for the block read back (:class:`Block`) and the block to measure
+    (``bench.latency.harness.BlockSpec``)."""
+
+    def relpath(self: _Keyed) -> Path:
+        return block_relpath(
+            published=self.published,
+            kind=self.kind,
+            session=self.session,
+            target=self.target,
+            k=self.k,
+            pass_=self.pass_,
+        )
 
 
 @dataclass(frozen=True)
@@ -140,7 +173,7 @@ class Accuracy:
 
 
 @dataclass(frozen=True)
-class Block:
+class Block(BlockPath):
     kind: str
     machine: str
     session: str
@@ -169,16 +202,6 @@ class Block:
     manifest: Mapping[str, Any] = field(default_factory=dict)
     candidates: Mapping[str, Any] | None = None  # where the k candidates came from (stage, run file, sha256)
     path: str | None = None  # where it was read from (not written)
-
-    def relpath(self) -> Path:
-        return block_relpath(
-            published=self.published,
-            kind=self.kind,
-            session=self.session,
-            target=self.target,
-            k=self.k,
-            pass_=self.pass_,
-        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of the file, ``summary`` included (computed here, from the samples)."""

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
+from analysis.core.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
 from analysis.figures.latency import Series, latency_figure
 from analysis.latency.records import Block, read_blocks
 from analysis.latency.summary import PERCENTILE_METHOD, block_summary
-from analysis.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
 
 __all__ = ["figure_series", "latency_section", "machine_rows"]
 

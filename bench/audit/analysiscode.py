@@ -1,7 +1,7 @@
 """Audit row 10: the analysis code on record (plan section "Reproducibility and licences").
 
-Every file ``analysis report`` writes records the code that wrote it (``analysis.codeinfo``: commit, dirty
-flag, digest of ``analysis/`` and of the locked packages it imports). The row checks that
+Every file ``analysis report`` writes records the code that wrote it (``analysis.reporting.codeinfo``: commit,
+dirty flag, digest of ``analysis/`` and of the locked packages it imports). The row checks that
 
 - every committed report file carries a well-formed record, all the same;
 - the recorded digests are those of ``analysis/`` (and ``uv.lock``) at the commit that last committed the runs
@@ -19,11 +19,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import analysis.report as report_mod
-from analysis.codeinfo import KEY, packages_digest, read_record, tree_digest, well_formed
+import analysis.reporting.report as report_mod
+from analysis.reporting.codeinfo import KEY, packages_digest, read_record, tree_digest, well_formed
 from bench.audit.committed import RESULTS, RUNS, STUDY_JSON, study_files, tracked
 from bench.audit.rows import Row
-from bench.hints import analysis_command
+from bench.core.hints import analysis_command
 from bench.integrity import git
 
 NUMBER = 10

@@ -9,7 +9,6 @@ from typing import Any
 import click
 
 import bench.quality.inputs as inputs_mod
-from bench import codeversion, guard, provenance
 from bench.audit.example import build_example
 from bench.audit.reproduce import (
     DEFAULT_MODELS,
@@ -23,13 +22,14 @@ from bench.audit.reproduce import reproduce as run_reproduce
 from bench.audit.rows import exit_code, format_table
 from bench.audit.run import audit as run_audit
 from bench.audit.steps import with_steps
-from bench.errors import BenchError
-from bench.hints import bench_command
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.interrupt import whole_command
+from bench.core.liblog import library_log
+from bench.core.paths import repo_root
+from bench.core.reads import stage_reads
 from bench.integrity.cli import HEADERS_OPTION
-from bench.interrupt import whole_command
-from bench.liblog import library_log
-from bench.paths import repo_root
-from bench.reads import stage_reads
+from bench.records import codeversion, guard, provenance
 from bench.rehearse.inputs import load_inputs
 from bench.rerankers.bm25 import BM25_ID
 

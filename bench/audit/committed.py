@@ -19,18 +19,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import analysis.report as report_mod
-from analysis.codeinfo import without_record
-from analysis.columns import run_line_problem
-from analysis.report import REPORT_ENTRIES, write_report
+import analysis.reporting.report as report_mod
+from analysis.inputs.columns import run_line_problem
+from analysis.reporting.codeinfo import without_record
+from analysis.reporting.report import REPORT_ENTRIES, write_report
 from bench.audit.rows import Row, Verdict
-from bench.codeversion import code_digest
+from bench.core.errors import BenchError
+from bench.core.hints import analysis_command, hint
+from bench.core.paths import RUN_FOLDERS
 from bench.data.bundled import load_sample
-from bench.errors import BenchError
-from bench.hints import analysis_command, hint
 from bench.integrity import git
 from bench.integrity.datalock import LOCK_NAME, check_entry, read_lock
-from bench.paths import RUN_FOLDERS
+from bench.records.codeversion import code_digest
 
 RUNS, RESULTS = "runs", "results"
 STUDY_JSON = "quality/study.json"
@@ -270,7 +270,8 @@ def recompute(root: Path, qrels: Path, results: list[str]) -> tuple[list[str], i
                     failed += 1
                     details.append(f"FAIL results/{rel}: produced by analysis report but not committed")
             else:
-                # which code wrote them is row 10's question (analysis.codeinfo): compared without it here
+                # which code wrote them is row 10's question (analysis.reporting.codeinfo): compared without
+                # it here
                 ours, theirs = committed.read_bytes(), (out / rel).read_bytes()
                 same = without_record(rel, ours) == without_record(rel, theirs)
                 failed += not same
@@ -307,15 +308,16 @@ def _commit_exists(root: Path, commit: str) -> bool:
 
 
 def _digest_problem(root: Path, commit: str, recorded: str, cache: dict[str, str | None]) -> str | None:
-    """A manifest's code digest must be the digest of its commit's code (``bench.codeversion``). Sessions of
-    one study may name different commits; only their code must agree, which the recorded digests show."""
+    """A manifest's code digest must be the digest of its commit's code (``bench.records.codeversion``).
+    Sessions of one study may name different commits; only their code must agree, which the recorded digests
+    show."""
     if commit not in cache:
         cache[commit] = code_digest(root, commit)
     if cache[commit] == recorded:
         return None
     return (
         f"code digest {recorded[:12]}... is not the digest of commit {commit[:12]}'s code "
-        f"({str(cache[commit])[:12]}...; see bench/codeversion.py for the recomputation)"
+        f"({str(cache[commit])[:12]}...; see bench/records/codeversion.py for the recomputation)"
     )
 
 
@@ -442,7 +444,7 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
     except UnicodeDecodeError:
         return [f"{rel}: not UTF-8 text"]
     problems: list[str] = []
-    if suffix == ".trec":  # the column rule of the report's reader and trec_eval (analysis.columns)
+    if suffix == ".trec":  # the column rule of the report's reader and trec_eval (analysis.inputs.columns)
         bad = run_line_problem(text)
         if bad is not None:
             problems.append(f"{rel} line {bad[0]}: not a TREC run line (query Q0 passage rank score tag)")
@@ -482,7 +484,7 @@ def _result_run_folders() -> list[str]:
 
 def in_run_folder(rel: str) -> bool:
     """Whether ``rel`` lies in a folder where a phase writes run files under ``results/``
-    (``bench.paths.RUN_FOLDERS``: determinism, dtype-check sessions, pitfalls)."""
+    (``bench.core.paths.RUN_FOLDERS``: determinism, dtype-check sessions, pitfalls)."""
     return any(rel.startswith(f"{folder}/") for folder in _result_run_folders())
 
 

@@ -23,17 +23,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from analysis import codeinfo
-from analysis.atomic import write_json_atomic
-from analysis.report import write_report
-from analysis.trec import write_run
-from bench.errors import BenchError
-from bench.guard import preflight
-from bench.plan import DEPTHS, FIRST_STAGE_DEPTH
-from bench.provenance import collect_manifest
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.trec import write_run
+from analysis.reporting import codeinfo
+from analysis.reporting.report import write_report
+from bench.core.errors import BenchError
+from bench.core.plan import DEPTHS, FIRST_STAGE_DEPTH
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import Study
+from bench.records.guard import preflight
+from bench.records.provenance import collect_manifest
 from bench.rehearse.inputs import load_inputs
 from bench.rerankers.bm25 import BM25Standin
 

@@ -10,10 +10,10 @@ import datetime as dt
 import re
 from pathlib import Path
 
-from bench import clock
 from bench.audit.rows import Row
-from bench.errors import BenchError
-from bench.hints import hint
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.hints import hint
 from bench.integrity import git
 from bench.integrity.ots import ots_command
 from bench.integrity.timestamps import verify_all

@@ -1,11 +1,11 @@
 """Audit row 9: every committed reranked run reorders its stage's committed first-stage candidates (plan
 section "Quality": every reranker sees the same frozen top 100; "only the first k candidates are reordered").
 
-Walks every run folder a phase commits (``bench.paths.RUN_FOLDERS``: ``runs/`` with the int8 variant's run,
-the pitfalls experiment, the determinism rerun, both data-type check sessions): each ``<folder>/<stage>/
+Walks every run folder a phase commits (``bench.core.paths.RUN_FOLDERS``: ``runs/`` with the int8 variant's
+run, the pitfalls experiment, the determinism rerun, both data-type check sessions): each ``<folder>/<stage>/
 <run id>@<k>.trec`` that git tracks is checked against ``runs/first-stage/<stage>.trec`` with
-``analysis.reordering`` (the check ``analysis report`` refuses a run by). Numbered 9, after the licences, so
-that the numbers of rows 1-8 stay what the docs say.
+``analysis.inputs.reordering`` (the check ``analysis report`` refuses a run by). Numbered 9, after the
+licences, so that the numbers of rows 1-8 stay what the docs say.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.reordering import CandidateIndex, check_reordering, read_ids
-from analysis.trec import TrecFormatError
+from analysis.inputs.reordering import CandidateIndex, check_reordering, read_ids
+from analysis.inputs.trec import TrecFormatError
 from bench.audit.committed import RUNS, non_regular_files, tracked
 from bench.audit.rows import Row
-from bench.paths import RUN_FOLDERS
+from bench.core.paths import RUN_FOLDERS
 
 NUMBER = 9
 CHECK = "reranked runs reorder their first stage's candidates"

@@ -7,7 +7,7 @@ committed ``runs/first-stage/<stage>.trec`` at the main depth, into a new study 
 ``reproduce/<utc-time>/``, git-ignored), never into ``runs/``. nDCG@10 of each new run is compared with the
 committed ``results/quality/<stage>.json``: within ``REPRODUCTION_MAX_POINTS`` points (inclusive) is OK,
 otherwise FAIL with both numbers; a new run that does not reorder the committed first stage's candidates
-(``analysis.reordering``) is FAIL with the file, query and id. The machine is recorded, and the GPU is
+(``analysis.inputs.reordering``) is FAIL with the file, query and id. The machine is recorded, and the GPU is
 compared with the GPUs named by the committed manifests ("same GPU"); a different or unknown GPU is said
 plainly.
 
@@ -26,21 +26,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis import metrics
-from analysis.atomic import write_json_atomic
-from analysis.metrics import Judgments
-from analysis.reordering import check_run_files
-from analysis.textcheck import cut
-from analysis.trec import TrecFormatError, read_qrels, read_run_table
-from bench import clock
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.reordering import check_run_files
+from analysis.inputs.textcheck import cut
+from analysis.inputs.trec import TrecFormatError, read_qrels, read_run_table
+from analysis.stats import metrics
+from analysis.stats.metrics import Judgments
 from bench.audit.committed import RESULTS, RUNS, study_files, tracked
-from bench.errors import BenchError
-from bench.hints import bench_command
-from bench.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
-from bench.provenance import host_info
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.plan import QUALITY_DEPTH, REPRODUCTION_MAX_POINTS
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import MANIFEST, Study
+from bench.records.provenance import host_info
 from bench.rerankers.standin import standin_revision
 
 # The two rerankers the README names for the reproduction: pointwise, small, and both in the plan's
@@ -159,8 +159,8 @@ def committed_stages(root: Path) -> list[str]:
 
 
 def _gpus(host: Any) -> list[str]:
-    """GPU names in a host record (``bench.provenance.host_info``): torch's ``cuda_device``, else the first
-    column of the ``nvidia_smi`` CSV."""
+    """GPU names in a host record (``bench.records.provenance.host_info``): torch's ``cuda_device``, else the
+    first column of the ``nvidia_smi`` CSV."""
     if not isinstance(host, Mapping):
         return []
     names = [str(host["cuda_device"])] if isinstance(host.get("cuda_device"), str) else []

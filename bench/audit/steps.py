@@ -1,5 +1,5 @@
 """For every NOT YET row of the audit, the runbook step that completes it (docs/runbook.md, parsed by
-``bench.runbook``): its id, its section and its first command, as one detail line of the row."""
+``bench.core.runbook``): its id, its section and its first command, as one detail line of the row."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.audit.rows import Row
-from bench.errors import BenchError
-from bench.runbook import RUNBOOK, Step, read_runbook
+from bench.core.errors import BenchError
+from bench.core.runbook import RUNBOOK, Step, read_runbook
 
 # row number -> the runbook step that completes it. Row 2 has two: "stamp" writes the proofs, "stamp-later"
 # upgrades them to Bitcoin attestations. Results (5), manifests (6), the reranked runs (9) and the analysis

@@ -3,7 +3,7 @@
 (:mod:`bench.costs.ecb`).
 
 Thin over :mod:`bench.costs.tokens`. Order: the Voyage tokenizer must be on this machine (else a clear
-refusal, nothing else is tried), then ``bench.guard.preflight`` (datasets.lock, plan stamp), then the
+refusal, nothing else is tried), then ``bench.records.guard.preflight`` (datasets.lock, plan stamp), then the
 stages' candidate texts are read and counted, and one JSON record is written atomically with its manifest.
 """
 
@@ -13,19 +13,20 @@ from pathlib import Path
 
 import click
 
-from analysis.atomic import write_json_atomic
-from analysis.trec import read_run_table
-from bench import codeversion, guard, paths, provenance
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.trec import read_run_table
+from bench.core import paths
+from bench.core.errors import BenchError
+from bench.core.folder_options import runs_option
+from bench.core.hints import hint
+from bench.core.plan import RERANKED_STAGES, STAGES
+from bench.core.progress import Progress
+from bench.core.reads import corpus_reads
 from bench.costs.ecb import ECB_URL, download_ecb_rates
 from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
-from bench.errors import BenchError
-from bench.folder_options import runs_option
-from bench.hints import hint
-from bench.plan import RERANKED_STAGES, STAGES
-from bench.progress import Progress
 from bench.quality import inputs
 from bench.quality.candidates import Candidates
-from bench.reads import corpus_reads
+from bench.records import codeversion, guard, provenance
 
 
 @click.group()

@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.atomic import write_bytes_atomic, write_json_atomic
+from analysis.core.atomic import write_bytes_atomic, write_json_atomic
 from analysis.costs.ecb import (
     COMMITTED_CSV,
     COMMITTED_RECORD,
@@ -34,9 +34,9 @@ from analysis.costs.ecb import (
     read_ecb,
 )
 from analysis.costs.errors import CostInputError
-from bench import clock
-from bench.errors import BenchError
-from bench.hints import hint
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.hints import hint
 
 ECB_URL: Final = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-hist.zip"
 TIMEOUT_S: Final = 60.0

@@ -3,8 +3,8 @@
 The plan counts saved passages x mean passage tokens, with the Voyage tokenizer as the approximation. The
 tokenizer is the hub repository ``voyageai/<model>`` (``voyageai`` 0.5.0 counts tokens with
 ``tokenizers.Tokenizer.from_pretrained("voyageai/<model>")``), read here from a local snapshot in the hub
-cache layout (``bench.paths.model_snapshot_dir``): the hub is not reachable from the measuring machines. If
-the snapshot is absent the command refuses with that message; it never substitutes another tokenizer.
+cache layout (``bench.core.paths.model_snapshot_dir``): the hub is not reachable from the measuring machines.
+If the snapshot is absent the command refuses with that message; it never substitutes another tokenizer.
 
 Counted: ``len(encoding.ids)`` of ``Tokenizer.encode_batch`` with its defaults (special tokens included,
 as the Voyage client counts), over the distinct passages of each stage's first-stage top 100
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from bench.errors import BenchError
-from bench.paths import models_dir
+from bench.core.errors import BenchError
+from bench.core.paths import models_dir
 from bench.quality.inputs import StageTexts
 from bench.rerankers.snapshots import VOYAGE_TOKENIZER_ID, VOYAGE_TOKENIZER_REPO, fetch_hint
 

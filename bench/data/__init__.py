@@ -11,8 +11,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from bench.errors import BenchError
-from bench.plan import passage_text
+from bench.core.errors import BenchError
+from bench.core.plan import passage_text
 
 _MIRACL_ID = re.compile(r"^(\d+)#(\d+)$")
 

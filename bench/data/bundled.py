@@ -23,12 +23,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.core.errors import BenchError
+from bench.core.paths import bundled_dir
 from bench.data import Passage, sort_passages
 from bench.data.miracl import read_topics
 from bench.data.textfile import open_text
-from bench.errors import BenchError
 from bench.integrity.enforce import require_locked
-from bench.paths import bundled_dir
 
 NOMIRACL_FILES = ("relevant.de.test.vanilla_prompt.jsonl", "non_relevant.de.test.vanilla_prompt.jsonl")
 NOMIRACL_TITLE_RULE = "title = text before the first ': ' of the '[i] ' segment of the prompt"
@@ -127,7 +127,7 @@ def load_sample(root: Path | None = None) -> Sample:
     qrels_path = dev / "qrels.miracl-v1.0-de-dev.tsv"
     if not qrels_path.is_file():
         raise BenchError(f"{qrels_path}: qrels file missing (see data/bundled/SOURCES.md)")
-    require_locked(qrels_path)  # read by analysis.trec.read_qrels, which knows nothing of the lock
+    require_locked(qrels_path)  # read by analysis.inputs.trec.read_qrels, which knows nothing of the lock
     judged = read_judged_docs(dev / "colbert-kit-judged-pool" / "docs.csv")
     nomiracl, skipped, ambiguous = read_nomiracl([base / "miracl-de-nomiracl" / f for f in NOMIRACL_FILES])
     # 69 NoMIRACL docids are also in the judged pool (SOURCES.md says none; 27 of them differ only in

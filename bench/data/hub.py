@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench.core.errors import BenchError
+from bench.core.hints import hint
 from bench.data import Passage, sort_passages
 from bench.data.layout import (
     CORPUS_71K_COLUMNS,
@@ -32,8 +34,6 @@ from bench.data.layout import (
     CORPUS_FULL_KEYS,
     CORPUS_FULL_SHARDS,
 )
-from bench.errors import BenchError
-from bench.hints import hint
 from bench.integrity.enforce import require_locked
 
 _SHARD = re.compile(r"^docs-(\d+)\.jsonl\.gz$")

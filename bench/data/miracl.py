@@ -3,7 +3,7 @@
 Hub layout of ``miracl/miracl`` (as mirrored by anserini-tools and Pyserini): per language a folder
 ``miracl-v1.0-<lang>/`` with ``topics/topics.miracl-v1.0-<lang>-<split>.tsv`` (``qid<TAB>query``) and
 ``qrels/qrels.miracl-v1.0-<lang>-<split>.tsv`` (TREC qrels, tab-separated). The bundled dev copies have
-the same file format. Qrels are parsed by ``analysis.trec.read_qrels``; here only the path is resolved.
+the same file format. Qrels are parsed by ``analysis.inputs.trec.read_qrels``; here only the path is resolved.
 
 German has the splits dev and test-B only. test-B (the int8 calibration queries, plan section "OpenVINO int8
 variant") is ``topics.miracl-v1.0-de-test-b.tsv`` with 712 queries and no qrels (public MIRACL material and
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from bench.core.errors import BenchError
+from bench.core.hints import hint
 from bench.data.layout import TEST_B_QUERIES, TEST_B_SPLIT, qrels_relpath, topics_relpath
 from bench.data.textfile import open_text
-from bench.errors import BenchError
-from bench.hints import hint
 from bench.integrity.enforce import require_locked
 
 

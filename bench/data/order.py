@@ -27,11 +27,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from bench import paths
+from analysis.core.atomic import write_json_atomic
+from bench.core import paths
+from bench.core.errors import BenchError
 from bench.data import DocidKey, Passage, docid_key, hub
 from bench.data.hub import iter_jsonl_gz
-from bench.errors import BenchError
 from bench.integrity import datalock
 
 SORTED_FILE = "corpus-sorted.jsonl.gz"
@@ -39,7 +39,7 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "sorted-corpus/1"
 DEFAULT_RUN_SIZE = 500_000  # passages per in-memory run: ~0.5 GB of Python objects for MIRACL passages
 GZIP_LEVEL = 1  # of the runs and the sorted file (fast; the preflight sizes the sort's disk at this level)
-SORT_DIR_NAME = "corpus-full-sorted"  # under bench.paths.cache_dir(), where bench first-stage sorts
+SORT_DIR_NAME = "corpus-full-sorted"  # under bench.core.paths.cache_dir(), where bench first-stage sorts
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.integrity.enforce import require_locked
 
 BOM = b"\xef\xbb\xbf"

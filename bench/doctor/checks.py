@@ -7,18 +7,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import plan
+from bench.core import plan
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.runbook import RUNBOOK, parse_runbook
 from bench.doctor.machine import Machine
 from bench.doctor.outcome import Outcome, cannot_tell, info, ok, problem
 from bench.doctor.packages import IMAGE_GROUPS, LOCK, compare
 from bench.equality.references import env_python
-from bench.errors import BenchError
 from bench.firststage import features
 from bench.firststage.server import KEY_ENV as TYPESENSE_KEY_ENV
 from bench.firststage.server import URL_ENV as TYPESENSE_URL_ENV
-from bench.hints import bench_command
 from bench.rerankers.voyage import read_api_key
-from bench.runbook import RUNBOOK, parse_runbook
 
 LIST_AT_MOST = 6  # names listed per kind of difference; the count says how many in all
 REBUILD = "rebuild the image from the committed uv.lock (`docker compose build`), or `uv sync --locked`"

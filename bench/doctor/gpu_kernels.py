@@ -6,7 +6,7 @@ display has less than its size). Both go through the machine seam (``Machine.att
 
 from __future__ import annotations
 
-from bench import paths, plan
+from bench.core import paths, plan
 from bench.doctor.machine import Machine, Unreadable
 from bench.doctor.outcome import Outcome, cannot_tell, ok, problem
 from bench.rerankers import snapshots

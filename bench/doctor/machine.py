@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx
 
-from bench import paths
-from bench.errors import BenchError
+from bench.core import paths
+from bench.core.errors import BenchError
 from bench.firststage.server import shown_body
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from packaging.markers import Marker, default_environment
 from packaging.version import InvalidVersion, Version
 
+from bench.core.errors import BenchError
 from bench.doctor.machine import normalise
-from bench.errors import BenchError
 
 LOCK = "uv.lock"
 IMAGE_GROUPS = ("bench",)  # docker/install.sh deps: `--no-dev --no-group rehearsal`

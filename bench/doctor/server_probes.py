@@ -9,9 +9,9 @@ throwaway collection that they delete; nothing of a stage is written.
 
 from __future__ import annotations
 
+from bench.core.errors import BenchError
 from bench.doctor.machine import Machine
 from bench.doctor.outcome import Outcome, cannot_tell, ok, problem
-from bench.errors import BenchError
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.probes import NO_ANSWER, ProbeReport, run_probes
 from bench.firststage.server import KEY_ENV, URL_ENV, TypesenseServer

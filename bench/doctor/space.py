@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import paths, plan
+from bench.core import paths, plan
+from bench.core.errors import BenchError
 from bench.doctor.machine import Machine
 from bench.doctor.outcome import Outcome, cannot_tell, ok, problem
-from bench.errors import BenchError
 from bench.firststage import preflight
 from bench.integrity import datalock
 from bench.rerankers import snapshots

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from bench.core.plan import EQUALITY_MIN_SPEARMAN
+from bench.core.progress import Progress
 from bench.equality.data import EqualityQuery
 from bench.equality.references import ReferenceSpec, ReferenceUnavailable
 from bench.equality.spearman import spearman
-from bench.plan import EQUALITY_MIN_SPEARMAN
-from bench.progress import Progress
 from bench.rerankers.protocol import Reranker
 
 # (spec, queries) -> {"scores": {qid: [...]}, "versions": {...}, "seconds": float}

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import click
 
-from bench import codeversion, guard, paths
+from bench.core import paths
+from bench.core.errors import BenchError
+from bench.core.folder_options import checks_option
+from bench.core.hints import hint
+from bench.core.plan import RERANKERS
 from bench.equality import runner
 from bench.equality.id_map_option import id_map_option
 from bench.equality.results import SCORING_DEVICE, device_kind
 from bench.equality.runner import TORCH_DTYPES, check_models, id_map_lock_names, resolve_id_map_method
-from bench.errors import BenchError
-from bench.folder_options import checks_option
-from bench.hints import hint
-from bench.plan import RERANKERS
+from bench.records import codeversion, guard
 
 
 def require_cuda_for_checks(device: str, cuda: object | None = None) -> None:

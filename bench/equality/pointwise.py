@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.core.plan import VOYAGE_POINTWISE_DEPTHS, VOYAGE_POINTWISE_TOLERANCE
+from bench.core.progress import Progress
 from bench.equality.data import EqualityQuery
-from bench.plan import VOYAGE_POINTWISE_DEPTHS, VOYAGE_POINTWISE_TOLERANCE
-from bench.progress import Progress
 from bench.rerankers.protocol import Reranker
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bench.core.paths import repo_root
+from bench.core.plan import QWEN3_INSTRUCTION, RERANKERS
 from bench.equality.data import EqualityQuery
-from bench.paths import repo_root
-from bench.plan import QWEN3_INSTRUCTION, RERANKERS
 
 Env = Literal["main", "tf457", "mxbai"]
 

@@ -20,11 +20,11 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.atomic import write_json_atomic
-from bench.errors import BenchError
-from bench.hints import CPU, GPU, hint
-from bench.paths import repo_root
-from bench.plan import RERANKERS
+from analysis.core.atomic import write_json_atomic
+from bench.core.errors import BenchError
+from bench.core.hints import CPU, GPU, hint
+from bench.core.paths import repo_root
+from bench.core.plan import RERANKERS
 from bench.rerankers.base import choose_dtype
 
 #: The device ``bench quality`` (and ``bench determinism``, ``bench latency gpu``) scores on by default.
@@ -76,7 +76,7 @@ def _setting_of(payload: dict[str, Any]) -> dict[str, str] | None:
 
 
 def write_result(model_id: str, payload: dict[str, Any], directory: Path) -> Path:
-    """Atomic write (``analysis.atomic.write_json_atomic``); ``payload`` must carry ``rated`` and
+    """Atomic write (``analysis.core.atomic.write_json_atomic``); ``payload`` must carry ``rated`` and
     ``reason``; its ``device`` and ``dtype`` choose the file (:func:`result_path`)."""
     if not isinstance(payload.get("rated"), bool) or not isinstance(payload.get("reason"), str):
         raise ValueError("an adapter-check result needs `rated` (bool) and `reason` (str)")

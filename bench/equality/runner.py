@@ -14,9 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import bench.provenance as provenance_mod
-from bench import plan
+import bench.records.provenance as provenance_mod
+from bench.core import plan
+from bench.core.errors import BenchError
+from bench.core.memory import is_sticky_device_error
+from bench.core.paths import bundled_dir, repo_root
+from bench.core.progress import Progress
 from bench.data import hub
+from bench.data.id_map import read_id_map
 from bench.data.miracl import read_topics
 from bench.equality.check import ReferenceRunner, adapter_scores, evaluate
 from bench.equality.data import (
@@ -25,7 +30,6 @@ from bench.equality.data import (
     build_equality_set,
     build_equality_set_from_corpus,
     load_reranking,
-    read_id_map,
 )
 from bench.equality.pointwise import run_pointwise
 from bench.equality.references import (
@@ -37,12 +41,8 @@ from bench.equality.references import (
     run_reference_batch,
 )
 from bench.equality.results import SCORING_DEVICE, results_dir, scoring_setting, write_result
-from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.integrity.hub import snapshot_dir
-from bench.memory import is_sticky_device_error
-from bench.paths import bundled_dir, repo_root
-from bench.progress import Progress
 from bench.rerankers.protocol import Reranker
 from bench.rerankers.registry import load_reranker, spec_for
 from bench.rerankers.snapshots import resolve_snapshot

@@ -1,14 +1,13 @@
 """``bench first-stage STAGE``: one measured first stage (plan section "First stages").
 
 Thin over ``bench.firststage.stages.run_stage``: verifies datasets.lock and the plan stamp
-(``bench.guard.preflight("measurement")``), refuses uncommitted code (``bench.codeversion``), connects
-to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report version
-30.2), asks it the stage's behavioural probes (``bench.firststage.probes``; a failed one refuses the stage
-before anything is loaded or sent), loads the pinned hub files and writes ``runs/first-stage/<stage>.trec``
-and ``results/first-stage/<stage>.json``.
-keyword-full first predicts server memory, disk and import time from the fitted scale model
-(``bench.firststage.preflight``) and refuses when they exceed this machine, unless ``--ignore-preflight``;
-``--dry-run`` prints the prediction only (offline).
+(``bench.records.guard.preflight("measurement")``), refuses uncommitted code (``bench.records.codeversion``),
+connects to the study's Typesense (``BENCH_TYPESENSE_URL``, ``BENCH_TYPESENSE_API_KEY``; it must report
+version 30.2), asks it the stage's behavioural probes (``bench.firststage.probes``; a failed one refuses the
+stage before anything is loaded or sent), loads the pinned hub files and writes
+``runs/first-stage/<stage>.trec`` and ``results/first-stage/<stage>.json``. keyword-full first predicts server
+memory, disk and import time from the fitted scale model (``bench.firststage.preflight``) and refuses when
+they exceed this machine, unless ``--ignore-preflight``; ``--dry-run`` prints the prediction only (offline).
 """
 
 from __future__ import annotations
@@ -21,22 +20,23 @@ from typing import TYPE_CHECKING
 import click
 
 import bench.firststage.preflight as preflight_mod
-import bench.guard as guard_mod
-from bench import codeversion, paths, plan, provenance
+import bench.records.guard as guard_mod
+from bench.core import paths, plan
+from bench.core.errors import BenchError
+from bench.core.folder_options import runs_option
+from bench.core.paths import cache_dir
+from bench.core.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL, TYPESENSE_IMAGE
 from bench.data import hub as data_hub
 from bench.data.hub import corpus_71k_id_column
 from bench.data.miracl import hub_topics_and_qrels
 from bench.data.order import SORT_DIR_NAME, full_corpus_in_import_order
-from bench.errors import BenchError
 from bench.firststage import features, probes, stages
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.embed import arctic_embedder
 from bench.firststage.preflight import check
 from bench.firststage.server import external_typesense
-from bench.folder_options import runs_option
 from bench.integrity import hub as integrity_hub
-from bench.paths import cache_dir
-from bench.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL, TYPESENSE_IMAGE
+from bench.records import codeversion, provenance
 
 if TYPE_CHECKING:
     from bench.data import Passage

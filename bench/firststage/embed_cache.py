@@ -1,5 +1,5 @@
-"""On-disk embedding cache: SQLite under ``bench.paths.cache_dir()``, keyed by (model, revision, SHA-256 of
-the exact text embedded). Vectors are stored as float32 bytes with their dimension; a stored vector whose
+"""On-disk embedding cache: SQLite under ``bench.core.paths.cache_dir()``, keyed by (model, revision, SHA-256
+of the exact text embedded). Vectors are stored as float32 bytes with their dimension; a stored vector whose
 dimension differs from the embedder's is an error, never silently reused.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.errors import BenchError
-from bench.paths import cache_dir
+from bench.core.errors import BenchError
+from bench.core.paths import cache_dir
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS embeddings (
   model TEXT NOT NULL, revision TEXT NOT NULL, text_sha256 TEXT NOT NULL, dims INTEGER NOT NULL,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 
 def exact_top_k(queries: np.ndarray, docs: np.ndarray, k: int, *, block: int = 64) -> np.ndarray:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
-from bench.errors import BenchError
-from bench.plan import TYPESENSE_IMAGE, TYPESENSE_VERSION
+from bench.core.errors import BenchError
+from bench.core.plan import TYPESENSE_IMAGE, TYPESENSE_VERSION
 
 Mode = Literal["measurement", "rehearsal"]
 

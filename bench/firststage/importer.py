@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
+from bench.core.errors import BenchError
+from bench.core.progress import Progress
 from bench.data import DocidKey, Passage, docid_key, format_docid_key
-from bench.errors import BenchError
 from bench.firststage.collection import (
     DEFAULT_BACKOFF,
     Backoff,
@@ -30,7 +31,6 @@ from bench.firststage.collection import (
     import_batch,
 )
 from bench.firststage.server import TypesenseServer
-from bench.progress import Progress
 
 DocBuilder = Callable[[list[Passage], int], list[dict[str, Any]]]  # (batch, index of first) -> documents
 

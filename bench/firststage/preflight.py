@@ -18,14 +18,14 @@ Docker volume's folder when that lives on another disk). A prediction above what
 unless ``--ignore-preflight`` (recorded in the result).
 
 When the lock's import-order note says the shards are not in ascending id order, ``bench first-stage``
-first writes their external sort (``bench.data.order``) under ``bench.paths.cache_dir()``: all sorted runs
-(gzip JSONL at ``order.GZIP_LEVEL``) plus the merged import order, the runs deleted only after the merge,
+first writes their external sort (``bench.data.order``) under ``bench.core.paths.cache_dir()``: all sorted
+runs (gzip JSONL at ``order.GZIP_LEVEL``) plus the merged import order, the runs deleted only after the merge,
 so the sort's peak is twice the sorted copy, and the merged copy stays on disk while the server's data
 directory grows. Its size is the locked shards' gzip bytes times the sample's ratio of gzip bytes at the
-sort's level to gzip bytes at ``GZIP_LEVEL`` (or, without a lock, the sample's bytes at the sort's level).
-The disk check adds it: on one file system ``max(2 S, S + D)`` (S the sorted copy, D the data directory),
-on two file systems ``2 S`` and ``D`` separately. A sort already made for exactly the locked shards is
-reused and needs nothing more.
+sort's level to gzip bytes at ``GZIP_LEVEL`` (or, without a lock, the sample's bytes at the sort's level). The
+disk check adds it: on one file system ``max(2 S, S + D)`` (S the sorted copy, D the data directory), on two
+file systems ``2 S`` and ``D`` separately. A sort already made for exactly the locked shards is reused and
+needs nothing more.
 """
 
 from __future__ import annotations
@@ -41,17 +41,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from analysis.floatsum import ltr_mean, ltr_sum
-from bench import paths
+from analysis.core.atomic import write_json_atomic
+from analysis.core.floatsum import ltr_mean, ltr_sum
+from bench.core import paths
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.paths import cache_dir
+from bench.core.plan import CORPUS_FULL_PASSAGES
 from bench.data.bundled import load_sample
 from bench.data.order import GZIP_LEVEL as SORT_LEVEL
 from bench.data.order import SORT_DIR_NAME, read_manifest, sorted_line
-from bench.errors import BenchError
-from bench.hints import bench_command
 from bench.integrity import datalock
-from bench.paths import cache_dir
-from bench.plan import CORPUS_FULL_PASSAGES
 
 FIT_PATH = Path(__file__).with_name("keyword_full_fit.json")
 FIT_FORMAT = "keyword-full-fit/1"

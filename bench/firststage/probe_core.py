@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.server import TypesenseServer
 
 PROBE_PREFIX: Final = "bench-probe-"

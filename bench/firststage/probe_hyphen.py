@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bench.core.plan import GERMAN_FIELDS, GERMAN_LOCALE, HYBRID_ALPHA
 from bench.firststage.definitions import KEYWORD_SORT
 from bench.firststage.probe_core import ProbeResult, ProbeSession
 from bench.firststage.search import vector_literal
-from bench.plan import GERMAN_FIELDS, GERMAN_LOCALE, HYBRID_ALPHA
 
 QUERY: Final = "Irokesen-Indianer"
 #: a hyphen with a letter or digit on both sides ("Irokesen-Indianer", "U-Boot", "A-Ha"); a leading "-word"

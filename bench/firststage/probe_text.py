@@ -18,9 +18,9 @@ from typing import Any, Final
 
 import snowballstemmer
 
+from bench.core.plan import GERMAN_FIELDS, GERMAN_LOCALE, GERMAN_SEARCH_PARAMS
 from bench.firststage.definitions import KEYWORD_SORT
 from bench.firststage.probe_core import ProbeResult, ProbeSession
-from bench.plan import GERMAN_FIELDS, GERMAN_LOCALE, GERMAN_SEARCH_PARAMS
 
 # import order = list order; the tie documents' ids are imported against their alphabetical order, so an
 # order by id cannot pass for the import order

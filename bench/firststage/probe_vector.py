@@ -21,10 +21,10 @@ from typing import Any, Final
 
 import numpy as np
 
+from bench.core.plan import GERMAN_FIELDS, GERMAN_LOCALE, GERMAN_SEARCH_PARAMS, HYBRID_ALPHA
 from bench.firststage.definitions import KEYWORD_SORT
 from bench.firststage.probe_core import ProbeResult, ProbeSession
 from bench.firststage.search import vector_literal
-from bench.plan import GERMAN_FIELDS, GERMAN_LOCALE, GERMAN_SEARCH_PARAMS, HYBRID_ALPHA
 
 HARD_N: Final = 500
 HARD_DIMS: Final = 32

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage import probe_hyphen as ph
 from bench.firststage import probe_text as pt
 from bench.firststage import probe_vector as pv

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from analysis.ranking import rank_by_score
-from bench.errors import BenchError
+from analysis.stats.ranking import rank_by_score
+from bench.core.errors import BenchError
+from bench.core.plan import FIRST_STAGE_DEPTH
 from bench.firststage.definitions import ExactSubstitute, StageDef, vector_options
 from bench.firststage.search import search, vector_literal
 from bench.firststage.server import TypesenseServer
-from bench.plan import FIRST_STAGE_DEPTH
 
 Ranked = list[tuple[str, float]]
 

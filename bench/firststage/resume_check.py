@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.core.errors import BenchError
 from bench.data import Passage
 from bench.data.bundled import load_sample
-from bench.errors import BenchError
 from bench.firststage.collection import Backoff, collection_digest, count_documents
 from bench.firststage.importer import import_passages
 from bench.firststage.server import TypesenseServer, local_typesense

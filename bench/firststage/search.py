@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.server import TypesenseServer
 
 

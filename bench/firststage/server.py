@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.stale import PREFIX, sweep_stale, write_owner
 
 URL_ENV = "BENCH_TYPESENSE_URL"

@@ -19,12 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_json_atomic
-from analysis.metrics import MISSING_QUERY_POLICY, mean_scores
-from analysis.ranking import TIE_RULE
-from analysis.trec import read_qrels, write_run
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.trec import read_qrels, write_run
+from analysis.stats.metrics import MISSING_QUERY_POLICY, mean_scores
+from analysis.stats.ranking import TIE_RULE
+from bench.core.errors import BenchError
+from bench.core.paths import cache_dir
+from bench.core.plan import (
+    EF_MIN_OVERLAP,
+    EMBEDDING_QUERY_PROMPT,
+    FIRST_STAGE_DEPTH,
+    TYPESENSE_IMAGE,
+    WARMUP_CALLS,
+)
+from bench.core.progress import Progress
 from bench.data import IMPORT_ORDER, Passage
-from bench.errors import BenchError
 from bench.firststage import probe_hyphen as ph
 from bench.firststage.definitions import (
     EXACT_FILTER_FIELD,
@@ -52,15 +61,6 @@ from bench.firststage.stopwords import (
 )
 from bench.firststage.tune import EfChoice, choose_ef
 from bench.integrity.hashing import sha256_file
-from bench.paths import cache_dir
-from bench.plan import (
-    EF_MIN_OVERLAP,
-    EMBEDDING_QUERY_PROMPT,
-    FIRST_STAGE_DEPTH,
-    TYPESENSE_IMAGE,
-    WARMUP_CALLS,
-)
-from bench.progress import Progress
 
 __all__ = ["StageRefused", "StageResult", "run_stage"]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
 
 PREFIX = "bench-typesense-"
 OWNER_FILE = "owner.json"

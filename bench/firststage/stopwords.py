@@ -17,9 +17,9 @@ from typing import Any
 
 import snowballstemmer
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.paths import bundled_dir
 from bench.integrity.enforce import require_locked
-from bench.paths import bundled_dir
 
 CANONICAL_FORM = "distinct strings, sorted by code point, UTF-8, joined by '\\n', no trailing newline"
 

@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.plan import EF_MIN_OVERLAP, FIRST_STAGE_DEPTH
 from bench.firststage.definitions import EF_LADDER
 from bench.firststage.exact import overlap_at_k
 from bench.firststage.features import FEATURES, StageRefused, supports
-from bench.plan import EF_MIN_OVERLAP, FIRST_STAGE_DEPTH
 
 Measure = Callable[[int | None], list[list[str]]]  # ef (None: not sent) -> top-k ids per query
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from analysis.floatsum import ltr_mean
+from analysis.core.atomic import write_json_atomic
+from analysis.core.floatsum import ltr_mean
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import INT8_MIN_SPEARMAN, INT8_SPEARMAN_QUERIES
 from bench.equality.spearman import spearman
-from bench.errors import BenchError
-from bench.hints import hint
-from bench.plan import INT8_MIN_SPEARMAN, INT8_SPEARMAN_QUERIES
 
 FORMAT = "int8-scores/1"
 VERDICT_FORMAT = "int8-agreement/1"

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import INT8_CALIBRATION_PAIRS
 from bench.data import Passage
-from bench.errors import BenchError
-from bench.hints import hint
-from bench.plan import INT8_CALIBRATION_PAIRS
 
 CALIBRATION_PAIRS = INT8_CALIBRATION_PAIRS  # plan: 300
 FORMAT = "int8-calibration-set/1"

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
+from bench.core.folder_options import checks_option, first_stage_option, runs_option, study_option
+from bench.core.hints import bench_command
+from bench.core.interrupt import whole_command
+from bench.core.paths import repo_root
 from bench.equality.id_map_option import id_map_option
-from bench.folder_options import checks_option, first_stage_option, runs_option, study_option
-from bench.hints import bench_command
 from bench.int8 import commands
 from bench.int8.commands import calibration_set as run
-from bench.int8.manifest import default_folder
-from bench.interrupt import whole_command
-from bench.paths import repo_root
+from bench.rerankers.openvino.manifest import default_folder
 
 
 @click.group("int8")

@@ -1,6 +1,6 @@
 """Library functions behind ``bench int8 calibration-set | quantize | agreement`` (plan section "OpenVINO
-int8 variant"). Each verifies datasets.lock first (``bench.guard.preflight``) and records a manifest
-(``bench.provenance.collect_manifest``)."""
+int8 variant"). Each verifies datasets.lock first (``bench.records.guard.preflight``) and records a manifest
+(``bench.records.provenance.collect_manifest``)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,30 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import write_json_atomic
-from analysis.plan import INT8_FP32_MODEL, INT8_MODEL, INT8_QUALITY_STAGE
-from bench import guard, provenance
+from analysis.core.atomic import write_json_atomic
+from analysis.core.plan import INT8_FP32_MODEL, INT8_MODEL, INT8_QUALITY_STAGE
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.paths import bundled_dir
+from bench.core.plan import DEPTHS, RERANKERS
+from bench.core.progress import Progress
 from bench.data.miracl import read_topics
 from bench.equality import runner
 from bench.equality.results import quality_setting
 from bench.equality.runner import id_map_lock_names, resolve_id_map_method
-from bench.errors import BenchError
-from bench.hints import bench_command
 from bench.int8 import agreement as agr
-from bench.int8.adapter import Int8CrossEncoder
 from bench.int8.calibration import read_set, write_set
-from bench.int8.config import CHOSEN, INFERENCE_PRECISION, QuantSpec
-from bench.int8.manifest import MANIFEST, cpu_flags, read_manifest, verify_folder
 from bench.int8.quantize import MAX_LENGTH_CROSS, quantize_model
 from bench.int8.study_data import study_calibration, study_texts
 from bench.integrity import hashing
-from bench.paths import bundled_dir
-from bench.plan import DEPTHS, RERANKERS
-from bench.progress import Progress
-from bench.quality import commands, inputs
-from bench.quality.commands import Setup, lock_names, open_measurement
+from bench.quality import inputs
 from bench.quality.driver import execute
+from bench.quality.library import Setup, lock_names, open_measurement, rated
 from bench.quality.phase import PhaseSpec
+from bench.records import guard, provenance
+from bench.rerankers.openvino.adapter import Int8CrossEncoder
+from bench.rerankers.openvino.config import CHOSEN, INFERENCE_PRECISION, QuantSpec
+from bench.rerankers.openvino.manifest import MANIFEST, cpu_flags, read_manifest, verify_folder
 from bench.rerankers.registry import load_reranker, spec_for
 from bench.rerankers.snapshots import resolve_snapshot
 
@@ -206,7 +206,7 @@ def quality(root: Path, *, study_dir: Path, runs_dir: Path, first_stage_dir: Pat
     rated by the adapter checks; the plan's check of the variant is its agreement and quality against fp32.
     """
     device, dtype = fp32_reference_setting(root)
-    keep, skipped, outcomes = commands.rated([FP32_ID], checks_dir, device=device, dtype=dtype)
+    keep, skipped, outcomes = rated([FP32_ID], checks_dir, device=device, dtype=dtype)
     if not keep:
         raise BenchError(
             f"{FP32_ID} is not rated ({skipped[FP32_ID]}); its int8 variant is compared with it "

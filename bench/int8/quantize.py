@@ -7,7 +7,7 @@ the fp32 adapter builds them) and the rehearsal's bi-encoder stand-in (all-MiniL
 separately as the stand-in encodes them). Recipe (docs/field-notes.md, checked offline here): export with
 ``from_pretrained(dir, export=True)``, an ``nncf.Dataset`` of tokenised inputs, ``OVQuantizer.quantize``
 with ``OVQuantizationConfig`` built from ``QuantSpec``. The folder is built beside its target and swapped in
-whole; its manifest (``bench.int8.manifest``) is written last.
+whole; its manifest (``bench.rerankers.openvino.manifest``) is written last.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
-from bench.hints import hint
-from bench.int8.config import QuantSpec, Task
-from bench.int8.manifest import check_pins, write_manifest
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.rerankers.openvino.config import QuantSpec, Task
+from bench.rerankers.openvino.manifest import check_pins, write_manifest
 
 MAX_LENGTH_CROSS: int = 512  # the fp32 adapter's bge max_length (model card)
 

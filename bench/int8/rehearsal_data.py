@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench.core.errors import BenchError
+from bench.core.paths import bundled_dir
+from bench.core.plan import SEED
 from bench.data.bundled import NOMIRACL_FILES, Sample, load_sample
-from bench.errors import BenchError
 from bench.int8.calibration import CALIBRATION_PAIRS, CalibrationSet, draw_pairs
-from bench.paths import bundled_dir
-from bench.plan import SEED
 
 _QUESTION = "\n\nQUESTION:\n"
 _CONTEXTS = "\n\nCONTEXTS:\n"

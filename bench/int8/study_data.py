@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, LANGUAGE, MIRACL, SEED
 from bench.data import Passage
 from bench.data.hub import iter_corpus_full, read_corpus_71k
 from bench.data.miracl import read_topics, topics_relpath
-from bench.errors import BenchError
-from bench.hints import hint
 from bench.int8.calibration import CALIBRATION_PAIRS, CalibrationSet, draw_pairs
 from bench.integrity.hub import snapshot_dir
-from bench.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, LANGUAGE, MIRACL, SEED
 
 TESTB_SPLIT = "testB"  # MIRACL's split name for the held-out test set B (file name unconfirmed here)
 TESTB_NAMES = ("testB", "test-b", "testb", "test_b")

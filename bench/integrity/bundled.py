@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.integrity.datalock import Entry, Source
 from bench.integrity.hashing import sha256_file
 from bench.integrity.rows import count_rows

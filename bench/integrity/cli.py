@@ -11,13 +11,13 @@ from pathlib import Path
 
 import click
 
-from bench.equality.data import read_id_map
-from bench.errors import BenchError
-from bench.hints import hint
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.paths import repo_root
+from bench.core.plan import RERANKING_ID_MAP_PATH
+from bench.data.id_map import read_id_map
 from bench.integrity import coverage, datalock, hub, lockops
 from bench.integrity import timestamps as ts
-from bench.paths import repo_root
-from bench.plan import RERANKING_ID_MAP_PATH
 
 
 @click.group()

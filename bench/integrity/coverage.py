@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from bench.errors import BenchError
-from bench.hints import hint
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.progress import Progress
 from bench.integrity import datalock, hub
 from bench.integrity.bundled import BUNDLED
-from bench.progress import Progress
 
 
 def required_files(root: Path, names: Iterable[str] | None) -> dict[str, Path]:

@@ -9,7 +9,7 @@ File format (JSON, UTF-8, keys sorted, written only by ``bench data lock``)::
      "about": "...",
      "entries": {"<entry id>": {
          "dataset": "bundled" | a name of bench.integrity.hub.HUB_DATASETS,
-         "base": "repo" | "hub",       # path relative to the repository root / bench.paths.hub_dir()
+         "base": "repo" | "hub",       # path relative to the repository root / bench.core.paths.hub_dir()
          "path": "<relative path>",
          "source": {"repo": "owner/name", "revision": "<commit>", "path": "<path in that repo>",
                     "host": "github" | "huggingface-dataset"},
@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis.atomic import write_json_atomic
-from bench.errors import BenchError
-from bench.hints import hint
+from analysis.core.atomic import write_json_atomic
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.paths import hub_dir
 from bench.integrity.hashing import sha256_file
-from bench.paths import hub_dir
 
 LOCK_NAME = "datasets.lock"
 FORMAT = "datasets.lock/1"
@@ -140,7 +140,7 @@ def read_notes(path: Path) -> dict[str, Any]:
 
 
 def write_lock(path: Path, entries: Mapping[str, Entry], notes: Mapping[str, Any] | None = None) -> None:
-    """Atomic write in the project's one JSON format (``analysis.atomic.write_json_atomic``). ``notes``
+    """Atomic write in the project's one JSON format (``analysis.core.atomic.write_json_atomic``). ``notes``
     replaces the lock's notes; None keeps those already in the file."""
     kept = dict(notes) if notes is not None else read_notes(path)
     doc: dict[str, Any] = {

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.errors import BenchError
-from bench.hints import hint
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.paths import hub_dir
 from bench.integrity import datalock
 from bench.integrity.bundled import BUNDLED
-from bench.paths import hub_dir
 
 REHASH_BELOW = 64 * 2**20  # bytes; smaller files are hashed again at every open
 

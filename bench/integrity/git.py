@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 
 def run_git(root: Path, *args: str, check: bool = True) -> bytes:

@@ -21,7 +21,7 @@ import os
 import re
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.integrity import git
 
 HEADERS_ENV = "BENCH_BITCOIN_HEADERS"

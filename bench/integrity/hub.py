@@ -1,7 +1,7 @@
 """The pinned Hugging Face dataset snapshots of the plan: what ``bench data fetch`` downloads, and where.
 
-Plan section: Data. Each snapshot lands in ``bench.paths.hub_dir() / "<owner>/<name>@<revision>"`` (a plain
-directory laid out exactly as the hub repository; ``snapshot_dir``). Only the German files are fetched.
+Plan section: Data. Each snapshot lands in ``bench.core.paths.hub_dir() / "<owner>/<name>@<revision>"`` (a
+plain directory laid out exactly as the hub repository; ``snapshot_dir``). Only the German files are fetched.
 
 Layouts as public evidence shows them (ir_datasets, mteb, MIRACL's own loading scripts and scripts pinned to
 the plan's revisions; the hub itself cannot be reached from the development machines). Each dataset lists
@@ -32,14 +32,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import plan
+from bench.core import plan
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.paths import hub_dir
 from bench.data import layout
-from bench.errors import BenchError
-from bench.hints import hint
 from bench.integrity.datalock import Entry, Source
 from bench.integrity.hashing import sha256_file
 from bench.integrity.rows import count_rows
-from bench.paths import hub_dir
 
 
 @dataclass(frozen=True)
@@ -306,7 +306,7 @@ def fetch(ds: HubDataset) -> Path:
         raise BenchError(
             f"{ds.name}: the pinned revision {ds.source.revision} of {ds.source.repo} does not resolve on "
             "the hub (history rewritten?); no other revision is tried. The fix is a DEVIATIONS.md entry "
-            f"naming the replacement revision, then the new pin in bench/plan.py ({type(exc).__name__})."
+            f"naming the replacement revision, then the new pin in bench/core/plan.py ({type(exc).__name__})."
         ) from exc
     except Exception as exc:  # network, auth: all end the command with the reason
         raise BenchError(

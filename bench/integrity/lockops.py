@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
 from bench.data.order import check_order
-from bench.errors import BenchError
-from bench.hints import bench_command
 from bench.integrity import datalock, hub
 from bench.integrity.bundled import bundled_entries
 

@@ -37,7 +37,7 @@ from opentimestamps.core.serialize import (
 )
 from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 MERKLE_ROOTS_FORMAT = "bitcoin-merkle-roots/1"
 

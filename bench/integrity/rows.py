@@ -10,7 +10,7 @@ import gzip
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 
 def _lines(fh: Iterable[bytes]) -> Iterator[bytes]:

@@ -30,9 +30,9 @@ from opentimestamps.core.op import OpAppend, OpSHA256
 from opentimestamps.core.serialize import BytesSerializationContext
 from opentimestamps.core.timestamp import DetachedTimestampFile, Timestamp
 
-from analysis.atomic import write_bytes_atomic
-from bench.errors import BenchError
-from bench.hints import hint
+from analysis.core.atomic import write_bytes_atomic
+from bench.core.errors import BenchError
+from bench.core.hints import hint
 from bench.integrity import git, headers
 from bench.integrity.ots import FAILURES, ProofReport, check_proof, load_merkle_roots, parse_proof, walk
 

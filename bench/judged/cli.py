@@ -10,21 +10,21 @@ from typing import Any
 import click
 
 import bench.judged.prepare as prepare_mod
-from analysis.trec import read_qrels
-from bench import codeversion, guard, provenance
+from analysis.inputs.trec import read_qrels
+from bench.core.folder_options import checks_option, runs_option, study_option
+from bench.core.hints import bench_command
+from bench.core.interrupt import whole_command
+from bench.core.paths import repo_root
+from bench.core.plan import JUDGE_MODEL
 from bench.equality.results import quality_setting
-from bench.folder_options import checks_option, runs_option, study_option
-from bench.hints import bench_command
 from bench.integrity import hashing
-from bench.interrupt import whole_command
 from bench.judged.judge import TIMEOUT_S
 from bench.judged.packet import write_prepared
 from bench.judged.prepare import plan_groups
 from bench.judged.run import check_model, make_client, run_judge
 from bench.judged.selection import select
-from bench.paths import repo_root
-from bench.plan import JUDGE_MODEL
 from bench.quality import inputs
+from bench.records import codeversion, guard, provenance
 
 _dir = click.Path(path_type=Path, file_okay=False)
 

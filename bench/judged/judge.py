@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench import backoff, clock
-from bench.errors import BenchError
-from bench.hints import hint as command_hint
+from bench.core import backoff, clock
+from bench.core.errors import BenchError
+from bench.core.hints import hint as command_hint
 
 # anthropic 2.10.0's Messages.create has no sampling parameters (temperature, top_p, top_k): the model's
 # fixed default sampling is used and recorded as such. Extended thinking is switched off explicitly.
@@ -72,7 +72,8 @@ def parse_answer(message: Any) -> tuple[int | str | None, str]:
 
 
 def backoff_s(failures: int, retry_after: float | None) -> float:
-    """The judge's wait (``bench.backoff.backoff_s`` with its base and cap; retry-after honoured in full)."""
+    """The judge's wait (``bench.core.backoff.backoff_s`` with its base and cap; retry-after honoured in
+    full)."""
     return backoff.backoff_s(failures, base_s=BACKOFF_BASE_S, cap_s=BACKOFF_CAP_S, retry_after=retry_after)
 
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import json_bytes, write_bytes_atomic
-from bench.errors import BenchError
-from bench.hints import hint
+from analysis.core.atomic import json_bytes, write_bytes_atomic
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import SEED
 from bench.integrity.hashing import sha256_file
 from bench.judged.selection import DRAW_PROCEDURE, Selection
-from bench.plan import SEED
 
 PACKET = "packet.json"
 KEY = "key.json"

@@ -2,7 +2,7 @@
 
 Groups (plan section "Judged sample of unjudged passages"): on hybrid-71k the three best rated models by
 mean nDCG@10 at depth 100 (ties: smaller model id), on keyword-full the best rated model there. "Rated" is
-the adapter checks' verdict (``bench.quality.commands.rated``). Every run used must be the study's: by
+the adapter checks' verdict (``bench.quality.library.rated``). Every run used must be the study's: by
 default a run committed under the runs folder, unchanged (what a fresh clone has, on any machine with the
 data); with a study directory, a run its manifest lists (by stage, model and depth, so the manifest's
 absolute paths of another machine or of the container do not matter). Runs from another study are refused.
@@ -15,16 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.metrics import mean_scores
-from analysis.trec import read_run_table
-from bench.data import hub as data_hub
-from bench.errors import BenchError
-from bench.hints import hint
-from bench.integrity import git
-from bench.integrity import hub as integrity_hub
-from bench.integrity.hashing import sha256_file
-from bench.judged.selection import GroupSpec
-from bench.plan import (
+from analysis.inputs.trec import read_run_table
+from analysis.stats.metrics import mean_scores
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import (
     CORPUS_71K,
     CORPUS_FULL,
     JUDGED_SAMPLE_FULL_STAGE,
@@ -34,7 +29,12 @@ from bench.plan import (
     QUALITY_DEPTH,
     RERANKERS,
 )
-from bench.quality import commands
+from bench.data import hub as data_hub
+from bench.integrity import git
+from bench.integrity import hub as integrity_hub
+from bench.integrity.hashing import sha256_file
+from bench.judged.selection import GroupSpec
+from bench.quality.library import rated
 from bench.quality.study import read_manifest
 
 
@@ -135,7 +135,7 @@ def plan_groups(
     rated by its check in that setting, as the quality phase rated it (None: ``<model>.json`` whatever it
     records)."""
     device, dtype = setting if setting is not None else (None, None)
-    keep, skipped, _ = commands.rated(list(RERANKERS), checks_dir, device=device, dtype=dtype)
+    keep, skipped, _ = rated(list(RERANKERS), checks_dir, device=device, dtype=dtype)
     hybrid = best_models(runs_dir, JUDGED_SAMPLE_STAGE, keep, qrels)
     if len(hybrid) < JUDGED_SAMPLE_TOP_MODELS:
         raise BenchError(

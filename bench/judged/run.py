@@ -1,8 +1,8 @@
 """``bench judged run``: every pair of a prepared packet through the judge, journalled, then published.
 
-Journal (``<dir>/journal.jsonl``, ``bench.journal``: flushed and fsynced per record, torn last line dropped
-on resume) keyed by the judge's model id, the prompt's SHA-256 and the pair number; in the journal's four
-key fields that is ``stage="judged"``, ``model=<model id>``, ``depth=<pair>``, ``qid=<prompt SHA-256>``
+Journal (``<dir>/journal.jsonl``, ``bench.core.journal``: flushed and fsynced per record, torn last line
+dropped on resume) keyed by the judge's model id, the prompt's SHA-256 and the pair number; in the journal's
+four key fields that is ``stage="judged"``, ``model=<model id>``, ``depth=<pair>``, ``qid=<prompt SHA-256>``
 (spelled out again as ``pair`` and ``prompt_sha256``). A rerun skips every pair already recorded for the same
 model and prompt and never replays a stored answer as a new one; a changed prompt or model starts its own
 records. Every HTTP attempt, including those of a pair whose retries ran out, is also appended to
@@ -22,16 +22,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import json_bytes, write_bytes_atomic, write_json_atomic
-from bench import clock
-from bench.errors import BenchError
-from bench.hints import hint
+from analysis.core.atomic import json_bytes, write_bytes_atomic, write_json_atomic
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.journal import Journal, encode
+from bench.core.plan import JUDGE_MODEL
+from bench.core.progress import Progress
 from bench.integrity.hashing import sha256_file
-from bench.journal import Journal, encode
 from bench.judged.judge import TIMEOUT_S, Judge, check_template
 from bench.judged.packet import Prepared, load_prepared
-from bench.plan import JUDGE_MODEL
-from bench.progress import Progress
 
 JOURNAL = "journal.jsonl"
 ATTEMPTS = "attempts.jsonl"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.plan import (
+from bench.core.plan import (
     JUDGED_CONTROL_NOT_RELEVANT,
     JUDGED_CONTROL_RELEVANT,
     JUDGED_SAMPLE_MAX_RANK,

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.inputs.trec import TrecFormatError, read_run
 from analysis.latency import Accuracy
-from analysis.trec import TrecFormatError, read_run
+from bench.core.errors import BenchError
+from bench.core.plan import EQUALITY_MIN_SPEARMAN, QUALITY_DEPTH
 from bench.equality.spearman import spearman
-from bench.errors import BenchError
-from bench.plan import EQUALITY_MIN_SPEARMAN, QUALITY_DEPTH
 
 Observed = Mapping[str, tuple[Sequence[str], np.ndarray]]  # qid -> (docids, scores) of the timed calls
 

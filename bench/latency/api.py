@@ -25,14 +25,14 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from analysis.latency import Attempt, Sample
-from bench import clock
-from bench.errors import BenchError
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.plan import SEED
 from bench.latency.accuracy import read_reference, reference_path
 from bench.latency.harness import BlockSpec, Call, Environment, Observation, run_block
 from bench.latency.order import seeded_order
 from bench.latency.run import block_calls
 from bench.latency.telemetry import Sampler, host_probes
-from bench.plan import SEED
 from bench.rerankers.voyage import RETRY_STATUS, VoyageError
 
 CONNECT_SAMPLES = 5

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.latency.records import check_name
-from bench import guard, provenance
-from bench.codeversion import require_clean_code
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.reads import stage_reads
 from bench.latency.api import measure_api, new_session, require_opt_out
 from bench.latency.commands import (
     choose_models,
@@ -20,7 +19,8 @@ from bench.latency.commands import (
 )
 from bench.latency.host import judge_before_run
 from bench.latency.presets import PRESETS
-from bench.reads import stage_reads
+from bench.records import guard, provenance
+from bench.records.codeversion import require_clean_code
 from bench.rerankers.voyage import VoyageReranker, base_url_from_env, read_api_key
 
 

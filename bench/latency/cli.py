@@ -14,15 +14,15 @@ from pathlib import Path
 import click
 
 from analysis.latency.records import check_name
-from bench import provenance
-from bench.folder_options import checks_option, first_stage_option, options, runs_option
-from bench.interrupt import whole_command
+from bench.core.folder_options import checks_option, first_stage_option, options, runs_option
+from bench.core.interrupt import whole_command
+from bench.core.paths import repo_root
+from bench.core.plan import CPU_PRE_THREADS, STAGES
 from bench.latency.api_command import ApiRequest, run_api
 from bench.latency.commands import LocalRequest, run_local
 from bench.latency.firststage import convert
 from bench.latency.presets import PRESETS
-from bench.paths import repo_root
-from bench.plan import CPU_PRE_THREADS, STAGES
+from bench.records import provenance
 
 DEFAULT_STAGE = "hybrid-71k"
 

@@ -2,7 +2,7 @@
 
 Every refusal comes before anything is written: unknown model ids, k outside the plan, CUDA absent, another
 process on the GPU, a model without a passed adapter check (unless ``--allow-unrated``, which puts every
-number of that model under ``not-published/`` with a mark), uncommitted code (``bench.codeversion``:
+number of that model under ``not-published/`` with a mark), uncommitted code (``bench.records.codeversion``:
 outputs do not count), a failed datasets.lock check.
 A model the registry does not provide (the int8 variant until it exists) is refused by name and the
 others are measured.
@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import bench.quality.inputs as inputs_mod
-from analysis.trec import TrecFormatError, read_run
-from bench import guard, provenance
-from bench.codeversion import different_code, require_clean_code
+from analysis.inputs.trec import TrecFormatError, read_run
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.memory import free_device_memory
+from bench.core.plan import CPU_INT8_MODEL, RERANKERS
+from bench.core.reads import stage_reads
 from bench.equality.results import outcome, outcome_for
-from bench.errors import BenchError
-from bench.hints import hint
 from bench.int8.agreement import VERDICT as INT8_VERDICT
 from bench.int8.agreement import int8_outcome
-from bench.int8.manifest import MANIFEST, default_folder
 from bench.integrity import hashing
 from bench.latency.gpu import GpuProbe, require_free_gpu
 from bench.latency.host import host_state, judge_before_run, snapshot
@@ -35,11 +35,11 @@ from bench.latency.presets import INT8_ID, Preset, availability
 from bench.latency.run import Inputs, Settings, finished_blocks, measure_model
 from bench.latency.telemetry import Sampler, host_probes
 from bench.latency.timer import CallTimer, timer_for
-from bench.memory import free_device_memory
-from bench.plan import CPU_INT8_MODEL, RERANKERS
-from bench.provenance import attention_implementations, torch_settings
 from bench.quality.candidates import Candidates
-from bench.reads import stage_reads
+from bench.records import guard, provenance
+from bench.records.codeversion import different_code, require_clean_code
+from bench.records.provenance import attention_implementations, torch_settings
+from bench.rerankers.openvino.manifest import MANIFEST, default_folder
 from bench.rerankers.registry import STANDIN_IDS, load_reranker
 
 
@@ -152,8 +152,8 @@ def require_same_code_as_blocks(
     out_root: Path, kind: str, session: str, now: Mapping[str, Any], root: Path
 ) -> None:
     """The finished blocks of one machine (or API session) are measured by one version of the code, as the
-    sessions of a quality study are (``bench.codeversion``): a resume with other code is refused, naming
-    what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
+    sessions of a quality study are (``bench.records.codeversion``): a resume with other code is refused,
+    naming what differs. Blocks under ``published/`` and ``not-published/`` of ``<kind>/<session>/`` count."""
     for path in sorted(out_root.glob(f"*/{kind}/{session}/*/*.json")):
         if path.name.startswith("."):
             continue  # a temporary file of an unfinished write
@@ -241,7 +241,7 @@ def run_local(req: LocalRequest, *, stream: TextIO | None = None) -> dict[str, A
         gpu = GpuProbe()
         require_free_gpu(gpu)
     pinned = pin_cpus(req.cpus) if req.cpus is not None else None
-    require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.codeversion
+    require_clean_code(req.root)  # outputs (results/, runs/) do not count: bench.records.codeversion
 
     pre = guard.preflight("measurement", lock_names=stage_reads([req.stage]), root=req.root)
     k_max = max(max(preset.rule(m).depths) for m in models) if models else 0

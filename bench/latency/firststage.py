@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.core.atomic import write_bytes_atomic
 from analysis.latency import Accuracy, Block, Sample, read_block
-from bench.errors import BenchError
-from bench.hints import hint
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import FIRST_STAGE_DEPTH, STAGES
 from bench.integrity.hashing import sha256_file
-from bench.plan import FIRST_STAGE_DEPTH, STAGES
 
 HOST_MARK = "host state not recorded: times taken during the bench first-stage run (load, clocks unknown)"
 TIMER = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 FIELDS = (
     "sm_clock_mhz",

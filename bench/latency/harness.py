@@ -16,7 +16,7 @@ A block is one (machine, model or stage, k, pass). ``run_block``:
 6. stops the sampler, records the host state again and applies the busy-host rule to the block itself
    (other processes' CPU from the two snapshots' counters, ``bench.latency.host.foreign_over``: a busy
    block is refused and not written, unless ``--allow-busy`` marks it), compares the scores with the quality
-   run (``bench.latency.accuracy``) and writes the block file atomically (``analysis.atomic``).
+   run (``bench.latency.accuracy``) and writes the block file atomically (``analysis.core.atomic``).
 
 Ctrl-C, a crash or a busy host anywhere before the write leaves no file: the rerun measures the block again
 from its warm-up. Nothing of an unfinished block is kept. (The run as a whole is judged once before its
@@ -34,16 +34,16 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from analysis.atomic import write_bytes_atomic
-from analysis.latency import Accuracy, Block, Sample, block_relpath, read_block
-from bench import clock
-from bench.errors import BenchError
-from bench.interrupt import raise_if_interrupted
+from analysis.core.atomic import write_bytes_atomic
+from analysis.latency import Accuracy, Block, BlockPath, Sample, read_block
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.interrupt import raise_if_interrupted
+from bench.core.memory import peak_memory, reset_peak_memory
+from bench.core.progress import Progress
 from bench.latency.accuracy import accuracy_mark, check_accuracy
 from bench.latency.host import busy_mark, foreign_over, snapshot
 from bench.latency.telemetry import Sampler
-from bench.memory import peak_memory, reset_peak_memory
-from bench.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Caller(Protocol):
 
 
 @dataclass(frozen=True)
-class BlockSpec:
+class BlockSpec(BlockPath):
     kind: str
     machine: str
     session: str
@@ -89,16 +89,6 @@ class BlockSpec:
     target_type: str = "reranker"
     api: Mapping[str, Any] | None = None
     candidates: Mapping[str, Any] | None = None
-
-    def relpath(self) -> Path:
-        return block_relpath(
-            published=self.published,
-            kind=self.kind,
-            session=self.session,
-            target=self.target,
-            k=self.k,
-            pass_=self.pass_,
-        )
 
 
 @dataclass
@@ -137,7 +127,7 @@ class Measured:
     observed: dict[str, tuple[Sequence[str], np.ndarray]]
     chunk: int | None
     telemetry: dict[str, Any] | None
-    memory: dict[str, Any] = field(default_factory=dict)  # peak GPU memory of the block (bench.memory)
+    memory: dict[str, Any] = field(default_factory=dict)  # peak GPU memory of the block (bench.core.memory)
 
 
 def _measure(spec: BlockSpec, caller: Caller, env: Environment, what: str) -> Measured:

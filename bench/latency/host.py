@@ -40,9 +40,9 @@ from typing import Any, Final
 
 import psutil
 
-from analysis.floatsum import ltr_mean, ltr_sum
-from bench import clock
-from bench.errors import BenchError
+from analysis.core.floatsum import ltr_mean, ltr_sum
+from bench.core import clock
+from bench.core.errors import BenchError
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 FOREIGN_WINDOW_S: Final = (

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 
 def plan_order(ids: Iterable[str]) -> tuple[str, ...]:

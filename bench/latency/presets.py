@@ -1,4 +1,4 @@
-"""The plan's latency presets as data (plan section "Latency"); every number comes from ``bench.plan``.
+"""The plan's latency presets as data (plan section "Latency"); every number comes from ``bench.core.plan``.
 
 - ``gpu``: all seven local models, every query, 3 passes, k = 20, 50, 100, published.
 - ``cpu``: gte-base, bge-v2-m3, jina-v3.5, qwen3-0.6b (PyTorch fp32) and bge-v2-m3 with OpenVINO int8
@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from analysis.plan import INT8_MODEL
-from bench.errors import BenchError
-from bench.plan import (
+from analysis.core.plan import INT8_MODEL
+from bench.core.errors import BenchError
+from bench.core.plan import (
     API_DEPTHS,
     API_RERANKERS,
     CPU_DEPTHS,

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.latency import read_block
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.plan import RERANKERS
 from bench.latency.accuracy import read_reference, reference_path
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import BlockSpec, Call, Environment, run_block
@@ -29,7 +30,6 @@ from bench.latency.order import fixed_sample, seeded_order, warmup_ids
 from bench.latency.presets import INT8_ID, ModelRule, Preset
 from bench.latency.telemetry import Sampler
 from bench.latency.timer import CallTimer
-from bench.plan import RERANKERS
 from bench.rerankers.protocol import Reranker
 
 

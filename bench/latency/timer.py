@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 T = TypeVar("T")
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from analysis.trec import TrecFormatError, read_run
-from bench.errors import BenchError
-from bench.hints import hint
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.trec import TrecFormatError, read_run
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.plan import QUALITY_DEPTH
 from bench.integrity.hashing import sha256_file
-from bench.plan import QUALITY_DEPTH
 
 CANDIDATES_JSON = "candidates.json"
 CANDIDATES_DIR = "candidates"

@@ -1,7 +1,8 @@
 """Plan check 2 inside ``bench quality`` (section "Adapter checks"): our nDCG@10 equals pytrec_eval
 ``ndcg_cut_10`` within 0.0001 on the real runs the session wrote.
 
-Every run file of the session is compared through ``analysis.pytrec_check.compare_with_pytrec_eval`` (the
+Every run file of the session is compared through
+``analysis.reporting.pytrec_check.compare_with_pytrec_eval`` (the
 one comparison, shared with ``analysis report``); the verdicts go into the study manifest (``check2``) and
 the command exits 1 if any run fails or pytrec_eval cannot run: a check that did not run never passes.
 """
@@ -12,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.pytrec_check import compare_with_pytrec_eval
-from analysis.trec import read_qrels, read_run
+from analysis.inputs.trec import read_qrels, read_run
+from analysis.reporting.pytrec_check import compare_with_pytrec_eval
 from bench.quality.runs import RunFileInfo
 from bench.quality.study import Study
 

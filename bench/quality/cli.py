@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from bench.errors import BenchError
-from bench.folder_options import checks_option, first_stage_option, options, runs_option, study_option
-from bench.hints import bench_command
-from bench.interrupt import whole_command
-from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS, repo_root
-from bench.plan import (
+from bench.core.errors import BenchError
+from bench.core.folder_options import checks_option, first_stage_option, options, runs_option, study_option
+from bench.core.hints import bench_command
+from bench.core.interrupt import whole_command
+from bench.core.paths import DTYPE_CHECK_DIR, RUN_FOLDERS, repo_root
+from bench.core.plan import (
     DEPTHS,
     DETERMINISM_MODELS,
     DETERMINISM_STAGE,
@@ -27,7 +27,7 @@ from bench.plan import (
 )
 from bench.quality import commands, inputs
 from bench.quality.check2 import record_check, summary
-from bench.quality.commands import Setup
+from bench.quality.library import Setup
 from bench.quality.verdicts import compare_runs, decide, format_verdicts, write_verdicts
 
 _MODELS = click.Choice(sorted(RERANKERS))

@@ -4,49 +4,27 @@
   every depth (listwise models, and Voyage models whose check 3 did not find them pointwise). A model that
   is not rated (``bench.equality.results.outcome``) is skipped and the reason recorded in the manifest.
 - ``determinism``: the plan's three models rerun on hybrid-71k into their own study directory and run
-  files; ``analysis.checks.determinism`` is applied to nDCG@10 of the first and the second run.
+  files; ``analysis.reporting.checks.determinism`` is applied to nDCG@10 of the first and the second run.
 - ``dtype_check``: the plan's four models on the first 20 queries (sorted ids) of hybrid-71k at depth
   100, once on the CPU in float32 and once on the GPU in the vendor dtype, each its own study;
-  ``analysis.checks.dtype_rule`` is applied per model to nDCG@10 over those 20 queries.
-Measurements refuse uncommitted code (``bench.codeversion.require_clean_code``) and run ``preflight``.
+  ``analysis.reporting.checks.dtype_rule`` is applied per model to nDCG@10 over those 20 queries.
+Measurements refuse uncommitted code (``bench.records.codeversion.require_clean_code``) and run ``preflight``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from bench import codeversion, guard, provenance
-from bench.equality.results import outcome, outcome_for
-from bench.errors import BenchError
-from bench.plan import RERANKERS
+from bench.core.plan import RERANKERS
 from bench.quality import inputs
 from bench.quality.driver import SessionResult, execute
+from bench.quality.library import Setup, lock_names, open_measurement, rated
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import Study
-from bench.reads import stage_reads
 from bench.rerankers import registry
 from bench.rerankers.protocol import Reranker
-from bench.rerankers.registry import base_model
-
-
-def lock_names(stages: Sequence[str]) -> list[str]:
-    """datasets.lock entries a quality session reads (``bench.reads.stage_reads``)."""
-    return stage_reads(stages)
-
-
-@dataclass(frozen=True)
-class Setup:
-    root: Path
-    study_dir: Path
-    runs_dir: Path
-    first_stage_dir: Path
-    checks_dir: Path
-    device: str
-    kind: str = "measurement"
 
 
 def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
@@ -59,34 +37,6 @@ def per_depth_models(models: Sequence[str], outcomes: Mapping[str, Mapping[str, 
         elif plan is not None and not plan.local and outcomes.get(m, {}).get("pointwise") is not True:
             out.add(m)
     return frozenset(out)
-
-
-def rated(
-    models: Sequence[str], checks_dir: Path, *, device: str | None = None, dtype: str | None = None
-) -> tuple[list[str], dict[str, str], dict[str, Any]]:
-    """(rated models, skipped model -> reason, all outcomes) from the adapter-check result files.
-
-    With ``device`` (and the requested ``dtype``), a plan model counts as rated only by a check that ran in
-    the setting its scores will be produced with: a model checked only on another device or
-    dtype is refused, before anything is written, naming both settings and the check to run."""
-
-    def check(model: str) -> dict[str, Any]:
-        base = base_model(model)  # a pitfalls variant is rated when its plan model (qwen3-0.6b) passed
-        if device is None or base not in RERANKERS:
-            return outcome(base, checks_dir)
-        return outcome_for(base, checks_dir, device, dtype)
-
-    outcomes = {m: check(m) for m in models}
-    elsewhere = {m: o for m, o in outcomes.items() if "checked_setting" in o}
-    if elsewhere:
-        raise BenchError(
-            "refused: "
-            + "; ".join(f"{m}: {o['reason']}" for m, o in elsewhere.items())
-            + ". Nothing was written; check them in this setting first, or leave them out (--model)."
-        )
-    keep = [m for m in models if outcomes[m]["rated"]]
-    skipped = {m: str(outcomes[m]["reason"]) for m in models if not outcomes[m]["rated"]}
-    return keep, skipped, outcomes
 
 
 def model_device(model: str, device: str) -> str:
@@ -108,22 +58,6 @@ def _loader(device: str, dtype: str | None = None) -> Any:
         return registry.load_run_model(model, device=device, dtype=dtype)
 
     return load
-
-
-def open_measurement(setup: Setup, params: Mapping[str, Any], *, lock_names: Sequence[str]) -> Study:
-    """Clean code, preflight, provenance, then create or resume the study (refusals named there)."""
-    codeversion.require_clean_code(setup.root)
-    pre = guard.preflight("measurement", lock_names=lock_names, root=setup.root)
-    prov = provenance.collect_manifest(kind=setup.kind, device=setup.device, root=setup.root)
-    return Study.start(
-        setup.study_dir,
-        kind="measurement",
-        plan_path=setup.root / "PLAN.md",
-        params=params,
-        provenance=prov,
-        preflight=pre,
-        root=setup.root,
-    )
 
 
 def run_session(

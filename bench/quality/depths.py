@@ -4,12 +4,12 @@ The plan: "Pointwise depths 20 and 50 are derived from the same scores (only the
 reordered); jina is run separately per depth."
 
 Definition used here (``ranking_at_depth``): the run of a model at depth k, for one query, is the first k
-first-stage candidates ordered by ``analysis.ranking.rank_by_score`` (score descending, ties in first-stage
-order), followed by candidates k+1..100 in first-stage order, unchanged. The tail matters: nDCG'@10 is
-computed on the condensed list (unjudged passages removed), whose top 10 can reach below rank k when the
-reranked top k holds fewer than 10 judged passages (``tests/quality/test_depths.py`` shows a case). A TREC
-run's scores must fall with rank, so the tail gets placeholder scores: the j-th tail candidate
-(j = 1..100-k) has score ``m - j`` where ``m`` is the lowest score of the reranked top k. They are not model
+first-stage candidates ordered by ``analysis.stats.ranking.rank_by_score`` (score descending, ties in
+first-stage order), followed by candidates k+1..100 in first-stage order, unchanged. The tail matters:
+nDCG'@10 is computed on the condensed list (unjudged passages removed), whose top 10 can reach below rank k
+when the reranked top k holds fewer than 10 judged passages (``tests/quality/test_depths.py`` shows a case). A
+TREC run's scores must fall with rank, so the tail gets placeholder scores: the j-th tail candidate (j =
+1..100-k) has score ``m - j`` where ``m`` is the lowest score of the reranked top k. They are not model
 scores; they only keep the file's order valid (``TAIL_SCORE_RULE``, recorded with the runs).
 
 A pointwise model (scores of a candidate do not depend on the others) is called once at depth 100 and
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.ranking import rank_by_score
-from bench.plan import DEPTHS, QUALITY_DEPTH
+from analysis.stats.ranking import rank_by_score
+from bench.core.plan import DEPTHS, QUALITY_DEPTH
 
 DEPTH_RULE = (
     "run at depth k = the first k first-stage candidates ordered by rank_by_score, then candidates k+1..100 "

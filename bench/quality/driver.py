@@ -12,18 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from bench.errors import BenchError
-from bench.hints import bench_command
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.interrupt import Interrupted, interruptible
+from bench.core.journal import Journal
+from bench.core.plan import WARMUP_CALLS
 from bench.integrity.hashing import sha256_file
-from bench.interrupt import Interrupted, interruptible
-from bench.journal import Journal
-from bench.plan import WARMUP_CALLS
-from bench.provenance import attention_implementations, host_info, torch_settings
 from bench.quality.candidates import Candidates, freeze
 from bench.quality.phase import DeviceUnusable, Loader, PhaseOutcome, PhaseSpec, Texts, run_phase
 from bench.quality.runs import RunFileInfo, pointwise_consistency, write_runs
 from bench.quality.study import Study
 from bench.quality.summary import latency_table, model_summaries
+from bench.records.provenance import attention_implementations, host_info, torch_settings
 from bench.rerankers.protocol import Reranker
 
 

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import plan
+from bench.core import plan
+from bench.core.errors import BenchError
+from bench.core.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL, STAGES
+from bench.core.progress import Progress
 from bench.data import Passage
 from bench.data import hub as data_hub
 from bench.data.miracl import hub_topics_and_qrels
-from bench.errors import BenchError
 from bench.integrity import hub as integrity_hub
-from bench.plan import CORPUS_71K, CORPUS_FULL, CORPUS_FULL_PASSAGES, MIRACL, STAGES
-from bench.progress import Progress
 from bench.quality.candidates import Candidates
 
 

@@ -15,13 +15,14 @@ cannot run at all (``ModelUnavailable``: a rejected API key, no access, an unkno
 once and recorded as "not run" (``PhaseOutcome.not_run``); nothing is recorded for the failing call, so a
 resume after the fix scores every query. Ctrl-C/SIGTERM during a call writes nothing for that unit; it is
 redone on resume. A CUDA error that poisons the process (device-side assert, illegal memory access:
-``bench.memory.is_sticky_device_error``) is no query's failure either: every later call would fail the same
-way and count as 0. It stops the phase (``DeviceUnusable``), nothing is recorded for that unit, and the
-session is marked failed with the error and the resume command (``bench.quality.driver``); only out of
-memory stays per query.
+``bench.core.memory.is_sticky_device_error``) is no query's failure either: every later call would fail the
+same way and count as 0. It stops the phase (``DeviceUnusable``), nothing is recorded for that unit, and the
+session is marked failed with the error and the resume command (``bench.quality.driver``); only out of memory
+stays per query.
 
 One model on the card at a time: after a model's last unit its adapter is closed and dropped, collected, the
-allocator's cache emptied and the peak counters reset (``bench.memory.free_device_memory``) before the next
+allocator's cache emptied and the peak counters reset (``bench.core.memory.free_device_memory``) before the
+next
 model loads; each model's peak allocated and reserved GPU memory goes into ``PhaseOutcome.memory`` (null with
 the reason on the CPU).
 
@@ -41,12 +42,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
-from bench import clock
-from bench.errors import BenchError
-from bench.interrupt import raise_if_interrupted
-from bench.journal import Journal
-from bench.memory import free_device_memory, is_out_of_memory, is_sticky_device_error, peak_memory
-from bench.progress import Progress
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.interrupt import raise_if_interrupted
+from bench.core.journal import Journal
+from bench.core.memory import free_device_memory, is_out_of_memory, is_sticky_device_error, peak_memory
+from bench.core.progress import Progress
 from bench.quality.candidates import Candidates, check_queries
 from bench.quality.depths import call_depths
 from bench.quality.timing import timed_score
@@ -148,7 +149,7 @@ def score_unit(
         rec.update(status="error", scores=None, call=None, error=f"{type(exc).__name__}: {exc}")
         rec.update(latency_ns=None, utc=clock.utc_z("microseconds"))
         if is_transient(exc):
-            rec["retry"] = True  # a resume tries this query again (bench.journal: superseded, kept)
+            rec["retry"] = True  # a resume tries this query again (bench.core.journal: superseded, kept)
         return rec
     rec.update(status="ok", scores=[float(s) for s in result.scores.tolist()], call=dict(result.record))
     rec.update(error=None, latency_ns=latency, utc=clock.utc_z("microseconds"))

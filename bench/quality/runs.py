@@ -1,7 +1,8 @@
 """Run files from the journal (plan sections "Quality" and "Reproducibility").
 
-``<runs>/<stage>/<model>@<k>.trec``, tag ``<stage>/<model>@<k>``, written by ``analysis.trec.write_run``
-(full precision, atomic) from the journal's records alone, ranked by ``analysis.ranking.rank_by_score``
+``<runs>/<stage>/<model>@<k>.trec``, tag ``<stage>/<model>@<k>``, written by
+``analysis.inputs.trec.write_run``
+(full precision, atomic) from the journal's records alone, ranked by ``analysis.stats.ranking.rank_by_score``
 through ``bench.quality.depths.ranking_at_depth`` (top k reranked, then the first-stage tail). They are a
 pure function of the journal (and the frozen candidates), so a resumed study writes the same bytes as an
 uninterrupted one. A query whose call failed (an error record) is left out of the run and counts as 0 in
@@ -17,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.trec import write_run
-from bench.journal import Journal
+from analysis.inputs.trec import write_run
+from bench.core.journal import Journal
 from bench.quality.candidates import Candidates
 from bench.quality.depths import ranking_at_depth, source_depth
 from bench.quality.phase import PhaseSpec

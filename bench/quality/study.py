@@ -5,19 +5,19 @@ Layout of a study directory (``studies/<name>/`` for the study, ``rehearsal/<utc
     manifest.json        what the study is (plan hash, parameters, rules) and one entry per session
     candidates.json      SHA-256 of every frozen first-stage run (bench.quality.candidates)
     candidates/<stage>.trec
-    journal.jsonl        one record per (stage, model, called depth, query) (bench.journal)
+    journal.jsonl        one record per (stage, model, called depth, query) (bench.core.journal)
 
 Run files go to a separate runs directory (``runs/`` of the repository for the study, ``<dir>/runs/`` for a
 rehearsal). A resume must be the same study: the PLAN.md SHA-256 and the parameters (stages, models,
 depths, per-depth models, kind) recorded at creation must match (one change is not a new study: a model
 asked for but not rated then, rated since by ``bench check-adapters``, joins the study; the manifest's
 ``study.rated_later`` names the session and the check file with its SHA-256), and a measurement must run
-the same code as the sessions before it (the code digest of ``bench.codeversion``: another commit with the
-same code, for example one that only adds the finished run files, resumes); otherwise the resume is
-refused with the reason (the code paths that differ) and the fix.
-Every session appends its provenance (``bench.provenance.collect_manifest``), its preflight result and how
-it ended (``complete``, ``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL,
-power loss) is marked ``ended without a record (killed)`` by the next start of the study.
+the same code as the sessions before it (the code digest of ``bench.records.codeversion``: another commit with
+the same code, for example one that only adds the finished run files, resumes); otherwise the resume is
+refused with the reason (the code paths that differ) and the fix. Every session appends its provenance
+(``bench.records.provenance.collect_manifest``), its preflight result and how it ended (``complete``,
+``interrupted`` or ``failed``). A session that never recorded its end (SIGKILL, power loss) is marked ``ended
+without a record (killed)`` by the next start of the study.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from analysis.ranking import TIE_RULE
-from bench import clock
-from bench.codeversion import different_code
-from bench.errors import BenchError
+from analysis.core.atomic import write_json_atomic
+from analysis.stats.ranking import TIE_RULE
+from bench.core import clock
+from bench.core.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.quality.depths import DEPTH_RULE, TAIL_SCORE_RULE
 from bench.quality.timing import PERCENTILE_METHOD
+from bench.records.codeversion import different_code
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"

@@ -1,6 +1,7 @@
-"""Inputs for the plan's determinism and data-type rules, and the verdicts ``analysis.checks`` gives them.
+"""Inputs for the plan's determinism and data-type rules, and the verdicts ``analysis.reporting.checks``
+gives them.
 
-nDCG@10 is ``analysis.metrics.mean_scores`` over the qrels queries in question (all dev queries for the
+nDCG@10 is ``analysis.stats.metrics.mean_scores`` over the qrels queries in question (all dev queries for the
 determinism rerun; the 20 dtype-check queries for the data-type check: a query missing from a run
 counts 0). The rule functions are analysis's (``determinism``, ``dtype_rule``); nothing is decided here.
 """
@@ -12,12 +13,12 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from analysis.checks import determinism, dtype_rule
-from analysis.metrics import mean_scores
-from analysis.reordering import check_run_files
-from analysis.trec import TrecFormatError, read_qrels, read_run
-from bench.errors import BenchError
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.reordering import check_run_files
+from analysis.inputs.trec import TrecFormatError, read_qrels, read_run
+from analysis.reporting.checks import determinism, dtype_rule
+from analysis.stats.metrics import mean_scores
+from bench.core.errors import BenchError
 from bench.quality.runs import run_path
 
 
@@ -48,7 +49,7 @@ def compare_runs(
 ) -> list[dict[str, Any]]:
     """One verdict per (model, depth) whose two run files exist: ``determinism`` or ``dtype``. Each of the
     two runs must reorder the frozen candidates of ``first_stage`` (the stage's first-stage run; the
-    reordering invariant, ``analysis.reordering``): a run that breaks it fails its verdict, named."""
+    reordering invariant, ``analysis.inputs.reordering``): a run that breaks it fails its verdict, named."""
     rule = determinism if kind == "determinism" else dtype_rule
     qrels = restricted_qrels(qrels_path, qids)
     out = []

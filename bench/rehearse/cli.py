@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from bench.hints import bench_command
-from bench.interrupt import whole_command
-from bench.liblog import library_log
-from bench.paths import repo_root
+from bench.core.hints import bench_command
+from bench.core.interrupt import whole_command
+from bench.core.liblog import library_log
+from bench.core.paths import repo_root
 from bench.rehearse.run import DEFAULT_MODELS, Options, new_dir
 from bench.rehearse.run import rehearse as run_rehearsal
 

@@ -19,16 +19,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
+from analysis.core.atomic import write_json_atomic
 from analysis.costs.latency import INT8_SUFFIX
 from analysis.costs.prices import EMPTY, read_prices
 from analysis.costs.section import CostInputs
+from analysis.inputs.trec import read_run_table
 from analysis.latency import Accuracy, Block, Sample, block_files, read_blocks
-from analysis.trec import read_run_table
+from bench.core.errors import BenchError
+from bench.core.journal import Journal
+from bench.core.plan import WARMUP_CALLS
 from bench.costs.tokens import load_voyage_tokenizer, passage_tokens_record
-from bench.errors import BenchError
-from bench.journal import Journal
-from bench.plan import WARMUP_CALLS
 from bench.rehearse.firststages import stage_paths
 
 __all__ = ["STANDIN_MACHINES", "rehearsal_costs"]

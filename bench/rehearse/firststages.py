@@ -22,13 +22,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_json_atomic
-from bench.errors import BenchError
+from analysis.core.atomic import write_json_atomic
+from bench.core.errors import BenchError
+from bench.core.plan import STAGES
 from bench.firststage import stages
 from bench.firststage.features import StageRefused
 from bench.firststage.probes import run_probes
 from bench.firststage.server import local_typesense
-from bench.plan import STAGES
 from bench.rehearse.inputs import Inputs
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.trec import TrecFormatError, read_qrels
+from analysis.inputs.trec import TrecFormatError, read_qrels
+from bench.core.errors import BenchError
 from bench.data import Passage, sort_passages
 from bench.data.bundled import load_sample
 from bench.data.textfile import note_bom, open_text
-from bench.errors import BenchError
 from bench.integrity.enforce import require_locked
 
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
@@ -57,7 +57,8 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _beir_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """The BEIR qrels through the one qrels reader (``analysis.trec.read_qrels``: labels, duplicates)."""
+    """The BEIR qrels through the one qrels reader (``analysis.inputs.trec.read_qrels``: labels,
+    duplicates)."""
     note_bom(require_locked(path))  # the reader skips it silently; the rehearsal says so, as for every file
     try:
         return read_qrels(path, layout="beir")

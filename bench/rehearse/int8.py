@@ -1,10 +1,11 @@
 """The rehearsal's OpenVINO int8 step (plan section "OpenVINO int8 variant", on the stand-in).
 
 The stand-in (all-MiniLM-L6-v2) is quantised to static int8 by the study's own ``quantize_model`` with the
-study's configuration (``bench.int8.config.CHOSEN``), calibrated on 300 pairs made as the study's are but
-from data we have that is not the dev set: NoMIRACL German test queries x bundled NoMIRACL passages outside
-the judged pool, seed 20261009. The quantised folder is kept in the cache (``<cache>/int8/<key>``, keyed by
-the calibration set, the configuration and the package versions) and reused when its manifest verifies.
+study's configuration (``bench.rerankers.openvino.config.CHOSEN``), calibrated on 300 pairs made as the
+study's are but from data we have that is not the dev set: NoMIRACL German test queries x bundled NoMIRACL
+passages outside the judged pool, seed 20261009. The quantised folder is kept in the cache
+(``<cache>/int8/<key>``, keyed by the calibration set, the configuration and the package versions) and reused
+when its manifest verifies.
 
 In the rehearsal the fp32 side is the latency step's (``bench.rehearse.latency``): its 20 sampled queries,
 its fp32 per-query times at k = 20 and 100 (the plan's unit: texts in, scores out, tokenisation included,
@@ -26,26 +27,26 @@ from typing import Any
 
 import numpy as np
 
-from analysis.atomic import write_json_atomic
-from analysis.metrics import evaluate
-from analysis.ranking import rank_by_score
-from analysis.trec import read_run
-from bench import clock
+from analysis.core.atomic import write_json_atomic
+from analysis.inputs.trec import read_run
+from analysis.stats.metrics import evaluate
+from analysis.stats.ranking import rank_by_score
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.memory import release_memory
+from bench.core.paths import cache_dir
 from bench.equality.spearman import spearman
-from bench.errors import BenchError
-from bench.int8.adapter import Int8BiEncoder
 from bench.int8.calibration import text_sha256
-from bench.int8.config import CHOSEN
-from bench.int8.manifest import installed, read_manifest, verify_folder
 from bench.int8.rehearsal_data import rehearsal_calibration
 from bench.integrity import hashing
 from bench.latency.host import snapshot  # judged over the timed calls (int8_blocks), no window
-from bench.memory import release_memory
-from bench.paths import cache_dir
 from bench.quality.timing import percentiles_ms, timed_score
 from bench.rehearse.int8_blocks import TimedCall, TimedDepth, write_int8_blocks
 from bench.rehearse.latency import REHEARSAL_WARMUP
 from bench.rehearse.quantize_child import run_in_child
+from bench.rerankers.openvino.adapter import Int8BiEncoder
+from bench.rerankers.openvino.config import CHOSEN
+from bench.rerankers.openvino.manifest import installed, read_manifest, verify_folder
 from bench.rerankers.protocol import Reranker
 from bench.rerankers.registry import load_reranker
 from bench.rerankers.standin import STANDIN_MAX_SEQ, STANDIN_MODEL, standin_path, standin_revision
@@ -287,7 +288,9 @@ def run_int8_step(
         return finished
 
     release_memory()  # what earlier steps freed goes back before OpenVINO's k = 100 buffers (about 1.9 GB)
-    int8_model = Int8BiEncoder(folder)  # compiled with the pinned precision (bench.int8.runtime)
+    int8_model = Int8BiEncoder(
+        folder
+    )  # compiled with the pinned precision (bench.rerankers.openvino.runtime)
     result = _int8_comparison(
         directory,
         int8_model,

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.atomic import write_bytes_atomic
+from analysis.core.atomic import write_bytes_atomic
 from analysis.latency import Block, Sample
-from bench import provenance
+from bench.core.plan import SEED
 from bench.integrity import hashing
 from bench.latency.accuracy import accuracy_mark, check_accuracy, read_reference
 from bench.latency.host import busy_mark, foreign_over
-from bench.plan import SEED
+from bench.records import provenance
 from bench.rerankers.protocol import ScoreResult
 
 TARGET_SUFFIX = "-int8"

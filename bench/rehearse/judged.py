@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
+from bench.core.plan import JUDGE_MODEL, QUALITY_DEPTH
 from bench.judged.packet import write_prepared
 from bench.judged.prepare import group_id, ranked
 from bench.judged.run import KEY_ENV, make_client, run_judge
 from bench.judged.selection import GroupSpec, select
-from bench.plan import JUDGE_MODEL, QUALITY_DEPTH
 
 STAGE = "vector-71k"
 PITFALLS_REFUSED = (

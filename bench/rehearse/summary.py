@@ -2,7 +2,7 @@
 
 The first line of ``report.md`` states that this is a rehearsal, which parts of the plan ran, which were
 refused and why, and how the stand-ins differ from the study's models. The printed table is computed with
-``analysis.metrics.mean_scores`` from the rehearsal's run files (the same function the report uses).
+``analysis.stats.metrics.mean_scores`` from the rehearsal's run files (the same function the report uses).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.metrics import mean_scores
-from analysis.plan import STANDIN_MARK, is_standin
-from analysis.trec import read_qrels, read_run
-from bench.plan import EMBEDDING_MODEL, RERANKED_STAGES
+from analysis.core.plan import STANDIN_MARK, is_standin
+from analysis.inputs.trec import read_qrels, read_run
+from analysis.stats.metrics import mean_scores
+from bench.core.plan import EMBEDDING_MODEL, RERANKED_STAGES
 from bench.rerankers.standin import STANDIN_MAX_SEQ
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import BenchError
-from bench.memory import empty_device_cache
+from bench.core.errors import BenchError
+from bench.core.memory import empty_device_cache
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result
 
 # Vendor-recommended dtype on a GPU. Sources: gte model card (``torch_dtype=torch.float16``); bge model

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.stopwords import default_path, read_snowball_list
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 

@@ -3,16 +3,16 @@
 Plan sections "Rerankers" (every local model at its pinned revision) and "First stages" (the Arctic embedder
 at its pinned revision), plus the Voyage tokenizer of the context calculation (section "Costs"; no revision
 pinned: the hub's current one, recorded by the snapshot folder). ``fetch`` needs internet and writes the
-Hugging Face cache layout under ``bench.paths.models_dir()``; everything else reads only local files.
+Hugging Face cache layout under ``bench.core.paths.models_dir()``; everything else reads only local files.
 """
 
 from __future__ import annotations
 
 import click
 
-from bench.errors import BenchError
-from bench.paths import model_snapshot_dir, models_dir
-from bench.plan import LOCAL_RERANKERS, RERANKERS
+from bench.core.errors import BenchError
+from bench.core.paths import model_snapshot_dir, models_dir
+from bench.core.plan import LOCAL_RERANKERS, RERANKERS
 from bench.rerankers.registry import spec_for
 from bench.rerankers.snapshots import (
     EMBEDDER_SPEC,

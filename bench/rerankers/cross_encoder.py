@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.paths import models_dir
+from bench.core.paths import models_dir
 from bench.rerankers.base import Chunk, ChunkedTorchReranker, dtype_name, to_device, torch_dtype
 from bench.rerankers.protocol import RerankerMeta
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.errors import BenchError
-from bench.plan import PITFALL_MAX_LENGTH, PITFALL_RUN_IDS
+from bench.core.errors import BenchError
+from bench.core.plan import PITFALL_MAX_LENGTH, PITFALL_RUN_IDS
 from bench.rerankers.base import Chunk, ChunkedTorchReranker, to_device, torch_dtype
 from bench.rerankers.protocol import RerankerMeta
 
@@ -43,7 +43,7 @@ VARIANTS: tuple[str, ...] = ("correct", "right-padding", "whole-input-truncation
 class PitfallVariant:
     """One declared configuration of the Qwen3 adapter for the plan's pitfalls experiment."""
 
-    run_id: str  # model id of its runs (analysis.plan.PITFALL_RUN_IDS)
+    run_id: str  # model id of its runs (analysis.core.plan.PITFALL_RUN_IDS)
     letter: str  # the plan's (a), (b), (c), (d1), (d2)
     variant: str  # DecoderFormat variant
     max_length: int | None  # None: the model card's default
@@ -79,7 +79,7 @@ PITFALL_VARIANTS: dict[str, PitfallVariant] = {
     )
 }
 if tuple(PITFALL_VARIANTS) != PITFALL_RUN_IDS:  # pragma: no cover - a typo in this table
-    raise RuntimeError("PITFALL_VARIANTS must declare exactly analysis.plan.PITFALL_RUN_IDS")
+    raise RuntimeError("PITFALL_VARIANTS must declare exactly analysis.core.plan.PITFALL_RUN_IDS")
 
 QWEN3_PREFIX = (
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 
 
 def restore_non_persistent_buffers(model: Any) -> list[str]:

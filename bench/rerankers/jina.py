@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rerankers.base import torch_dtype
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result
 

@@ -2,7 +2,7 @@
 
 An adapter sees a query and its candidates in first-stage order and returns one fp32 score per
 candidate plus a per-call record. It knows nothing of stages, journals or files, and it never ranks:
-ties are broken by first-stage rank in ``analysis.ranking.rank_by_score``, the project's only ranking
+ties are broken by first-stage rank in ``analysis.stats.ranking.rank_by_score``, the project's only ranking
 function. The plan requires, per local model, the longest observed input (tokens of the real model
 input) and the number of truncated pairs; ``CallRecord`` carries them per call and ``summarise``
 aggregates them over calls, together with dtype, device, chunk size, model id, revision and package

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rerankers.base import Chunk, ChunkedTorchReranker, to_device, torch_dtype
 from bench.rerankers.protocol import RerankerMeta
 

@@ -14,13 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.plan import INT8_MODEL
-from bench.errors import BenchError
-
-# a higher layer, the one exception (pyproject: bench-layers ignore_imports): the adapter is in bench/int8
-from bench.int8.adapter import Int8CrossEncoder
-from bench.paths import int8_model_dir
-from bench.plan import PITFALL_MODEL, PITFALL_RUN_IDS, RERANKERS, RerankerPlan
+from analysis.core.plan import INT8_MODEL
+from bench.core.errors import BenchError
+from bench.core.paths import int8_model_dir
+from bench.core.plan import PITFALL_MODEL, PITFALL_RUN_IDS, RERANKERS, RerankerPlan
 from bench.rerankers import decoder as dec
 from bench.rerankers.base import choose_dtype, dtype_name
 from bench.rerankers.bm25 import BM25Standin
@@ -28,6 +25,9 @@ from bench.rerankers.cross_encoder import MAX_LENGTH, EncoderCrossEncoder, load_
 from bench.rerankers.decoder import PITFALL_VARIANTS
 from bench.rerankers.gte import restore_non_persistent_buffers
 from bench.rerankers.jina import DOCUMENT_LIMIT, QUERY_LIMIT, JinaListwise, load_jina
+
+# a higher layer, the one exception (pyproject: bench-layers ignore_imports): the adapter is in bench/int8
+from bench.rerankers.openvino.adapter import Int8CrossEncoder
 from bench.rerankers.protocol import Reranker, RerankerMeta, package_versions
 from bench.rerankers.querit import QueritReranker, load_querit, querit_length
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot

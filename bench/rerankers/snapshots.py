@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.errors import BenchError
-from bench.hints import hint
-from bench.paths import model_snapshot_dir, models_dir
-from bench.plan import EMBEDDING_MODEL
+from bench.core.errors import BenchError
+from bench.core.hints import hint
+from bench.core.paths import model_snapshot_dir, models_dir
+from bench.core.plan import EMBEDDING_MODEL
 
 
 @dataclass(frozen=True)

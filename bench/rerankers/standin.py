@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
 STANDIN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench import backoff, clock, paths
-from bench.errors import BenchError
-from bench.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
+from bench.core import backoff, clock, paths
+from bench.core.errors import BenchError
+from bench.core.plan import RERANKERS, VOYAGE_RETURN_DOCUMENTS, VOYAGE_TRUNCATION
 from bench.rerankers.protocol import (
     ModelUnavailable,
     RecordLog,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
 
 REPO = Path(__file__).resolve().parents[2]
 QRELS_PATH = REPO / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"

@@ -1,4 +1,4 @@
-"""Analysis side: incomplete runs, run ids, the embedder mark, the corpus rule (analysis.report)."""
+"""Analysis side: incomplete runs, run ids, the embedder mark, the corpus rule (analysis.reporting.report)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from types import MappingProxyType
 import pytest
 from click.testing import CliRunner
 
-import analysis.plan
+import analysis.core.plan
 from analysis.cli import cli
-from analysis.plan import RUN_IDS, RunId, contamination_note
-from analysis.report import write_report
-from analysis.study import default_flags
-from analysis.synthetic import write_study
-from analysis.wording import flag_mark
+from analysis.core.plan import RUN_IDS, RunId, contamination_note
+from analysis.reporting.report import write_report
+from analysis.reporting.study import default_flags
+from analysis.reporting.wording import flag_mark
+from analysis.simulation.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
 # qwen3-0.6b is far better than bge (and flagged): the best model and the winner of a complete study
@@ -75,7 +75,7 @@ def test_incomplete_run_is_recorded_marked_and_not_rated(
     assert "- No winner at hybrid-71k, depth 100: qwen3-0.6b is not rated: 3 of 305 queries missing" in md
     assert "Winner at hybrid-71k" not in md and "Winner at keyword-full, depth 100: qwen3-0.6b" in md
     # queries missing from the first stage too cannot be reranked: the run is rated (no run may hold a query
-    # its first stage lacks: analysis.reordering, so bge-v2-m3 loses them as well)
+    # its first stage lacks: analysis.inputs.reordering, so bge-v2-m3 loses them as well)
     _drop_queries(runs / "first-stage" / "hybrid-71k.trec", gone)
     _drop_queries(runs / "hybrid-71k" / "bge-v2-m3@100.trec", gone)
     hybrid, _, md = _report(runs, miracl_qrels_path, tmp_path / "out2")
@@ -129,7 +129,7 @@ def test_run_names_must_be_known_run_ids(small_study: Path, miracl_qrels_path: P
     assert result.exit_code == 1
     assert str(runs / "hybrid-71k" / "qwen3_4b@100.trec") in result.output
     assert "found 'qwen3_4b'" in result.output and "qwen3-4b" in result.output
-    assert "minilm-standin" in result.output and "analysis.plan.RUN_IDS" in result.output
+    assert "minilm-standin" in result.output and "analysis.core.plan.RUN_IDS" in result.output
     assert "(study runs folder)" in result.output
     assert not (tmp_path / "o").exists()
     # a registered variant is accepted
@@ -153,13 +153,13 @@ def test_run_names_must_be_known_run_ids(small_study: Path, miracl_qrels_path: P
 def test_registry_holds_the_plan_models_and_variants_carry_their_base_flag(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from analysis.plan import CONTAMINATION
+    from analysis.core.plan import CONTAMINATION
 
     assert set(CONTAMINATION) <= set(RUN_IDS) and RUN_IDS["minilm-standin"].base is None
     assert RUN_IDS["bge-v2-m3-int8"].base == "bge-v2-m3"
     assert flag_mark("qwen3-0.6b") == "†" and flag_mark("minilm-standin") == "" and flag_mark("nope") == ""
     monkeypatch.setattr(
-        analysis.plan,
+        analysis.core.plan,
         "RUN_IDS",
         MappingProxyType({**RUN_IDS, "qwen3-0.6b-empty-instruction": RunId("qwen3-0.6b", "pitfalls (b)")}),
     )
@@ -220,7 +220,7 @@ def test_plan_check_2_verdict_in_study_json(
 def test_plan_check_2_failure_fails_the_command(
     small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analysis.pytrec_check as pc
+    import analysis.reporting.pytrec_check as pc
 
     real = pc.evaluate_table
 
@@ -255,7 +255,7 @@ def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
     study.json said ``passed: true`` beside ``own_order_checked: false`` while `check-pytrec` said NOT
     COMPARED. Now the run and the check say NOT COMPARED, ``passed`` is false, and the command says so in a
     warning (exit 0: nothing disagreed; `analysis check-pytrec` on that run exits 1)."""
-    import analysis.pytrec_check as pc
+    import analysis.reporting.pytrec_check as pc
 
     monkeypatch.setattr(pc, "_tied_queries", lambda table: set(table.qids))  # every query of the run tied
     result = CliRunner().invoke(
@@ -284,7 +284,7 @@ def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
 
 
 def test_own_ordering_catches_an_order_that_contradicts_the_scores(miracl_qrels: Qrels) -> None:
-    from analysis.pytrec_check import compare_with_pytrec_eval
+    from analysis.reporting.pytrec_check import compare_with_pytrec_eval
 
     q = sorted(miracl_qrels)[0]
     rel = sorted(d for d, r in miracl_qrels[q].items() if r > 0)[0]
@@ -320,7 +320,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_failed_report_leaves_the_old_one_intact(
     small_study: Path, miracl_qrels_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analysis.report as report
+    import analysis.reporting.report as report
 
     out = tmp_path / "study"
     out.mkdir()

@@ -12,7 +12,8 @@ FORBIDDEN = ("bench", "torch", "scipy", "statsmodels", "pytrec_eval", "transform
 def test_runtime_imports_only_numpy_click_matplotlib() -> None:
     code = (
         "import sys\n"
-        "import analysis.cli, analysis.report, analysis.figures, analysis.simulate, analysis.checks\n"
+        "import analysis.cli, analysis.reporting.report, analysis.figures\n"
+        "import analysis.simulation.simulate, analysis.reporting.checks\n"
         "from analysis.cli import cli\n"
         "from click.testing import CliRunner\n"
         "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
@@ -30,8 +31,8 @@ def test_a_report_imports_no_pandas_and_without_figures_no_matplotlib(
     """Pyarrow imports pandas on its first ``pa.array``, ``to_numpy`` or ``fill_null`` (0.5 s of a
     cold report): no report needs it. matplotlib draws every figure (analysis.figures) and is imported only
     when figures are drawn: the JSON and Markdown alone (``--no-figures``) never load it."""
-    from analysis.synthetic import write_study  # numpy: not at collection
-    from analysis.trec import read_qrels
+    from analysis.inputs.trec import read_qrels
+    from analysis.simulation.synthetic import write_study  # numpy: not at collection
 
     MIRACL_QRELS = miracl_qrels_path
 
@@ -43,7 +44,7 @@ def test_a_report_imports_no_pandas_and_without_figures_no_matplotlib(
         code = (
             "import sys\n"
             "from pathlib import Path\n"
-            "from analysis.report import write_report\n"
+            "from analysis.reporting.report import write_report\n"
             f"write_report(Path({str(runs)!r}), Path({str(MIRACL_QRELS)!r}), Path({str(out)!r}), "
             f"figures={figures})\n"
             "loaded = {m.split('.')[0] for m in sys.modules}\n"

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis.inputs.trec import write_run
 from analysis.int8.comparison import compare_int8
-from analysis.metrics import evaluate
-from analysis.report import write_report
-from analysis.resampling import paired_differences, randomisation_p_exact
-from analysis.trec import write_run
+from analysis.reporting.report import write_report
+from analysis.stats.metrics import evaluate
+from analysis.stats.resampling import paired_differences, randomisation_p_exact
 
 N_Q, N_D = 12, 30
 

@@ -1,5 +1,5 @@
-"""analysis.judged: Wilson intervals and Cohen's kappa against statsmodels, rates per group with unclear and
-parse failures excluded, control agreement with the plan's warning, the caveat, a human judgment's
+"""analysis.reporting.judged: Wilson intervals and Cohen's kappa against statsmodels, rates per group with
+unclear and parse failures excluded, control agreement with the plan's warning, the caveat, a human judgment's
 agreement, and the CLI (``analysis judged``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.cli import cli
-from analysis.judged import (
+from analysis.reporting.judged import (
     CAVEAT,
     WARNING,
     JudgedInputError,
@@ -227,8 +227,8 @@ def test_no_labelled_pair_gives_a_null_rate_with_reason(tmp_path: Path) -> None:
 
 
 def test_analysis_report_shows_the_section_and_keeps_the_published_labels(tmp_path: Path) -> None:
-    from analysis.report import write_report
-    from analysis.trec import write_run
+    from analysis.inputs.trec import write_run
+    from analysis.reporting.report import write_report
 
     out = tmp_path / "results"
     labels = labels_file(out, [1] * 8 + [0] * 4 + [1] * 3, [1, 0, 0])  # 12 of 15 agree: no warning

@@ -1,4 +1,4 @@
-"""Metrics against pytrec_eval on the real MIRACL-de dev qrels, and by hand (analysis.metrics)."""
+"""Metrics against pytrec_eval on the real MIRACL-de dev qrels, and by hand (analysis.stats.metrics)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from analysis.metrics import MEASURES, evaluate, mean_scores
-from analysis.pytrec_check import compare_with_pytrec_eval
-from analysis.ranking import rank_by_score
-from analysis.trec import read_run, write_run
+from analysis.inputs.trec import read_run, write_run
+from analysis.reporting.pytrec_check import compare_with_pytrec_eval
+from analysis.stats.metrics import MEASURES, evaluate, mean_scores
+from analysis.stats.ranking import rank_by_score
 
 Run = dict[str, list[tuple[str, float]]]
 Qrels = dict[str, dict[str, int]]

@@ -1,5 +1,5 @@
-"""analysis.pitfalls: the Qwen3 variants against (a) and keyword-plain-71k against keyword-71k as their own
-families (never in the main study's), with the plan's statistics; the report hook."""
+"""analysis.reporting.pitfalls: the Qwen3 variants against (a) and keyword-plain-71k against keyword-71k as
+their own families (never in the main study's), with the plan's statistics; the report hook."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.metrics import Judgments, evaluate_table
-from analysis.multiple import holm
-from analysis.pitfalls import analyse_pitfalls
-from analysis.plan import PITFALL_REFERENCE, PITFALL_RUN_IDS
-from analysis.report import write_report
-from analysis.resampling import paired_differences, randomisation_p_values
-from analysis.trec import read_qrels, read_run_table, write_run
+from analysis.core.plan import PITFALL_REFERENCE, PITFALL_RUN_IDS
+from analysis.inputs.trec import read_qrels, read_run_table, write_run
+from analysis.reporting.pitfalls import analyse_pitfalls
+from analysis.reporting.report import write_report
+from analysis.stats.metrics import Judgments, evaluate_table
+from analysis.stats.multiple import holm
+from analysis.stats.resampling import paired_differences, randomisation_p_values
 
 QUERIES = [f"q{i:02d}" for i in range(30)]
 

@@ -1,11 +1,11 @@
-"""analysis.plan against PLAN.md's own sentences (sections "Rerankers", "Adapter checks", "Quality")."""
+"""analysis.core.plan against PLAN.md's own sentences (sections "Rerankers", "Adapter checks", "Quality")."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from analysis import plan
+from analysis.core import plan
 
 PLAN = (Path(__file__).resolve().parents[2] / "PLAN.md").read_text(encoding="utf-8")
 

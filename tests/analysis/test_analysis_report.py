@@ -1,4 +1,5 @@
-"""analysis report and the CLI on a generated study over the real qrels (analysis.report, analysis.cli)."""
+"""analysis report and the CLI on a generated study over the real qrels (analysis.reporting.report,
+analysis.cli)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import METRICS_JSON_KEYS, cli
-from analysis.multiple import holm
-from analysis.report import write_report
-from analysis.synthetic import write_study
-from analysis.wording import word
+from analysis.reporting.report import write_report
+from analysis.reporting.wording import word
+from analysis.simulation.synthetic import write_study
+from analysis.stats.multiple import holm
 
 Qrels = dict[str, dict[str, int]]
 MODELS = {"bge-v2-m3": 1.2, "gte-base": 1.15, "qwen3-4b": 4.0}  # qwen3-4b: flagged, far better
@@ -106,7 +107,7 @@ def test_json_records(reported: Path, miracl_qrels_path: Path, study: Path) -> N
 
 
 def test_tails_are_first_stage_order(study: Path) -> None:
-    from analysis.trec import read_run
+    from analysis.inputs.trec import read_run
 
     first = read_run(study / "first-stage" / "hybrid-71k.trec")
     at20 = read_run(study / "hybrid-71k" / "gte-base@20.trec")
@@ -218,8 +219,8 @@ def test_simulate_cli_small(miracl_qrels_path: Path) -> None:
 
 
 def test_calibration_hits_its_target(miracl_qrels: Qrels) -> None:
-    from analysis.metrics import Judgments, evaluate_table
-    from analysis.synthetic import Candidates, calibrate_signal, first_stage_table, system_scores
+    from analysis.simulation.synthetic import Candidates, calibrate_signal, first_stage_table, system_scores
+    from analysis.stats.metrics import Judgments, evaluate_table
 
     c, j = Candidates.from_qrels(miracl_qrels), Judgments.from_qrels(miracl_qrels)
     signal = calibrate_signal(c, j, 0.4, seed=3)
@@ -234,7 +235,7 @@ def test_calibration_hits_its_target(miracl_qrels: Qrels) -> None:
 def test_parallel_reading_changes_nothing(
     study: Path, miracl_qrels_path: Path, reported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from analysis.study import worker_count
+    from analysis.reporting.study import worker_count
 
     # the module's report (``reported``) read its runs in one process, as the default does; only where the
     # environment asks for more is a one-process report made here
@@ -261,7 +262,7 @@ def test_parallel_reading_changes_nothing(
     lines = target.read_text().splitlines(keepends=True)
     lines[6] = lines[6].replace(" Q0 ", " Q0 extra ")
     target.write_text("".join(lines))
-    from analysis.trec import TrecFormatError
+    from analysis.inputs.trec import TrecFormatError
 
     with pytest.raises(TrecFormatError) as exc:
         write_report(runs, miracl_qrels_path, tmp_path / "bad", figures=False)

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.metrics import Judgments
-from analysis.multiple import holm
-from analysis.plan import SEED
-from analysis.resampling import (
+from analysis.core.plan import SEED
+from analysis.stats.metrics import Judgments
+from analysis.stats.multiple import holm
+from analysis.stats.resampling import (
     bootstrap_indices,
     bootstrap_intervals,
     bootstrap_means,

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import cli
-from analysis.metrics import Judgments, evaluate_table
-from analysis.pytrec_check import compare_with_pytrec_eval, pytrec_ndcg10
-from analysis.ties import tied_query_mask, trec_eval_order
-from analysis.trec import read_run_table, write_run
+from analysis.inputs.trec import read_run_table, write_run
+from analysis.reporting.pytrec_check import compare_with_pytrec_eval, pytrec_ndcg10
+from analysis.stats.metrics import Judgments, evaluate_table
+from analysis.stats.ties import tied_query_mask, trec_eval_order
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

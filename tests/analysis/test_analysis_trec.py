@@ -1,4 +1,4 @@
-"""TREC reading, validation, writing; the tie rule (analysis.trec, analysis.ranking)."""
+"""TREC reading, validation, writing; the tie rule (analysis.inputs.trec, analysis.stats.ranking)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.ranking import TIE_RULE, rank_by_score
-from analysis.trec import TrecFormatError, read_qrels, read_run, read_run_table, write_run
+from analysis.inputs.trec import TrecFormatError, read_qrels, read_run, read_run_table, write_run
+from analysis.stats.ranking import TIE_RULE, rank_by_score
 
 GOOD = "q1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\nq1 Q0 d3 3 -1e-05 t\nq2 Q0 d9 1 0.25 t\n"
 
@@ -299,7 +299,7 @@ def test_labels_out_of_range_are_refused_with_file_and_line(tmp_path: Path, labe
 
 
 def test_the_largest_label_reads_and_equals_pytrec_eval(tmp_path: Path) -> None:
-    from analysis.pytrec_check import compare_with_pytrec_eval
+    from analysis.reporting.pytrec_check import compare_with_pytrec_eval
 
     qrels = read_qrels(_write(tmp_path, "q1 0 d1 65535\nq1 0 d2 0\nq1 0 d3 3\nq2 0 d1 1\n", "q.tsv"))
     assert qrels == {"q1": {"d1": 65535, "d2": 0, "d3": 3}, "q2": {"d1": 1}}
@@ -309,7 +309,7 @@ def test_the_largest_label_reads_and_equals_pytrec_eval(tmp_path: Path) -> None:
 
 
 def test_qrels_built_in_memory_meet_the_same_rule() -> None:
-    from analysis.metrics import Judgments
+    from analysis.stats.metrics import Judgments
 
     for bad in (2**62, -1, 1.5, 2**70):
         with pytest.raises(ValueError, match=r"query 'q', passage 'd2': expected an integer relevance label"):

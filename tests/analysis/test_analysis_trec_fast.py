@@ -1,4 +1,5 @@
-"""The columnar fast path reads exactly what the line-by-line reference reader reads (analysis.trec_fast).
+"""The columnar fast path reads exactly what the line-by-line reference reader reads
+(analysis.inputs.trec_fast).
 
 Every file either gives the same run on both paths or the same error (the fast path then defers to the
 reference reader, which words it); and the reports of a benchmark-shaped and a rehearsal-shaped study are
@@ -14,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.report import write_report
-from analysis.synthetic import write_study
-from analysis.trec import TrecFormatError, read_run, read_run_table
-from analysis.trec_fast import read_fast
+from analysis.inputs.trec import TrecFormatError, read_run, read_run_table
+from analysis.inputs.trec_fast import read_fast
+from analysis.reporting.report import write_report
+from analysis.simulation.synthetic import write_study
 from tests.support.scripts import benchmark
 
 Qrels = dict[str, dict[str, int]]
@@ -214,7 +215,7 @@ def test_numpy_of_equals_pyarrows_own_conversion() -> None:
     values as pyarrow's conversion for plain, sliced, chunked and null-holding columns."""
     import pyarrow as pa  # heavy: only here
 
-    from analysis.trec_fast import numpy_of, string_array
+    from analysis.inputs.trec_fast import numpy_of, string_array
 
     plain = pa.array(np.array([3.5, -1.0, 2.25, 0.0, 7.0]))
     ints = pa.array(np.array([5, 4, 3, 2, 1, 0, -1], dtype=np.int64))

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.checks import control_agreement, determinism, dtype_rule, wilson_interval
-from analysis.plan import CONTAMINATION
-from analysis.wording import corpus_of, flag_mark, require_same_corpus, winner, winner_sentence, word
+from analysis.core.plan import CONTAMINATION
+from analysis.reporting.checks import control_agreement, determinism, dtype_rule, wilson_interval
+from analysis.reporting.wording import (
+    corpus_of,
+    flag_mark,
+    require_same_corpus,
+    winner,
+    winner_sentence,
+    word,
+)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""analysis.atomic's one JSON format: indent 1, keys sorted, ASCII, trailing newline; NaN and infinity refused
-with the file and the key named, and nothing written; the old file kept when the write fails."""
+"""analysis.core.atomic's one JSON format: indent 1, keys sorted, ASCII, trailing newline; NaN and infinity
+refused with the file and the key named, and nothing written; the old file kept when the write fails."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.atomic import NonFiniteJSONError, json_bytes, write_json_atomic
+from analysis.core.atomic import NonFiniteJSONError, json_bytes, write_json_atomic
 
 
 def test_format_matches_json_dumps_reference() -> None:

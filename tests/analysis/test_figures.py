@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.codeinfo import read_record, well_formed, with_record
+from analysis.core.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
 from analysis.figures.costs import COLOURS as MACHINE_COLOURS
 from analysis.figures.costs import MARKERS, decision_figure, draw_decision
 from analysis.figures.latency import Series, draw_latency, latency_figure
@@ -35,9 +35,15 @@ from analysis.figures.stage import (
     stage_numbers,
 )
 from analysis.latency.report import figure_series
-from analysis.plan import LATENCY_BUDGET_CHAT_P95_MS, LATENCY_BUDGET_LIVE_P95_MS
-from analysis.study import StageResult, analyse_study, default_flags, paired_differences_vs_first, run_label
-from analysis.synthetic import write_study
+from analysis.reporting.codeinfo import read_record, well_formed, with_record
+from analysis.reporting.study import (
+    StageResult,
+    analyse_study,
+    default_flags,
+    paired_differences_vs_first,
+    run_label,
+)
+from analysis.simulation.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "report"

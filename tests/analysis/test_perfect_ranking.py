@@ -2,8 +2,9 @@
 
 Python 3.12 made ``sum()`` of floats compensated; an ideal DCG summed that way differs in the last bit from
 the DCG of the same ranking summed left to right (``np.bincount``), and a perfect ranking of a query with
-6 to 9 relevant passages scored 1.0000000000000002 on 3.14, which ``analysis.resampling`` refuses. Before
-the ideal DCG used ``analysis.floatsum.ltr_sum`` these tests failed on Python 3.14 (and passed on 3.11).
+6 to 9 relevant passages scored 1.0000000000000002 on 3.14, which ``analysis.stats.resampling`` refuses.
+Before the ideal DCG used ``analysis.core.floatsum.ltr_sum`` these tests failed on Python 3.14 (and passed on
+3.11).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from analysis.floatsum import ltr_mean, ltr_sum
-from analysis.metrics import evaluate
-from analysis.plan import PYTREC_EVAL_TOLERANCE
-from analysis.pytrec_check import compare_with_pytrec_eval
-from analysis.resampling import bootstrap_intervals, randomisation_p_values
+from analysis.core.floatsum import ltr_mean, ltr_sum
+from analysis.core.plan import PYTREC_EVAL_TOLERANCE
+from analysis.reporting.pytrec_check import compare_with_pytrec_eval
+from analysis.stats.metrics import evaluate
+from analysis.stats.resampling import bootstrap_intervals, randomisation_p_values
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[tuple[str, float]]]

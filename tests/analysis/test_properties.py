@@ -23,7 +23,8 @@ summation order only; the plan's 1e-4 is not needed anywhere):
   (``trec_eval -c``). ir_measures fills it with the measure's default, 0, itself. A query present with no
   candidates cannot be written in a TREC file; it is given to the references as absent (ir_measures'
   Judged would divide by zero on an empty ranking).
-* **Tie rule.** Ours: the run's rank order (``analysis.ranking.TIE_RULE``). trec_eval re-sorts by score and
+* **Tie rule.** Ours: the run's rank order (``analysis.stats.ranking.TIE_RULE``). trec_eval re-sorts by score
+and
   breaks ties by docid descending; ir_measures' msmarco and judged providers by docid ascending. Two mappings:
   *rank-faithful*, each reference gets ``-rank`` as the score (no ties left, our order is the only order);
   *own order*, our run lists tied passages in the reference's own tie order and the reference gets the raw
@@ -60,8 +61,8 @@ import pytrec_eval
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from analysis.metrics import evaluate
-from analysis.trec import read_qrels, read_run, write_run
+from analysis.inputs.trec import read_qrels, read_run, write_run
+from analysis.stats.metrics import evaluate
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[tuple[str, float]]]

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis.core.plan import SEED, STANDIN_MARK, is_standin
+from analysis.inputs.trec import read_run, write_run
 from analysis.int8.rehearsal import cpu_flags_text, int8_rehearsal_section, read_int8_record
-from analysis.plan import SEED, STANDIN_MARK, is_standin
-from analysis.report import write_report
-from analysis.study import analyse_study
-from analysis.synthetic import write_study
-from analysis.trec import read_run, write_run
+from analysis.reporting.report import write_report
+from analysis.reporting.study import analyse_study
+from analysis.simulation.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
 MODELS = {"minilm-standin": 1.05, "bm25-standin": 3.0}  # bm25-standin far better than the first stage
@@ -37,7 +37,7 @@ def test_paired_panel_equals_scipy_paired_bootstrap_and_holm(study: Path, miracl
     import scipy.stats  # heavy: not at collection
 
     from analysis.figures.stage import VERDICT_MARKERS
-    from analysis.study import paired_differences_vs_first
+    from analysis.reporting.study import paired_differences_vs_first
 
     stages, _ = analyse_study(study, miracl_qrels_path)
     stage = stages[0]

@@ -1,7 +1,7 @@
 """The reordering invariant: a reranked run at depth k holds exactly its first stage's
 candidates, the top k reordered and the rest in first-stage order. The vectorised check
-(``analysis.reordering``) is compared with a plain loop that states the rule on random valid and broken runs;
-each kind of break has its own case; both run readers give the same ids."""
+(``analysis.inputs.reordering``) is compared with a plain loop that states the rule on random valid and broken
+runs; each kind of break has its own case; both run readers give the same ids."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.reordering import CandidateIndex, RankedIds, check_reordering, read_ids, reordering_break
-from analysis.trec import TrecFormatError, write_run
+from analysis.inputs.reordering import CandidateIndex, RankedIds, check_reordering, read_ids, reordering_break
+from analysis.inputs.trec import TrecFormatError, write_run
 
 Run = dict[str, list[str]]
 
 
 def ids(run: Run) -> RankedIds:
     """RankedIds of a run given as qid -> docids in rank order (through the reference reader's table)."""
-    from analysis.trec import RunTable
+    from analysis.inputs.trec import RunTable
 
     qids = tuple(sorted(run))
     docs = [d for q in qids for d in run[q]]

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from analysis.cli import cli
-from analysis.plan import PITFALL_REFERENCE, PITFALL_RUN_IDS
-from analysis.synthetic import write_study
+from analysis.core.plan import PITFALL_REFERENCE, PITFALL_RUN_IDS
+from analysis.simulation.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
 MODELS = {"bge-v2-m3": 1.5, "qwen3-4b": 2.5, "bge-v2-m3-int8": 1.45}

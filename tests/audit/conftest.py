@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import codeinfo
-from analysis.report import write_report
+from analysis.reporting import codeinfo
+from analysis.reporting.report import write_report
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
 from tests.support.rehearsal import write_mini_beir
@@ -63,12 +63,12 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     first stages on the PyPI Typesense, the quality phase with the stand-in (journal, run files), with
     ``root`` as the repository. The later steps (latency, int8, judged sample, costs, report) are left out:
     the audit needs the run files and the manifest, and those steps would take minutes on two cores."""
-    from bench.guard import preflight
-    from bench.plan import DEPTHS
-    from bench.provenance import collect_manifest
+    from bench.core.plan import DEPTHS
     from bench.quality.driver import execute
     from bench.quality.phase import PhaseSpec
     from bench.quality.study import Study
+    from bench.records.guard import preflight
+    from bench.records.provenance import collect_manifest
     from bench.rehearse.firststages import run_first_stages, stage_paths
     from bench.rehearse.inputs import load_inputs
     from bench.rehearse.run import _embedder, _loader, reranked_stages

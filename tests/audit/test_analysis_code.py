@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import analysis.cli as analysis_cli
-from analysis import codeinfo
-from analysis.report import write_report
-from analysis.synthetic import write_study
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
+from analysis.reporting import codeinfo
+from analysis.reporting.report import write_report
+from analysis.simulation.synthetic import write_study
 from bench.audit.analysiscode import STAMP_FILE, analysis_code_row
 from bench.audit.history import history_problem
 from tests.conftest import REPO_ROOT, git
@@ -84,14 +84,14 @@ def test_a_committed_study_with_its_code_on_record_passes(study: Path) -> None:
 
 
 def test_changing_analysis_after_the_study_fails_unless_a_deviation_names_it(study: Path) -> None:
-    with (study / "analysis/metrics.py").open("a") as fh:
+    with (study / "analysis/stats/metrics.py").open("a") as fh:
         fh.write("# changed after the study\n")
     commit(study, "a change to the analysis")
     row = analysis_code_row(study, history_problem(study))
-    assert row.verdict == "FAIL" and "analysis/metrics.py" in row.reason, row
+    assert row.verdict == "FAIL" and "analysis/stats/metrics.py" in row.reason, row
     assert "no DEVIATIONS.md entry names" in row.reason
     with (study / "DEVIATIONS.md").open("a") as fh:
-        fh.write(ENTRY.format(n=1, what="analysis/metrics.py gains a comment"))
+        fh.write(ENTRY.format(n=1, what="analysis/stats/metrics.py gains a comment"))
     commit(study, "D-001")
     assert analysis_code_row(study, history_problem(study)).verdict == "OK"
 

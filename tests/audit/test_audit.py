@@ -105,8 +105,8 @@ def test_a_foreign_id_in_a_committed_reranked_run_is_named(
     """One foreign id in one reranked run, committed together with the results a report without
     the check makes of it. Row 9 names the file, query and id, row 5's rerun of the report refuses the run,
     and the audit exits 1 (before, rows 5 and 9 said nothing: every row but the stamps OK, exit 3)."""
-    import analysis.study
-    from analysis.report import write_report
+    import analysis.reporting.study
+    from analysis.reporting.report import write_report
 
     rel = "runs/vector-71k/minilm-standin@20.trec"
     path = clone / rel
@@ -116,7 +116,7 @@ def test_a_foreign_id_in_a_committed_reranked_run_is_named(
     path.write_text("".join(lines))
     with monkeypatch.context() as m:
         # raising=False: so that the test runs on the code before the check too, and fails there at row 5
-        m.setattr(analysis.study, "check_stages_reorder", lambda *a, **k: None, raising=False)
+        m.setattr(analysis.reporting.study, "check_stages_reorder", lambda *a, **k: None, raising=False)
         write_report(clone / "runs", study_repo.qrels, clone / "results")
     commit_all(clone, "one foreign id, results recomputed")
     rows = by_number(audit(clone, qrels=study_repo.qrels))

@@ -88,7 +88,7 @@ def test_manifests_row_accepts_sessions_of_other_commits_with_the_same_code(
     import json
 
     from bench.audit.committed import manifests_row
-    from bench.codeversion import code_digest
+    from bench.records.codeversion import code_digest
     from tests.conftest import git
 
     code = {"PLAN.md": PLAN, "DEVIATIONS.md": DEV, "datasets.lock": "{}\n", "bench/a.py": "1\n"}
@@ -128,7 +128,7 @@ def test_ids_only_row_allows_run_files_where_the_phases_write_them(tmp_git_repo:
     report and row 5 read the pitfalls runs there); row 7 allows .trec files in exactly those folders, checks
     their lines, and still calls a .trec elsewhere under results/ stray."""
     from bench.audit.committed import ids_only_row
-    from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS
+    from bench.core.paths import DTYPE_CHECK_DIR, RUN_FOLDERS
     from tests.conftest import git
 
     assert RUN_FOLDERS["dtype-check gpu"] == f"{DTYPE_CHECK_DIR}/gpu/runs"

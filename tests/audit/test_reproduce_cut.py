@@ -38,8 +38,8 @@ def test_reproduce_loads_a_stand_in_at_the_cut_its_study_recorded(tmp_path, monk
         return Reproduction(str(out_dir), [], [], [], "")
 
     monkeypatch.setenv("BENCH_ROOT", str(root))
-    monkeypatch.setattr("bench.guard.preflight", lambda *a, **k: {})
-    monkeypatch.setattr("bench.provenance.collect_manifest", lambda **k: {})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda *a, **k: {})
+    monkeypatch.setattr("bench.records.provenance.collect_manifest", lambda **k: {})
     monkeypatch.setattr(audit_cli, "run_reproduce", run_reproduce)
     # this study has no committed runs: the check that the inputs cover them is not what is tested here
     monkeypatch.setattr(audit_cli, "check_inputs_cover_runs", lambda *a, **k: None)
@@ -69,7 +69,7 @@ def test_reproduce_refuses_a_stand_in_whose_cut_is_not_recorded(tmp_path, monkey
 
     from bench.audit.reproduce import recorded_cuts
     from bench.cli import cli
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from bench.rerankers.standin import standin_revision
 
     root = tmp_path / "study"

@@ -52,7 +52,7 @@ def test_reproduce_verifies_the_data_of_every_committed_stage(tmp_git_repo, monk
         raise SystemExit(7)  # stop here: the rest needs the hub data
 
     monkeypatch.setenv("BENCH_ROOT", str(root))
-    monkeypatch.setattr("bench.guard.preflight", preflight)
+    monkeypatch.setattr("bench.records.guard.preflight", preflight)
     result = CliRunner().invoke(cli, ["reproduce", "--out", str(root / "reproduce" / "x")])
     assert result.exit_code == 7, result.output
     assert seen == [["miracl", "corpus-71k"]]
@@ -72,7 +72,7 @@ def test_a_measurement_reproduction_refuses_the_lexical_stand_in(tmp_git_repo, m
 
     root = tmp_git_repo([{"runs/first-stage/keyword-71k.trec": "q Q0 d 1 1.0 fs\n"}])
     monkeypatch.setenv("BENCH_ROOT", str(root))
-    monkeypatch.setattr("bench.guard.preflight", preflight)
+    monkeypatch.setattr("bench.records.guard.preflight", preflight)
     out = root / "reproduce" / "x"
     result = CliRunner().invoke(cli, ["reproduce", "--model", "bm25-standin", "--out", str(out)])
     assert result.exit_code == 1 and not out.exists()

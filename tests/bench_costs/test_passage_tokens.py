@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
+from bench.core.errors import BenchError
 from bench.costs.tokens import FORMAT, load_voyage_tokenizer, passage_tokens_record
-from bench.errors import BenchError
 
 
 def word_tokenizer(path: Path) -> Path:
@@ -74,25 +74,26 @@ def test_verifies_only_the_corpora_it_reads(tmp_path: Path, monkeypatch: pytest.
     verification itself is the real ``coverage.verify``, of the entries named."""
     import inspect
 
-    import bench.guard
-    from analysis.trec import write_run
-    from bench.reads import corpus_reads
+    import bench.records.guard
+    from analysis.inputs.trec import write_run
+    from bench.core.reads import corpus_reads
 
     assert (
-        inspect.signature(bench.guard.preflight).parameters["lock_names"].default is inspect.Parameter.empty
+        inspect.signature(bench.records.guard.preflight).parameters["lock_names"].default
+        is inspect.Parameter.empty
     )
     word_tokenizer(tmp_path / "models" / "models--voyageai--rerank-3" / "snapshots" / "abc123")
     monkeypatch.setenv("BENCH_MODELS_DIR", str(tmp_path / "models"))
     runs = tmp_path / "runs"
     write_run(runs / "first-stage" / "hybrid-71k.trec", {"q1": [("d1", 2.0), ("d2", 1.0)]}, tag="fs")
     verified: list[list[str] | None] = []
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: {})
-    monkeypatch.setattr("bench.guard.require_plan_stamp", lambda root: {"verdict": "pending"})
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda root: {})
+    monkeypatch.setattr("bench.records.guard.require_plan_stamp", lambda root: {"verdict": "pending"})
     monkeypatch.setattr(
         "bench.integrity.coverage.verify", lambda root, names, lock_path: verified.append(names) or {}
     )
     monkeypatch.setattr("bench.integrity.enforce.activate", lambda *a: None)
-    monkeypatch.setattr("bench.guard.sha256_file", lambda p: "0" * 64)
+    monkeypatch.setattr("bench.records.guard.sha256_file", lambda p: "0" * 64)
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda c: {"d1": "Berlin ist", "d2": "die"})
     out = tmp_path / "tokens.json"
     args = ["costs", "passage-tokens", "--runs", str(runs), "--stage", "hybrid-71k", "--out", str(out)]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.errors import BenchError
+from bench.core.paths import bundled_dir
 from bench.data import IMPORT_ORDER, Passage, docid_key, sort_passages
 from bench.data.bundled import load_sample, split_prompt
-from bench.errors import BenchError
-from bench.paths import bundled_dir
 
 
 def test_sample_counts() -> None:

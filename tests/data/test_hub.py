@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data.hub import (
     CORPUS_71K_FILE,
     CORPUS_FULL_DIR,
@@ -27,7 +28,6 @@ from bench.data.miracl import (
     qrels_relpath,
     topics_relpath,
 )
-from bench.errors import BenchError
 
 
 def _parquet(path: Path, columns: dict[str, list[str]]) -> None:

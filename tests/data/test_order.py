@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data import Passage, sort_passages
 from bench.data.hub import iter_jsonl_gz
 from bench.data.order import (
@@ -21,7 +22,6 @@ from bench.data.order import (
     iter_sorted,
     sorted_corpus,
 )
-from bench.errors import BenchError
 
 
 def _corpus(n: int) -> list[Passage]:

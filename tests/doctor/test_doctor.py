@@ -20,7 +20,9 @@ import pytest
 from click.testing import CliRunner
 from packaging.markers import Marker
 
-from bench import plan
+from bench.core import plan
+from bench.core.errors import BenchError
+from bench.core.runbook import read_runbook
 from bench.doctor import checks, gpu, packages, server_probes, space
 from bench.doctor.cli import doctor
 from bench.doctor.machine import (
@@ -33,8 +35,6 @@ from bench.doctor.machine import (
 )
 from bench.doctor.outcome import Outcome, exit_code
 from bench.doctor.steps import STEP_CHECKS, run_checks
-from bench.errors import BenchError
-from bench.runbook import read_runbook
 from tests.conftest import REPO_ROOT
 
 GIB = 2**30

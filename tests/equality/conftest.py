@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.plan import QWEN3_INSTRUCTION
 from bench.equality.data import EqualityQuery
-from bench.plan import QWEN3_INSTRUCTION
 from tests.equality.reference_sync import sync_reference_env
 from tests.support.tiny_models import build_bert, build_qwen, tiny_snapshot, word_level_tokenizer
 
@@ -127,7 +127,7 @@ def write_reranking_snapshot(hub: Path, n_q: int = 22, n_c: int = 100) -> tuple[
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from bench import plan
+    from bench.core import plan
 
     snap = hub / f"{plan.RERANKING.repo}@{plan.RERANKING.revision}"
     id_map = (

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
+from bench.core.plan import REFERENCE_TRANSFORMERS_VERSION
 from bench.equality import outcome
 from bench.equality.results import outcome_for
-from bench.plan import REFERENCE_TRANSFORMERS_VERSION
 
 pytestmark = pytest.mark.model
 
@@ -25,13 +25,13 @@ def test_check_adapters_bge_end_to_end(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import bench.guard
-    import bench.provenance
+    import bench.records.guard
+    import bench.records.provenance
 
     monkeypatch.setenv("BENCH_HUB_DIR", str(reranking_hub))
     monkeypatch.setenv("BENCH_MODELS_DIR", str(tiny_models["root"]))
-    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: {"kind": kind, "stub": True})
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
+    monkeypatch.setattr(bench.records.guard, "preflight", lambda kind, **kw: {"kind": kind, "stub": True})
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda root=None: {})
     results = tmp_path / "results"
     res = CliRunner().invoke(
         cli, ["check-adapters", "bge-v2-m3", "--checks", str(results), "--device", "cpu"]

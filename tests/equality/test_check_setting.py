@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
+from bench.core.errors import BenchError
 from bench.equality.data import EqualitySet
 from bench.equality.results import (
     SCORING_DEVICE,
@@ -24,7 +25,6 @@ from bench.equality.results import (
     scoring_setting,
     write_result,
 )
-from bench.errors import BenchError
 from bench.rerankers.base import VENDOR_DTYPE
 from tests.support.fakes import FakeReranker, text_score
 

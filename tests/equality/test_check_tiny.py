@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from bench.core.plan import QWEN3_INSTRUCTION
 from bench.equality.check import run_equality
 from bench.equality.data import EqualityQuery
 from bench.equality.references import DECIDING, ReferenceSpec, ReferenceUnavailable, run_reference
-from bench.plan import QWEN3_INSTRUCTION
 from bench.rerankers.registry import load_reranker
 
 pytestmark = pytest.mark.model

@@ -11,17 +11,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data import Passage
+from bench.data.id_map import read_id_map
 from bench.equality.data import (
     RerankingRows,
     build_equality_set,
     build_equality_set_from_corpus,
     candidate_position,
     load_reranking,
-    read_id_map,
 )
 from bench.equality.runner import load_equality_set, resolve_id_map_method
-from bench.errors import BenchError
 
 N_Q, N_C = 22, 100
 

@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
+from bench.core.errors import BenchError
 from bench.equality import outcome
 from bench.equality.data import EqualityQuery, EqualitySet
 from bench.equality.pointwise import run_pointwise
 from bench.equality.results import write_result
 from bench.equality.runner import check_one
-from bench.errors import BenchError
 from tests.support.fakes import FakeReranker, text_score
 
 
@@ -102,12 +102,14 @@ def test_cli_check_adapters(
     data: EqualitySet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agree: bool
 ) -> None:
     import bench.equality.runner as runner_mod
-    import bench.guard
-    import bench.provenance
+    import bench.records.guard
+    import bench.records.provenance
 
     seen: list[str] = []
-    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: seen.append(kind) or {"kind": kind})
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
+    monkeypatch.setattr(
+        bench.records.guard, "preflight", lambda kind, **kw: seen.append(kind) or {"kind": kind}
+    )
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda root=None: {})
     monkeypatch.setattr(runner_mod, "load_equality_set", lambda **kw: data)
     monkeypatch.setattr(runner_mod, "_default_loader", lambda model_id, **kw: fake(model_id))
     monkeypatch.setattr(runner_mod, "_model_dir", lambda model_id: tmp_path)

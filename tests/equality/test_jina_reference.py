@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.plan import REFERENCE_TRANSFORMERS_VERSION, RERANKERS
 from bench.equality.data import EqualityQuery, EqualitySet
 from bench.equality.runner import check_one
-from bench.plan import REFERENCE_TRANSFORMERS_VERSION, RERANKERS
 from bench.rerankers.snapshots import snapshot_path
 
 pytestmark = pytest.mark.model

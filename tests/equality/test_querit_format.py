@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.paths import repo_root
+from bench.core.paths import repo_root
 from bench.rerankers.protocol import RerankerMeta
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.paths import repo_root
+from bench.core.plan import MXBAI_RERANK_VERSION, REFERENCE_TRANSFORMERS_VERSION, RERANKERS
 from bench.equality.references import DECIDING, FURTHER
-from bench.paths import repo_root
-from bench.plan import MXBAI_RERANK_VERSION, REFERENCE_TRANSFORMERS_VERSION, RERANKERS
 
 REFS = repo_root() / "references"
 

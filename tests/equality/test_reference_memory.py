@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bench.plan import QWEN3_INSTRUCTION
+from bench.core.plan import QWEN3_INSTRUCTION
 from tests.conftest import REPO_ROOT
 from tests.support.tiny_models import build_word_tokenizer, tiny_snapshot
 

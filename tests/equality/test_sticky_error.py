@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.equality.data import EqualitySet
 from bench.equality.runner import check_one
-from bench.errors import BenchError
 from tests.quality.test_gpu_day import _accelerator_error
 from tests.support.fakes import FakeReranker
 

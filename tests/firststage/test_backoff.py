@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data import Passage
-from bench.errors import BenchError
 from bench.firststage.collection import Backoff, import_batch
 from bench.firststage.importer import import_passages
 from bench.firststage.server import TypesenseServer

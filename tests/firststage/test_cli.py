@@ -25,11 +25,11 @@ def test_unknown_stage() -> None:
 
 
 def _no_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bench.guard
-    import bench.provenance
+    import bench.records.guard
+    import bench.records.provenance
 
-    monkeypatch.setattr(bench.guard, "preflight", lambda *a, **k: {"kind": "measurement"})
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda *a, **k: {})
+    monkeypatch.setattr(bench.records.guard, "preflight", lambda *a, **k: {"kind": "measurement"})
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda *a, **k: {})
 
 
 @pytest.mark.typesense
@@ -75,21 +75,21 @@ def test_cli_end_to_end_with_version_pin_lowered(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    import bench.core.plan
     import bench.firststage.features as features
-    import bench.plan
-    from analysis.trec import read_run
+    from analysis.inputs.trec import read_run
+    from bench.core.plan import CORPUS_71K, MIRACL
     from bench.data.hub import CORPUS_71K_FILE
     from bench.data.miracl import qrels_relpath, topics_relpath
-    from bench.plan import CORPUS_71K, MIRACL
 
     _no_guard(monkeypatch)
     monkeypatch.setattr(features, "TYPESENSE_VERSION", server.version)
-    monkeypatch.setattr(bench.plan, "CORPUS_71K_PASSAGES", 3)
+    monkeypatch.setattr(bench.core.plan, "CORPUS_71K_PASSAGES", 3)
     monkeypatch.setenv("BENCH_HUB_DIR", str(tmp_path / "hub"))
     monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BENCH_TYPESENSE_URL", server.url)
     monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
-    monkeypatch.setenv("BENCH_TYPESENSE_IMAGE", bench.plan.TYPESENSE_IMAGE)  # what compose.yaml sets
+    monkeypatch.setenv("BENCH_TYPESENSE_IMAGE", bench.core.plan.TYPESENSE_IMAGE)  # what compose.yaml sets
     server.request("DELETE", "/collections/miracl-de-71k-plain", ok=(200, 404))
     miracl = tmp_path / "hub" / f"{MIRACL.repo}@{MIRACL.revision}"
     (miracl / topics_relpath()).parent.mkdir(parents=True)
@@ -136,7 +136,7 @@ def test_the_probes_refuse_a_server_that_claims_302_before_any_data_is_read(
 ) -> None:
     """0.24.1 behind a stand-in that says 30.2: the version pin passes, the probes refuse, and the
     command stops before it reads the hub files (there are none here) or writes anything."""
-    from bench.plan import TYPESENSE_VERSION
+    from bench.core.plan import TYPESENSE_VERSION
     from tests.support.typesense_proxy import TypesenseProxy
 
     _no_guard(monkeypatch)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.embed import (
     CachedEmbeddings,
     Embedder,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.plan import PLANNED_STOPWORD_COUNT, STAGES
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.features import (
     ServerRefused,
@@ -16,7 +17,6 @@ from bench.firststage.features import (
     supports,
 )
 from bench.firststage.stopwords import canonical_bytes, german_stopwords
-from bench.plan import PLANNED_STOPWORD_COUNT, STAGES
 
 
 def test_versions() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data.bundled import Sample
-from bench.errors import BenchError
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.importer import import_passages
 from bench.firststage.server import TypesenseServer

@@ -11,8 +11,8 @@ import numpy as np
 import orjson
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data import Passage
-from bench.errors import BenchError
 from bench.firststage.collection import import_batch, import_body
 from bench.firststage.importer import text_doc
 from bench.firststage.server import TypesenseServer

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage import stages as stages_mod
 from bench.firststage.definitions import GERMAN_SEARCH_PARAMS, KEYWORD_SORT, STAGE_DEFS
 from bench.firststage.features import ServerRefused, StageRefused

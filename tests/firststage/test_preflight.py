@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bench.core.errors import BenchError
+from bench.core.plan import CORPUS_FULL_PASSAGES
 from bench.data.bundled import Sample
-from bench.errors import BenchError
 from bench.firststage import preflight as pf
 from bench.integrity import datalock
-from bench.plan import CORPUS_FULL_PASSAGES
 
 NS = [100_000.0, 300_000.0, 1_000_000.0]
 

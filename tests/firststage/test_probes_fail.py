@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bench.core.plan import TYPESENSE_VERSION
 from bench.firststage import probe_core
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.features import StageRefused
@@ -21,7 +22,6 @@ from bench.firststage.probe_core import PROBE_PREFIX
 from bench.firststage.probes import ProbeNoAnswer, ProbeRefused, run_probes
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stages import run_stage
-from bench.plan import TYPESENSE_VERSION
 from tests.firststage.conftest import HashEmbedder
 from tests.support.loopback import Request, Response
 from tests.support.typesense_proxy import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.firststage.server import TypesenseServer, external_typesense, free_port, local_typesense
 
 pytestmark = pytest.mark.typesense

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.trec import read_run
+from analysis.inputs.trec import read_run
+from bench.core.errors import BenchError
 from bench.data import Passage
-from bench.errors import BenchError
 from bench.firststage.collection import ensure_collection
 from bench.firststage.features import ServerRefused, StageRefused
 from bench.firststage.server import TypesenseServer

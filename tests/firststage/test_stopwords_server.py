@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.plan import PLANNED_STOPWORD_COUNT
 from bench.firststage.stopwords import german_stopwords, install_stopwords, server_form
-from bench.plan import PLANNED_STOPWORD_COUNT
 
 
 class SetServer:

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data import Passage
-from bench.errors import BenchError
 from bench.firststage.definitions import STAGE_DEFS
 from bench.firststage.embed import CachedEmbeddings
 from bench.firststage.embed_cache import EmbeddingCache

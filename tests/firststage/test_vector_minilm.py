@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.metrics import evaluate
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
+from analysis.stats.metrics import evaluate
 from bench.data import Passage
 from bench.firststage.embed import CachedEmbeddings
 from bench.firststage.server import TypesenseServer

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.costs.ecb import default_ecb_file
-from analysis.synthetic import write_study
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
+from analysis.simulation.synthetic import write_study
 from tests.analysis.costs.blocks import PRICES, block, write_blocks
 
 QRELS = Path(__file__).resolve().parents[2] / "data/bundled/miracl-de-dev/qrels.miracl-v1.0-de-dev.tsv"

@@ -8,7 +8,8 @@ the files with the one documented command, review ``git diff tests/golden`` and 
     GOLDEN_REGENERATE=1 uv run pytest tests/golden -q
 
 That run rewrites tests/golden/report/ and then fails on purpose (a regeneration is never silent, and never
-passes as a test run). The record of the analysis code that every file carries (``analysis.codeinfo``: commit,
+passes as a test run). The record of the analysis code that every file carries
+(``analysis.reporting.codeinfo``: commit,
 dirty flag, two digests) changes from commit to commit: the test asserts that each file carries a well-formed
 one and compares (and stores) it as the placeholder ``PLACEHOLDER``. The PNG figures are not compared byte for
 byte (their bytes depend on the Pillow or matplotlib, freetype, zlib and libpng builds): the golden folder
@@ -28,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import cli
-from analysis.codeinfo import read_record, well_formed, with_record, without_record
+from analysis.reporting.codeinfo import read_record, well_formed, with_record, without_record
 
 from .study import ARGS, build_study
 

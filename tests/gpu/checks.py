@@ -133,7 +133,7 @@ class MemoryHungry(ChunkedTorchReranker):
 def oom_path(device: str, bytes_per_pair: int, k: int = 100) -> dict[str, Any]:
     """Settle the chunk size of ``MemoryHungry`` at k pairs; what it settled on, the sizes tried, and the
     memory allocated before and after (the failed passes' memory must be back)."""
-    from bench.memory import cuda_in_use
+    from bench.core.memory import cuda_in_use
 
     def allocated() -> int | None:
         return int(sys.modules["torch"].cuda.memory_allocated()) if cuda_in_use() else None
@@ -157,8 +157,8 @@ def family_scores(models_root: Path, device: str, dtype: str) -> dict[str, Any]:
     ``dtype`` and scoring one query: model -> (scores, the call record) or the error text."""
     import os
 
-    from bench.memory import free_device_memory
-    from bench.plan import RERANKERS
+    from bench.core.memory import free_device_memory
+    from bench.core.plan import RERANKERS
     from bench.rerankers.registry import load_reranker
     from bench.rerankers.snapshots import snapshot_path
 
@@ -217,8 +217,8 @@ def real_vocab_qwen3(path: Path) -> Path:
 def reference_peak(model_dir: Path, device: str, batch: int = 100, words: int = 600) -> dict[str, Any]:
     """The Qwen3 reference (references/card_qwen3.py) on ``batch`` passages of about ``words`` tokens each,
     fp16 on ``device``: its peak allocated memory against batch x vocab and batch x width x vocab."""
-    from bench.memory import peak_memory, reset_peak_memory
-    from bench.plan import QWEN3_INSTRUCTION
+    from bench.core.memory import peak_memory, reset_peak_memory
+    from bench.core.plan import QWEN3_INSTRUCTION
 
     sys.path.insert(0, str(REPO_ROOT / "references"))
     try:

@@ -13,7 +13,7 @@ import pytest
 @pytest.fixture
 def fresh_card() -> Iterator[None]:
     """The test starts on an emptied card with its peak counters reset, and leaves it so."""
-    from bench.memory import free_device_memory
+    from bench.core.memory import free_device_memory
 
     free_device_memory()
     yield

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench import plan
 from bench.cli import cli
+from bench.core import plan
 from tests.hygiene.test_docker import compose
 
 
@@ -38,7 +38,7 @@ def test_the_image_is_written_once_in_compose(repo_root: Path) -> None:
 
 
 def test_first_stage_records_the_image_and_refuses_another(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from bench.firststage.cli import IMAGE_ENV, reported_image
 
     monkeypatch.delenv(IMAGE_ENV, raising=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import plan
+from bench.core import plan
 
 BIN = Path(sys.executable).parent
 

@@ -1,7 +1,7 @@
 """One defined float order: no interpreter-dependent float sum in bench/ or analysis/.
 
 Python 3.12 made ``sum()`` of floats compensated; ``statistics`` averages and ``math.fsum`` round otherwise
-again. A float sum on the path to a written number must be numpy's or ``analysis.floatsum.ltr_sum`` /
+again. A float sum on the path to a written number must be numpy's or ``analysis.core.floatsum.ltr_sum`` /
 ``ltr_mean`` (left to right, as 3.11's ``sum()``). This rule refuses, naming file:line and the fix:
 
 - a bare ``sum(...)`` unless it is plainly a sum of integers: ``sum(1 for ...)``, ``sum(len(x) for ...)``,
@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
 FIX = (
-    "use analysis.floatsum.ltr_sum / ltr_mean (or numpy) for floats; "
+    "use analysis.core.floatsum.ltr_sum / ltr_mean (or numpy) for floats; "
     "see docs/report.md, 'One defined float order'"
 )
 STATISTICS_ALLOWED = frozenset({"NormalDist"})
@@ -162,11 +162,13 @@ def test_every_integer_sum_entry_still_exists() -> None:
 
 # The float sums of main before this rule (verbatim lines): each must be refused.
 OLD_SITES = {
-    "analysis/qrels.py": "idcg[i] = sum((top * dcg_discount(np.arange(top.size))).tolist(), 0.0)",
-    "analysis/pytrec_check.py": "x = dict(ours=sum(ours.values()) / n if n else 0.0)",
+    "analysis/inputs/qrels.py": "idcg[i] = sum((top * dcg_discount(np.arange(top.size))).tolist(), 0.0)",
+    "analysis/reporting/pytrec_check.py": "x = dict(ours=sum(ours.values()) / n if n else 0.0)",
     "analysis/costs/formulas.py": "total = None if missing else sum(v for _, v, _ in parts if v is not None)",
     "analysis/int8/rehearsal.py": "s = f'{sum(rhos) / len(rhos):.4f}'",
-    "analysis/judged.py": "pe = sum((sum(x == c for x in a) / n) * (sum(y == c for y in b) / n) for c in c)",
+    "analysis/reporting/judged.py": (
+        "pe = sum((sum(x == c for x in a) / n) * (sum(y == c for y in b) / n) for c in c)"
+    ),
     "bench/firststage/preflight.py": "b = sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sxx",
     "bench/int8/agreement.py": "m = sum(vals) / len(vals) if vals else None",
     "bench/latency/host.py": "return float(sum(getattr(times, name, 0.0) for name in BUSY_FIELDS))",

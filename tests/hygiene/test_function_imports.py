@@ -41,7 +41,7 @@ HEAVY = frozenset(
 # module -> the heavy library it imports at its top, itself or through the tops of our modules it imports
 # (verified by a test below)
 HEAVY_INTERNAL = {
-    "analysis.trec_fast": "pyarrow",
+    "analysis.inputs.trec_fast": "pyarrow",
     # numpy is light, but `bench status` must not load it (tests/runbook/test_status.py)
     "bench.rerankers.registry": "numpy",
 }
@@ -190,7 +190,7 @@ def test_no_module_of_ours_pulls_matplotlib_at_its_top() -> None:
     report without figures never imports it."""
     figures = sorted(p.stem for p in (ROOT / "analysis" / "figures").glob("*.py") if p.stem != "__init__")
     assert {"render", "stage", "costs", "latency"} <= set(figures)
-    modules = ["analysis.report", "analysis.cli", *(f"analysis.figures.{m}" for m in figures)]
+    modules = ["analysis.reporting.report", "analysis.cli", *(f"analysis.figures.{m}" for m in figures)]
     for module in modules:
         assert "matplotlib" not in pulled_at_import(ROOT, module), module
     assert "matplotlib" not in HEAVY_INTERNAL.values()
@@ -203,13 +203,13 @@ def test_the_check_names_file_and_line_of_each_refused_import(tmp_path: Path) ->
         "    import torch  # heavy: only when a model loads\n"  # 3: allowed
         "    # matplotlib costs seconds\n"
         "    import matplotlib.pyplot as plt\n"  # 5: allowed, comment above
-        "    from bench.errors import BenchError\n"  # 6: internal
+        "    from bench.core.errors import BenchError\n"  # 6: internal
         "    import torch\n"  # 7: heavy but no comment (line 6 is code)
         "class C:\n"
         "    def m(self):\n"
         "        from . import sibling  # why\n"  # 10: relative, refused even with a comment
-        "        from analysis import trec_fast  # pyarrow at its top\n"  # 11: allowed
-        "        from analysis.trec_fast import (  # pyarrow\n"
+        "        from analysis.inputs import trec_fast  # pyarrow at its top\n"  # 11: allowed
+        "        from analysis.inputs.trec_fast import (  # pyarrow\n"
         "            read_fast,\n"
         "        )\n"  # 12: allowed, the comment on its first line
         "        import json, torch  # json is light\n"  # 15: refused, json is not heavy
@@ -227,7 +227,7 @@ def test_the_check_names_file_and_line_of_each_refused_import(tmp_path: Path) ->
     (tmp_path / "pkg" / "m.py").write_text("\ufeff" + source.replace("\n", "\r\n"), encoding="utf-8")
     refused = "not a heavy optional library; move it to the module's top"
     assert function_imports(tmp_path, ("pkg",)) == [
-        f"pkg/m.py:6 from bench.errors import BenchError: {refused}",
+        f"pkg/m.py:6 from bench.core.errors import BenchError: {refused}",
         f"pkg/m.py:7 import torch: {NO_COMMENT}",
         f"pkg/m.py:10 from . import sibling: {refused}",
         f"pkg/m.py:15 import json, torch: {refused}",
@@ -251,4 +251,4 @@ def test_pulled_at_import_follows_our_modules_tops_only(tmp_path: Path) -> None:
     assert pulled_at_import(tmp_path, "bench.d") == {"bench", "json", "typing", "numpy"}
     assert pulled_at_import(tmp_path, "bench.b") == {"json"}
     assert "numpy" in pulled_at_import(ROOT, "bench.rerankers.registry")
-    assert not {"numpy", "pyarrow", "torch", "matplotlib"} & pulled_at_import(ROOT, "bench.status")
+    assert not {"numpy", "pyarrow", "torch", "matplotlib"} & pulled_at_import(ROOT, "bench.status.command")

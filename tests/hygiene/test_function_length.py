@@ -45,7 +45,10 @@ def pending_key(text: str) -> str:
 
 
 def test_no_function_in_bench_or_analysis_is_over_70_lines() -> None:
-    assert len(list((ROOT / "bench").rglob("*.py"))) > 100 and (ROOT / "analysis" / "report.py").is_file()
+    assert (
+        len(list((ROOT / "bench").rglob("*.py"))) > 100
+        and (ROOT / "analysis" / "reporting" / "report.py").is_file()
+    )
     found = long_functions(ROOT)
     over = [text for text in found if pending_key(text) not in PENDING]
     assert over == [], (

@@ -29,7 +29,7 @@ def test_bench_and_analysis_have_no_import_cycle(
     counter: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
     modules = counter.module_files()
-    assert "bench.cli" in modules and "analysis.report" in modules and len(modules) > 150
+    assert "bench.cli" in modules and "analysis.reporting.report" in modules and len(modules) > 150
     found = counter.cycles(counter.edges(modules))
     assert found == [], f"import cycles: {found} (run `uv run python benchmarks/import_cycles.py`)"
     assert counter.main() == 0

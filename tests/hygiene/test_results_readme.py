@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from analysis.latency.records import block_relpath
-from bench.paths import DTYPE_CHECK_DIR, RUN_FOLDERS
+from bench.core.paths import DTYPE_CHECK_DIR, RUN_FOLDERS
 from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "results" / "README.md").read_text(encoding="utf-8")
@@ -54,7 +54,7 @@ def test_run_folders_under_results_are_documented() -> None:
 def test_every_file_of_the_report_is_documented() -> None:
     """What ``analysis report`` owns under results/ is listed by its name (D-025 named ``int8/quality.json``
     while the report writes ``int8-quality.json``; D-035 corrects the entry)."""
-    from analysis.report import REPORT_ENTRIES, SECTIONS
+    from analysis.reporting.report import REPORT_ENTRIES, SECTIONS
 
     owned = {*REPORT_ENTRIES, *(e for s in SECTIONS for e in s.entries)} - {"quality", "figures"}
     assert owned == {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.int8.agreement import compare, read_scores, scores_record, summary, write_scores
 
 DOCS = [f"{i}#0" for i in range(10)]
@@ -103,8 +103,8 @@ def test_scores_made_with_another_precision_or_configuration_are_refused_naming_
 
 
 def _folder(tmp_path: Path) -> Path:
-    from bench.int8 import manifest as man
-    from bench.int8.config import CHOSEN
+    from bench.rerankers.openvino import manifest as man
+    from bench.rerankers.openvino.config import CHOSEN
 
     folder = tmp_path / "q"
     folder.mkdir()
@@ -118,9 +118,9 @@ def _folder(tmp_path: Path) -> Path:
 def _fake_scoring(monkeypatch: pytest.MonkeyPatch, scores: list[float], machine: dict[str, object]) -> dict:
     """Stand-ins for the datasets.lock check and the model (neither is what these tests are about); records
     what the command asked them for."""
-    import bench.guard
     import bench.int8.commands as cmd
-    from bench.int8.config import CHOSEN
+    import bench.records.guard
+    from bench.rerankers.openvino.config import CHOSEN
 
     seen: dict[str, object] = {}
 
@@ -141,7 +141,7 @@ def _fake_scoring(monkeypatch: pytest.MonkeyPatch, scores: list[float], machine:
             runtime={"inference_precision": "f32"},
         )
 
-    monkeypatch.setattr(bench.guard, "preflight", preflight)
+    monkeypatch.setattr(bench.records.guard, "preflight", preflight)
     monkeypatch.setattr(cmd, "machine_scores", machine_scores)
     return seen
 
@@ -174,7 +174,7 @@ def test_agreement_verdict_with_both_machines_flags(tmp_path: Path, monkeypatch:
     from click.testing import CliRunner
 
     from bench.cli import cli
-    from bench.int8.config import CHOSEN
+    from bench.rerankers.openvino.config import CHOSEN
 
     folder = _folder(tmp_path)
     theirs = tmp_path / "desktop.json"

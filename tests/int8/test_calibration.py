@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data import Passage
 from bench.data.bundled import load_sample
-from bench.errors import BenchError
 from bench.int8.calibration import draw_pairs, read_set, text_sha256, write_set
 from bench.int8.rehearsal_data import read_nomiracl_queries, rehearsal_calibration
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.equality.results import write_result
-from bench.errors import BenchError
 from bench.int8.commands import fp32_reference_setting
 from bench.quality.commands import rated
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from bench.int8.manifest import cpu_flags
-from bench.int8.runtime import above_cap, isa_summary, kernel_isa
+from bench.rerankers.openvino.manifest import cpu_flags
+from bench.rerankers.openvino.runtime import above_cap, isa_summary, kernel_isa
 from tests.support.scripts import benchmark
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_int8_isa.py"
@@ -34,7 +34,7 @@ EPYC = dict.fromkeys(XEON, False) | {"avx2": True}
 
 
 def test_threshold_is_the_plans() -> None:
-    from bench.plan import INT8_MIN_SPEARMAN
+    from bench.core.plan import INT8_MIN_SPEARMAN
 
     assert isa.MIN_SPEARMAN == INT8_MIN_SPEARMAN == 0.99
 
@@ -114,8 +114,8 @@ def test_children_read_the_kernels_that_really_ran(tmp_path: Path) -> None:
     every CPU of the study; under SSE41 OpenVINO fails to run an MVN node here) in child processes. oneDNN's
     int8 kernels must drop below AVX2 (to jit_sse42 on the EPYC) while the native run's are above the cap,
     both compiled in f32."""
-    from bench.int8.config import CHOSEN
     from bench.int8.quantize import quantize_model
+    from bench.rerankers.openvino.config import CHOSEN
     from tests.support.tiny_models import build_bert
 
     words = ["berlin ist die hauptstadt", "hamburg liegt im norden", "der rhein ist ein fluss", "die katze"]

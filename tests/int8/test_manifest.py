@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
-from bench.int8 import manifest as man
-from bench.int8.config import CHOSEN, PINNED_PACKAGES
+from bench.core.errors import BenchError
+from bench.rerankers.openvino import manifest as man
+from bench.rerankers.openvino.config import CHOSEN, PINNED_PACKAGES
 
 
 def test_check_pins_names_the_pin() -> None:
@@ -65,7 +65,7 @@ def test_verify_accepts_the_folder_and_records_what_the_plan_asks(tmp_path: Path
 
 
 def test_manifest_records_the_pinned_precision(tmp_path: Path) -> None:
-    from bench.int8.config import COMPILE_CONFIG, INFERENCE_PRECISION
+    from bench.rerankers.openvino.config import COMPILE_CONFIG, INFERENCE_PRECISION
 
     assert INFERENCE_PRECISION == "f32" and COMPILE_CONFIG == {"INFERENCE_PRECISION_HINT": "f32"}
     assert man.verify_folder(_folder(tmp_path))["inference_precision"] == "f32"

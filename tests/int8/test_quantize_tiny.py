@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.int8.adapter import Int8BiEncoder, Int8CrossEncoder
-from bench.int8.config import CHOSEN
-from bench.int8.manifest import MANIFEST, verify_folder
 from bench.int8.quantize import quantize_model
+from bench.rerankers.openvino.adapter import Int8BiEncoder, Int8CrossEncoder
+from bench.rerankers.openvino.config import CHOSEN
+from bench.rerankers.openvino.manifest import MANIFEST, verify_folder
 from tests.support.tiny_models import build_bert
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -114,8 +114,8 @@ def test_feature_extraction_path(tiny: Path, tmp_path: Path) -> None:
 
 
 def test_compile_refuses_an_openvino_that_ignores_the_precision(tmp_path: Path) -> None:
-    from bench.errors import BenchError
-    from bench.int8.runtime import compile_int8
+    from bench.core.errors import BenchError
+    from bench.rerankers.openvino.runtime import compile_int8
 
     class Compiled:
         def get_property(self, name: str) -> object:

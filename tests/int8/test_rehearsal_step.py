@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.metrics import evaluate
-from analysis.ranking import rank_by_score
+from analysis.stats.metrics import evaluate
+from analysis.stats.ranking import rank_by_score
 from bench.rehearse import int8 as step
 from tests.support.fakes import FakeReranker
 

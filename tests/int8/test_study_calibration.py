@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data.hub import CORPUS_71K_FILE, CORPUS_FULL_DIR
-from bench.errors import BenchError
 from bench.int8.calibration import text_sha256
 from bench.int8.study_data import draw_full_corpus, load_testb_topics, study_calibration, study_texts
 

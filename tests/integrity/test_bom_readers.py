@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data.miracl import read_topics
-from bench.errors import BenchError
 from bench.integrity.datalock import read_lock
 from bench.rehearse.inputs import load_beir
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.codeversion import (
+from bench.core.errors import BenchError
+from bench.records.codeversion import (
     CODE_PATHS,
     code_digest,
     code_dirty_paths,
     different_code,
     require_clean_code,
 )
-from bench.errors import BenchError
 from tests.conftest import git
 
 CODE = {

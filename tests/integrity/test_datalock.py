@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bench import plan
 from bench.cli import cli
-from bench.errors import BenchError
+from bench.core import plan
+from bench.core.errors import BenchError
 from bench.integrity import coverage, datalock, hub, lockops
 from bench.integrity.bundled import bundled_entries
 from bench.integrity.hashing import sha256_file
@@ -477,8 +477,8 @@ def test_files_are_checked_when_opened(checkout: Path) -> None:
     """After the start-of-command check, a reader that opens an unlisted or changed data file stops with
     the file's name (the rehearsal's reader of the bundled sample here)."""
     from bench.data.bundled import load_sample
-    from bench.guard import preflight
     from bench.integrity.enforce import deactivate
+    from bench.records.guard import preflight
 
     shutil.copy(Path(__file__).resolve().parents[2] / "PLAN.md", checkout / "PLAN.md")
     try:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.codeversion import CODE_PATHS, require_clean_code
-from bench.errors import BenchError
-from bench.guard import preflight
+from bench.core.errors import BenchError
 from bench.integrity import lockops
-from bench.provenance import collect_manifest, sha256_file
+from bench.records.codeversion import CODE_PATHS, require_clean_code
+from bench.records.guard import preflight
+from bench.records.provenance import collect_manifest, sha256_file
 
 from .conftest import PLAN_TEXT
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.integrity import datalock, lockops
 from bench.integrity.hashing import sha256_file
 

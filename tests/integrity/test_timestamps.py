@@ -17,7 +17,7 @@ from opentimestamps.core.notary import BitcoinBlockHeaderAttestation, PendingAtt
 from opentimestamps.core.timestamp import Timestamp
 
 from bench.cli import cli
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.integrity import ots, timestamps
 
 from .conftest import CALENDAR, DEV_V1, DEV_V2, PLAN_TEXT

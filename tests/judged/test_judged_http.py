@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.journal import Journal
+from bench.core.plan import JUDGE_MODEL
 from bench.integrity.hashing import sha256_file
-from bench.journal import Journal
 from bench.judged.judge import HTTP_ATTEMPTS, MAX_TOKENS, PARSE_ATTEMPTS, THINKING, JudgeStopped, backoff_s
 from bench.judged.run import PROMPT_PATH, make_client, run_judge
-from bench.plan import JUDGE_MODEL
 from tests.support.messages_api import MessagesServer
 
 KEY = "sk-ant-test-0123456789-never-written"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.journal import Journal
+from bench.core.journal import Journal
 from bench.judged.run import make_client, run_judge
 from tests.support.messages_api import MessagesServer
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
 from bench.cli import cli
+from bench.core.errors import BenchError
 from bench.equality.results import scoring_setting, write_result
-from bench.errors import BenchError
 from bench.judged.prepare import plan_groups
 
 QUERIES = [f"q{i}" for i in range(8)]
@@ -110,19 +110,21 @@ def test_prepare_command_writes_packet_key_and_record(
 ) -> None:
     """The command's wiring (preflight, clean tree, queries, texts, selection, files) with the hub-backed
     parts replaced: the study's topics, qrels and corpora cannot be downloaded here."""
-    import bench.guard
     import bench.judged.prepare
-    import bench.provenance
     import bench.quality.inputs
+    import bench.records.guard
+    import bench.records.provenance
 
     hybrid = {"bge-v2-m3": 2, "gte-base": 1, "qwen3-0.6b": 3}
     runs, checks, st = study(tmp_path, hybrid, {"bge-v2-m3": 1}, dict.fromkeys(hybrid, True))
     qrels_path = tmp_path / "qrels.tsv"
     qrels_path.write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))
     calls: list[str] = []
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: calls.append("clean"))
-    monkeypatch.setattr(bench.guard, "preflight", lambda kind, **kw: calls.append(kind) or {"kind": kind})
-    monkeypatch.setattr(bench.provenance, "collect_manifest", lambda **kw: {"kind": kw["kind"]})
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda root: calls.append("clean"))
+    monkeypatch.setattr(
+        bench.records.guard, "preflight", lambda kind, **kw: calls.append(kind) or {"kind": kind}
+    )
+    monkeypatch.setattr(bench.records.provenance, "collect_manifest", lambda **kw: {"kind": kw["kind"]})
     monkeypatch.setattr(
         bench.quality.inputs, "study_queries", lambda: ({q: f"Frage {q}" for q in QUERIES}, qrels_path)
     )
@@ -170,9 +172,9 @@ def test_prepare_from_committed_runs_without_the_study_directory(
     git(root, "commit", "-q", "-m", "quality runs, adapter checks")
     qrels_path = tmp_path / "qrels.tsv"
     qrels_path.write_text("".join(f"{q}\t0\t{d}\t{r}\n" for q, j in QRELS.items() for d, r in j.items()))
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root: {})
-    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
-    monkeypatch.setattr("bench.provenance.collect_manifest", lambda **kw: {"kind": kw["kind"]})
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda root: {})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.records.provenance.collect_manifest", lambda **kw: {"kind": kw["kind"]})
     monkeypatch.setattr(
         bench.quality.inputs, "study_queries", lambda: ({q: f"Frage {q}" for q in QUERIES}, qrels_path)
     )

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.plan import SEED
 from bench.judged.packet import load_prepared, write_prepared
 from bench.judged.selection import GroupSpec, draw, select, top_pairs, unjudged
-from bench.plan import SEED
 from tests.judged.judged_inputs import tiny_inputs
 
 

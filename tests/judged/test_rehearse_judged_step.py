@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.judged import CAVEAT, report_section
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
+from analysis.reporting.judged import CAVEAT, report_section
 from bench.rehearse.judged import PITFALLS_REFUSED, judged_step
 from tests.judged.judged_inputs import tiny_inputs
 from tests.support.messages_api import MessagesServer

@@ -89,7 +89,7 @@ def test_missing_opt_out_and_missing_key_are_refused(tmp_path: Path, monkeypatch
     r = runner.invoke(cli, ["latency", "api", "--out", str(tmp_path)])
     assert r.exit_code == 1 and "--training-opt-out is required (yes|no)" in r.output
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
-    monkeypatch.setattr("bench.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setattr("bench.core.paths.repo_root", lambda: tmp_path)
     r = runner.invoke(cli, ["latency", "api", "--training-opt-out", "yes", "--out", str(tmp_path / "o")])
     assert r.exit_code == 1 and "No Voyage API key" in r.output
     assert not (tmp_path / "o").exists()
@@ -107,7 +107,7 @@ def test_the_endpoint_is_voyage_base_url_as_for_every_other_voyage_phase(
     root = tmp_git_repo([{"bench/a.py": "a = 1\n"}])
     out = root / "results" / "latency"
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
-    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: inputs(n=2, k=20))
     with FakeVoyage(score=first_stage_order) as server:
         monkeypatch.setenv("VOYAGE_BASE_URL", server.url)

@@ -23,7 +23,7 @@ from typing import Any
 import psutil
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
 from bench.latency.host import (

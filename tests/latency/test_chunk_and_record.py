@@ -183,7 +183,7 @@ def test_each_block_records_memory_offsets_throttling_and_settings(tmp_path: Pat
 def test_torch_settings_name_module_loading_and_precision(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from bench.provenance import collect_manifest, torch_settings
+    from bench.records.provenance import collect_manifest, torch_settings
 
     monkeypatch.setenv("CUDA_MODULE_LOADING", "EAGER")
     got = torch_settings()

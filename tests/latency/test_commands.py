@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from analysis.latency import per_query_ns, per_query_server_ms, read_blocks
 from analysis.latency.report import latency_section
 from bench.cli import cli
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.latency.callers import RerankerCaller
 from bench.latency.firststage import convert
 from bench.latency.harness import run_block
@@ -147,11 +147,11 @@ def test_clean_code_rule_ignores_outputs_of_every_phase(tmp_path: Path) -> None:
 def test_remaining_blocks_are_measured_by_the_code_of_the_finished_ones(
     tmp_git_repo: Callable[..., Path],
 ) -> None:
-    """The rule of bench.codeversion for latency: finished blocks of one machine were measured by
+    """The rule of bench.records.codeversion for latency: finished blocks of one machine were measured by
     one version of the code; a resume after a commit of the finished blocks (same code) continues, a resume
     after a code change is refused naming the path."""
-    from bench.codeversion import code_digest
     from bench.latency.commands import require_same_code_as_blocks
+    from bench.records.codeversion import code_digest
     from tests.conftest import git
 
     root = tmp_git_repo([{"bench/a.py": "a = 1\n"}])
@@ -186,7 +186,7 @@ def test_api_session_resumed_with_other_code_is_refused(
     block.parent.mkdir(parents=True)
     block.write_text(json.dumps({"manifest": {"git": {"commit": old, "code_digest": "f" * 64}}}))
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
-    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.latency.api_command.study_inputs", lambda *a: None)
     req = ApiRequest(
         opt_out="yes",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analysis.latency import block_summary, read_block
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.latency.callers import RerankerCaller
 from bench.latency.harness import run_block
 from bench.latency.timer import WallTimer

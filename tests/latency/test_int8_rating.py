@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
+from bench.core.errors import BenchError
 from bench.equality.results import scoring_setting, write_result
-from bench.errors import BenchError
 from bench.int8.agreement import VERDICT_FORMAT, int8_outcome
 from bench.latency.commands import unrated_models
 from bench.latency.presets import INT8_ID

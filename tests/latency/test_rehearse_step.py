@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.inputs.trec import write_run
 from analysis.latency import read_blocks
-from analysis.trec import write_run
 from bench.rehearse.latency import REHEARSAL_MODEL, REHEARSAL_MODELS, fp32_timings, latency_step
 from tests.latency.fakes import ordered_fake
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.latency.gpu import GpuProbe, require_free_gpu
 from bench.latency.telemetry import Sampler
 from bench.latency.timer import CudaTimer, WallTimer, require_cuda, timer_for

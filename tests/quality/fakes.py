@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
 from bench.rerankers.protocol import Reranker
 from tests.support.fakes import FakeReranker
 

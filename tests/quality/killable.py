@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec
 from bench.quality.study import Study

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
 from bench.quality.check2 import check_runs, failures
 from bench.quality.runs import RunFileInfo
 
@@ -36,7 +36,7 @@ Written = tuple[list[RunFileInfo], Path]
 
 
 def test_check2_fails_on_a_wrong_ndcg(written: Written, monkeypatch: pytest.MonkeyPatch) -> None:
-    import analysis.pytrec_check as pc
+    import analysis.reporting.pytrec_check as pc
 
     real = pc.pytrec_ndcg10
 
@@ -54,7 +54,7 @@ def test_check2_fails_on_a_wrong_ndcg(written: Written, monkeypatch: pytest.Monk
 def test_check2_without_pytrec_eval_is_not_a_pass(
     written: tuple[list[RunFileInfo], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analysis.pytrec_check as pc
+    import analysis.reporting.pytrec_check as pc
 
     def missing() -> None:
         raise RuntimeError("plan check 2 needs pytrec_eval, which is not installed")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
 from bench.equality.results import write_result
 from bench.quality.commands import lock_names, per_depth_models, rated
 from bench.quality.verdicts import compare_runs, decide, format_verdicts
@@ -126,7 +126,7 @@ def test_determinism_and_dtype_refuse_a_run_with_a_foreign_candidate(tmp_path: P
 
 
 def test_pitfall_variants_are_rated_by_their_plan_model(tmp_path: Path) -> None:
-    from bench.plan import PITFALL_RUN_IDS
+    from bench.core.plan import PITFALL_RUN_IDS
 
     write_result("qwen3-0.6b", {"model": "qwen3-0.6b", "rated": True, "reason": "spearman >= 0.99"}, tmp_path)
     keep, skipped, outcomes = rated(list(PITFALL_RUN_IDS), tmp_path)
@@ -143,7 +143,7 @@ def test_quality_pitfalls_runs_the_variants_into_their_own_folders(
     from click.testing import CliRunner
 
     import bench.quality.commands as commands
-    from bench.plan import PITFALL_RUN_IDS
+    from bench.core.plan import PITFALL_RUN_IDS
     from bench.quality.cli import quality
 
     seen: dict[str, Any] = {}

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.ranking import rank_by_score
+from analysis.stats.ranking import rank_by_score
 from bench.quality.depths import call_depths, ranking_at_depth, source_depth
 
 
@@ -42,7 +42,7 @@ def test_called_depths() -> None:
 
 def test_tail_matters_for_condensed_ndcg() -> None:
     """Why the tail is written: nDCG'@10 (unjudged removed) reaches below rank k when few are judged."""
-    from analysis import metrics
+    from analysis.stats import metrics
 
     docids = [f"{i}#0" for i in range(100)]
     scores = [0.0] * 100

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from bench.core.paths import repo_root
+from bench.core.plan import DTYPE_CHECK_MODELS
 from bench.equality.results import scoring_setting, write_result
-from bench.paths import repo_root
-from bench.plan import DTYPE_CHECK_MODELS
 from tests.conftest import git
 from tests.quality.fakes import make_inputs
 from tests.support.fakes import FakeReranker
@@ -30,7 +30,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
-    for rel in ("PLAN.md", "pyproject.toml", ".gitignore", "bench/codeversion.py"):
+    for rel in ("PLAN.md", "pyproject.toml", ".gitignore", "bench/records/codeversion.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(repo_root() / rel, root / rel)
     _, queries, texts = make_inputs(root / "runs", n_queries=4, stages=("hybrid-71k",))
@@ -57,7 +57,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setenv("BENCH_ROOT", str(root))
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
     monkeypatch.setattr("bench.rerankers.registry.load_run_model", load_run_model)
-    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.quality.inputs.study_queries", lambda: (queries, qrels))
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda candidates: texts)
     return state

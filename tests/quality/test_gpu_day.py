@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bench.errors import BenchError
-from bench.journal import Journal
+from bench.core.errors import BenchError
+from bench.core.journal import Journal
 from bench.quality.candidates import freeze
 from bench.quality.driver import execute
 from bench.quality.phase import PhaseSpec, run_phase
@@ -170,7 +170,7 @@ def test_sticky_cuda_error_stops_the_phase_and_records_nothing(tmp_path: Path, s
 def test_sticky_error_classification() -> None:
     import torch
 
-    from bench.memory import is_out_of_memory, is_sticky_device_error
+    from bench.core.memory import is_out_of_memory, is_sticky_device_error
 
     assert is_sticky_device_error(_accelerator_error())
     assert is_sticky_device_error(RuntimeError("CUDA error: an illegal memory access was encountered"))

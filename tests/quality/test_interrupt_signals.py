@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from bench.interrupt import (
+from bench.core.interrupt import (
     EXIT_INTERRUPTED,
     Interrupted,
     interruptible,

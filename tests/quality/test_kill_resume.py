@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.journal import Journal
+from bench.core.journal import Journal
 from bench.quality.phase import strip_timing
 from bench.quality.study import KILLED
 

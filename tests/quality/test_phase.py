@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from analysis.trec import read_run
-from bench.errors import BenchError
-from bench.journal import Journal
+from analysis.inputs.trec import read_run
+from bench.core.errors import BenchError
+from bench.core.journal import Journal
 from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase, strip_timing
 from bench.quality.runs import pointwise_consistency, write_runs

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from bench.core.journal import Journal
+from bench.core.paths import repo_root
 from bench.equality.results import write_result
-from bench.journal import Journal
-from bench.paths import repo_root
 from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase
 from bench.rerankers.voyage import VoyageReranker
@@ -73,10 +73,10 @@ def study_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyag
         checks,
     )
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
-    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
-    monkeypatch.setattr("bench.codeversion.require_clean_code", lambda root=None: {})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.records.codeversion.require_clean_code", lambda root=None: {})
     monkeypatch.setattr(
-        "bench.provenance.collect_manifest",
+        "bench.records.provenance.collect_manifest",
         lambda **kw: {"git": {"commit": "c" * 40}, "device": kw.get("device")},
     )
     monkeypatch.setattr("bench.quality.inputs.study_queries", lambda: (queries, qrels))

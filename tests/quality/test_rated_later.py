@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from bench.core.errors import BenchError
 from bench.equality.results import result_path, scoring_setting, write_result
-from bench.errors import BenchError
 from bench.integrity.hashing import sha256_file
 from bench.quality.study import Study, read_manifest
 from tests.conftest import git

@@ -1,7 +1,8 @@
 """The run files bench's quality phase writes satisfy the reordering invariant that
-``analysis report`` and ``bench audit`` check (``analysis.reordering``): both ways the plan makes a depth-k
-run, the pointwise depths 20 and 50 derived from the depth-100 scores and jina's separate call per depth
-(the listwise fake), on first stages with more than 100 candidates, fewer than k, and a query missing."""
+``analysis report`` and ``bench audit`` check (``analysis.inputs.reordering``): both ways the plan makes a
+depth-k run, the pointwise depths 20 and 50 derived from the depth-100 scores and jina's separate call per
+depth (the listwise fake), on first stages with more than 100 candidates, fewer than k, and a query
+missing."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.reordering import check_reordering, read_ids, reordering_break
-from analysis.trec import TrecFormatError, read_run, write_run
-from bench.journal import Journal
+from analysis.inputs.reordering import check_reordering, read_ids, reordering_break
+from analysis.inputs.trec import TrecFormatError, read_run, write_run
+from bench.core.journal import Journal
 from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase
 from bench.quality.runs import write_runs

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from bench.core.paths import repo_root
 from bench.equality.results import scoring_setting, write_result
-from bench.paths import repo_root
 from tests.conftest import git
 from tests.quality.fakes import make_inputs
 from tests.quality.test_quality_api_and_local import KEY, voyage  # noqa: F401 (fixture)
@@ -35,7 +35,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage)
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
-    for rel in ("PLAN.md", "pyproject.toml", ".gitignore", "bench/codeversion.py"):
+    for rel in ("PLAN.md", "pyproject.toml", ".gitignore", "bench/records/codeversion.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(repo_root() / rel, root / rel)
     tiny_models_root(tmp_path / "models", ("bge-v2-m3",))
@@ -60,7 +60,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voyage: FakeVoyage)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "code, first stage, adapter checks")
     monkeypatch.setattr("bench.quality.cli.repo_root", lambda: root)
-    monkeypatch.setattr("bench.guard.preflight", lambda kind, **kw: {"kind": kind})
+    monkeypatch.setattr("bench.records.guard.preflight", lambda kind, **kw: {"kind": kind})
     monkeypatch.setattr("bench.quality.inputs.study_queries", lambda: (queries, qrels))
     monkeypatch.setattr("bench.quality.inputs.candidate_texts", lambda candidates: texts)
     return root
@@ -108,11 +108,13 @@ def test_not_run_then_commit_the_run_files_then_resume(
     assert commits[0] == commits[1] != commits[2] and len(digests) == 1
     assert sessions[2]["provenance"]["git"]["dirty"] is False  # nothing else uncommitted now
 
-    (root / "bench" / "codeversion.py").write_text("# changed\n", encoding="utf-8")
+    (root / "bench" / "records" / "codeversion.py").write_text("# changed\n", encoding="utf-8")
     res = _quality()  # an uncommitted code change: refused before anything is written
-    assert res.exit_code == 1 and "the code has uncommitted changes (bench/codeversion.py)" in res.output
+    assert (
+        res.exit_code == 1 and "the code has uncommitted changes (bench/records/codeversion.py)" in res.output
+    )
     git(root, "commit", "-q", "-am", "change the code")
     res = _quality()  # committed: the study's code differs, refused naming the path
     assert res.exit_code == 1, res.output
-    assert f"these code paths differ from commit {commits[0]}: bench/codeversion.py" in res.output
+    assert f"these code paths differ from commit {commits[0]}: bench/records/codeversion.py" in res.output
     assert len(_sessions(root)) == 3

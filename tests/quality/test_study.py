@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.quality.study import Study, read_manifest
 
 PARAMS = {"stages": ["s1"], "models": ["m"], "depths": [20, 50, 100]}

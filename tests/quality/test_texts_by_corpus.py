@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.journal import Journal
 from bench.data import Passage
-from bench.journal import Journal
 from bench.quality.candidates import Candidates
 from bench.quality.inputs import candidate_texts
 from bench.quality.phase import PhaseSpec, run_phase

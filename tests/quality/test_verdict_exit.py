@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analysis.checks import determinism, dtype_rule
-from analysis.plan import DETERMINISM_BOUNDARY_PASSES, DTYPE_CHECK_BOUNDARY_PASSES
-from analysis.trec import write_run
-from bench.plan import DEPTHS, DETERMINISM_MODELS, DETERMINISM_STAGE, DTYPE_CHECK_MODELS, QUALITY_DEPTH
+from analysis.core.plan import DETERMINISM_BOUNDARY_PASSES, DTYPE_CHECK_BOUNDARY_PASSES
+from analysis.inputs.trec import write_run
+from analysis.reporting.checks import determinism, dtype_rule
+from bench.core.plan import DEPTHS, DETERMINISM_MODELS, DETERMINISM_STAGE, DTYPE_CHECK_MODELS, QUALITY_DEPTH
 
 DOCS = [f"{i}#0" for i in range(1, 12)]
 GOOD = [(d, float(-i)) for i, d in enumerate(DOCS)]

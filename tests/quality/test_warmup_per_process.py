@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.journal import Journal
+from bench.core.journal import Journal
 from bench.quality.candidates import freeze
 from bench.quality.phase import PhaseSpec, run_phase
 from bench.quality.summary import latency_table

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
-from bench.paths import repo_root
+from bench.core.paths import repo_root
 from bench.quality.study import Study
 from bench.rehearse.run import Options
 from tests.support.rehearsal import write_mini_beir

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import cli
-from bench.journal import Journal
+from bench.core.journal import Journal
 from tests.support.rehearsal import (
     ROOT,
     SHARED_QUERIES,

@@ -1,14 +1,15 @@
 """The rehearsal's report marks an incomplete stand-in run: a query removed from a ``minilm-standin`` run is
 named in the report, which refuses to rate the run. The report is built the way
-``bench rehearse`` builds it (``analysis.report.write_report`` with the rehearsal's own stage flags); a full
-rehearsal with a failing stand-in takes minutes (its int8 step), so this test starts from its run files."""
+``bench rehearse`` builds it (``analysis.reporting.report.write_report`` with the rehearsal's own stage
+flags); a full rehearsal with a failing stand-in takes minutes (its int8 step), so this test starts from its
+run files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.report import write_report
-from analysis.trec import write_run
+from analysis.inputs.trec import write_run
+from analysis.reporting.report import write_report
 
 QIDS = [f"{i}#0" for i in range(5)]
 DOCS = [f"{d}#0" for d in range(30)]

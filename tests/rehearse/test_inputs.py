@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.trec import read_qrels
-from bench.errors import BenchError
+from analysis.inputs.trec import read_qrels
+from bench.core.errors import BenchError
 from bench.rehearse.inputs import load_beir, load_inputs
 from tests.support.rehearsal import N_QUERIES, write_mini_beir
 
@@ -70,7 +70,7 @@ def test_beir_qrels_query_without_text(tmp_path: Path) -> None:
 )
 def test_beir_qrels_go_through_the_one_qrels_reader(tmp_path: Path, line: str, needle: str) -> None:
     """`bench rehearse --dataset` read BEIR qrels with its own parser, which took any
-    integer; now analysis.trec.read_qrels decides, with the file, the line and the fix."""
+    integer; now analysis.inputs.trec.read_qrels decides, with the file, the line and the fix."""
     ds = write_mini_beir(tmp_path / "ds")
     qrels = ds / "qrels" / "test.tsv"
     n = len(qrels.read_text(encoding="utf-8").splitlines()) + 1

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from analysis.costs.latency import machine_of
+from analysis.inputs.trec import write_run
 from analysis.latency import block_summary, read_blocks
-from analysis.trec import write_run
 from bench.rehearse import int8 as step
 from bench.rehearse.int8_blocks import target_of, write_int8_blocks
 from tests.int8.test_rehearsal_step import fake

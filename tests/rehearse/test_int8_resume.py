@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from analysis.trec import read_run, write_run
-from bench.int8.config import INFERENCE_PRECISION
-from bench.int8.manifest import MANIFEST
+from analysis.inputs.trec import read_run, write_run
 from bench.rehearse import int8 as step
+from bench.rerankers.openvino.config import INFERENCE_PRECISION
+from bench.rerankers.openvino.manifest import MANIFEST
 from tests.support.fakes import FakeReranker
 
 RUNTIME = {"inference_precision": INFERENCE_PRECISION, "int8_isa": "avx2", "cpu": {"vnni": False}}

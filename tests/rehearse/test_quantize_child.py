@@ -16,10 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.errors import BenchError
-from bench.int8.config import CHOSEN
-from bench.int8.manifest import verify_folder
+from bench.core.errors import BenchError
 from bench.rehearse.quantize_child import run_in_child
+from bench.rerankers.openvino.config import CHOSEN
+from bench.rerankers.openvino.manifest import verify_folder
 from tests.support.tiny_models import build_bert
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_a_parent_killed_with_sigkill_takes_the_quantising_child_with_it(tiny: P
         f"""
         import sys
         from pathlib import Path
-        from bench.int8.config import CHOSEN
+        from bench.rerankers.openvino.config import CHOSEN
         from bench.rehearse.quantize_child import run_in_child
         pairs = [("frage nummer %d" % i, "eine lange antwort " * 8) for i in range(1000)]
         run_in_child(Path({str(tiny)!r}), Path({str(out)!r}), task="feature-extraction", pairs=pairs,
@@ -162,8 +162,8 @@ def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, 
     parent_code = textwrap.dedent(
         f"""
         from pathlib import Path
-        from bench.int8.config import CHOSEN
-        from bench.liblog import library_log
+        from bench.rerankers.openvino.config import CHOSEN
+        from bench.core.liblog import library_log
         from bench.rehearse.quantize_child import run_in_child
         pairs = {PAIRS!r}
         with library_log(Path({str(log)!r})):
@@ -198,7 +198,7 @@ def test_nncfs_progress_bars_go_to_the_library_log_not_the_terminal(
     "Applying Fast Bias correction"), a library's output, on the terminal. Inside a ``library_log`` block
     (the rehearsal's), the child's stdout, where they are printed, goes to the log file; nothing of the
     libraries reaches stdout or stderr."""
-    from bench.liblog import library_log
+    from bench.core.liblog import library_log
 
     log = tmp_path / "rehearsal" / "libraries.log"
     with library_log(log):

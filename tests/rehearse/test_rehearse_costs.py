@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from analysis.costs.section import build_costs
-from analysis.metrics import Judgments, curves_table
-from analysis.trec import read_run_table, write_run
-from bench.journal import Journal
-from bench.plan import WARMUP_CALLS
+from analysis.inputs.trec import read_run_table, write_run
+from analysis.stats.metrics import Judgments, curves_table
+from bench.core.journal import Journal
+from bench.core.plan import WARMUP_CALLS
 from bench.rehearse.costs import rehearsal_costs, standin_blocks
 
 STAGE = "vector-71k"

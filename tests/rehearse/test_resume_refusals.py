@@ -12,9 +12,9 @@ import pytest
 
 import bench.firststage.stages as stages_mod
 import bench.rehearse.firststages as fs
-from bench.errors import BenchError
+from bench.core.errors import BenchError
+from bench.core.plan import STAGES
 from bench.firststage.features import FEATURES, StageRefused
-from bench.plan import STAGES
 from bench.rehearse.inputs import Inputs
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rehearse import int8 as int8_mod
 from bench.rehearse import run as run_mod
 from bench.rehearse.run import STEPS, Context, Options

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.interrupt import EXIT_INTERRUPTED, Interrupted, _raise_interrupt, interruptible
+from bench.core.interrupt import EXIT_INTERRUPTED, Interrupted, _raise_interrupt, interruptible
 from bench.rehearse.run import STEPS, Context, Options, Step, run_steps
 
 # rehearsal.json "times_s" before the steps were declared (75510f8), "total" added by rehearse() itself

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS, QWEN3_INSTRUCTION
+from bench.core.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS, QWEN3_INSTRUCTION
 from bench.rerankers.decoder import PITFALL_VARIANTS, QWEN3_PREFIX, QWEN3_SUFFIX
 from bench.rerankers.registry import load_reranker
 from tests.rerankers.rerankers_tiny import LONG, QUERY

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from bench.core.errors import BenchError
 from bench.data.bundled import load_sample
-from bench.errors import BenchError
 from bench.rerankers.bm25 import BM25_PARAMS, BM25Standin, german_tokenizer
 from bench.rerankers.protocol import Reranker
 from bench.rerankers.registry import STANDIN_IDS, load_reranker

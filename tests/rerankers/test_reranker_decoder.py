@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
-from bench.plan import QWEN3_INSTRUCTION, RERANKERS
+from bench.core.errors import BenchError
+from bench.core.plan import QWEN3_INSTRUCTION, RERANKERS
 from bench.rerankers.decoder import QWEN3_PREFIX, QWEN3_SUFFIX, DecoderCrossEncoder, MxbaiFormat, Qwen3Format
 from bench.rerankers.registry import load_reranker
 from bench.rerankers.snapshots import snapshot_path
@@ -156,7 +156,7 @@ def test_mxbai_format_and_score_tokens(models_root: Path) -> None:
 
 
 def test_pitfall_variants_cover_the_plan(models_root: Path) -> None:
-    from bench.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS
+    from bench.core.plan import PITFALL_MAX_LENGTH, PITFALL_MODEL, PITFALL_RUN_IDS
     from bench.rerankers.decoder import PITFALL_VARIANTS
 
     assert PITFALL_MODEL == "qwen3-0.6b" and tuple(PITFALL_VARIANTS) == PITFALL_RUN_IDS

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis.ranking import rank_by_score
+from analysis.stats.ranking import rank_by_score
 from bench.rerankers.cross_encoder import EncoderCrossEncoder
 from tests.rerankers.rerankers_tiny import PASSAGES, QUERY
 
@@ -76,7 +76,7 @@ def test_empty_input_and_ties_go_through_rank_by_score(bge: Any) -> None:
 
 @pytest.mark.parametrize("dtype", ["bfloat16"])
 def test_half_precision_is_upcast(models_root: Any, dtype: str) -> None:
-    from bench.plan import RERANKERS
+    from bench.core.plan import RERANKERS
     from bench.rerankers.registry import load_reranker
     from bench.rerankers.snapshots import snapshot_path
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
-from bench.plan import RERANKERS
+from bench.core.errors import BenchError
+from bench.core.plan import RERANKERS
 from bench.rerankers.gte import restore_non_persistent_buffers
 from bench.rerankers.registry import load_reranker
 from bench.rerankers.snapshots import snapshot_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.ranking import rank_by_score
+from analysis.stats.ranking import rank_by_score
 from bench.rerankers.protocol import (
     RecordLog,
     Reranker,

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rerankers.jina import JinaListwise
 from bench.rerankers.protocol import RerankerMeta
 from bench.rerankers.querit import TEMPLATE, QueritReranker, content_cls_mask, querit_length

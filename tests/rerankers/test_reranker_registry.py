@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.errors import BenchError
-from bench.plan import RERANKERS
+from bench.core.errors import BenchError
+from bench.core.plan import RERANKERS
 from bench.rerankers import registry
 from bench.rerankers.registry import STANDIN_IDS, VARIANT_IDS, load_reranker, register, registered_ids
 

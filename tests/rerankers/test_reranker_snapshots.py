@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rerankers.cli import models
 from bench.rerankers.registry import load_reranker, spec_for
 from bench.rerankers.snapshots import SnapshotSpec, resolve_snapshot, snapshot_path
@@ -98,12 +98,12 @@ def test_models_fetches_the_embedder_at_the_plans_revision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Vector-71k and hybrid-71k need the Arctic snapshot; `bench models` fetches it at
-    the revision PLAN.md pins (bench.plan.EMBEDDING_MODEL, checked against PLAN.md's text here too)."""
+    the revision PLAN.md pins (bench.core.plan.EMBEDDING_MODEL, checked against PLAN.md's text here too)."""
     import huggingface_hub
 
+    from bench.core.paths import repo_root
+    from bench.core.plan import EMBEDDING_MODEL
     from bench.firststage.embed import arctic_embedder
-    from bench.paths import repo_root
-    from bench.plan import EMBEDDING_MODEL
 
     plan_text = (repo_root() / "PLAN.md").read_text(encoding="utf-8")
     assert f"`{EMBEDDING_MODEL.repo}@{EMBEDDING_MODEL.revision}`" in plan_text

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.rerankers.protocol import Reranker
 from bench.rerankers.voyage import VoyageError, VoyageReranker, read_api_key
 from tests.support.voyage_api import FakeVoyage, Reply

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from bench.audit.cli import audit
 from bench.audit.example import build_example
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from tests.conftest import REPO_ROOT, git
 from tests.review.test_review_env import HEAVY
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench.audit.rows import Row
 from bench.audit.steps import STEPS, with_steps
-from bench.runbook import read_runbook
+from bench.core.runbook import read_runbook
 from tests.conftest import REPO_ROOT
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.plan import RERANKERS
+from bench.core.plan import RERANKERS
 from bench.rerankers.jina import load_jina
 from bench.rerankers.snapshots import snapshot_path
 from tests.support.tiny_models import write_jina

@@ -2,7 +2,7 @@
 
 Found by tests/runbook (a refactor moved MIRACL's test-B count from bench.data.miracl into the leaf
 bench.data.layout; the miniature still set only bench.data.miracl's copy, so `bench data lock` checked the
-miniature's 12 test-B topics against 712 and refused). A count the plan fixes may live in bench.plan (set
+miniature's 12 test-B topics against 712 and refused). A count the plan fixes may live in bench.core.plan (set
 there before any other module is imported) or in a module named in ``OTHER_SIZES``; a module that copies
 one of those with ``from X import NAME`` is named in ``COPIES``. Anything else would keep the study's number
 in the miniature.
@@ -51,15 +51,15 @@ def holders() -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
 
 def test_every_count_is_where_the_miniature_sets_it() -> None:
     defined, copied = holders()
-    allowed = {("bench.plan", n) for n in minibench.SIZES} | {
+    allowed = {("bench.core.plan", n) for n in minibench.SIZES} | {
         (m, n) for m, sizes in minibench.OTHER_SIZES.items() for n in sizes
     }
     assert defined - allowed == set(), "a count the miniature does not set: add it to OTHER_SIZES"
     assert ("bench.data.layout", "TEST_B_QUERIES") in defined  # the check sees the module that moved
     unlisted = {
-        (m, n) for m, n, src in copied if src != "bench.plan" and n not in minibench.COPIES.get(m, ())
+        (m, n) for m, n, src in copied if src != "bench.core.plan" and n not in minibench.COPIES.get(m, ())
     }
-    assert unlisted == set(), "a copy of a count outside bench.plan: add it to COPIES"
+    assert unlisted == set(), "a copy of a count outside bench.core.plan: add it to COPIES"
 
 
 def test_miniaturise_sets_every_holder() -> None:
@@ -71,7 +71,7 @@ def test_miniaturise_sets_every_holder() -> None:
         "minibench.miniaturise()\n"
         "from bench.data import hub, miracl\n"
         "from bench.data import layout\n"
-        "from bench import plan\n"
+        "from bench.core import plan\n"
         "print(json.dumps([layout.TEST_B_QUERIES, miracl.TEST_B_QUERIES, plan.DEV_QUERIES]))\n"
     )
     out = subprocess.run(

@@ -1,8 +1,8 @@
 """docs/runbook.md run end to end, as written there, on a miniature study.
 
-The steps and their commands are parsed from docs/runbook.md (``bench.runbook``) and run in order in a fresh
-git repository made from the project: its tracked files copied, PLAN.md committed alone first (the project's
-history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
+The steps and their commands are parsed from docs/runbook.md (``bench.core.runbook``) and run in order in a
+fresh git repository made from the project: its tracked files copied, PLAN.md committed alone first (the
+project's history rule), then the rest. Every ``git`` line of the runbook runs as written there; every
 ``docker compose run --rm bench[-cpu] X`` runs ``bench X`` in that repository with what the container gives:
 ``BENCH_ROOT`` (the mounted checkout), ``HF_HOME``, ``BENCH_TYPESENSE_URL`` / ``_API_KEY`` (a loopback
 server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs). After every step, ``bench
@@ -10,7 +10,8 @@ status`` must call that step done.
 
 What stands in for what, and why (each is named where it happens below):
 - Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 212 passages in 32
-  shards, ...) on bench.plan before the CLI is imported; the command line, defaults and paths are the real
+  shards, ...) on bench.core.plan before the CLI is imported; the command line, defaults and paths are the
+  real
   ones.
 - Commands that need internet (``timestamps stamp``, ``data fetch``, ``models fetch``, ``hf download``, the
   ECB download) are replaced by what they leave behind: offline-built pending proofs, hub snapshots in the
@@ -43,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.runbook import Step, read_runbook
+from bench.core.runbook import Step, read_runbook
 from tests.conftest import GIT_ENV, REPO_ROOT
 from tests.equality.reference_sync import sync_reference_env
 from tests.support import ministudy
@@ -240,7 +241,7 @@ def pin_digests(study: Study, step: Step, command: str) -> None:
     proc = subprocess.run(shlex.split(command), cwd=study.root, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         fail(step, command, proc, f"exit {proc.returncode}")
-    from bench.plan import TYPESENSE_IMAGE
+    from bench.core.plan import TYPESENSE_IMAGE
 
     pulled = [ln.split()[-1] for ln in log.read_text(encoding="utf-8").splitlines() if ln.startswith("pull")]
     by_digest = [ref for ref in pulled if "@sha256:" in ref]
@@ -370,7 +371,7 @@ def ecb_rates(study: Study, args: list[str]) -> None:
     import currency_converter
 
     from bench.costs.ecb import download_ecb_rates
-    from bench.provenance import collect_manifest
+    from bench.records.provenance import collect_manifest
 
     src = Path(currency_converter.__file__).with_name("eurofxref-hist.zip")
     with zipfile.ZipFile(src) as zf:
@@ -407,7 +408,7 @@ def first_stage(study: Study, args: list[str]) -> None:
     0.24.1, and the section says so (``stand_in``)."""
     import hashlib
 
-    from bench.provenance import collect_manifest
+    from bench.records.provenance import collect_manifest
 
     stage = args[1]
     corpus = ministudy.passages()
@@ -453,12 +454,12 @@ def typesense_latency(study: Study) -> tuple[dict, str]:
     (started by the step's `docker compose up -d typesense`), on the miniature's queries and 71k corpus."""
     import tempfile
 
+    from bench.core.plan import CORPUS_71K, MIRACL
     from bench.data.hub import read_corpus_71k
     from bench.data.miracl import hub_topics_and_qrels
     from bench.firststage.server import external_typesense
     from bench.firststage.stages import run_stage
     from bench.integrity.hub import snapshot_dir
-    from bench.plan import CORPUS_71K, MIRACL
 
     saved = os.environ.get("BENCH_ROOT")
     os.environ["BENCH_ROOT"] = str(study.root)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench import plan
-from bench.errors import BenchError
-from bench.runbook import parse_runbook, read_runbook
-from bench.status import CHECKERS, status, status_report
+from bench.core import plan
+from bench.core.errors import BenchError
+from bench.core.runbook import parse_runbook, read_runbook
+from bench.status.command import CHECKERS, status, status_report
 from tests.conftest import REPO_ROOT
 
 

@@ -5,10 +5,10 @@ Why: a chain of ~45 commands on tiny inputs is mostly process start-ups, and mos
 torch, transformers, sentence-transformers, numpy and pyarrow. Each command still runs in a process of its own
 (its own pid, environment, working directory, stdout and stderr, signal handlers, exit status, and the child
 processes and servers it starts), from a fresh import of ``bench`` and ``analysis`` (they are never imported
-here, so ``minibench`` miniaturises ``bench.plan`` before any module of ``bench`` is loaded, as in a fresh
-process); only the third-party modules were imported before the fork. Libraries that read the environment
-at import (huggingface_hub reads ``HF_HOME`` and ``HF_HUB_OFFLINE``) read this process's, so the caller
-starts a new server whenever a command's environment differs from the one this server started with in
+here, so ``minibench`` miniaturises ``bench.core.plan`` before any module of ``bench`` is loaded, as in a
+fresh process); only the third-party modules were imported before the fork. Libraries that read the
+environment at import (huggingface_hub reads ``HF_HOME`` and ``HF_HUB_OFFLINE``) read this process's, so the
+caller starts a new server whenever a command's environment differs from the one this server started with in
 anything but the variables only ``bench`` reads (``RUN_TIME_ENV``).
 
 Protocol, one JSON object per line: a request on stdin ``{"argv", "env", "cwd", "stdout", "stderr"}`` (the

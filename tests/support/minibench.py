@@ -38,8 +38,9 @@ SIZES = {
     "CPU_PRE_THREADS": 1,  # the desktop's 8 of 16 CPUs; this machine may have 2
 }
 TEST_B_QUERIES = 12
-# counts kept outside bench.plan (module -> name -> the miniature's value); tests/runbook/test_minibench.py
-# checks that every module-level count of these names in bench/ is one of these or bench.plan's
+# counts kept outside bench.core.plan (module -> name -> the miniature's value);
+# tests/runbook/test_minibench.py
+# checks that every module-level count of these names in bench/ is one of these or bench.core.plan's
 OTHER_SIZES = {"bench.data.layout": {"TEST_B_QUERIES": TEST_B_QUERIES}}
 COPIES = {"bench.data.miracl": ("TEST_B_QUERIES",)}  # `from bench.data.layout import TEST_B_QUERIES`
 
@@ -47,11 +48,11 @@ COPIES = {"bench.data.miracl": ("TEST_B_QUERIES",)}  # `from bench.data.layout i
 def miniaturise() -> None:
     import importlib
 
-    from bench import plan
+    from bench.core import plan
 
     for name, value in SIZES.items():
         if not hasattr(plan, name):
-            raise SystemExit(f"tests/support/minibench.py: bench.plan has no {name}; update SIZES")
+            raise SystemExit(f"tests/support/minibench.py: bench.core.plan has no {name}; update SIZES")
         setattr(plan, name, value)
     values: dict[str, int] = {}
     for module, sizes in OTHER_SIZES.items():

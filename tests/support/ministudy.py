@@ -1,6 +1,6 @@
 """A miniature study for tests/runbook: hub snapshots exactly as ``bench data fetch`` leaves them, tiny
 models exactly as ``bench models fetch`` leaves them, offline-built proofs as ``bench timestamps stamp``
-leaves them. Sizes: ``tests.support.minibench.SIZES`` (the launcher sets the same numbers on bench.plan).
+leaves them. Sizes: ``tests.support.minibench.SIZES`` (the launcher sets the same numbers on bench.core.plan).
 
 Texts come from the tiny models' vocabulary (``tests.support.tiny_models.WORDS``) so that every word is a
 known token and scores differ between passages.
@@ -71,7 +71,7 @@ def _parquet(path: Path, rows: list[dict[str, object]]) -> None:
 
 def write_hub(hub: Path) -> dict[str, Path]:
     """Every pinned dataset in the layout ``bench.integrity.hub`` expects, under ``hub``."""
-    from bench import plan
+    from bench.core import plan
     from bench.data import hub as layout
     from bench.data import miracl
 
@@ -120,7 +120,7 @@ def write_reranking(hub: Path, n_q: int = 4, n_c: int = 100) -> None:
     """MIRACLReranking (de) parquet files and the mmteb id map (gzip JSON lines, candidates in BM25 order)."""
     import pyarrow  # noqa: F401  (fail early with the import's own message)
 
-    from bench import plan
+    from bench.core import plan
 
     snap = hub / f"{plan.RERANKING.repo}@{plan.RERANKING.revision}"
     id_map = (

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.plan import EMBEDDING_DIMS, EMBEDDING_MODEL, RERANKERS
+from bench.core.plan import EMBEDDING_DIMS, EMBEDDING_MODEL, RERANKERS
 from bench.rerankers.snapshots import snapshot_path
 
 EMBEDDER = "arctic-embed"  # tiny_snapshot's name for the first stage's embedding model (not a reranker)

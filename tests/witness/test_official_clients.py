@@ -28,11 +28,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from bench.core.plan import RERANKERS
 from bench.firststage.collection import ensure_collection, import_batch
 from bench.firststage.search import search
 from bench.firststage.server import TypesenseServer
 from bench.firststage.stopwords import install_stopwords
-from bench.plan import RERANKERS
 from bench.rerankers.voyage import VoyageReranker
 from tests.support.loopback import Loopback, Request, Response, json_response
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.synthetic import write_study
-from analysis.trec import read_qrels
+from analysis.inputs.trec import read_qrels
+from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"

@@ -1,6 +1,6 @@
 """Run ``analysis report`` with a seam in the swap: the Nth step of the swap is preceded (or
 followed) by an action, as the reviewer's ``strace -e inject`` did it. The steps counted: each rename of
-``analysis.atomic._rename`` (the fallback swap, one entry at a time), and the exchange's journal write,
+``analysis.core.atomic._rename`` (the fallback swap, one entry at a time), and the exchange's journal write,
 exchange and removal of the old folder (``_write_journal``, ``_exchange``, ``_discard_old``). The action: a
 real signal sent to this process (``SIGINT``, ``SIGTERM``, ``SIGKILL``), a failed step (``oserror``), or a
 pause until a file appears (``pause``: writes ``<dir>/paused``, waits for ``<dir>/go``; two processes at
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import analysis.atomic as atomic
+import analysis.core.atomic as atomic
 from analysis.cli import cli
 
 

@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import analysis.atomic as atomic
+import analysis.core.atomic as atomic
 from analysis.cli import cli as analysis_cli
-from analysis.columns import SEPARATORS, run_line_problem, split_columns
 from analysis.costs.prices import CostInputError, read_prices
-from analysis.trec import TrecFormatError, read_qrels, read_run_table
+from analysis.inputs.columns import SEPARATORS, run_line_problem, split_columns
+from analysis.inputs.trec import TrecFormatError, read_qrels, read_run_table
 from bench.audit.committed import file_problems
+from bench.core.errors import BenchError
 from bench.doctor.checks import keys
-from bench.errors import BenchError
 from bench.rerankers.voyage import read_api_key
-from bench.status import _prepare
+from bench.status.command import _prepare
 from tests.conftest import REPO_ROOT
 from tests.support.loopback import Loopback, Response
 from tests.worst_inputs.conftest import MODEL, STAGE, one_line, run

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-import analysis.atomic as atomic
-from analysis.atomic import out_lock
-from analysis.report import write_report
+import analysis.core.atomic as atomic
+from analysis.core.atomic import out_lock
+from analysis.reporting.report import write_report
 from tests.worst_inputs.conftest import env, one_line
 
 SEAM = Path(__file__).with_name("seam.py")

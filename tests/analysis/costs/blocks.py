@@ -68,39 +68,6 @@ def write_blocks(root: Path, blocks: list[Block]) -> Path:
 
 # The prices file of the costs tests and of the golden study (tests/golden): two API prices, a server's
 # IPv4 add-on in EUR, two LLM prices in USD and EUR, all dated the packaged ECB file's last day.
-PRICES = """\
-[api.voyage-rerank-3]
-value = 0.05
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/voyage"
-
-[api.voyage-rerank-3-lite]
-value = 0.02
-currency = "USD"
-unit = "per million tokens"
-date = 2026-10-30
-source = "https://example.org/voyage"
-
-[server.ccx33-ipv4]
-value = 0.5
-currency = "EUR"
-unit = "per month"
-date = 2026-10-30
-source = "https://example.org/ipv4"
-
-[llm.a]
-value = 2.5
-currency = "USD"
-unit = "per million input tokens"
-date = 2026-10-30
-source = "https://example.org/a"
-
-[llm.b]
-value = 1.0
-currency = "EUR"
-unit = "per million input tokens"
-date = 2026-10-30
-source = "https://example.org/b"
-"""
+# The one prices file of the tests and benchmarks (example values, not prices): tests/fixtures/prices.toml
+PRICES_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "prices.toml"
+PRICES = PRICES_FILE.read_text(encoding="utf-8")

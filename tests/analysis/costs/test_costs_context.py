@@ -1,4 +1,5 @@
-"""The context calculation: Hit@k/Recall@k curves agree with analysis.metrics; the smallest k by hand."""
+"""The context calculation: Hit@k/Recall@k curves agree with analysis.stats.metrics; the smallest k by
+hand."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 
 from analysis.costs.context import curves, saved_eur_per_1000, smallest_k
-from analysis.metrics import Judgments, evaluate_table
-from analysis.metrics import _as_table as as_table
+from analysis.stats.metrics import Judgments, evaluate_table
+from analysis.stats.metrics import _as_table as as_table
 
 QRELS = {"q1": {"r1": 1, "r2": 1, "n1": 0}, "q2": {"r3": 1}, "q3": {"r4": 1}}
 
@@ -74,11 +75,12 @@ def test_the_curves_kept_from_the_read_equal_a_fresh_read(
     miracl_qrels_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The report keeps each run's curves when it reads the run (analysis.study.RunResult.curves) and the
+    """The report keeps each run's curves when it reads the run (analysis.reporting.study.RunResult.curves)
+    and the
     costs section uses them: bit for bit what reading the run again gives, with either reader."""
-    from analysis.study import load_stages
-    from analysis.synthetic import write_study
-    from analysis.trec import read_run_table
+    from analysis.inputs.trec import read_run_table
+    from analysis.reporting.study import load_stages
+    from analysis.simulation.synthetic import write_study
 
     monkeypatch.setenv("ANALYSIS_TREC_READER", reader)
     runs = tmp_path / "runs"

@@ -65,7 +65,7 @@ def test_the_committed_prices_file_reads_and_holds_no_invented_price() -> None:
 
 
 def test_api_models_are_the_plans() -> None:
-    from bench.plan import API_RERANKERS
+    from bench.core.plan import API_RERANKERS
 
     assert API_MODELS == API_RERANKERS
 

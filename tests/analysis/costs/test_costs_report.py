@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from analysis.cli import cli
 from analysis.costs.ecb import default_ecb_file
-from analysis.synthetic import write_study
+from analysis.simulation.synthetic import write_study
 from tests.bench_costs.ecb_files import LATER_DAY, LATER_USD, later_zip
 
 from .blocks import PRICES, block, write_blocks
@@ -169,7 +169,7 @@ def test_context_and_recorded_inputs(reported: dict[str, Any], study: Path) -> N
     bge = rows["bge-v2-m3"]
     assert bge["mean_passage_tokens"] == 150.0 and bge["note"].startswith("answer quality is not measured")
     # the synthetic first stage reaches the reranked Hit@5 at k = 18 and Recall@5 at k = 15 (checked against
-    # analysis.metrics in test_costs_context); 13 passages saved
+    # analysis.stats.metrics in test_costs_context); 13 passages saved
     assert (bge["k_hit"], bge["k_recall"], bge["k"], bge["saved_passages"]) == (18, 15, 18, 13)
     saved = 13
     if saved:
@@ -267,7 +267,7 @@ def test_block_order_does_not_change_the_record(study: Path, reported: dict[str,
     from analysis.costs.report import compute_costs
     from analysis.costs.section import CostInputs
     from analysis.latency import read_blocks
-    from analysis.study import analyse_study
+    from analysis.reporting.study import analyse_study
 
     out = Path(reported["_out"])
     quality = {STAGE: json.loads((out / "quality" / f"{STAGE}.json").read_text())}

@@ -1,0 +1,210 @@
+"""The analysis code on record: what produced the numbers (plan section "Reproducibility and
+licences").
+
+Every file ``analysis report`` writes records the same four fields, ``analysis_code``:
+
+- ``commit``: the repository's HEAD when the report was written (None outside a git checkout);
+- ``dirty``: whether ``analysis/`` or ``uv.lock`` differed from that commit (None outside git);
+- ``analysis_digest``: SHA-256 over every ``analysis/**/*.py`` file (:func:`tree_digest`: each path and the
+  SHA-256 of its bytes, in path order), so a reviewer recomputes it from any commit's tree;
+- ``packages_digest``: SHA-256 over ``name==version`` lines of the locked packages (``uv.lock``) that the
+  analysis code imports (:func:`packages_digest`).
+
+JSON files carry it as the top-level key ``analysis_code``; ``report.md`` as its last line
+(:data:`MD_PREFIX`); PNG figures as a ``tEXt`` chunk (keyword ``analysis_code``). ``bench audit`` reads it
+back (the row "analysis code on record"); ``analysis code-digest`` writes the record to a file that the
+runbook stamps before the first measurement. This module never imports bench (git runs as a subprocess).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import re
+import struct
+import subprocess
+import sys
+import tomllib
+import zlib
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from analysis.core.atomic import json_bytes
+
+KEY = "analysis_code"
+FIELDS = ("analysis_digest", "commit", "dirty", "packages_digest")
+MD_PREFIX = "Analysis code: "
+PACKAGE = "analysis"
+REPO = Path(__file__).resolve().parents[2]
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+
+
+def tree_digest(files: Mapping[str, bytes]) -> str:
+    """SHA-256 over ``path NUL sha256(bytes) LF`` for each ``analysis/…/*.py`` path (repository-relative,
+    sorted); the same for a working tree and for a commit's tree."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in files if p.startswith(f"{PACKAGE}/") and p.endswith(".py")):
+        h.update(f"{path}\0{hashlib.sha256(files[path]).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def working_files(root: Path = REPO) -> dict[str, bytes]:
+    """Every ``analysis/**/*.py`` file on disk (the code that runs), repository-relative."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted((root / PACKAGE).rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
+
+
+def imported_modules(files: Mapping[str, bytes]) -> set[str]:
+    """Top-level names of the third-party modules the analysis code imports (not the standard library)."""
+    names: set[str] = set()
+    for path, data in files.items():
+        if not path.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(data, filename=path)):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n not in (PACKAGE, "__future__")}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def packages_digest(files: Mapping[str, bytes], uv_lock: bytes | None) -> str:
+    """SHA-256 over sorted ``name==version`` lines: each distribution that provides a module the analysis
+    code imports, at its version in ``uv_lock`` (the installed version, marked, where uv.lock has none)."""
+    dists = importlib.metadata.packages_distributions()
+    wanted = {_norm(d) for m in imported_modules(files) for d in dists.get(m, [m])}
+    locked: dict[str, str] = {}
+    if uv_lock is not None:
+        for pkg in tomllib.loads(uv_lock.decode("utf-8")).get("package", []):
+            locked[_norm(str(pkg.get("name")))] = str(pkg.get("version"))
+    lines = []
+    for name in sorted(wanted):
+        if name in locked:
+            lines.append(f"{name}=={locked[name]}")
+        else:
+            try:
+                lines.append(f"{name}=={importlib.metadata.version(name)} (installed, not in uv.lock)")
+            except importlib.metadata.PackageNotFoundError:
+                lines.append(f"{name}==unknown")
+    return hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False, text=True)
+    except (FileNotFoundError, OSError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+@cache
+def code_record(root: Path = REPO) -> dict[str, Any]:
+    """The four fields for the code running now (computed once per process)."""
+    files = working_files(root)
+    lock = root / "uv.lock"
+    commit = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    status = _git(root, "status", "--porcelain", "--", PACKAGE, "uv.lock") if commit else None
+    return {
+        "analysis_digest": tree_digest(files),
+        "commit": commit.strip() if commit else None,
+        "dirty": None if status is None else bool(status.strip()),
+        "packages_digest": packages_digest(files, lock.read_bytes() if lock.is_file() else None),
+    }
+
+
+def md_line(record: Mapping[str, Any]) -> str:
+    return MD_PREFIX + json.dumps({k: record[k] for k in FIELDS}, sort_keys=True)
+
+
+def _png_chunk(record: Mapping[str, Any]) -> bytes:
+    body = KEY.encode() + b"\0" + json.dumps({k: record[k] for k in FIELDS}, sort_keys=True).encode()
+    return struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
+
+
+def with_record(rel: str, data: bytes, record: Mapping[str, Any]) -> bytes:
+    """``data`` of an output file ``rel`` with the record added (JSON object, Markdown, PNG); other kinds
+    and JSON that is not an object come back unchanged."""
+    if rel.endswith(".json"):
+        doc = json.loads(data)
+        return json_bytes({**doc, KEY: dict(record)}, path=rel) if isinstance(doc, dict) else data
+    if rel.endswith(".md"):
+        return data.rstrip(b"\n") + b"\n\n" + md_line(record).encode() + b"\n"
+    if rel.endswith(".png") and data.endswith(_PNG_END):
+        return data[: -len(_PNG_END)] + _png_chunk(record) + _PNG_END
+    return data
+
+
+def read_record(rel: str, data: bytes) -> dict[str, Any] | None:
+    """The record a written file carries, or None."""
+    try:
+        if rel.endswith(".json"):
+            doc = json.loads(data)
+            value = doc.get(KEY) if isinstance(doc, dict) else None
+            return value if isinstance(value, dict) else None
+        if rel.endswith(".md"):
+            last = data.decode("utf-8").rstrip("\n").splitlines()[-1]
+            return json.loads(last.removeprefix(MD_PREFIX)) if last.startswith(MD_PREFIX) else None
+        if rel.endswith(".png"):
+            at = data.rfind(b"tEXt" + KEY.encode() + b"\0")
+            if at < 4:
+                return None
+            size = struct.unpack(">I", data[at - 4 : at])[0]
+            return json.loads(data[at + 4 + len(KEY) + 1 : at + 4 + size])  # type: ignore[no-any-return]
+    except (ValueError, IndexError, UnicodeDecodeError, struct.error):
+        return None
+    return None
+
+
+def without_record(rel: str, data: bytes) -> bytes:
+    """``data`` with the record removed (what :func:`with_record` added), for comparing two writings of a
+    report that differ only in which code wrote them."""
+    if rel.endswith(".json"):
+        doc = json.loads(data)
+        if isinstance(doc, dict) and KEY in doc:
+            return json_bytes({k: v for k, v in doc.items() if k != KEY}, path=rel)
+    elif rel.endswith(".md"):
+        lines = data.decode("utf-8").rstrip("\n").split("\n")
+        if lines and lines[-1].startswith(MD_PREFIX):
+            return ("\n".join(lines[:-1]).rstrip("\n") + "\n").encode("utf-8")
+    elif rel.endswith(".png"):
+        at = data.rfind(b"tEXt" + KEY.encode() + b"\0")
+        if at >= 4:
+            size = struct.unpack(">I", data[at - 4 : at])[0]
+            return data[: at - 4] + data[at + 4 + size + 4 :]
+    return data
+
+
+def well_formed(record: object) -> bool:
+    """Exactly the four fields, each of its kind (hex digests, a 40-digit commit or None, a bool or None)."""
+    if not isinstance(record, dict) or sorted(record) != sorted(FIELDS):
+        return False
+    hex64 = re.compile(r"[0-9a-f]{64}")
+    commit, dirty = record["commit"], record["dirty"]
+    return bool(
+        all(
+            isinstance(record[k], str) and hex64.fullmatch(record[k])
+            for k in ("analysis_digest", "packages_digest")
+        )
+        and (commit is None or (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit)))
+        and (dirty is None or isinstance(dirty, bool))
+    )
+
+
+def stamp_tree(out_dir: Path, record: Mapping[str, Any]) -> None:
+    """Add the record to every file under ``out_dir`` (the report's build folder: only files it wrote)."""
+    for path in sorted(p for p in out_dir.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        new = with_record(path.relative_to(out_dir).as_posix(), data, record)
+        if new != data:
+            path.write_bytes(new)

@@ -1,0 +1,1 @@
+"""``analysis simulate``: synthetic studies for power and false-positive checks of the report's statistics."""

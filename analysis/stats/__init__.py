@@ -1,0 +1,2 @@
+"""Statistics: the metrics, the tie rule, bootstrap intervals and the randomisation test, Holm and tie
+detection."""
