@@ -164,7 +164,7 @@ def import_batch(
     attempt = 0
     while True:
         answer = _send_import(server, name, body)
-        if isinstance(answer, httpx.Response):
+        if not isinstance(answer, str):  # an answer (any object with status_code and text), not a stall
             resp = answer
             break
         reason = answer
