@@ -41,7 +41,7 @@ def _top_level_imports(path: Path) -> list[tuple[int, str]]:
 
 def test_no_heavy_import_at_the_top_of_a_test_module() -> None:
     # empty since every figure module imports matplotlib inside its drawing functions (analysis.figures;
-    # tests/integrity/test_function_imports.py checks that no module of ours pulls matplotlib at its top)
+    # tests/hygiene/test_function_imports.py checks that no module of ours pulls matplotlib at its top)
     internal = {m for m, lib in HEAVY_INTERNAL.items() if lib in HEAVY_AT_COLLECTION}
     found = {
         f"{path.relative_to(ROOT)}:{line}": module  # one entry per import statement
