@@ -390,8 +390,8 @@ def build_costs(
 ) -> dict[str, Any]:
     """The whole costs record (``results/costs.json``); pure apart from reading the named input files.
     ``curves``: run path (as in the quality records) -> its Hit@k/Recall@k curves to depth 100
-    (:attr:`analysis.reporting.study.RunResult.curves`; :func:`analysis.costs.report.compute_costs` collects
-    them)."""
+    (:attr:`analysis.reporting.study.RunResult.curves`, collected by
+    :func:`analysis.costs.report.compute_costs`)."""
     check_queries(inputs.blocks, list(qrels))
     missing: list[str] = []
     money = _Money(inputs, missing)

@@ -4,9 +4,8 @@ Left: each run's nDCG@10 with its own 95 % bootstrap interval (the plan's per-ru
 tables), the first stage's value as a dashed line. Right: each reranked run's *paired* difference in nDCG@10
 against the first stage with its paired bootstrap interval (computed by the report:
 :func:`analysis.reporting.study.paired_differences_vs_first`), marked by the Holm verdict of the family
-against the
-first stage. Per-run intervals overlap even where the paired test is clearly significant; the right panel
-shows what the test says.
+against the first stage. Per-run intervals overlap even where the paired test is clearly significant; the
+right panel shows what the test says.
 
 :func:`stage_numbers` collects what is drawn (points, labels, verdicts) from the report's results;
 :func:`draw_stage` draws them into a Figure; :func:`stage_figure` writes the PNG. 11 inches wide, 1.4 + 0.22

@@ -336,8 +336,7 @@ SECTIONS: list[Section] = [
 REPORT_ENTRIES = ("quality", "figures", "report.md")  # what the quality part writes under --out
 OWNED = (*REPORT_ENTRIES, *(e for sec in SECTIONS for e in sec.entries))  # every entry a report writes
 # The owned folders and the one kind of file the report writes in each (analysis.reporting.outdir: anything
-# else there
-# is refused by name, never deleted); every other owned entry is a file.
+# else there is refused by name, never deleted); every other owned entry is a file.
 OWNED_FOLDERS = {"quality": ".json", "figures": ".png", "latency-summary": ".json"}
 
 
@@ -360,11 +359,9 @@ def write_report(
 
     Everything is built in a temporary folder beside ``out_dir`` and swapped in at the end
     (:func:`analysis.core.atomic.built_beside`): on any failure the earlier report stays as it was, and files
-    of
-    an earlier report that this one does not write (a stage no longer present) are gone afterwards. Before
+    of an earlier report that this one does not write (a stage no longer present) are gone afterwards. Before
     anything is read, :func:`analysis.reporting.outdir.check_out_dir` refuses an ``out_dir`` where that would
-    lose a
-    file the report did not write, or where the report would write into its own inputs.
+    lose a file the report did not write, or where the report would write into its own inputs.
 
     ``flags`` (model id -> note) is added to the plan's contamination flags. ``stage_flags`` (stage -> note)
     marks first stages; default: the plan's embedder flag on vector-71k and hybrid-71k (the rehearsal, whose

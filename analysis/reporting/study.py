@@ -381,10 +381,9 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
 
 def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int = 1) -> None:
     """Every reranked run reorders its stage's first-stage candidates (:mod:`analysis.inputs.reordering`);
-    the first
-    break (in the order of the stages and runs) raises, naming the file, line, query, id and rank. The ids
-    are dropped afterwards. One stage per job; pyarrow's lookup releases the GIL, so ``threads`` share
-    them."""
+    the first break (in the order of the stages and runs) raises, naming the file, line, query, id and rank.
+    The ids are dropped afterwards. One stage per job; pyarrow's lookup releases the GIL, so ``threads``
+    share them."""
 
     def check(s: StageResult) -> None:
         first = s.first_stage.ids
@@ -502,8 +501,8 @@ def paired_differences_vs_first(stage: StageResult) -> list[dict[str, object]]:
     """Per reranked run: mean paired nDCG@10 difference to the first stage, its 95 % percentile interval of
     the paired bootstrap (points; the same resamples over queries and seed as every interval,
     :func:`analysis.stats.resampling.bootstrap_intervals` on the per-query differences) and the Holm verdict
-    of the
-    vs-first-stage family. Drawn in the stage figure's right panel; computed only when figures are drawn."""
+    of the vs-first-stage family. Drawn in the stage figure's right panel; computed only when figures are
+    drawn."""
     verdicts: dict[tuple[str | None, int | None], str] = {}
     for fam in stage.families:
         if fam["id"].rsplit("/", 1)[1] == "vs-first-stage":

@@ -76,8 +76,7 @@ def test_the_curves_kept_from_the_read_equal_a_fresh_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The report keeps each run's curves when it reads the run (analysis.reporting.study.RunResult.curves)
-    and the
-    costs section uses them: bit for bit what reading the run again gives, with either reader."""
+    and the costs section uses them: bit for bit what reading the run again gives, with either reader."""
     from analysis.inputs.trec import read_run_table
     from analysis.reporting.study import load_stages
     from analysis.simulation.synthetic import write_study
