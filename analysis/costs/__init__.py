@@ -8,5 +8,5 @@
 * :mod:`analysis.costs.context`: the context calculation (smallest k without reranker, saved LLM tokens).
 * :mod:`analysis.costs.section`: the ``results/costs.json`` record; :mod:`analysis.costs.markdown` the
   report's costs section; :mod:`analysis.costs.report` the hook into ``analysis report``.
-* :mod:`analysis.costs.figure`: the decision figure per stage.
+* the decision figure per stage: :mod:`analysis.figures.costs`.
 """

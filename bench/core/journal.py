@@ -18,7 +18,7 @@ binary64 value that was written; non-finite numbers are refused (they are not JS
 ``flock`` keeps a second process from appending to the same journal at the same time.
 
 The journal knows nothing of rerankers or stages beyond the four key fields; the quality phase decides
-what a record holds (see ``bench.quality.records``).
+what a record holds (see ``bench.quality.phase``).
 """
 
 from __future__ import annotations
