@@ -8,15 +8,14 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from click.testing import CliRunner
 
 import analysis.core.plan
-from analysis.cli import cli
 from analysis.core.plan import RUN_IDS, RunId, contamination_note
 from analysis.reporting.report import write_report
 from analysis.reporting.study import default_flags
 from analysis.reporting.wording import flag_mark
 from analysis.simulation.synthetic import write_study
+from tests.support.report_cli import invoke_report
 
 Qrels = dict[str, dict[str, int]]
 # qwen3-0.6b is far better than bge (and flagged): the best model and the winner of a complete study
@@ -113,19 +112,7 @@ def test_run_names_must_be_known_run_ids(small_study: Path, miracl_qrels_path: P
     shutil.copytree(small_study, runs)
     # the name a reviewer found reported without its mark: an underscore instead of the plan's hyphen
     shutil.copy(runs / "hybrid-71k" / "qwen3-0.6b@100.trec", runs / "hybrid-71k" / "qwen3_4b@100.trec")
-    result = CliRunner().invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(runs),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(tmp_path / "o"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(runs, miracl_qrels_path, tmp_path / "o")
     assert result.exit_code == 1
     assert str(runs / "hybrid-71k" / "qwen3_4b@100.trec") in result.output
     assert "found 'qwen3_4b'" in result.output and "qwen3-4b" in result.output
@@ -134,19 +121,7 @@ def test_run_names_must_be_known_run_ids(small_study: Path, miracl_qrels_path: P
     assert not (tmp_path / "o").exists()
     # a registered variant is accepted
     (runs / "hybrid-71k" / "qwen3_4b@100.trec").rename(runs / "hybrid-71k" / "bge-v2-m3-int8@100.trec")
-    result = CliRunner().invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(runs),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(tmp_path / "o"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(runs, miracl_qrels_path, tmp_path / "o")
     assert result.exit_code == 0, result.output
 
 
@@ -228,19 +203,7 @@ def test_plan_check_2_failure_fails_the_command(
         return {m: v + 2e-4 for m, v in real(*args, **kwargs).items()}  # type: ignore[arg-type]
 
     monkeypatch.setattr(pc, "evaluate_table", off_by_a_little)
-    result = CliRunner().invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(small_study),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(tmp_path / "out"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(small_study, miracl_qrels_path, tmp_path / "out")
     assert result.exit_code == 1
     assert "the report was written, but Plan check 2" in result.output and "FAIL" in result.output
     check = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())["plan_check_2"]
@@ -258,19 +221,7 @@ def test_plan_check_2_never_says_passed_for_a_run_it_did_not_compare(
     import analysis.reporting.pytrec_check as pc
 
     monkeypatch.setattr(pc, "_tied_queries", lambda table: set(table.qids))  # every query of the run tied
-    result = CliRunner().invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(small_study),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(tmp_path / "out"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(small_study, miracl_qrels_path, tmp_path / "out")
     assert result.exit_code == 0, result.output
     assert "Warning: the report was written, but Plan check 2" in result.output
     assert "NOT COMPARED" in result.output
@@ -334,19 +285,7 @@ def test_failed_report_leaves_the_old_one_intact(
         raise OSError(28, "No space left on device", str(ctx.build_dir / "quality" / "half.json"))
 
     monkeypatch.setattr(report, "SECTIONS", [*report.SECTIONS, report.Section("broken", (), broken)])
-    result = CliRunner().invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(small_study),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(out),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(small_study, miracl_qrels_path, out)
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "No space left on device (OSError)" in result.output and "half.json" in result.output
     assert _tree(out) == before  # nothing half-written, nothing lost
@@ -377,18 +316,6 @@ def test_unwritable_out_is_a_one_line_error(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    result = CliRunner().invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(small_study),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(blocker / "results"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(small_study, miracl_qrels_path, blocker / "results")
     assert result.exit_code == 1 and "Traceback" not in result.output and result.exception is not None
     assert str(blocker) in result.output and "Error" in result.output and "Fix:" in result.output

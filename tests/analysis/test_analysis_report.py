@@ -17,6 +17,7 @@ from analysis.reporting.report import write_report
 from analysis.reporting.wording import word
 from analysis.simulation.synthetic import write_study
 from analysis.stats.multiple import holm
+from tests.support.report_cli import invoke_report
 
 Qrels = dict[str, dict[str, int]]
 MODELS = {"bge-v2-m3": 1.2, "gte-base": 1.15, "qwen3-4b": 4.0}  # qwen3-4b: flagged, far better
@@ -133,36 +134,11 @@ def test_layout_errors(study: Path, miracl_qrels_path: Path, tmp_path: Path) -> 
     runs = tmp_path / "runs"
     shutil.copytree(study, runs)
     (runs / "hybrid-71k" / "bad-name.trec").write_text("x")
-    runner = CliRunner()
-    result = runner.invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(runs),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(tmp_path / "o"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(runs, miracl_qrels_path, tmp_path / "o")
     assert result.exit_code == 1 and "<model>@<k>.trec" in result.output
     (runs / "hybrid-71k" / "bad-name.trec").unlink()
     (runs / "vector-71k").mkdir()
-    result = runner.invoke(
-        cli,
-        [
-            "report",
-            "--runs",
-            str(runs),
-            "--qrels",
-            str(miracl_qrels_path),
-            "--out",
-            str(tmp_path / "o"),
-            "--no-figures",
-        ],
-    )
+    result = invoke_report(runs, miracl_qrels_path, tmp_path / "o")
     assert result.exit_code == 1 and "first-stage/vector-71k.trec" in result.output
 
 

@@ -23,24 +23,14 @@ import pytest
 
 from analysis.reporting import codeinfo
 from analysis.reporting.report import write_report
+from bench.audit.example import PLAN_TITLE
+from bench.audit.example import SETUP_FILES as EXAMPLE_SETUP_FILES
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
 from tests.support.rehearsal import write_mini_beir
 
-PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
-SETUP_FILES = (
-    "DEVIATIONS.md",
-    "datasets.lock",
-    "LICENSE",
-    "LICENSES",
-    "runs/README.md",
-    "runs/LICENSE",
-    "results/README.md",
-    "results/LICENSE",
-    "data/bundled",
-    "analysis",
-    "uv.lock",
-)
+# the files the example study copies, plus the analysis code and lock that audit row 10 digests
+SETUP_FILES = (*EXAMPLE_SETUP_FILES, "analysis", "uv.lock")
 
 
 @dataclass(frozen=True)
