@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,8 @@ from tests.support.report_cli import invoke_report
 Qrels = dict[str, dict[str, int]]
 # qwen3-0.6b is far better than bge (and flagged): the best model and the winner of a complete study
 MODELS = {"bge-v2-m3": 1.3, "qwen3-0.6b": 4.0}
+# hybrid-71k.json, keyword-full.json, report.md and the folder of one report
+Reported = tuple[dict[str, Any], dict[str, Any], str, Path]
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +42,15 @@ def _report(runs: Path, qrels: Path, out: Path, **kwargs: object) -> tuple[dict,
     hybrid = json.loads((out / "quality" / "hybrid-71k.json").read_text())
     full = json.loads((out / "quality" / "keyword-full.json").read_text())
     return hybrid, full, (out / "report.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def small_report(
+    small_study: Path, miracl_qrels_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Reported:
+    """The small study's report (no figures), written once for the module's tests that only read it."""
+    out = tmp_path_factory.mktemp("small-report") / "out"
+    return (*_report(small_study, miracl_qrels_path, out), out)
 
 
 def test_incomplete_run_is_recorded_marked_and_not_rated(
@@ -144,10 +156,8 @@ def test_registry_holds_the_plan_models_and_variants_carry_their_base_flag(
     assert note.startswith("qwen3-0.6b-empty-instruction (a variant of qwen3-0.6b) lists MIRACLReranking")
 
 
-def test_embedder_flag_marks_vector_and_hybrid_first_stages(
-    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
-) -> None:
-    hybrid, full, md = _report(small_study, miracl_qrels_path, tmp_path / "out")
+def test_embedder_flag_marks_vector_and_hybrid_first_stages(small_report: Reported) -> None:
+    hybrid, full, md, out = small_report
     assert hybrid["first_stage"]["flagged"] is True
     assert "Arctic-l-v2.0" in hybrid["first_stage"]["flag_note"]
     assert "MIRACLRetrievalHardNegatives" in hybrid["first_stage"]["flag_note"]
@@ -156,14 +166,12 @@ def test_embedder_flag_marks_vector_and_hybrid_first_stages(
     full_md = md.split("## keyword-full")[1]
     assert "| first stage† |" in hybrid_md and "| first stage |" in full_md and "first stage†" not in full_md
     assert "first stage of hybrid-71k: the Arctic-l-v2.0 embedder" in md
-    study = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())
+    study = json.loads((out / "quality" / "study.json").read_text())
     assert sorted(study["first_stage_flags"]) == ["hybrid-71k", "vector-71k"]
 
 
-def test_report_states_the_plans_corpus_rule(
-    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
-) -> None:
-    _, _, md = _report(small_study, miracl_qrels_path, tmp_path / "out")
+def test_report_states_the_plans_corpus_rule(small_report: Reported) -> None:
+    md = small_report[2]
     assert "Numbers from different corpora are never compared directly" in md
     assert "Numbers of different stages are never compared" not in md
 
@@ -171,11 +179,9 @@ def test_report_states_the_plans_corpus_rule(
 # --- plan check 2 inside `analysis report` ----------------------------------------------------------
 
 
-def test_plan_check_2_verdict_in_study_json(
-    small_study: Path, miracl_qrels_path: Path, tmp_path: Path
-) -> None:
-    _report(small_study, miracl_qrels_path, tmp_path / "out")
-    study = json.loads((tmp_path / "out" / "quality" / "study.json").read_text())
+def test_plan_check_2_verdict_in_study_json(small_report: Reported) -> None:
+    out = small_report[3]
+    study = json.loads((out / "quality" / "study.json").read_text())
     check = study["plan_check_2"]
     assert check["passed"] is True and check["tolerance"] == 0.0001 and check["not_run"] is None
     assert [(c["stage"], c["run"]) for c in check["runs"]] == [
@@ -187,7 +193,7 @@ def test_plan_check_2_verdict_in_study_json(
         assert c["queries_with_ties"] == 0 and c["own_order_checked"] is True
         assert c["own_order_queries"] == 305
         assert c["max_abs_diff"] <= 1e-12 and c["own_order_max_abs_diff"] <= 1e-12 and c["queries"] == 305
-    md = (tmp_path / "out" / "report.md").read_text()
+    md = small_report[2]
     assert "Plan check 2 (our nDCG@10 against pytrec_eval ndcg_cut_10, tolerance 0.0001" in md
     assert "): PASS" in md
 

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,13 +20,16 @@ from analysis.stats.ranking import rank_by_score
 
 Run = dict[str, list[tuple[str, float]]]
 Qrels = dict[str, dict[str, int]]
+Pool = np.ndarray[Any, np.dtype[np.str_]]
 
 
-def _pool(qrels: Qrels) -> list[str]:
-    return sorted({d for v in qrels.values() for d in v})
+def _pool(qrels: Qrels) -> Pool:
+    # an array, made once per run: rng.choice turns a list into this same array on every call (most of the
+    # test's time), and draws the same passages from either
+    return np.array(sorted({d for v in qrels.values() for d in v}))
 
 
-def _candidates(qrels: Qrels, q: str, rng: np.random.Generator, pool: list[str], extra: int) -> list[str]:
+def _candidates(qrels: Qrels, q: str, rng: np.random.Generator, pool: Pool, extra: int) -> list[str]:
     # judged passages of the query, judged passages of other queries (unjudged here) and unseen ids
     own = list(qrels[q])
     other = [str(x) for x in rng.choice(pool, size=extra, replace=False)]
@@ -35,7 +39,7 @@ def _candidates(qrels: Qrels, q: str, rng: np.random.Generator, pool: list[str],
     return cand
 
 
-def _random(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
+def _random(qrels: Qrels, rng: np.random.Generator, pool: Pool) -> Run:
     run = {}
     for q in qrels:
         cand = _candidates(qrels, q, rng, pool, int(rng.integers(0, 120)))
@@ -43,7 +47,7 @@ def _random(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
     return run
 
 
-def _perfect(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
+def _perfect(qrels: Qrels, rng: np.random.Generator, pool: Pool) -> Run:
     run = {}
     for q in qrels:
         cand = _candidates(qrels, q, rng, pool, 30)
@@ -51,18 +55,18 @@ def _perfect(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
     return run
 
 
-def _reversed(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
+def _reversed(qrels: Qrels, rng: np.random.Generator, pool: Pool) -> Run:
     run = _perfect(qrels, rng, pool)
     return {q: [(d, -s) for d, s in reversed(v)] for q, v in run.items()}
 
 
-def _partial(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
+def _partial(qrels: Qrels, rng: np.random.Generator, pool: Pool) -> Run:
     run = _random(qrels, rng, pool)
     keep = rng.random(len(run)) < 0.6
     return {q: v[: int(rng.integers(1, 15))] for (q, v), k in zip(run.items(), keep, strict=True) if k}
 
 
-def _ties(qrels: Qrels, rng: np.random.Generator, pool: list[str]) -> Run:
+def _ties(qrels: Qrels, rng: np.random.Generator, pool: Pool) -> Run:
     run = {}
     for q in qrels:
         cand = _candidates(qrels, q, rng, pool, 60)

@@ -12,7 +12,9 @@ from pathlib import Path
 from tests.support.xdist_groups import FIRST, ONE_WORKER_FOLDERS, REHEARSAL, REHEARSAL_FILES, scope_of
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = ("tests/rehearse/test_steps.py", "tests/rehearse/test_inputs.py")
+# two light modules (3 and 20 tests; xdist without the scheduler spreads them over both workers): the
+# inner session costs three pytest start-ups and little else
+FILES = ("tests/test_clock.py", "tests/test_retry_after.py")
 
 
 def test_scope_of_node_ids() -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from bench.core.errors import BenchError
@@ -29,6 +30,26 @@ def client(server: MessagesServer, monkeypatch: pytest.MonkeyPatch) -> Any:
     # far above a loaded machine's answer time (a 0.5 s limit timed out plain answers in CI); the stall below
     # lasts until the client gives up, so it costs this limit once
     return make_client(base_url=server.url, timeout=CLIENT_TIMEOUT_S)
+
+
+class _StallTimesOutSoon(httpx2.HTTPTransport):
+    """The anthropic client's own transport; a request the server's script will stall on gets a 0.3 s read
+    timeout instead of the client's 5 s (requests that are answered keep the 5 s)."""
+
+    def __init__(self, server: MessagesServer) -> None:
+        super().__init__()
+        self.server = server
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.server.script and self.server.script[0][0] == "stall":  # requests go one at a time
+            request.extensions["timeout"] = {**request.extensions["timeout"], "read": 0.3}
+        return super().handle_request(request)
+
+
+def stalls_time_out_soon(server: MessagesServer) -> Any:
+    import anthropic
+
+    return anthropic.DefaultHttpxClient(transport=_StallTimesOutSoon(server))
 
 
 def run(prepared: Path, client: Any, waits: list[float] | None = None, **kw: Any) -> dict[str, Any]:
@@ -99,11 +120,11 @@ def test_429_529_500_and_a_stall_are_retried_with_backoff_recorded(
         ("status", 429, {"retry-after": "7"}),
         ("status", 529),
         ("status", 500),
-        ("stall", 120),  # until the client's timeout closes the connection (120 s: a hang guard only)
+        ("stall", 120),  # until the client's read timeout closes the connection (120 s: a hang guard only)
         ("answer", "0"),
     ]
     waits: list[float] = []
-    run(prepared, client, waits)
+    run(prepared, client.with_options(http_client=stalls_time_out_soon(server)), waits)
     rec = journal(prepared)[0]
     outcomes = [(a["outcome"], a["http_status"]) for a in rec["attempts"]]
     assert outcomes == [

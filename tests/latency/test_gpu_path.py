@@ -9,7 +9,7 @@ from pathlib import Path
 from analysis.latency import block_summary, read_blocks
 from bench.latency.commands import _sampler_factory, measure_all
 from bench.latency.gpu import GpuProbe
-from bench.latency.host import host_state
+from bench.latency.host import snapshot
 from bench.latency.presets import PRESETS
 from bench.latency.run import Inputs, Settings
 from bench.latency.timer import CudaTimer
@@ -44,7 +44,7 @@ def test_gpu_preset_with_fake_cuda_and_nvml(tmp_path: Path) -> None:
         sampler=_sampler_factory("gpu", 0.05, gpu),
         stream=io.StringIO(),
         load=lambda m: fake,
-        host=lambda: host_state(gpu.sample),
+        host=lambda: snapshot(gpu.sample),  # as measure_local gives it: a block's snapshots spend no window
     )
     blocks = read_blocks(tmp_path)
     assert [(b.kind, b.target, b.k, b.pass_, b.published) for b in blocks] == [

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -98,12 +99,29 @@ def test_5xx_backoff_then_success(fake: FakeVoyage) -> None:
     assert [a["status"] for a in r.calls[0]["attempts"]] == [503, 500, 502, 200]
 
 
+class FirstReadTimesOutSoon(httpx.HTTPTransport):
+    """httpx's own transport; the first request's read timeout cut to 0.3 s, so the stalled first answer
+    times out without waiting out the client's 5 s, while the retry keeps the 5 s (far above a loaded
+    machine's answer time: a 0.3 s limit for every request could time out the plain second answer too)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.sent == 1:
+            request.extensions["timeout"] = {**request.extensions["timeout"], "read": 0.3}
+        return super().handle_request(request)
+
+
 def test_timeout_is_retried(fake: FakeVoyage) -> None:
-    # no answer until the client's timeout (the default 5 s, far above a loaded machine's answer time: a 0.2 s
-    # limit could time out the second, plain answer too) closes the connection; 120 s is a hang guard only
+    # no answer until the client's read timeout closes the connection; 120 s is a hang guard only
     fake.script = [Reply(stall_s=120), Reply()]
-    with make(fake) as r:
+    transport = FirstReadTimesOutSoon()
+    with make(fake, transport=transport) as r:
         res = r.score("q", DOCS)
+    assert transport.sent == 2
     attempts = r.calls[0]["attempts"]
     assert attempts[0]["status"] is None and "Timeout" in attempts[0]["error"]
     assert attempts[1]["status"] == 200

@@ -321,7 +321,8 @@ def test_the_committed_ecb_file_is_the_default(study: Path, tmp_path: Path) -> N
     ECB file committed under results/costs/, without any --ecb-file."""
     out = tmp_path / "results"
     commit_ecb(out)
-    result = run_report(study, out, latency="latency-later", packaged_ecb=False)
+    # no figures: the rate is what is checked here (the module's other reports draw the figures)
+    result = run_report(study, out, "--no-figures", latency="latency-later", packaged_ecb=False)
     assert result.exit_code == 0, result.output
     costs = json.loads((out / "costs.json").read_text())
     assert costs["currency"]["measurement_day"] == LATER_DAY
