@@ -157,10 +157,16 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
 
 @contextlib.contextmanager
 def local_typesense(
-    *, data_dir: Path | None = None, health_timeout: float = HEALTH_TIMEOUT_S, api_port: int | None = None
+    *,
+    data_dir: Path | None = None,
+    health_timeout: float = HEALTH_TIMEOUT_S,
+    api_port: int | None = None,
+    peering_port: int | None = None,
 ) -> Iterator[TypesenseServer]:
-    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port``), yield a handle, stop it
-    by PID. Call it on a thread that outlives the server (the parent-death signal follows the thread)."""
+    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port`` and ``peering_port``),
+    yield a handle, stop it by PID. Call it on a thread that outlives the server (the parent-death signal
+    follows the thread). A restart on a ``data_dir`` with the ports of its previous run is its own raft
+    peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log)."""
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
@@ -169,8 +175,7 @@ def local_typesense(
         log = Path(tmp) / "typesense.log"
         api_key = secrets.token_hex(16)
         api_port = api_port if api_port is not None else free_port()
-        peering_port = free_port()
-        while peering_port == api_port:
+        while peering_port is None or peering_port == api_port:
             peering_port = free_port()
         cmd = [
             sys.executable,
