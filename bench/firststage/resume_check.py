@@ -15,12 +15,13 @@ and tells the parent on stdout, so nothing depends on timing.
 
 The corpus is named by ``module:function[:n]`` (``function(n)`` or ``function()`` returns the passages in
 import order), so that the child makes the very same stream: the bundled sample
-(``bench.firststage.resume_check:sample_corpus``) in the tests, the generated corpus at 1,000,000 in
+(``bench.firststage.resume_check:sample_corpus[:n]``) in the tests, the generated corpus at 1,000,000 in
 ``benchmarks/bench_scale_faults.py``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -41,7 +42,7 @@ from bench.data import Passage
 from bench.data.bundled import load_sample
 from bench.firststage.collection import Backoff, collection_digest, count_documents
 from bench.firststage.importer import import_passages
-from bench.firststage.server import TypesenseServer, local_typesense
+from bench.firststage.server import TypesenseServer, free_port, local_typesense
 
 SCHEMA: dict[str, Any] = {
     "name": "resume-check",
@@ -52,8 +53,10 @@ REACHED = "REACHED"
 RESTART_TIMEOUT_S = 7200.0
 
 
-def sample_corpus() -> list[Passage]:
-    return load_sample().corpus
+def sample_corpus(n: int | None = None) -> list[Passage]:
+    """The bundled sample in import order (``sample_corpus``), or its first ``n`` passages
+    (``sample_corpus:N``)."""
+    return load_sample().corpus[:n]
 
 
 def load_corpus(spec: str) -> Iterable[Passage]:
@@ -183,12 +186,16 @@ def reference_case(spec: str, batch: int, base: Path) -> dict[str, Any]:
         }
 
 
-def importer_case(spec: str, batch: int, kill_at: int, base: Path) -> dict[str, Any]:
+def importer_case(
+    spec: str, batch: int, kill_at: int, base: Path, server: TypesenseServer | None = None
+) -> dict[str, Any]:
     """The importer SIGKILLed at passage ``kill_at`` (while it fills the batch holding that passage), then a
-    second importer resumes from the checkpoint into the same, still running server."""
+    second importer resumes from the checkpoint into the same, still running server: a fresh one, or
+    ``server`` (running, without the collection ``SCHEMA`` names; this case leaves it there)."""
     t0 = time.perf_counter()
     ck = base / "imp.json"
-    with local_typesense(data_dir=base / "imp") as server:
+    running = contextlib.nullcontext(server) if server is not None else local_typesense(data_dir=base / "imp")
+    with running as server:
         t_up = time.perf_counter()
         proc = _spawn(server, ck, spec, kill_at, batch, 60.0)
         _wait_reached(proc)
@@ -218,14 +225,19 @@ def importer_case(spec: str, batch: int, kill_at: int, base: Path) -> dict[str, 
 
 
 def server_case(
-    spec: str, batch: int, kill_at: int, base: Path, stall_budget_s: float = 3.0
+    spec: str, batch: int, kill_at: int, base: Path, stall_budget_s: float = 3.0, same_ports: bool = False
 ) -> dict[str, Any]:
     """The server SIGKILLed when the importer reaches passage ``kill_at``; the importer, let go into the
     dead server, waits with its bounded back-off and gives up; the server is started again on the same data
-    directory (its restart replays what it held) and a second importer resumes."""
+    directory (its restart replays what it held) and a second importer resumes. ``same_ports``: the restart
+    takes the killed server's ports (as a service restarted under its configured ports would), so it need
+    not wait about 10 s for its raft peer reset (``local_typesense``)."""
     t0 = time.perf_counter()
     ck = base / "srv.json"
-    with local_typesense(data_dir=base / "srv") as server:
+    ports: dict[str, int] = {}
+    while same_ports and len(set(ports.values())) < 2:
+        ports = {"api_port": free_port(), "peering_port": free_port()}
+    with local_typesense(data_dir=base / "srv", **ports) as server:
         t_up = time.perf_counter()
         proc = _spawn(server, ck, spec, kill_at, batch, stall_budget_s)
         _wait_reached(proc)
@@ -245,7 +257,7 @@ def server_case(
     if code == 0:
         raise BenchError("the importer finished although its server had been killed")
     t_restart = time.perf_counter()
-    with local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S) as server:
+    with local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S, **ports) as server:
         t_healthy = time.perf_counter()
         deadline = time.monotonic() + RESTART_TIMEOUT_S
         while (have := _count_or_none(server)) != before and time.monotonic() < deadline:
@@ -295,11 +307,15 @@ def run_check(
     stall_budget_s: float = 3.0,
     reference: dict[str, Any] | None = None,
     skip_reference: bool = False,
+    same_ports: bool = False,
+    importer_server: TypesenseServer | None = None,
 ) -> dict[str, Any]:
     """The three imports in sequence; returns their digests, the kill points and whether all three agree.
 
     ``reference`` (a ``collection_digest`` of an uninterrupted import of the same corpus made elsewhere)
     replaces the first import; with ``skip_reference`` the caller supplies it later through ``agreement``.
+    ``same_ports``: the killed server restarts on its own ports (``server_case``); ``importer_server``: the
+    running server the importer case imports into (``importer_case``), instead of a fresh one.
     ``benchmarks/bench_scale_faults.py`` runs the cases one by one with their results kept on disk."""
     kill_importer_at, kill_server_at = kill_points(n, seed, batch)
     out: dict[str, Any] = {
@@ -317,9 +333,9 @@ def run_check(
         elif not skip_reference:
             out["reference"] = reference_case(spec, batch, base)
             _report(out, "reference")
-        out["importer_killed"] = importer_case(spec, batch, kill_importer_at, base)
+        out["importer_killed"] = importer_case(spec, batch, kill_importer_at, base, importer_server)
         _report(out, "importer_killed")
-        out["server_killed"] = server_case(spec, batch, kill_server_at, base, stall_budget_s)
+        out["server_killed"] = server_case(spec, batch, kill_server_at, base, stall_budget_s, same_ports)
         _report(out, "server_killed")
     return agreement(out, out["reference"]) if "reference" in out else out
 

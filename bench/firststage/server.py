@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,14 @@ KEY_ENV = "BENCH_TYPESENSE_API_KEY"
 HEALTH_TIMEOUT_S = 60.0
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every handle of the process, as httpx makes it by default (the CA bundle of
+    ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` or certifi): httpx builds and loads one per client otherwise, 0.05 to
+    0.2 s each, and a handle or health wait is made per server, proxy and stage."""
+    return httpx.create_ssl_context()
+
+
 class TypesenseServer:
     """An HTTP handle to one Typesense server. ``version`` is read from ``GET /debug`` on creation."""
 
@@ -45,7 +55,7 @@ class TypesenseServer:
         self.api_key = api_key
         self.pid = pid
         self.client = httpx.Client(
-            base_url=self.url, headers={"X-TYPESENSE-API-KEY": api_key}, timeout=timeout
+            base_url=self.url, headers={"X-TYPESENSE-API-KEY": api_key}, timeout=timeout, verify=tls_context()
         )
         self.version: str = str(self.request("GET", "/debug").get("version", "unknown"))
 
@@ -139,7 +149,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    with httpx.Client(timeout=2.0) as c:
+    with httpx.Client(timeout=2.0, verify=tls_context()) as c:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise BenchError(
@@ -157,10 +167,16 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
 
 @contextlib.contextmanager
 def local_typesense(
-    *, data_dir: Path | None = None, health_timeout: float = HEALTH_TIMEOUT_S, api_port: int | None = None
+    *,
+    data_dir: Path | None = None,
+    health_timeout: float = HEALTH_TIMEOUT_S,
+    api_port: int | None = None,
+    peering_port: int | None = None,
 ) -> Iterator[TypesenseServer]:
-    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port``), yield a handle, stop it
-    by PID. Call it on a thread that outlives the server (the parent-death signal follows the thread)."""
+    """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port`` and ``peering_port``),
+    yield a handle, stop it by PID. Call it on a thread that outlives the server (the parent-death signal
+    follows the thread). A restart on a ``data_dir`` with the ports of its previous run is its own raft
+    peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log)."""
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
@@ -169,8 +185,7 @@ def local_typesense(
         log = Path(tmp) / "typesense.log"
         api_key = secrets.token_hex(16)
         api_port = api_port if api_port is not None else free_port()
-        peering_port = free_port()
-        while peering_port == api_port:
+        while peering_port is None or peering_port == api_port:
             peering_port = free_port()
         cmd = [
             sys.executable,

@@ -75,12 +75,12 @@ def minilm_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CachedEmb
 
 @pytest.fixture(scope="session")
 def tiny(sample: Sample) -> tuple[dict[str, str], list[Passage], Path]:
-    """8 dev queries, their judged passages and 40 NoMIRACL passages: small enough to embed with MiniLM."""
-    qids = sorted(sample.queries)[:8]
+    """4 dev queries, their judged passages and 20 NoMIRACL passages: small enough to embed with MiniLM."""
+    qids = sorted(sample.queries)[:4]
     wanted = set()
     for line in sample.qrels_path.read_text(encoding="utf-8").splitlines():
         qid, _, docid, _ = line.split("\t")
         if qid in qids:
             wanted.add(docid)
-    passages = [p for p in sample.judged if p.docid in wanted] + sample.nomiracl[:40]
+    passages = [p for p in sample.judged if p.docid in wanted] + sample.nomiracl[:20]
     return {q: sample.queries[q] for q in qids}, sort_passages(passages), sample.qrels_path

@@ -140,10 +140,14 @@ def test_committed_fit_and_dry_run_offline() -> None:
     assert other.exit_code != 0 and "keyword-full only" in other.output
 
 
-def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, list[Path]]:
+Shards = tuple[dict[str, datalock.Entry], list[Path]]
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> Shards:
     """The bundled sample written as three shards in the MIRACL format (gzip level 6), out of order (its
-    thirds in the order 3, 1, 2, and two neighbours swapped), locked with their real sizes; ``ascending`` is
-    the lock's import-order note (None: no note)."""
+    thirds in the order 3, 1, 2, and two neighbours swapped), with their lock entries (real sizes): written
+    once for the module's tests, which only read them."""
     import gzip
 
     from bench.integrity.hashing import sha256_file
@@ -153,8 +157,7 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
     idx = list(range(len(corpus)))
     idx[10], idx[11] = idx[11], idx[10]
     parts = [idx[2 * third :], idx[:third], idx[third : 2 * third]]
-    folder = tmp_path / "shards"
-    folder.mkdir()
+    folder = tmp_path_factory.mktemp("shards")
     entries, paths = {}, []
     for k, part in enumerate(parts):
         path = folder / f"docs-{k}.jsonl.gz"
@@ -184,6 +187,13 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None) -> tuple[Path, li
             "r",
         )
         paths.append(path)
+    return entries, paths
+
+
+def _out_of_order_lock(tmp_path: Path, ascending: bool | None, shards: Shards) -> tuple[Path, list[Path]]:
+    """The lock of the module's out-of-order ``shards``; ``ascending`` is its import-order note (None: no
+    note)."""
+    entries, paths = shards
     lock = tmp_path / "datasets.lock"
     notes = (
         {} if ascending is None else {"corpus-full": {"import_order": {"ascending": ascending, "note": "x"}}}
@@ -215,9 +225,9 @@ def _measured_sort(paths: list[Path], out: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_disk_check_adds_the_external_sort_when_the_lock_says_out_of_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: Shards
 ) -> None:
-    lock, paths = _out_of_order_lock(tmp_path, ascending=False)
+    lock, paths = _out_of_order_lock(tmp_path, ascending=False, shards=shards)
     fit = _fit_file(tmp_path / "fit.json")
     sort_dir = tmp_path / "sorted"
     p = pf.keyword_full_prediction(fit_path=fit, lock_path=lock, data_dir=tmp_path, sort_dir=sort_dir)
@@ -252,8 +262,10 @@ def test_disk_check_adds_the_external_sort_when_the_lock_says_out_of_order(
 
 
 @pytest.mark.parametrize("ascending", [True, None])
-def test_no_sort_added_when_in_order_or_unchecked(tmp_path: Path, ascending: bool | None) -> None:
-    lock, _ = _out_of_order_lock(tmp_path, ascending=ascending)
+def test_no_sort_added_when_in_order_or_unchecked(
+    tmp_path: Path, ascending: bool | None, shards: Shards
+) -> None:
+    lock, _ = _out_of_order_lock(tmp_path, ascending=ascending, shards=shards)
     p = pf.keyword_full_prediction(
         fit_path=_fit_file(tmp_path / "fit.json"), lock_path=lock, data_dir=tmp_path, sort_dir=tmp_path / "s"
     )
@@ -262,10 +274,10 @@ def test_no_sort_added_when_in_order_or_unchecked(tmp_path: Path, ascending: boo
     assert ("ascending at lock time" if ascending else "not checked at lock time") in p.sort.order
 
 
-def test_dry_run_prints_the_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run_prints_the_sort(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shards: Shards) -> None:
     from bench.firststage import cli
 
-    lock, _ = _out_of_order_lock(tmp_path, ascending=False)
+    lock, _ = _out_of_order_lock(tmp_path, ascending=False, shards=shards)
     fit = _fit_file(tmp_path / "fit.json", per_passage=1.0)  # a tiny server: only the disk can refuse
     real = pf.keyword_full_prediction
 

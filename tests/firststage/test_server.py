@@ -31,12 +31,12 @@ def test_unreachable() -> None:
         TypesenseServer(f"http://127.0.0.1:{free_port()}", "k", timeout=2)
 
 
-def test_external_handle(monkeypatch: pytest.MonkeyPatch) -> None:
-    with local_typesense() as server:
-        monkeypatch.setenv("BENCH_TYPESENSE_URL", server.url)
-        monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", server.api_key)
-        with external_typesense() as ext:
-            assert ext.version == "0.24.1" and ext.pid is None
+def test_external_handle(typesense: TypesenseServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the session's server (tests/conftest.py): this test neither starts nor stops one
+    monkeypatch.setenv("BENCH_TYPESENSE_URL", typesense.url)
+    monkeypatch.setenv("BENCH_TYPESENSE_API_KEY", typesense.api_key)
+    with external_typesense() as ext:
+        assert ext.version == "0.24.1" and ext.pid is None
     monkeypatch.delenv("BENCH_TYPESENSE_API_KEY")
     with pytest.raises(BenchError, match="BENCH_TYPESENSE_API_KEY"), external_typesense():
         pass

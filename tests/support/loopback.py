@@ -131,9 +131,9 @@ class Loopback(Closing):
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        # serve_forever looks for a shutdown request once per poll interval: 0.05 s, not the default 0.5 s
-        # that every close() (each test's teardown) would wait out
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        # ``close`` waits for the serving loop to notice the shutdown: it looks every 20 ms, not every 0.5 s
+        # (serve_forever's default), which each test's teardown used to wait out
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
         self.thread.start()
 
     @property

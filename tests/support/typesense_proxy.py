@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from bench.firststage.server import TypesenseServer
+from bench.firststage.server import TypesenseServer, tls_context
 from tests.support.loopback import Loopback, OnLoopback, Request, Response, json_response
 
 Rewrite = Callable[[Request, bytes], bytes]
@@ -32,7 +32,7 @@ class TypesenseProxy(OnLoopback):
     ) -> None:
         self.real, self.version = real, version
         self.rewrite_request, self.rewrite_answer, self.fail = request, answer, fail
-        self.client = httpx.Client(base_url=real.url, timeout=30)
+        self.client = httpx.Client(base_url=real.url, timeout=30, verify=tls_context())
         self.server = Loopback(self._respond)
 
     def close(self) -> None:
