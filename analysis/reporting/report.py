@@ -43,7 +43,7 @@ from analysis.int8.comparison import markdown as int8_markdown
 from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
 from analysis.latency.report import latency_section
 from analysis.reporting import judged, pitfalls
-from analysis.reporting.codeinfo import code_record, stamp_tree
+from analysis.reporting.codeinfo import code_record_soon, stamp_tree
 from analysis.reporting.outdir import check_out_dir
 from analysis.reporting.pytrec_check import check_stages
 from analysis.reporting.study import (
@@ -414,6 +414,7 @@ def _write_report_locked(
         files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
         inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir},
     )
+    record = code_record_soon()  # made while the runs are read
     all_flags = {**default_flags(), **(flags or {})}
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
@@ -443,9 +444,8 @@ def _write_report_locked(
             figures=figures,
             options=options,
         )
-        stamp_tree(
-            build, code_record()
-        )  # every file names the code that wrote it (analysis.reporting.codeinfo)
+        # every file names the code that wrote it (analysis.reporting.codeinfo)
+        stamp_tree(build, record.result())
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
     return out_dir / "report.md"
