@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,7 +209,10 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mappi
 
 def pytrec_section(ctx: ReportContext) -> list[str]:
     """Plan check 2 on one run per stage; the verdict goes into study.json (``plan_check_2``)."""
-    verdict = check_stages(ctx.runs_dir, ctx.qrels_path, ctx.stages)
+    started = ctx.options.get("plan_check_2")  # started once the best models were chosen (write_report)
+    verdict = (
+        started.result() if started is not None else check_stages(ctx.runs_dir, ctx.qrels_path, ctx.stages)
+    )
     ctx.study["plan_check_2"] = verdict
     return [*verdict_lines(verdict), ""]
 
@@ -415,10 +419,52 @@ def _write_report_locked(
         inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir},
     )
     record = code_record_soon()  # made while the runs are read
+    with ThreadPoolExecutor(1, thread_name_prefix="plan-check-2") as pool:
+        checks: dict[str, Future[dict[str, Any]]] = {}
+
+        def start_check(stages: list[StageResult]) -> None:  # beside the intervals and tests
+            checks["plan_check_2"] = pool.submit(check_stages, runs_dir, qrels_path, stages)
+
+        stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)
+        _write_analysed(
+            runs_dir,
+            qrels_path,
+            out_dir,
+            stages,
+            inputs,
+            {**(section_options or {}), **checks},
+            record,
+            title=title,
+            header_lines=header_lines,
+            flags=flags,
+            figures=figures,
+            stage_flags=stage_flags,
+            costs=costs,
+            latency_dir=latency_dir,
+        )
+    return out_dir / "report.md"
+
+
+def _write_analysed(
+    runs_dir: Path,
+    qrels_path: Path,
+    out_dir: Path,
+    stages: list[StageResult],
+    inputs: dict[str, Any],
+    section_options: Mapping[str, Any],
+    record: Future[dict[str, Any]],
+    *,
+    title: str | None,
+    header_lines: Sequence[str],
+    flags: Mapping[str, str] | None,
+    figures: bool,
+    stage_flags: Mapping[str, str] | None,
+    costs: CostInputs | None,
+    latency_dir: Path | None,
+) -> None:
     all_flags = {**default_flags(), **(flags or {})}
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
-    stages, inputs = analyse_study(runs_dir, qrels_path)
     costs_record = None
     if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
         records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
@@ -448,7 +494,6 @@ def _write_report_locked(
         stamp_tree(build, record.result())
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
-    return out_dir / "report.md"
 
 
 def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | None) -> list[str]:
