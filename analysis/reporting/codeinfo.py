@@ -29,12 +29,13 @@ import sys
 import tomllib
 import zlib
 from collections.abc import Collection, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from analysis.core.atomic import json_bytes
+from analysis.core.background import soon
 
 KEY = "analysis_code"
 FIELDS = ("analysis_digest", "commit", "dirty", "packages_digest")
@@ -220,11 +221,7 @@ def code_record_soon(root: Path = REPO) -> Future[dict[str, Any]]:
     the record's Python work (parsing the analysis code and uv.lock) then overlaps the reading, whose heavy
     parts (pyarrow, hashing) run without the interpreter lock. ``.result()`` waits for it (and raises what
     it raised)."""
-    pool = ThreadPoolExecutor(1, thread_name_prefix="code-record")
-    try:
-        return pool.submit(code_record, root)
-    finally:
-        pool.shutdown(wait=False)  # the thread ends when the record is made
+    return soon("code-record", code_record, root)
 
 
 def md_line(record: Mapping[str, Any]) -> str:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.core.atomic import built_beside, out_lock, write_bytes_atomic, write_json_atomic
+from analysis.core.background import soon
 from analysis.core.plan import (
     ALPHA,
     BOOTSTRAP_RESAMPLES,
@@ -419,29 +420,28 @@ def _write_report_locked(
         inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir},
     )
     record = code_record_soon()  # made while the runs are read
-    with ThreadPoolExecutor(1, thread_name_prefix="plan-check-2") as pool:
-        checks: dict[str, Future[dict[str, Any]]] = {}
+    checks: dict[str, Future[dict[str, Any]]] = {}
 
-        def start_check(stages: list[StageResult]) -> None:  # beside the intervals and tests
-            checks["plan_check_2"] = pool.submit(check_stages, runs_dir, qrels_path, stages)
+    def start_check(stages: list[StageResult]) -> None:  # beside the intervals and tests
+        checks["plan_check_2"] = soon("plan-check-2", check_stages, runs_dir, qrels_path, stages)
 
-        stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)
-        _write_analysed(
-            runs_dir,
-            qrels_path,
-            out_dir,
-            stages,
-            inputs,
-            {**(section_options or {}), **checks},
-            record,
-            title=title,
-            header_lines=header_lines,
-            flags=flags,
-            figures=figures,
-            stage_flags=stage_flags,
-            costs=costs,
-            latency_dir=latency_dir,
-        )
+    stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)
+    _write_analysed(
+        runs_dir,
+        qrels_path,
+        out_dir,
+        stages,
+        inputs,
+        {**(section_options or {}), **checks},
+        record,
+        title=title,
+        header_lines=header_lines,
+        flags=flags,
+        figures=figures,
+        stage_flags=stage_flags,
+        costs=costs,
+        latency_dir=latency_dir,
+    )
     return out_dir / "report.md"
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from analysis.core import plan as _plan
+from analysis.core.background import soon
 from analysis.core.plan import (
     ALPHA,
     INTERVAL_METRICS,
@@ -435,10 +436,9 @@ def analyse_study(
             "(labels 1 and above mark relevant passages)"
         )
     judgments = Judgments.from_qrels(qrels)
-    with ThreadPoolExecutor(1, thread_name_prefix="resamples") as pool:
-        drawn = pool.submit(draw_resamples, len(judgments.qids))
-        stages = load_stages(runs_dir, judgments)
-        drawn.result()
+    drawn = soon("resamples", draw_resamples, len(judgments.qids))
+    stages = load_stages(runs_dir, judgments)
+    drawn.result()
     analyse_stages(stages, len(judgments.qids), best_chosen=best_chosen)
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
