@@ -28,12 +28,14 @@ import subprocess
 import sys
 import tomllib
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
+from concurrent.futures import Future
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from analysis.core.atomic import json_bytes
+from analysis.core.background import soon
 
 KEY = "analysis_code"
 FIELDS = ("analysis_digest", "commit", "dirty", "packages_digest")
@@ -61,18 +63,108 @@ def working_files(root: Path = REPO) -> dict[str, bytes]:
     }
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _import_statements(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every ``import`` and ``from ... import`` statement of ``tree``, at any depth. Statements only stand in
+    the statement lists of a module, a function, a class, a compound statement, an ``except`` handler or a
+    ``case``, so those lists are walked and no expression is visited (:func:`ast.walk` visits every node:
+    three times as long, the same statements)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+            continue
+        for name in _STATEMENT_LISTS:
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                stack.extend(children)
+    return found
+
+
 def imported_modules(files: Mapping[str, bytes]) -> set[str]:
     """Top-level names of the third-party modules the analysis code imports (not the standard library)."""
     names: set[str] = set()
     for path, data in files.items():
         if not path.endswith(".py"):
             continue
-        for node in ast.walk(ast.parse(data, filename=path)):
+        for node in _import_statements(ast.parse(data, filename=path)):
             if isinstance(node, ast.Import):
                 names |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            elif node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
     return {n for n in names if n not in sys.stdlib_module_names and n not in (PACKAGE, "__future__")}
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _record_line(record: str, module: str) -> Iterator[str]:
+    """The lines of a RECORD text that can give ``module`` as their inferred top-level name (the first path
+    part, or a top-level file's name without ".py"): where the name stands with no letter, digit, "_", "."
+    or "-" before it and "/" or ".py" after it (a superset: each line is then read as the standard library
+    reads it)."""
+    at = record.find(module)
+    while at >= 0:
+        end = at + len(module)
+        if (at == 0 or record[at - 1] not in _NAME_CHARS) and record.startswith(("/", ".py"), end):
+            start = max(record.rfind("\n", 0, at), record.rfind("\r", 0, at)) + 1
+            yield record[start:].splitlines()[0]
+        at = record.find(module, end)
+
+
+def _inferred_names(dist: importlib.metadata.Distribution, modules: Collection[str]) -> Collection[str]:
+    """Which of ``modules`` :func:`importlib.metadata.packages_distributions` infers from ``dist``'s RECORD
+    (it has no ``top_level.txt``): a module is one as soon as one line gives its name, taken as the standard
+    library takes it, so only the lines that can (:func:`_record_line`) are looked at, until one does. Where
+    such a line is quoted (CSV quoting may join lines), or there is no RECORD: the standard library's own
+    inference."""
+    record = dist.read_text("RECORD")
+    if not record:
+        return _stdlib_inferred(dist)
+    found = set()
+    for module in modules:
+        for line in _record_line(record, module):
+            if '"' in line:
+                return _stdlib_inferred(dist)
+            path = importlib.metadata.PackagePath(line.split(",", 1)[0])
+            if path.suffix == ".py" and module == (
+                path.parts[0] if len(path.parts) > 1 else path.with_suffix("").name
+            ):
+                found.add(module)
+                break
+    return found
+
+
+def _stdlib_inferred(dist: importlib.metadata.Distribution) -> Collection[str]:
+    inferred = getattr(importlib.metadata, "_top_level_inferred", None)
+    if inferred is None:  # pragma: no cover - another Python's importlib.metadata
+        return {m for m, names in importlib.metadata.packages_distributions().items() if dist.name in names}
+    return inferred(dist)  # type: ignore[no-any-return]
+
+
+def providers(modules: Collection[str]) -> dict[str, set[str]]:
+    """module -> the names of the installed distributions that provide it, for each of ``modules`` that one
+    provides: :func:`importlib.metadata.packages_distributions` restricted to ``modules``.
+
+    That function reads every distribution's metadata (an e-mail parser each) and, where a distribution has
+    no ``top_level.txt``, its whole RECORD as paths (numpy's and pyarrow's: thousands): a third of a second
+    of a cold report. Here a distribution's top-level names are its ``top_level.txt`` as there, else the
+    names inferred from those RECORD lines that can give one of ``modules`` (:func:`_inferred_names`), and
+    its metadata is read only when it provides one."""
+    wanted = set(modules)
+    out: dict[str, set[str]] = {}
+    for dist in importlib.metadata.distributions():
+        declared = (dist.read_text("top_level.txt") or "").split()
+        hits = wanted.intersection(declared or _inferred_names(dist, wanted))
+        if hits:
+            name = dist.metadata["Name"]
+            for module in hits:
+                out.setdefault(module, set()).add(name)
+    return out
 
 
 def _norm(name: str) -> str:
@@ -82,8 +174,9 @@ def _norm(name: str) -> str:
 def packages_digest(files: Mapping[str, bytes], uv_lock: bytes | None) -> str:
     """SHA-256 over sorted ``name==version`` lines: each distribution that provides a module the analysis
     code imports, at its version in ``uv_lock`` (the installed version, marked, where uv.lock has none)."""
-    dists = importlib.metadata.packages_distributions()
-    wanted = {_norm(d) for m in imported_modules(files) for d in dists.get(m, [m])}
+    modules = imported_modules(files)
+    dists = providers(modules)
+    wanted = {_norm(d) for m in modules for d in dists.get(m, [m])}
     locked: dict[str, str] = {}
     if uv_lock is not None:
         for pkg in tomllib.loads(uv_lock.decode("utf-8")).get("package", []):
@@ -121,6 +214,14 @@ def code_record(root: Path = REPO) -> dict[str, Any]:
         "dirty": None if status is None else bool(status.strip()),
         "packages_digest": packages_digest(files, lock.read_bytes() if lock.is_file() else None),
     }
+
+
+def code_record_soon(root: Path = REPO) -> Future[dict[str, Any]]:
+    """:func:`code_record` computed on a thread of its own, for the report to start before it reads the runs:
+    the record's Python work (parsing the analysis code and uv.lock) then overlaps the reading, whose heavy
+    parts (pyarrow, hashing) run without the interpreter lock. ``.result()`` waits for it (and raises what
+    it raised)."""
+    return soon("code-record", code_record, root)
 
 
 def md_line(record: Mapping[str, Any]) -> str:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.core.atomic import built_beside, out_lock, write_bytes_atomic, write_json_atomic
+from analysis.core.background import soon
 from analysis.core.plan import (
     ALPHA,
     BOOTSTRAP_RESAMPLES,
@@ -43,7 +45,7 @@ from analysis.int8.comparison import markdown as int8_markdown
 from analysis.int8.rehearsal import int8_rehearsal_section, read_int8_record
 from analysis.latency.report import latency_section
 from analysis.reporting import judged, pitfalls
-from analysis.reporting.codeinfo import code_record, stamp_tree
+from analysis.reporting.codeinfo import code_record_soon, stamp_tree
 from analysis.reporting.outdir import check_out_dir
 from analysis.reporting.pytrec_check import check_stages
 from analysis.reporting.study import (
@@ -208,7 +210,10 @@ def _stage_markdown(s: StageResult, flags: Mapping[str, str], stage_flags: Mappi
 
 def pytrec_section(ctx: ReportContext) -> list[str]:
     """Plan check 2 on one run per stage; the verdict goes into study.json (``plan_check_2``)."""
-    verdict = check_stages(ctx.runs_dir, ctx.qrels_path, ctx.stages)
+    started = ctx.options.get("plan_check_2")  # started once the best models were chosen (write_report)
+    verdict = (
+        started.result() if started is not None else check_stages(ctx.runs_dir, ctx.qrels_path, ctx.stages)
+    )
     ctx.study["plan_check_2"] = verdict
     return [*verdict_lines(verdict), ""]
 
@@ -414,10 +419,52 @@ def _write_report_locked(
         files=tuple(e for e in OWNED if e not in OWNED_FOLDERS),
         inputs={"--runs": runs_dir, "--qrels": qrels_path, "--latency": latency_dir},
     )
+    record = code_record_soon()  # made while the runs are read
+    checks: dict[str, Future[dict[str, Any]]] = {}
+
+    def start_check(stages: list[StageResult]) -> None:  # beside the intervals and tests
+        checks["plan_check_2"] = soon("plan-check-2", check_stages, runs_dir, qrels_path, stages)
+
+    stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)
+    _write_analysed(
+        runs_dir,
+        qrels_path,
+        out_dir,
+        stages,
+        inputs,
+        {**(section_options or {}), **checks},
+        record,
+        title=title,
+        header_lines=header_lines,
+        flags=flags,
+        figures=figures,
+        stage_flags=stage_flags,
+        costs=costs,
+        latency_dir=latency_dir,
+    )
+    return out_dir / "report.md"
+
+
+def _write_analysed(
+    runs_dir: Path,
+    qrels_path: Path,
+    out_dir: Path,
+    stages: list[StageResult],
+    inputs: dict[str, Any],
+    section_options: Mapping[str, Any],
+    record: Future[dict[str, Any]],
+    *,
+    title: str | None,
+    header_lines: Sequence[str],
+    flags: Mapping[str, str] | None,
+    figures: bool,
+    stage_flags: Mapping[str, str] | None,
+    costs: CostInputs | None,
+    latency_dir: Path | None,
+) -> None:
     all_flags = {**default_flags(), **(flags or {})}
     if stage_flags is None:
         stage_flags = {s: embedder_note() for s in EMBEDDING_STAGES}
-    stages, inputs = analyse_study(runs_dir, qrels_path)
     costs_record = None
     if costs is not None:  # computed before anything is written: bad cost input leaves no half-written report
         records = {s.stage: stage_record(s, all_flags, stage_flags) for s in stages}
@@ -443,12 +490,10 @@ def _write_report_locked(
             figures=figures,
             options=options,
         )
-        stamp_tree(
-            build, code_record()
-        )  # every file names the code that wrote it (analysis.reporting.codeinfo)
+        # every file names the code that wrote it (analysis.reporting.codeinfo)
+        stamp_tree(build, record.result())
     if costs_record is not None:
         check_missing(costs_record)  # after writing: the cells say "price missing"; exit 1 unless allowed
-    return out_dir / "report.md"
 
 
 def _dropped_entries(out_dir: Path, build: Path, warn: Callable[[str], None] | None) -> list[str]:

@@ -27,7 +27,7 @@ import multiprocessing
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from analysis.core import plan as _plan
+from analysis.core.background import soon
 from analysis.core.plan import (
     ALPHA,
     INTERVAL_METRICS,
@@ -58,7 +59,12 @@ from analysis.int8.comparison import SEPARATE_MODELS
 from analysis.reporting.wording import corpus_of, require_same_corpus, winner, word
 from analysis.stats.metrics import MEASURES, Curves, Judgments, scored_indexed, scored_table
 from analysis.stats.multiple import holm
-from analysis.stats.resampling import bootstrap_intervals, paired_differences, randomisation_p_values
+from analysis.stats.resampling import (
+    bootstrap_intervals,
+    draw_resamples,
+    paired_differences,
+    randomisation_p_values,
+)
 
 __all__ = [
     "RunResult",
@@ -412,8 +418,14 @@ def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int
             r.ids = None
 
 
-def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], dict[str, Any]]:
-    """All stages' results and the inputs record (qrels and run SHA-256s, query count)."""
+def analyse_study(
+    runs_dir: Path,
+    qrels_path: Path,
+    *,
+    best_chosen: Callable[[list[StageResult]], None] | None = None,
+) -> tuple[list[StageResult], dict[str, Any]]:
+    """All stages' results and the inputs record (qrels and run SHA-256s, query count). ``best_chosen``: see
+    :func:`analyse_stages`. The resample matrices are drawn on a thread while the runs are read."""
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
         count = sum(len(judged) for judged in qrels.values())
@@ -424,8 +436,10 @@ def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], 
             "(labels 1 and above mark relevant passages)"
         )
     judgments = Judgments.from_qrels(qrels)
+    drawn = soon("resamples", draw_resamples, len(judgments.qids))
     stages = load_stages(runs_dir, judgments)
-    analyse_stages(stages, len(judgments.qids))
+    drawn.result()
+    analyse_stages(stages, len(judgments.qids), best_chosen=best_chosen)
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
         "queries": len(judgments.qids),
@@ -434,14 +448,25 @@ def analyse_study(runs_dir: Path, qrels_path: Path) -> tuple[list[StageResult], 
     return stages, inputs
 
 
-def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True) -> None:
+def analyse_stages(
+    stages: list[StageResult],
+    n: int,
+    *,
+    intervals: bool = True,
+    best_chosen: Callable[[list[StageResult]], None] | None = None,
+) -> None:
     """Fill intervals, families, best models and winners of ``stages`` in place (runs already scored).
+    ``best_chosen(stages)`` is called once the best models are chosen, before the intervals and tests (the
+    report starts plan check 2 there, which needs only the best models).
 
     Idempotent: earlier families, best models and winners are replaced.
     """
     for s in stages:
         s.families, s.best, s.winner = [], {}, {}
         mark_incomplete(s, n)
+    planned = _plan_families(stages)
+    if best_chosen is not None:
+        best_chosen(stages)
     every_run = [r for s in stages for r in (s.first_stage, *s.runs)]
     for metric in INTERVAL_METRICS if intervals else ():
         values = np.column_stack([r.per_query[metric] for r in every_run]) if every_run else np.zeros((n, 0))
@@ -450,17 +475,6 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
 
     # every comparison of the study as one matrix: the same sign vectors for all (see
     # analysis.stats.resampling)
-    planned: list[tuple[StageResult, int, str, list[tuple[RunResult, RunResult]]]] = []
-    for s in stages:
-        for depth in sorted({r.depth for r in s.runs if r.depth is not None}, reverse=True):
-            at_depth = [r for r in s.runs if r.depth == depth]
-            planned.append((s, depth, "vs-first-stage", [(r, s.first_stage) for r in at_depth]))
-            rated = [r for r in at_depth if r.not_rated is None]
-            if not rated:  # no best model among runs that are not rated, so no family against it
-                continue
-            best = min(rated, key=lambda r: (-r.means[MAIN_METRIC], r.model or ""))
-            s.best[depth] = str(best.model)
-            planned.append((s, depth, "vs-best", [(r, best) for r in at_depth if r is not best]))
     pairs = [pair for *_, rows in planned for pair in rows]
     for a, b in pairs:  # comparisons stay within a stage, so never across corpora
         require_same_corpus(a.stage, b.stage)
@@ -480,6 +494,29 @@ def analyse_stages(stages: list[StageResult], n: int, *, intervals: bool = True)
             _family(f"{s.stage}/@{depth}/{kind}", reference, rows, p_all[start:stop], diff_all[start:stop])
         )
         start = stop
+    _choose_winners(stages)
+
+
+def _plan_families(
+    stages: list[StageResult],
+) -> list[tuple[StageResult, int, str, list[tuple[RunResult, RunResult]]]]:
+    """Each stage's families in order (depths deepest first; vs-first-stage, then vs-best) with their pairs
+    (run, reference); sets each stage's best model per depth."""
+    planned: list[tuple[StageResult, int, str, list[tuple[RunResult, RunResult]]]] = []
+    for s in stages:
+        for depth in sorted({r.depth for r in s.runs if r.depth is not None}, reverse=True):
+            at_depth = [r for r in s.runs if r.depth == depth]
+            planned.append((s, depth, "vs-first-stage", [(r, s.first_stage) for r in at_depth]))
+            rated = [r for r in at_depth if r.not_rated is None]
+            if not rated:  # no best model among runs that are not rated, so no family against it
+                continue
+            best = min(rated, key=lambda r: (-r.means[MAIN_METRIC], r.model or ""))
+            s.best[depth] = str(best.model)
+            planned.append((s, depth, "vs-best", [(r, best) for r in at_depth if r is not best]))
+    return planned
+
+
+def _choose_winners(stages: list[StageResult]) -> None:
     for s in stages:
         fam = {f["id"]: f for f in s.families}
         for depth, best_model in s.best.items():

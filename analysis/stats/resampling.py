@@ -44,6 +44,7 @@ __all__ = [
     "bootstrap_indices",
     "bootstrap_intervals",
     "bootstrap_means",
+    "draw_resamples",
     "paired_differences",
     "randomisation_p_exact",
     "randomisation_p_values",
@@ -134,6 +135,14 @@ def sign_matrix(n: int, resamples: int = RANDOMISATION_RESAMPLES, seed: int = SE
     signs += 1.0  # 1 - 2 * bits
     signs.flags.writeable = False
     return signs
+
+
+def draw_resamples(n: int) -> None:
+    """Draw (and cache) the bootstrap weights and the sign vectors of ``n`` queries now, exactly as
+    :func:`bootstrap_means` and :func:`randomisation_p_values` draw them with the plan's counts and seed
+    (the report draws them on a thread while it reads the runs)."""
+    _bootstrap_weights(n, BOOTSTRAP_RESAMPLES, SEED)
+    sign_matrix(n, RANDOMISATION_RESAMPLES, SEED)
 
 
 def _p_from(stats: np.ndarray, observed: np.ndarray, extra: int) -> np.ndarray:

@@ -132,3 +132,33 @@ def test_code_digest_refuses_uncommitted_code(tmp_path: Path, monkeypatch: pytes
     result = CliRunner().invoke(analysis_cli.cli, ["code-digest", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text()) == {codeinfo.KEY: {**record, "dirty": False}}
+
+
+def test_the_packages_digest_reads_what_the_standard_library_would() -> None:
+    """The digest's two shortcuts against the plain computation they replace: the import statements of the
+    analysis code found by walking statements only (against ast.walk over every node), and the providers of
+    each module (against importlib.metadata.packages_distributions), for the analysis code's modules and for
+    every top-level name installed here, and for names that nothing provides."""
+    import ast
+    import importlib.metadata
+    import sys
+
+    files = codeinfo.working_files()
+    walked: set[str] = set()
+    for path, data in files.items():
+        for node in ast.walk(ast.parse(data, filename=path)):
+            if isinstance(node, ast.Import):
+                walked |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                walked.add(node.module.split(".")[0])
+    walked = {n for n in walked if n not in sys.stdlib_module_names and n not in ("analysis", "__future__")}
+    assert codeinfo.imported_modules(files) == walked
+    assert {"numpy", "click", "pyarrow"} <= walked
+    nested = b"def f():\n    try:\n        import a.b\n    except E:\n        from c import d\n" + (
+        b"class K:\n    match x:\n        case 1:\n            if y:\n                import e\n"
+    )
+    assert codeinfo.imported_modules({"analysis/x.py": nested}) == {"a", "c", "e"}
+
+    full = importlib.metadata.packages_distributions()
+    for modules in (walked, set(full), {"no_such_module_here", "py", "_"}):
+        assert codeinfo.providers(modules) == {m: set(full[m]) for m in modules if m in full}
