@@ -4,17 +4,20 @@ followed) by an action, as the reviewer's ``strace -e inject`` did it. The steps
 exchange and removal of the old folder (``_write_journal``, ``_exchange``, ``_discard_old``). The action: a
 real signal sent to this process (``SIGINT``, ``SIGTERM``, ``SIGKILL``), a failed step (``oserror``), or a
 pause until a file appears (``pause``: writes ``<dir>/paused``, waits for ``<dir>/go``; two processes at
-once).
+once); N 0: no action.
 
     python seam.py N ACTION before|after DIR report --runs ... (the analysis command line)
 
 With ``SEAM_NO_EXCHANGE=1`` in the environment the exchange is unavailable (no ``renameat2``), so the
-fallback swap runs.
+fallback swap runs. ``SEAM_CODE_RECORD`` (JSON) is the analysis code record the test process computed for the
+same code (``analysis.reporting.codeinfo.code_record``): taken as this process's, since computing it again
+costs more than the whole report on the test's study, and the swap under test comes after it.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import sys
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import analysis.core.atomic as atomic
+import analysis.reporting.report as report
 from analysis.cli import cli
 
 
@@ -57,6 +61,8 @@ def main() -> None:
         setattr(atomic, name, counted(getattr(atomic, name)))
     if os.environ.get("SEAM_NO_EXCHANGE") == "1":
         atomic._renameat2 = lambda: None  # type: ignore[assignment]
+    if record := os.environ.get("SEAM_CODE_RECORD"):
+        report.code_record = lambda root=None: json.loads(record)  # type: ignore[assignment]
     try:
         cli(sys.argv[5:], prog_name="analysis")
     finally:

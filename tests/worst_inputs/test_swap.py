@@ -13,6 +13,7 @@ own survive either swap with their content (files: the same inode). Two reports 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import stat
@@ -25,7 +26,9 @@ import pytest
 
 import analysis.core.atomic as atomic
 from analysis.core.atomic import out_lock
+from analysis.reporting.codeinfo import code_record
 from analysis.reporting.report import write_report
+from tests.support.report_cli import invoke_report
 from tests.worst_inputs.conftest import env, one_line
 
 SEAM = Path(__file__).with_name("seam.py")
@@ -72,7 +75,9 @@ def report_args(study: Path, out: Path, which: str) -> list[str]:
 def seam(
     n: int, action: str, when: str, folder: Path, args: list[str], exchange: bool = True
 ) -> subprocess.Popen[str]:
-    extra = {} if exchange else {"SEAM_NO_EXCHANGE": "1"}
+    extra = {"SEAM_CODE_RECORD": json.dumps(code_record())}  # the record of this code (seam.py)
+    if not exchange:
+        extra["SEAM_NO_EXCHANGE"] = "1"
     return subprocess.Popen(
         [sys.executable, str(SEAM), str(n), action, when, str(folder), *args],
         env=env(**extra),
@@ -91,16 +96,12 @@ def write_version(out: Path, files: dict[str, bytes]) -> None:
 def next_run_cleans(
     study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, left: list[str]
 ) -> None:
-    """The next run: cleans what was left (and says what it removed or put back), then writes B."""
+    """The next run: cleans what was left (and says what it removed or put back), then writes B. In this
+    process (the interrupted one was a process of its own and has ended): ``analysis report``'s command line
+    through click."""
     out = tmp_path / "out"
-    nxt = subprocess.run(
-        [sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert nxt.returncode == 0, nxt.stderr
+    nxt = invoke_report(study / "runs", study / "qrels-b.tsv", out, "--title", "report B")
+    assert nxt.exit_code == 0, (nxt.output, nxt.exception)
     assert snapshot(out) == versions["B"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     for name in left:  # each leftover named
@@ -225,19 +226,10 @@ def test_two_reports_started_together(
     study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path
 ) -> None:
     """No pause: whichever takes the lock first writes; the other refuses or (having started after the first
-    finished) writes its own whole report; never a mix."""
+    finished) writes its own whole report; never a mix. Each through ``seam.py`` with no seam (N 0)."""
     for round_ in range(3):
         out = tmp_path / f"out{round_}"
-        procs = {
-            w: subprocess.Popen(
-                [sys.executable, "-m", "analysis.cli", *report_args(study, out, w)],
-                env=env(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for w in "AB"
-        }
+        procs = {w: seam(0, "none", "before", tmp_path, report_args(study, out, w)) for w in "AB"}
         results = {w: (p.wait(timeout=300), p.communicate()[1]) for w, p in procs.items()}
         for rc, err in results.values():
             assert rc in (0, 1) and "Traceback" not in err, err
