@@ -30,8 +30,9 @@ import tomllib
 import zlib
 from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import Future
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from analysis.core.atomic import json_bytes
@@ -85,17 +86,22 @@ def _import_statements(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
+@lru_cache(maxsize=4096)
+def _imports_of(path: str, data: bytes) -> frozenset[str]:
+    """Top-level names of the modules one file imports (absolute imports); kept per path and content, since
+    ``bench audit`` digests the same files in several commits."""
+    names: set[str] = set()
+    for node in _import_statements(ast.parse(data, filename=path)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return frozenset(names)
+
+
 def imported_modules(files: Mapping[str, bytes]) -> set[str]:
     """Top-level names of the third-party modules the analysis code imports (not the standard library)."""
-    names: set[str] = set()
-    for path, data in files.items():
-        if not path.endswith(".py"):
-            continue
-        for node in _import_statements(ast.parse(data, filename=path)):
-            if isinstance(node, ast.Import):
-                names |= {a.name.split(".")[0] for a in node.names}
-            elif node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+    names = set().union(*(_imports_of(path, data) for path, data in files.items() if path.endswith(".py")))
     return {n for n in names if n not in sys.stdlib_module_names and n not in (PACKAGE, "__future__")}
 
 
@@ -171,16 +177,26 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+@lru_cache(maxsize=16)
+def _providers(modules: frozenset[str]) -> Mapping[str, set[str]]:
+    """:func:`providers`, kept for the process (the installed distributions do not change under it)."""
+    return MappingProxyType(providers(modules))
+
+
+@lru_cache(maxsize=4)
+def _locked(uv_lock: bytes) -> Mapping[str, str]:
+    """Normalised name -> version of each package of ``uv_lock`` (parsed once per lock content)."""
+    packages = tomllib.loads(uv_lock.decode("utf-8")).get("package", [])
+    return MappingProxyType({_norm(str(pkg.get("name"))): str(pkg.get("version")) for pkg in packages})
+
+
 def packages_digest(files: Mapping[str, bytes], uv_lock: bytes | None) -> str:
     """SHA-256 over sorted ``name==version`` lines: each distribution that provides a module the analysis
     code imports, at its version in ``uv_lock`` (the installed version, marked, where uv.lock has none)."""
     modules = imported_modules(files)
-    dists = providers(modules)
+    dists = _providers(frozenset(modules))
     wanted = {_norm(d) for m in modules for d in dists.get(m, [m])}
-    locked: dict[str, str] = {}
-    if uv_lock is not None:
-        for pkg in tomllib.loads(uv_lock.decode("utf-8")).get("package", []):
-            locked[_norm(str(pkg.get("name")))] = str(pkg.get("version"))
+    locked = _locked(uv_lock) if uv_lock is not None else {}
     lines = []
     for name in sorted(wanted):
         if name in locked:

@@ -16,6 +16,7 @@ Numbered 10, after the reordering row, so that rows 1-9 keep their numbers.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +34,21 @@ STUDY = f"{RESULTS}/{STUDY_JSON}"
 RUN_GLOB = f":(glob){RUNS}/**/*.trec"
 
 
+_DIGESTS: dict[str, dict[str, str]] = {}  # commit id -> code_at's digests (an id names one tree)
+
+
 def code_at(root: Path, commit: str) -> dict[str, str]:
-    """The two digests of the analysis code and its locked packages in ``commit``'s tree."""
+    """The two digests of the analysis code and its locked packages in ``commit``'s tree; a full commit id's
+    are kept for the process (the audit asks for one commit more than once, a clone for the same ids)."""
+    if commit in _DIGESTS:
+        return dict(_DIGESTS[commit])
     names = git.run_git(root, "ls-tree", "-r", "--name-only", "-z", commit, "--", "analysis").decode()
     files = {n: git.show_file(root, commit, n) for n in names.split("\0") if n.endswith(".py")}
     lock = git.show_file(root, commit, "uv.lock") if "uv.lock" in git.commit_files(root, commit) else None
-    return {"analysis_digest": tree_digest(files), "packages_digest": packages_digest(files, lock)}
+    digests = {"analysis_digest": tree_digest(files), "packages_digest": packages_digest(files, lock)}
+    if re.fullmatch(r"[0-9a-f]{40}", commit):
+        _DIGESTS[commit] = dict(digests)
+    return digests
 
 
 def report_files(root: Path) -> list[str]:

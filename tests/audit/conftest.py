@@ -114,8 +114,8 @@ def build_study_repo(base: Path) -> StudyRepo:
     (root / "timestamps" / "analysis-code.json").write_text(json.dumps(record))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "deviations, lock, data, licences")
-    # 3 queries and 10 NoMIRACL passages: `bench reproduce` (test_reproduce) reruns the stand-in on them
-    mini = write_mini_beir(base / "mini-beir", n_queries=3, n_other=10)
+    # 2 queries and 10 NoMIRACL passages: `bench reproduce` (test_reproduce) reruns the stand-in on them
+    mini = write_mini_beir(base / "mini-beir", n_queries=2, n_other=10)
     reh = rehearsal_quality_phase(base / "reh", mini, root)
     shutil.copytree(reh / "runs", root / "runs", dirs_exist_ok=True)
     write_report(root / "runs", reh / "qrels.tsv", root / "results")  # `analysis report --out results`

@@ -41,10 +41,11 @@ def small_qrels(tmp: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def study(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def built_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """PLAN.md; the project's analysis/ and uv.lock; the analysis record stamped (runbook step 1); runs and
     what `analysis report` writes from them (this checkout's analysis code, the same bytes)."""
+    tmp_path = tmp_path_factory.mktemp("code-study")
     root = tmp_path / "study"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
@@ -63,6 +64,14 @@ def study(tmp_path: Path) -> Path:
     )
     write_report(root / "runs", qrels, root / "results", figures=False)
     commit(root, "the study")
+    return root
+
+
+@pytest.fixture
+def study(built_study: Path, tmp_path: Path) -> Path:
+    """A copy of the module's study (repository and working tree) for one test to change."""
+    root = tmp_path / "study"
+    shutil.copytree(built_study, root, symlinks=True)
     return root
 
 

@@ -13,19 +13,23 @@ own survive either swap with their content (files: the same inode). Two reports 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import analysis.core.atomic as atomic
 from analysis.core.atomic import out_lock
+from analysis.reporting.codeinfo import code_record
 from analysis.reporting.report import write_report
+from tests.support.report_cli import invoke_report
 from tests.worst_inputs.conftest import env, one_line
 
 SEAM = Path(__file__).with_name("seam.py")
@@ -69,17 +73,81 @@ def report_args(study: Path, out: Path, which: str) -> list[str]:
     ]
 
 
+class Forks:
+    """``seam.py --serve``: each seam process forked from one process that has imported the analysis code."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.started = 0
+        self.server = subprocess.Popen(
+            [sys.executable, str(SEAM), "--serve"],
+            env=env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=(folder / "server.err").open("w"),
+            text=True,
+        )
+
+    def ask(self, request: dict[str, object]) -> object:
+        assert self.server.stdin is not None and self.server.stdout is not None
+        self.server.stdin.write(json.dumps(request) + "\n")
+        self.server.stdin.flush()
+        answer = self.server.stdout.readline()
+        assert answer, (self.folder / "server.err").read_text()
+        return json.loads(answer)
+
+    def close(self) -> None:
+        assert self.server.stdin is not None
+        self.server.stdin.close()
+        self.server.wait(timeout=60)
+
+
+class Forked:
+    """A forked seam process, read as a ``subprocess.Popen``: pid, poll, wait, communicate, returncode."""
+
+    def __init__(self, forks: Forks, pid: int, stdout: Path, stderr: Path) -> None:
+        self.forks, self.pid, self.stdout, self.stderr = forks, pid, stdout, stderr
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            code = self.forks.ask({"wait": self.pid, "timeout": timeout})
+            if code is None:
+                raise subprocess.TimeoutExpired(str(SEAM), timeout or 0)
+            self.returncode = int(code)  # type: ignore[call-overload]
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            code = self.forks.ask({"wait": self.pid, "timeout": 0})
+            self.returncode = None if code is None else int(code)  # type: ignore[call-overload]
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        self.wait(timeout)
+        return self.stdout.read_text(), self.stderr.read_text()
+
+
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forks]:
+    server = Forks(tmp_path_factory.mktemp("seam-forks"))
+    yield server
+    server.close()
+
+
 def seam(
-    n: int, action: str, when: str, folder: Path, args: list[str], exchange: bool = True
-) -> subprocess.Popen[str]:
-    extra = {} if exchange else {"SEAM_NO_EXCHANGE": "1"}
-    return subprocess.Popen(
-        [sys.executable, str(SEAM), str(n), action, when, str(folder), *args],
-        env=env(**extra),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forks: Forks, n: int, action: str, when: str, folder: Path, args: list[str], exchange: bool = True
+) -> Forked:
+    """``seam.py N ACTION WHEN FOLDER ARGS`` in a process forked by ``forks``; its output in files beside
+    the server's (not in ``folder``, whose entries the tests count)."""
+    extra = {"SEAM_CODE_RECORD": json.dumps(code_record())}  # the record of this code (seam.py)
+    if not exchange:
+        extra["SEAM_NO_EXCHANGE"] = "1"
+    forks.started += 1
+    out, err = forks.folder / f"{forks.started}.out", forks.folder / f"{forks.started}.err"
+    argv = [str(n), action, when, str(folder), *args]
+    pid = forks.ask({"argv": argv, "env": extra, "stdout": str(out), "stderr": str(err)})
+    return Forked(forks, int(pid), out, err)  # type: ignore[call-overload]
 
 
 def write_version(out: Path, files: dict[str, bytes]) -> None:
@@ -91,16 +159,12 @@ def write_version(out: Path, files: dict[str, bytes]) -> None:
 def next_run_cleans(
     study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, left: list[str]
 ) -> None:
-    """The next run: cleans what was left (and says what it removed or put back), then writes B."""
+    """The next run: cleans what was left (and says what it removed or put back), then writes B. In this
+    process (the interrupted one was a process of its own and has ended): ``analysis report``'s command line
+    through click."""
     out = tmp_path / "out"
-    nxt = subprocess.run(
-        [sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert nxt.returncode == 0, nxt.stderr
+    nxt = invoke_report(study / "runs", study / "qrels-b.tsv", out, "--title", "report B")
+    assert nxt.exit_code == 0, (nxt.output, nxt.exception)
     assert snapshot(out) == versions["B"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     for name in left:  # each leftover named
@@ -125,13 +189,19 @@ EXCHANGE_CASES += [(sig, STEPS, "after") for sig in ("SIGINT", "SIGTERM", "SIGKI
 
 @pytest.mark.parametrize(("action", "n", "when"), EXCHANGE_CASES)
 def test_a_signal_at_any_step_of_the_exchange_leaves_a_whole_report(
-    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int, when: str
+    study: Path,
+    versions: dict[str, dict[str, bytes]],
+    forks: Forks,
+    tmp_path: Path,
+    action: str,
+    n: int,
+    when: str,
 ) -> None:
     """Immediately after each (no recovery run first), ``--out`` is A or B whole: A while the exchange has not
     happened (steps 1, 2), B from the exchange on; a caught signal waits for the swap and ends with B."""
     out = tmp_path / "out"
     write_version(out, versions["A"])  # the earlier report
-    proc = seam(n, action, when, tmp_path, report_args(study, out, "B"))
+    proc = seam(forks, n, action, when, tmp_path, report_args(study, out, "B"))
     _, stderr = proc.communicate(timeout=300)
     signal_exit(proc, stderr, action)
     exchanged = n == STEPS or (action.startswith("SIG") and action != "SIGKILL")
@@ -163,12 +233,18 @@ CASES += [(sig, RENAMES, "after") for sig in SIGNALS]
 
 @pytest.mark.parametrize(("action", "n", "when"), CASES)
 def test_fallback_a_signal_at_any_rename_leaves_a_whole_report(
-    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path, action: str, n: int, when: str
+    study: Path,
+    versions: dict[str, dict[str, bytes]],
+    forks: Forks,
+    tmp_path: Path,
+    action: str,
+    n: int,
+    when: str,
 ) -> None:
     """The fallback swap (no exchange): one rename per entry under a journal."""
     out = tmp_path / "out"
     write_version(out, versions["A"])  # the earlier report
-    proc = seam(n, action, when, tmp_path, report_args(study, out, "B"), exchange=False)
+    proc = seam(forks, n, action, when, tmp_path, report_args(study, out, "B"), exchange=False)
     _, stderr = proc.communicate(timeout=300)
     signal_exit(proc, stderr, action)
     if action == "oserror":
@@ -197,10 +273,10 @@ def test_fallback_a_signal_at_any_rename_leaves_a_whole_report(
 
 
 def test_two_reports_at_once_never_mix(
-    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path
+    study: Path, versions: dict[str, dict[str, bytes]], forks: Forks, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    first = seam(1, "pause", "before", tmp_path, report_args(study, out, "A"))
+    first = seam(forks, 1, "pause", "before", tmp_path, report_args(study, out, "A"))
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "paused").exists():  # A holds the lock and stands inside its swap
@@ -222,22 +298,13 @@ def test_two_reports_at_once_never_mix(
 
 
 def test_two_reports_started_together(
-    study: Path, versions: dict[str, dict[str, bytes]], tmp_path: Path
+    study: Path, versions: dict[str, dict[str, bytes]], forks: Forks, tmp_path: Path
 ) -> None:
     """No pause: whichever takes the lock first writes; the other refuses or (having started after the first
-    finished) writes its own whole report; never a mix."""
+    finished) writes its own whole report; never a mix. Each through ``seam.py`` with no seam (N 0)."""
     for round_ in range(3):
         out = tmp_path / f"out{round_}"
-        procs = {
-            w: subprocess.Popen(
-                [sys.executable, "-m", "analysis.cli", *report_args(study, out, w)],
-                env=env(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for w in "AB"
-        }
+        procs = {w: seam(forks, 0, "none", "before", tmp_path, report_args(study, out, w)) for w in "AB"}
         results = {w: (p.wait(timeout=300), p.communicate()[1]) for w, p in procs.items()}
         for rc, err in results.values():
             assert rc in (0, 1) and "Traceback" not in err, err
