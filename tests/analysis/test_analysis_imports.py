@@ -40,18 +40,19 @@ def test_a_report_imports_no_pandas_and_without_figures_no_matplotlib(
     write_study(
         runs, read_qrels(MIRACL_QRELS), stages=["hybrid-71k"], models={"bge-v2-m3": 1.5}, depths=(20,)
     )
+    # one process, the plain report first: what it loaded is read before the report with figures runs
+    code = "import sys\nfrom pathlib import Path\nfrom analysis.reporting.report import write_report\n"
     for figures, out in ((False, tmp_path / "plain"), (True, tmp_path / "out")):
-        code = (
-            "import sys\n"
-            "from pathlib import Path\n"
-            "from analysis.reporting.report import write_report\n"
+        code += (
             f"write_report(Path({str(runs)!r}), Path({str(MIRACL_QRELS)!r}), Path({str(out)!r}), "
             f"figures={figures})\n"
             "loaded = {m.split('.')[0] for m in sys.modules}\n"
-            "print(sorted(loaded & {'pandas', 'matplotlib'}))\n"
-            f"sys.exit(1 if 'pandas' in loaded or ('matplotlib' in loaded) != {figures} else 0)\n"
+            f"print({figures}, sorted(loaded & {{'pandas', 'matplotlib'}}))\n"
+            f"if 'pandas' in loaded or ('matplotlib' in loaded) != {figures}:\n"
+            f"    sys.exit({2 if figures else 1})\n"
         )
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-        assert result.returncode == 0, (figures, result.stdout + result.stderr)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for figures, out in ((False, tmp_path / "plain"), (True, tmp_path / "out")):
         assert (out / "figures" / "hybrid-71k.png").is_file() is figures
         assert (out / "report.md").is_file()
