@@ -19,7 +19,15 @@ A verdict: exit 0 if the minimum per-query Spearman is >= 0.99, else 1.
 Candidates: the exact cosine top 100 of the bundled corpus under the fp32 stand-in embedder for the first
 ``--queries`` dev query ids of the bundled sample (what ``benchmarks/bench_int8.py`` uses).
 
+A quick check of the script's own logic (the cap's choice, the kernel check, the Spearman verdict), as its
+test runs it: ``--pool N`` takes each query's judged passages and the first N other passages of the bundled
+corpus as its candidates, unranked (the per-query Spearman of two runs over the same passages does not
+depend on their order), so no passage is embedded; ``--folder DIR`` scores an int8 feature-extraction
+folder (``bench.int8.quantize.quantize_model``) in place of the rehearsal's quantised stand-in, so nothing
+is quantised. Neither is the plan's check, which runs with the defaults.
+
     uv run python benchmarks/bench_int8_isa.py [--queries 20] [--cap ISA] [--out FILE]
+    uv run python benchmarks/bench_int8_isa.py --queries 3 --pool 20 --folder DIR   # the test's quick check
 """
 
 from __future__ import annotations
@@ -131,38 +139,86 @@ def child(folder: Path, inputs: Path, out: Path) -> int:
     return 0
 
 
-def build_inputs(directory: Path, n: int) -> tuple[Path, Path]:
-    """(the int8 stand-in folder, the inputs file: n queries x their top 100 passage texts)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_int8 import exact_candidates
-
-    from analysis.inputs.trec import read_run
+def build_inputs(
+    directory: Path, n: int, *, pool: int | None = None, folder: Path | None = None
+) -> tuple[Path, Path]:
+    """(the int8 folder: ``folder`` or the stand-in, the inputs file: n queries x their candidates' texts,
+    the top 100 of the bundled corpus or, with ``pool``, the ``pool_candidates``)."""
     from bench.rehearse.inputs import load_bundled
-    from bench.rehearse.int8 import quantized_standin
 
-    folder, _ = quantized_standin(lambda m: print(m, file=sys.stderr, flush=True))
+    if folder is None:
+        from bench.rehearse.int8 import quantized_standin
+
+        folder, _ = quantized_standin(lambda m: print(m, file=sys.stderr, flush=True))
+    else:
+        from bench.core.errors import BenchError
+        from bench.rerankers.openvino.manifest import verify_folder
+
+        task = verify_folder(folder)["task"]
+        if task != "feature-extraction":
+            raise BenchError(
+                f"--folder {folder}: a {task} model; the stand-in's check needs feature-extraction"
+            )
     bundled = load_bundled()
     texts = {p.docid: p.passage_text for p in bundled.corpus}
-    run = read_run(exact_candidates(directory, n), allow_unknown_queries=True)
+    if pool is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_int8 import exact_candidates
+
+        from analysis.inputs.trec import read_run
+
+        run = read_run(exact_candidates(directory, n), allow_unknown_queries=True)
+        candidates = {q: [d for d, _ in run[q][:DEPTH]] for q in run}
+    else:
+        candidates = pool_candidates(bundled, n, pool)
     rows = {}
-    for q in sorted(run):
-        rows[q] = {"query": bundled.queries[q], "passages": [texts[d] for d, _ in run[q][:DEPTH]]}
+    for q in sorted(candidates):
+        rows[q] = {"query": bundled.queries[q], "passages": [texts[d] for d in candidates[q]]}
     path = directory / "inputs.json"
     path.write_text(json.dumps({"queries": rows}))
     return folder, path
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def pool_candidates(bundled: Any, n: int, pool: int) -> dict[str, list[str]]:
+    """``--pool``: for each of the first ``n`` dev query ids, its judged passages and the first ``pool``
+    passages of the bundled corpus judged for none of those queries, in corpus order, at most ``DEPTH``."""
+    qids = sorted(bundled.queries)[:n]
+    judged = {q: set(bundled.qrels.get(q, {})) for q in qids}
+    everyone = set().union(*judged.values())
+    others = [p.docid for p in bundled.corpus if p.docid not in everyone][:pool]
+    return {q: ([p.docid for p in bundled.corpus if p.docid in judged[q]] + others)[:DEPTH] for q in qids}
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=20, help="first N dev query ids of the bundled sample")
     ap.add_argument("--cap", default=None, help="oneDNN ISA to cap at (default: chosen from the CPU's flags)")
     ap.add_argument("--out", type=Path, default=None, help="write both runs' records and the verdict here")
+    ap.add_argument(
+        "--pool",
+        type=int,
+        default=None,
+        metavar="N",
+        help="quick check: candidates are each query's judged passages and N others, unranked (no embedding)",
+    )
+    ap.add_argument(
+        "--folder",
+        type=Path,
+        default=None,
+        help="score this int8 feature-extraction folder instead of quantising the rehearsal's stand-in",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--folder", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--inputs", type=Path, default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.child:
         return child(args.folder, args.inputs, args.out)
+    if args.pool is not None and args.pool < 0:
+        print(f"--pool {args.pool}: give a count of passages, 0 or more")
+        return 2
     from bench.core.errors import BenchError
 
     cpu = cpu_flags()
@@ -181,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"cap: {ISA_ENV}={cap} ({why})")
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            folder, inputs = build_inputs(Path(tmp), args.queries)
+            folder, inputs = build_inputs(Path(tmp), args.queries, pool=args.pool, folder=args.folder)
             native = score_in_child(folder, inputs, Path(tmp) / "native.json", None)
             capped = score_in_child(folder, inputs, Path(tmp) / "capped.json", cap)
         except BenchError as exc:

@@ -23,8 +23,10 @@ _CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def runner_for(model_dir: Path, batch: Sequence[EqualityQuery] = ()):  # type: ignore[no-untyped-def]
-    """Runs the reference subprocess once per (model, spec) over ``batch`` plus the asked queries and
-    answers later calls from that run: each subprocess start costs a torch + transformers import."""
+    """Runs the reference subprocess (``run_reference``, one process per reference) once per (model, spec)
+    in this test process over ``batch`` plus the asked queries and answers later calls from that run: each
+    subprocess start costs a torch + transformers import. tests/equality/test_reference_batch.py compares
+    its batch with this run."""
 
     def run(spec: ReferenceSpec, queries: Sequence[EqualityQuery]) -> dict[str, Any]:
         key = (str(model_dir), repr(spec))
@@ -45,15 +47,21 @@ QWEN_SPEC = ReferenceSpec(
 )
 
 
+def qwen_queries(queries_factory: Any) -> tuple[list[EqualityQuery], list[EqualityQuery]]:
+    """(long, short): passages of 40-70 words, so every input exceeds max_length 96 and truncation matters;
+    and of 3-14 words. tests/equality/test_reference_batch.py runs its batch on both."""
+    long = queries_factory(3, 12, long=True)
+    return long, [dataclasses.replace(q, qid="s" + q.qid) for q in queries_factory(3, 12)]
+
+
 @pytest.fixture(scope="module")
 def long_queries(queries_factory: Any) -> list[EqualityQuery]:
-    # passages of 40-70 words: every input exceeds max_length 96, so truncation matters
-    return queries_factory(3, 12, long=True)  # type: ignore[no-any-return]
+    return qwen_queries(queries_factory)[0]
 
 
 @pytest.fixture(scope="module")
 def short_queries(queries_factory: Any) -> list[EqualityQuery]:
-    return [dataclasses.replace(q, qid="s" + q.qid) for q in queries_factory(3, 12)]
+    return qwen_queries(queries_factory)[1]
 
 
 @pytest.fixture(scope="module")

@@ -13,17 +13,19 @@ from bench.equality.references import (
     DECIDING,
     ReferenceSpec,
     ReferenceUnavailable,
-    run_reference,
     run_reference_batch,
 )
-from tests.equality.test_check_tiny import QWEN_SPEC
+from tests.equality.test_check_tiny import QWEN_SPEC, qwen_queries, runner_for
 
 
 @pytest.mark.model
 def test_batch_scores_equal_one_process_per_reference(
     tiny_models: dict[str, Path], queries_factory: Any
 ) -> None:
-    queries = queries_factory(2, 5)
+    """The batch on test_check_tiny's queries, so the one-process-per-reference run to compare with is that
+    file's card-qwen3 run (``run_reference``), made once per test process (and here if it has not run)."""
+    long, short = qwen_queries(queries_factory)
+    queries = [*long, *short]
     bge = DECIDING["bge-v2-m3"]
     unknown = ReferenceSpec("no-such-reference", "main", "unknown script key")
     jobs = [
@@ -34,10 +36,10 @@ def test_batch_scores_equal_one_process_per_reference(
     got = run_reference_batch(jobs, queries, timeout_s=300)
     assert len(got) == 3
     assert isinstance(got[1], ReferenceUnavailable) and "unknown reference" in str(got[1])
-    alone = run_reference(bge, tiny_models["bge-v2-m3"], queries, timeout_s=300)
-    assert isinstance(got[0], dict) and got[0]["scores"] == alone["scores"]  # same code, same inputs: equal
-    assert isinstance(got[2], dict) and set(got[2]["scores"]) == {q.qid for q in queries}
-    assert all(len(got[2]["scores"][q.qid]) == len(q.passages) for q in queries)
+    alone = runner_for(tiny_models["qwen3-0.6b"], queries)(QWEN_SPEC, queries)
+    assert isinstance(got[2], dict) and got[2]["scores"] == alone["scores"]  # same code, same inputs: equal
+    assert isinstance(got[0], dict) and set(got[0]["scores"]) == {q.qid for q in queries}
+    assert all(len(got[0]["scores"][q.qid]) == len(q.passages) for q in queries)
 
 
 def fake_python(tmp_path: Path, body: str) -> Path:

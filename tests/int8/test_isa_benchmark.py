@@ -15,6 +15,7 @@ import pytest
 
 from bench.rerankers.openvino.manifest import cpu_flags
 from bench.rerankers.openvino.runtime import above_cap, isa_summary, kernel_isa
+from tests.int8.tiny_int8 import WORDS, TinyInt8
 from tests.support.scripts import benchmark
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_int8_isa.py"
@@ -82,13 +83,33 @@ def test_a_cap_is_honoured_only_when_the_int8_kernels_changed_and_stay_below_it(
     assert not ok and "the cap changes nothing" in how
 
 
-def test_the_script_on_this_cpu() -> None:
+QUICK = ("--queries", "3", "--pool", "20")  # the script's quick check: 3 queries, judged passages + 20 others
+
+
+@pytest.fixture(scope="module")
+def script_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str | None, subprocess.CompletedProcess[str], Path]:
+    """(the cap chosen for this CPU, the script's process, its ``--out`` record): the script run once for the
+    module. Where the CPU has a cap it runs the quick check on the session's tiny int8 model (``--pool``,
+    ``--folder``), so neither the stand-in's quantisation nor the whole corpus's embedding (minutes on an
+    empty cache) happens; the cap's choice, the children, the kernel check and the verdict are the script's
+    own."""
+    cap, _ = isa.choose_cap(cpu_flags())
+    out = tmp_path_factory.mktemp("isa-run") / "record.json"
+    folder = [] if cap is None else ["--folder", str(request.getfixturevalue("tiny_int8").folder)]
+    args = [sys.executable, str(SCRIPT)] + ([] if cap is None else [*QUICK, *folder, "--out", str(out)])
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=3600, check=False)
+    return cap, proc, out
+
+
+def test_the_script_on_this_cpu(
+    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path],
+) -> None:
     """On a CPU with nothing above AVX2 (the development EPYC) the no-verdict path must really happen, exit
     0; where the CPU has more, the script runs on 3 queries and must print an honoured cap and a verdict, or,
     where OpenVINO's native int8 kernels are not above the cap anyway, say so and exit 2 (cannot tell)."""
-    cap, _ = isa.choose_cap(cpu_flags())
-    args = [sys.executable, str(SCRIPT)] + ([] if cap is None else ["--queries", "3"])
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=3600, check=False)
+    cap, proc, _ = script_run
     if cap is None:
         assert proc.returncode == 0, proc.stderr
         assert "no verdict: the CPU has nothing above" in proc.stdout
@@ -107,33 +128,35 @@ def test_the_script_on_this_cpu() -> None:
         assert "per-query Spearman native vs" in proc.stdout and "precision f32" in proc.stdout
 
 
+def _native_run(
+    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path], folder: Path, tmp: Path
+) -> tuple[dict[str, Any], Path, Path]:
+    """(a native child's record, the int8 folder it scored, its inputs file): the script's native run (the
+    same tiny folder, its inputs built again by the script's own ``build_inputs``), or a child run here on
+    two queries of four passages where the script made none (a CPU with nothing above AVX2)."""
+    _, _, out = script_run
+    record = json.loads(out.read_text()) if out.is_file() else {}
+    if "native" in record:
+        used, inputs = isa.build_inputs(tmp, int(QUICK[1]), pool=int(QUICK[3]), folder=folder)
+        return record["native"], used, inputs
+    words = WORDS[:4]
+    inputs = tmp / "inputs.json"
+    rows = {"a": {"query": words[0], "passages": words}, "b": {"query": words[2], "passages": words[::-1]}}
+    inputs.write_text(json.dumps({"queries": rows}))
+    return isa.score_in_child(folder, inputs, tmp / "n.json", None), folder, inputs
+
+
 @pytest.mark.model
 @pytest.mark.slow
-def test_children_read_the_kernels_that_really_ran(tmp_path: Path) -> None:
+def test_children_read_the_kernels_that_really_ran(
+    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path], tiny_int8: TinyInt8, tmp_path: Path
+) -> None:
     """The cap detection on a real OpenVINO: a tiny int8 model scored natively and under a cap at AVX (below
     every CPU of the study; under SSE41 OpenVINO fails to run an MVN node here) in child processes. oneDNN's
     int8 kernels must drop below AVX2 (to jit_sse42 on the EPYC) while the native run's are above the cap,
-    both compiled in f32."""
-    from bench.int8.quantize import quantize_model
-    from bench.rerankers.openvino.config import CHOSEN
-    from tests.support.tiny_models import build_bert
-
-    words = ["berlin ist die hauptstadt", "hamburg liegt im norden", "der rhein ist ein fluss", "die katze"]
-    pairs = [(words[i % 4], words[(i + 1) % 4]) for i in range(12)]
-    folder = tmp_path / "q"
-    quantize_model(
-        build_bert(tmp_path / "bert"),
-        folder,
-        task="feature-extraction",
-        pairs=pairs,
-        spec=CHOSEN,
-        max_length=16,
-        record={},
-    )
-    inputs = tmp_path / "inputs.json"
-    rows = {"a": {"query": words[0], "passages": words}, "b": {"query": words[2], "passages": words[::-1]}}
-    inputs.write_text(json.dumps({"queries": rows}))
-    native = isa.score_in_child(folder, inputs, tmp_path / "n.json", None)
+    both compiled in f32. The native child is the script's own native run where it made one (``--out``
+    record, same inputs rebuilt here), else one run here."""
+    native, folder, inputs = _native_run(script_run, tiny_int8.folder, tmp_path)
     capped = isa.score_in_child(folder, inputs, tmp_path / "c.json", "AVX")
     assert native["runtime"]["inference_precision"] == capped["runtime"]["inference_precision"] == "f32"
     assert native["runtime"]["onednn_max_cpu_isa"] is None
@@ -144,6 +167,8 @@ def test_children_read_the_kernels_that_really_ran(tmp_path: Path) -> None:
     # the native run presented as if capped is caught: its kernels are above the cap
     fake = {**native["runtime"], "onednn_max_cpu_isa": "AVX"}
     assert not isa.honoured(native["runtime"], fake, "AVX")[0]
-    assert set(native["scores"]) == {"a", "b"} and len(capped["scores"]["a"]) == len(words)
+    rows = json.loads(inputs.read_text())["queries"]
+    assert set(native["scores"]) == set(capped["scores"]) == set(rows)
+    assert all(len(capped["scores"][q]) == len(native["scores"][q]) == len(rows[q]["passages"]) for q in rows)
     rho = isa.per_query_spearman(native["scores"], capped["scores"])
     assert all(-1.0 <= r <= 1.0 for r in rho.values())

@@ -12,21 +12,10 @@ from bench.int8.quantize import quantize_model
 from bench.rerankers.openvino.adapter import Int8BiEncoder, Int8CrossEncoder
 from bench.rerankers.openvino.config import CHOSEN
 from bench.rerankers.openvino.manifest import MANIFEST, verify_folder
+from tests.int8.tiny_int8 import PAIRS, WORDS, TinyInt8
 from tests.support.tiny_models import build_bert
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-
-WORDS = [
-    "berlin ist die hauptstadt",
-    "hamburg liegt im norden",
-    "der rhein ist ein fluss",
-    "die katze im garten",
-    "münchen bayern",
-    "was ist die hauptstadt ?",
-    "zug",
-    "der hund und die katze",
-]
-PAIRS = [(WORDS[i % 8], WORDS[(3 * i + 1) % 8] + " " + WORDS[(5 * i + 2) % 8]) for i in range(24)]
 
 
 @pytest.fixture(scope="module")
@@ -76,27 +65,27 @@ def test_cross_encoder_path(tiny: Path, tmp_path: Path) -> None:
     assert model.meta.revision == "r0" and model.meta.id == "bge-v2-m3-int8"
 
 
-def test_feature_extraction_path(tiny: Path, tmp_path: Path) -> None:
+def test_feature_extraction_path(tiny_int8: TinyInt8) -> None:
+    """On the session's tiny int8 feature-extraction model (tests/int8/tiny_int8.py: ``quantize_model`` with
+    this file's ``PAIRS``, made once for this file and tests/int8/test_isa_benchmark.py)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    out = tmp_path / "fe"
-    quantize_model(
-        tiny,
-        out,
-        task="feature-extraction",
-        pairs=PAIRS,
-        spec=CHOSEN,
-        max_length=16,
-        record={"source_model": "tiny"},
-    )
+    out, source = tiny_int8.folder, tiny_int8.bert
+    assert tiny_int8.pairs == PAIRS
     assert verify_folder(out)["calibration_samples_used"] == 2 * len(PAIRS)  # query and passage of each pair
     model = Int8BiEncoder(out)
     res = model.score(WORDS[5], WORDS)
-    tok = AutoTokenizer.from_pretrained(str(tiny))
-    fp = AutoModel.from_pretrained(str(tiny)).eval()
+    tok = AutoTokenizer.from_pretrained(str(source))
+    fp = AutoModel.from_pretrained(str(source)).eval()
     with torch.inference_mode():
-        enc = tok([WORDS[5], *WORDS], padding=True, truncation=True, max_length=16, return_tensors="pt")
+        enc = tok(
+            [WORDS[5], *WORDS],
+            padding=True,
+            truncation=True,
+            max_length=tiny_int8.max_length,
+            return_tensors="pt",
+        )
         hidden = fp(**enc).last_hidden_state
         mask = enc["attention_mask"].unsqueeze(-1).float()
         emb = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
