@@ -17,6 +17,7 @@ import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -42,7 +43,7 @@ class Quantised:
     the parent's exit status, what it printed, the returned manifest, the quantised folder and the log."""
 
     proc: subprocess.CompletedProcess[str]
-    manifest: dict[str, object]
+    manifest: dict[str, Any]
     out: Path
     log: Path
 
@@ -50,6 +51,7 @@ class Quantised:
 PARENT = """
 import json, sys
 from pathlib import Path
+from typing import Any
 from bench.rerankers.openvino.config import CHOSEN
 from bench.core.liblog import library_log
 from bench.rehearse.quantize_child import run_in_child
