@@ -7,15 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rehearsal import write_mini_beir
+from tests.support.rehearsal import SMALL_JUDGED, SMALL_OTHER, SMALL_QUERIES, write_mini_beir
 
 
 @pytest.fixture(scope="session")
 def mini_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The interrupted rehearsals' dataset (test_end_to_end's Ctrl-C, test_signals): 2 queries, their 20
-    judged passages and 5 NoMIRACL passages. The resumed one runs every step, and its latency and int8 steps
-    encode all candidates of a call (the corpus at k = 100): a small corpus keeps that cheap."""
-    return write_mini_beir(tmp_path_factory.mktemp("mini-beir"), n_queries=2, n_other=5)
+    """The interrupted rehearsals' dataset (test_end_to_end's Ctrl-C, test_signals): 2 queries, 3 judged
+    passages each and 2 NoMIRACL passages, with titles. The resumed one runs every step, and its latency and
+    int8 steps encode all candidates of a call (the corpus at k = 100): a small corpus keeps that cheap."""
+    return write_mini_beir(
+        tmp_path_factory.mktemp("mini-beir"),
+        query_ids=SMALL_QUERIES,
+        n_judged=SMALL_JUDGED,
+        n_other=SMALL_OTHER,
+    )
 
 
 @pytest.fixture(scope="session")

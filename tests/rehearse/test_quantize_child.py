@@ -1,6 +1,10 @@
 """The rehearsal quantises in a child process (bench.rehearse.quantize_child): the folder is the one the
 in-process function makes, a refusal reaches the parent with its message, and the child never outlives its
-parent (parent gone at start; parent killed with SIGKILL mid-quantisation)."""
+parent (parent gone at start; parent killed with SIGKILL mid-quantisation).
+
+The tests that read one finished quantisation (its folder and manifest, the parent's terminal, the library
+log) share one: ``quantised`` runs ``run_in_child`` once per module, in a fresh parent process inside a
+``library_log`` block as the rehearsal does (a child run costs about 12 s, most of it the child's imports)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -31,20 +37,54 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_bert(tmp_path_factory.mktemp("tiny") / "bert")
 
 
+@dataclass(frozen=True)
+class Quantised:
+    """One ``run_in_child`` of ``tiny`` on ``PAIRS`` by a fresh parent process inside ``library_log(log)``:
+    the parent's exit status, what it printed, the returned manifest, the quantised folder and the log."""
+
+    proc: subprocess.CompletedProcess[str]
+    manifest: dict[str, Any]
+    out: Path
+    log: Path
+
+
+PARENT = """
+import json, sys
+from pathlib import Path
+from typing import Any
+from bench.rerankers.openvino.config import CHOSEN
+from bench.core.liblog import library_log
+from bench.rehearse.quantize_child import run_in_child
+out, log, result, tiny = map(Path, sys.argv[1:5])
+pairs = json.loads(sys.argv[5])
+with library_log(log):
+    manifest = run_in_child(tiny, out, task="feature-extraction", pairs=[tuple(p) for p in pairs],
+                            spec=CHOSEN.to_dict(), max_length=16, record={"source_model": "tiny"})
+result.write_text(json.dumps(manifest), encoding="utf-8")  # a file: the parent's stdout must stay empty
+"""
+
+
+@pytest.fixture(scope="module")
+def quantised(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Quantised:
+    base = tmp_path_factory.mktemp("quantised")
+    out, log, result = base / "q", base / "rehearsal" / "libraries.log", base / "manifest.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", PARENT, str(out), str(log), str(result), str(tiny), json.dumps(PAIRS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return Quantised(proc, json.loads(result.read_text(encoding="utf-8")), out, log)
+
+
 @pytest.mark.model
 @pytest.mark.slow
-def test_child_writes_a_verified_folder_and_returns_its_manifest(tiny: Path, tmp_path: Path) -> None:
-    out = tmp_path / "q"
-    manifest = run_in_child(
-        tiny,
-        out,
-        task="feature-extraction",
-        pairs=PAIRS,
-        spec=CHOSEN.to_dict(),
-        max_length=16,
-        record={"source_model": "tiny"},
-    )
-    assert manifest == verify_folder(out)
+@pytest.mark.timeout(1800)
+def test_child_writes_a_verified_folder_and_returns_its_manifest(quantised: Quantised) -> None:
+    manifest = quantised.manifest
+    assert manifest == verify_folder(quantised.out)
     assert manifest["calibration_samples_used"] == 2 * len(PAIRS)
     assert manifest["quantization"]["overflow_fix"] == CHOSEN.overflow_fix
 
@@ -154,26 +194,11 @@ def test_args_file_is_json_the_child_can_read(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, tmp_path: Path) -> None:
+def test_the_childs_library_output_goes_to_the_log_not_the_terminal(quantised: Quantised) -> None:
     """Optimum's "Could not infer whether the model was already converted" (with its
     "[Errno 2] ... refs/main"), torch's TracerWarnings and "No CUDA runtime is found" reached the terminal of
     `bench rehearse` from the quantising child, beside the parent's clean libraries.log."""
-    log = tmp_path / "libraries.log"
-    parent_code = textwrap.dedent(
-        f"""
-        from pathlib import Path
-        from bench.rerankers.openvino.config import CHOSEN
-        from bench.core.liblog import library_log
-        from bench.rehearse.quantize_child import run_in_child
-        pairs = {PAIRS!r}
-        with library_log(Path({str(log)!r})):
-            run_in_child(Path({str(tiny)!r}), Path({str(tmp_path / "q")!r}), task="feature-extraction",
-                         pairs=pairs, spec=CHOSEN.to_dict(), max_length=16, record={{}})
-        """
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", parent_code], cwd=ROOT, capture_output=True, text=True, timeout=1500
-    )
+    proc = quantised.proc
     assert proc.returncode == 0, proc.stderr
     library_lines = (
         "Could not infer whether",
@@ -183,35 +208,21 @@ def test_the_childs_library_output_goes_to_the_log_not_the_terminal(tiny: Path, 
         "LOAD REPORT",
     )
     assert [x for x in library_lines if x in proc.stderr] == [], proc.stderr
-    text = log.read_text(encoding="utf-8")
+    text = quantised.log.read_text(encoding="utf-8")
     assert "optimum.intel.openvino.modeling_base: Could not infer whether" in text
     assert "py.warnings" in text and "TracerWarning" in text
-    assert (tmp_path / "q" / "int8-manifest.json").is_file()
+    assert (quantised.out / "int8-manifest.json").is_file()
 
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_nncfs_progress_bars_go_to_the_library_log_not_the_terminal(
-    tiny: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+@pytest.mark.timeout(1800)
+def test_nncfs_progress_bars_go_to_the_library_log_not_the_terminal(quantised: Quantised) -> None:
     """The rehearsal's step 4 (quantise) showed nncf's progress bars ("Statistics collection",
     "Applying Fast Bias correction"), a library's output, on the terminal. Inside a ``library_log`` block
     (the rehearsal's), the child's stdout, where they are printed, goes to the log file; nothing of the
-    libraries reaches stdout or stderr."""
-    from bench.core.liblog import library_log
-
-    log = tmp_path / "rehearsal" / "libraries.log"
-    with library_log(log):
-        run_in_child(
-            tiny,
-            tmp_path / "q",
-            task="feature-extraction",
-            pairs=PAIRS,
-            spec=CHOSEN.to_dict(),
-            max_length=16,
-            record={"source_model": "tiny"},
-        )
-    out, err = capfd.readouterr()
+    libraries reaches the parent's stdout or stderr (the child's stderr is the parent's)."""
+    out, err = quantised.proc.stdout, quantised.proc.stderr
     assert out == "" and err == "", (out, err)
-    text = log.read_text(encoding="utf-8")
+    text = quantised.log.read_text(encoding="utf-8")
     assert "Statistics collection" in text and "Could not infer" not in out + err

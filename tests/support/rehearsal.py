@@ -33,11 +33,15 @@ from bench.data.bundled import load_sample
 ROOT = Path(__file__).resolve().parents[2]
 N_QUERIES = 5  # write_mini_beir's default
 N_OTHER = 20
-# The shared run: 2 queries (10 judged passages each), 10 NoMIRACL passages and the stop-word query. Its
-# latency and int8 steps encode every candidate of each timed call (all 30 passages at k = 100), so the
+# The rehearsals' queries: two real ones whose first three judged passages hold the first word the keyword
+# stage keeps (its search drops query words from the right), so keyword-71k has candidates for both
+SMALL_QUERIES = ("10216007#0", "11310397#0")
+SMALL_JUDGED = 3  # judged passages per query
+SMALL_OTHER = 2  # NoMIRACL passages
+# The shared run: those 2 queries (3 judged passages each), 2 NoMIRACL passages and the stop-word query. Its
+# latency and int8 steps encode every candidate of each timed call (all 8 passages at k = 20 and 100), so the
 # corpus size drives their time; no test of the run asserts on its size.
-SHARED_QUERIES = 2
-SHARED_OTHER = 10
+SHARED_QUERIES = len(SMALL_QUERIES)
 STOP_WORD_QUERY = ("stop-words-only", "Was ist das?")  # the keyword stage finds nothing for it
 # Variables a rehearsal process must not inherit: with a key set, the judged step would call the API
 UNSET = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
@@ -51,17 +55,23 @@ def write_mini_beir(
     bad_query: bool = False,
     n_queries: int = N_QUERIES,
     n_other: int = N_OTHER,
+    n_judged: int | None = None,
+    query_ids: tuple[str, ...] | None = None,
 ) -> Path:
     """``n_queries`` MIRACL-de dev queries (the first by id), their judged passages and ``n_other`` NoMIRACL
-    passages (real German text) in BEIR layout. ``titles=False``: a corpus without titles (no ``title`` key);
-    ``bad_query``: one more judged query made of stop words only, for which the keyword stage has no
+    passages (real German text) in BEIR layout; ``n_judged``: only each query's first that many judged
+    passages (in the qrels' order, which lists the relevant ones first) and their qrels lines; ``query_ids``:
+    these queries instead of the first ``n_queries``. ``titles=False``: a corpus without titles (no ``title``
+    key); ``bad_query``: one more judged query made of stop words only, for which the keyword stage has no
     candidates."""
     sample = load_sample()
     lines = [
         ln.split("\t") for ln in sample.qrels_path.read_text(encoding="utf-8").splitlines() if ln.strip()
     ]
-    qids = sorted(sample.queries)[:n_queries]
+    qids = sorted(query_ids) if query_ids is not None else sorted(sample.queries)[:n_queries]
     judged = [(q, d, r) for q, _, d, r in lines if q in qids]
+    if n_judged is not None:
+        judged = [row for q in qids for row in [j for j in judged if j[0] == q][:n_judged]]
     wanted = {d for _, d, _ in judged}
     passages = [p for p in sample.judged if p.docid in wanted] + sample.nomiracl[:n_other]
     directory.mkdir(parents=True, exist_ok=True)
@@ -114,7 +124,12 @@ class Rehearsal:
 def run_rehearsal(base: Path) -> Rehearsal:
     """``bench rehearse --dataset <mini, bad input> --out <base>/reh`` in a process of its own."""
     dataset = write_mini_beir(
-        base / "mini-beir-bad", titles=False, bad_query=True, n_queries=SHARED_QUERIES, n_other=SHARED_OTHER
+        base / "mini-beir-bad",
+        titles=False,
+        bad_query=True,
+        query_ids=SMALL_QUERIES,
+        n_judged=SMALL_JUDGED,
+        n_other=SMALL_OTHER,
     )
     cache = base / "bench-cache"
     cache.mkdir(exist_ok=True)
