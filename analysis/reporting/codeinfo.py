@@ -29,7 +29,7 @@ import sys
 import tomllib
 import zlib
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +65,38 @@ def imported_modules(files: Mapping[str, bytes]) -> set[str]:
     """Top-level names of the third-party modules the analysis code imports (not the standard library)."""
     names: set[str] = set()
     for path, data in files.items():
-        if not path.endswith(".py"):
-            continue
-        for node in ast.walk(ast.parse(data, filename=path)):
-            if isinstance(node, ast.Import):
-                names |= {a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+        if path.endswith(".py"):
+            names |= _imports_of(path, data)
     return {n for n in names if n not in sys.stdlib_module_names and n not in (PACKAGE, "__future__")}
+
+
+@lru_cache(maxsize=4096)
+def _imports_of(path: str, data: bytes) -> frozenset[str]:
+    """The top-level names one file imports (absolute imports). Cached: the audit reads the same files in
+    several commits of a study."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(data, filename=path)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return frozenset(names)
+
+
+@cache
+def _distributions() -> Mapping[str, list[str]]:
+    """Top-level module -> the installed distributions that provide it (read once per process: it reads
+    every installed distribution's metadata, and the audit asks for it once per commit it checks)."""
+    return importlib.metadata.packages_distributions()
+
+
+@lru_cache(maxsize=8)
+def _locked_versions(uv_lock: bytes) -> dict[str, str]:
+    """Normalised package name -> version in ``uv_lock`` (cached: one lock, several commits)."""
+    locked: dict[str, str] = {}
+    for pkg in tomllib.loads(uv_lock.decode("utf-8")).get("package", []):
+        locked[_norm(str(pkg.get("name")))] = str(pkg.get("version"))
+    return locked
 
 
 def _norm(name: str) -> str:
@@ -82,12 +106,9 @@ def _norm(name: str) -> str:
 def packages_digest(files: Mapping[str, bytes], uv_lock: bytes | None) -> str:
     """SHA-256 over sorted ``name==version`` lines: each distribution that provides a module the analysis
     code imports, at its version in ``uv_lock`` (the installed version, marked, where uv.lock has none)."""
-    dists = importlib.metadata.packages_distributions()
+    dists = _distributions()
     wanted = {_norm(d) for m in imported_modules(files) for d in dists.get(m, [m])}
-    locked: dict[str, str] = {}
-    if uv_lock is not None:
-        for pkg in tomllib.loads(uv_lock.decode("utf-8")).get("package", []):
-            locked[_norm(str(pkg.get("name")))] = str(pkg.get("version"))
+    locked = _locked_versions(uv_lock) if uv_lock is not None else {}
     lines = []
     for name in sorted(wanted):
         if name in locked:
