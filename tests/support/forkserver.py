@@ -34,6 +34,11 @@ PRELOAD = (
     "torch",
     "transformers",
     "sentence_transformers",
+    # the figures' Agg canvas (analysis.figures.render, no pyplot): `analysis report`, the audit's recompute
+    # and `bench reproduce` draw figures
+    "matplotlib",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
 )
 
 

@@ -15,8 +15,9 @@ The stand-in (``Interpreters.wrapper``) is a small script run by the real interp
 site, nothing from the environment); it handles the two forms ``bench`` uses, ``python -c CODE`` and ``python
 SCRIPT ARGS``, passes its standard streams to the server (SCM_RIGHTS), and exits with the run's status (a
 signal's death as 128 + signum). The server is this file run as a script by the real interpreter (standard
-library only); it starts on the first run of its environment and ends with ``Interpreters.close`` or after
-``IDLE_S`` without a request. A stand-in killed while its run goes on (a caller's timeout) kills the run.
+library only); it starts on the first run of its environment and ends with ``Interpreters.close``, when the
+process that made the stand-in is gone, or after ``IDLE_S`` without a request. A stand-in killed while its
+run goes on (a caller's timeout) kills the run.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ IDLE_S = 1800.0
 WRAPPER = """#!{python} -IS
 import hashlib, json, os, socket, subprocess, sys, time
 PYTHON, SERVER, DIR, NAME, PRELOAD = {python!r}, {server!r}, {dir!r}, {name!r}, {preload!r}
+OWNER = {owner!r}
 env = dict(os.environ)
 key = json.dumps(sorted((k, v) for k, v in env.items() if not k.startswith({run_time!r})))
 sock_path = os.path.join(DIR, NAME + "-" + hashlib.sha256(key.encode()).hexdigest()[:12] + ".sock")
@@ -58,7 +60,7 @@ except OSError:
         except OSError:
             with open(LOG, "ab") as log:
                 server = subprocess.Popen(
-                    [PYTHON, SERVER, sock_path, *PRELOAD], env=env, stdin=subprocess.DEVNULL,
+                    [PYTHON, SERVER, sock_path, OWNER, *PRELOAD], env=env, stdin=subprocess.DEVNULL,
                     stdout=log, stderr=log, start_new_session=True, cwd="/",
                 )
             with open(os.path.join(DIR, "pids"), "a") as pids:
@@ -147,20 +149,37 @@ def _wait(pid: int, conn: socket.socket) -> int:
             os.kill(pid, signal.SIGKILL)
 
 
-def serve(path: str, preload: list[str]) -> None:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def serve(path: str, owner: int, preload: list[str]) -> None:
+    """Serve runs on the socket ``path`` until ``owner`` (the test's process) is gone or ``IDLE_S`` pass
+    without a request."""
     import importlib
+    import time
 
     for name in preload:
         importlib.import_module(name)
+    if os.path.exists(path):  # a server that died (the stand-in that starts this one holds the lock)
+        os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(8)
-    listener.settimeout(IDLE_S)
+    listener.settimeout(5.0)
+    last = time.monotonic()
     while True:
         try:
             conn, _ = listener.accept()
         except TimeoutError:
-            break
+            if not _alive(owner) or time.monotonic() - last > IDLE_S:
+                break
+            continue
+        last = time.monotonic()
         with conn:
             msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
             while not msg.endswith(b"\n"):
@@ -185,7 +204,7 @@ def serve(path: str, preload: list[str]) -> None:
 
 if __name__ == "__main__":
     del sys.path[0]  # this file's folder (tests/support): nothing of it may shadow what a run imports
-    serve(sys.argv[1], sys.argv[2:])
+    serve(sys.argv[1], int(sys.argv[2]), sys.argv[3:])
 
 
 class Interpreters:
@@ -208,6 +227,7 @@ class Interpreters:
             name=name,
             preload=list(preload),
             run_time=RUN_TIME_ENV,
+            owner=str(os.getpid()),
         )
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
