@@ -36,7 +36,7 @@ RUN_GLOB = f":(glob){RUNS}/**/*.trec"
 def code_at(root: Path, commit: str) -> dict[str, str]:
     """The two digests of the analysis code and its locked packages in ``commit``'s tree."""
     names = git.run_git(root, "ls-tree", "-r", "--name-only", "-z", commit, "--", "analysis").decode()
-    files = {n: git.show_file(root, commit, n) for n in names.split("\0") if n.endswith(".py")}
+    files = git.show_files(root, commit, [n for n in names.split("\0") if n.endswith(".py")])
     lock = git.show_file(root, commit, "uv.lock") if "uv.lock" in git.commit_files(root, commit) else None
     return {"analysis_digest": tree_digest(files), "packages_digest": packages_digest(files, lock)}
 
