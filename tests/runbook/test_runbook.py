@@ -749,11 +749,12 @@ REFERENCE_PRELOAD = {
 # built in this process), quality 19 s, latency-cpu 19 s, the rest under 15 s each. With torch's default two
 # intra-op threads (before OMP_NUM_THREADS above) the same chain took 665 s at load 5-6. On the idle machine
 # (2026-12-01 16:26 UTC, the full suite in a fresh clone under pytest-xdist, the other worker busy):
-# 196 s. On 2026-12-06 (shared 2-core machine at load 8-10 from other work, so CPU seconds, not wall): 221 s
-# CPU before the reference interpreters forked from servers (check-adapters and its doctor 63 s -> 19 s), the
-# tiny models were built in a forked process (the models step 7.8 s -> 0.5 s) and the GPU preset ran 1 pass;
-# 130 s after (the reference servers' 13.9 s included). `uv run pytest tests/runbook -q -s -n 0` prints the
-# time of every command, step and status call.
+# 196 s. On 2026-12-06, the same machine near idle (load 1-2.5), back to back: 161 s (154 s CPU) before the
+# reference interpreters forked from servers (the check-adapters step 38 s -> 16 s; their preload moved to
+# the prepare step's doctor, 9 s -> 19 s), the tiny models were built in a forked process (models 8.3 s ->
+# 1.0 s) and the GPU preset ran 1 pass (latency-gpu 16 s -> 7.5 s); 142 s (122 s CPU, the reference servers'
+# 11 s included) after. `uv run pytest tests/runbook -q -s -n 0` prints the time of every command, step and
+# status call.
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
