@@ -43,7 +43,7 @@ def code_at(root: Path, commit: str) -> dict[str, str]:
     if commit in _DIGESTS:
         return dict(_DIGESTS[commit])
     names = git.run_git(root, "ls-tree", "-r", "--name-only", "-z", commit, "--", "analysis").decode()
-    files = {n: git.show_file(root, commit, n) for n in names.split("\0") if n.endswith(".py")}
+    files = git.show_files(root, commit, [n for n in names.split("\0") if n.endswith(".py")])
     lock = git.show_file(root, commit, "uv.lock") if "uv.lock" in git.commit_files(root, commit) else None
     digests = {"analysis_digest": tree_digest(files), "packages_digest": packages_digest(files, lock)}
     if re.fullmatch(r"[0-9a-f]{40}", commit):

@@ -116,3 +116,26 @@ def commit_files(root: Path, commit: str) -> list[str]:
 
 def show_file(root: Path, commit: str, path: str) -> bytes:
     return run_git(root, "show", f"{commit}:{path}")
+
+
+def show_files(root: Path, commit: str, paths: list[str]) -> dict[str, bytes]:
+    """The bytes of each of ``paths`` in ``commit`` (as ``show_file``), in one git call; BenchError naming
+    the first path that is not a file there."""
+    if not paths:
+        return {}
+    query = "".join(f"{commit}:{p}\n" for p in paths).encode()
+    proc = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch"], input=query, capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        raise BenchError(f"`git cat-file --batch` failed in {root}: {proc.stderr.decode().strip()}")
+    out, at = {}, 0
+    for p in paths:
+        end = proc.stdout.index(b"\n", at)
+        header = proc.stdout[at:end].split(b" ")
+        if len(header) != 3 or header[1] != b"blob":
+            raise BenchError(f"`git show {commit}:{p}` failed in {root}: not a file in that commit")
+        size = int(header[2])
+        out[p] = proc.stdout[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1  # the content, then a newline
+    return out

@@ -51,6 +51,7 @@ from tests.support import ministudy
 from tests.support.forkserver import Forks
 from tests.support.loopback import Loopback, Response
 from tests.support.messages_api import MessagesServer
+from tests.support.pyforks import Interpreters
 from tests.support.typesense import IGNORED_0241
 from tests.support.voyage_api import FakeVoyage, first_stage_order
 
@@ -64,6 +65,7 @@ class Study:
     qrels: Path
     log: list[str] = field(default_factory=list)
     forks: Forks | None = None
+    interpreters: Interpreters | None = None
 
 
 def make_repo(base: Path) -> Path:
@@ -352,11 +354,23 @@ def data_fetch(study: Study, args: list[str]) -> None:
 
 def models_fetch(study: Study, args: list[str]) -> None:
     """`models fetch --all` downloads the pinned snapshots: tiny models at the pinned revisions instead, and
-    a word-level Voyage tokenizer.json in the hub cache layout."""
-    from tests.support.tiny_models import write_models, write_voyage_tokenizer
+    a word-level Voyage tokenizer.json in the hub cache layout. Built in a process forked from the fork server
+    (torch and transformers imported there already), not in this one."""
+    models = study.root / "data" / "models"
+    if study.forks is None:
+        from tests.support.tiny_models import main
 
-    write_models(study.root / "data" / "models")
-    write_voyage_tokenizer(study.root / "data" / "models")
+        main([str(models)])
+        return
+    proc = study.forks.run(
+        [str(models)],
+        env=dict(study.env),
+        cwd=str(study.root),
+        timeout=1800,
+        main="tests.support.tiny_models",
+    )
+    if proc.returncode != 0:
+        fail(STEP_NOW[0], "models fetch --all (the tiny models)", proc, f"exit {proc.returncode}")
 
 
 def ecb_rates(study: Study, args: list[str]) -> None:
@@ -601,13 +615,16 @@ def start_typesense(study: Study, stack: ExitStack) -> None:
 
 
 def own_and_forked_cpu(study: Study) -> float:
-    """CPU seconds (user + system) of this process, of the children it waited for, and of the fork server's
-    commands so far: the figure printed beside each command's wall time."""
+    """CPU seconds (user + system) of this process, of the children it waited for, of the fork server's
+    commands so far and of the reference interpreters' servers: the figure printed beside each command's wall
+    time."""
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     forked = sum(study.forks.cpu_s) if study.forks is not None else 0.0
+    if study.interpreters is not None:
+        forked += study.interpreters.server_cpu_s()
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + forked
 
 
@@ -697,11 +714,31 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),
     }
     forks = None if os.environ.get("BENCH_RUNBOOK_FORKS") == "0" else Forks(base / "forks")
+    interpreters = None if forks is None else Interpreters()
+    if interpreters is not None:
+        # the reference environments' interpreters fork from a server each (tests.support.pyforks): `bench
+        # doctor check-adapters` and `bench check-adapters` start each environment once between them, not
+        # once each; both run with TRANSFORMERS_OFFLINE=1 (the references always do; HF_HUB_OFFLINE=1 above
+        # already makes transformers offline), so that they find the same server
+        env["TRANSFORMERS_OFFLINE"] = "1"
+        for name, preload in REFERENCE_PRELOAD.items():
+            var = f"BENCH_REFERENCE_PYTHON_{name.upper()}"
+            env[var] = interpreters.wrapper(name, env[var], preload)
     try:
-        yield Study(root, env, root / "data" / "hub", forks=forks)
+        yield Study(root, env, root / "data" / "hub", forks=forks, interpreters=interpreters)
     finally:
         if forks is not None:
             forks.close()
+        if interpreters is not None:
+            interpreters.close()
+            print(f"runbook: the reference servers took {interpreters.cpu_s:.1f} s CPU", file=sys.stderr)
+
+
+# what each reference environment's server imports before it forks (bench.doctor.checks.REFERENCE_MODULES)
+REFERENCE_PRELOAD = {
+    "tf457": ("torch", "transformers"),
+    "mxbai": ("torch", "transformers", "mxbai_rerank"),
+}
 
 
 # Part of the README's test command (under 5 minutes on the 2-core machine). Figures: on 2026-12-01
@@ -712,7 +749,12 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
 # built in this process), quality 19 s, latency-cpu 19 s, the rest under 15 s each. With torch's default two
 # intra-op threads (before OMP_NUM_THREADS above) the same chain took 665 s at load 5-6. On the idle machine
 # (2026-12-01 16:26 UTC, the full suite in a fresh clone under pytest-xdist, the other worker busy):
-# 196 s. `uv run pytest tests/runbook -q -s -n 0` prints the time of every command and step.
+# 196 s. On 2026-12-06, the same machine near idle (load 1-2.5), back to back: 161 s (154 s CPU) before the
+# reference interpreters forked from servers (the check-adapters step 38 s -> 16 s; their preload moved to
+# the prepare step's doctor, 9 s -> 19 s), the tiny models were built in a forked process (models 8.3 s ->
+# 1.0 s) and the GPU preset ran 1 pass (latency-gpu 16 s -> 7.5 s); 142 s (122 s CPU, the reference servers'
+# 11 s included) after. `uv run pytest tests/runbook -q -s -n 0` prints the time of every command, step and
+# status call.
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
@@ -736,7 +778,13 @@ def test_runbook_end_to_end(study: Study) -> None:
                     f"({own_and_forked_cpu(study) - cpu:5.1f} s CPU)  {command}",
                     file=sys.stderr,
                 )
+            start, cpu = time.perf_counter(), own_and_forked_cpu(study)
             state = status(study)[step.id]
+            print(
+                f"runbook {step.id}: {time.perf_counter() - start:6.1f} s "
+                f"({own_and_forked_cpu(study) - cpu:5.1f} s CPU)  bench status --json",
+                file=sys.stderr,
+            )
             print(
                 f"runbook {step.id}: {time.perf_counter() - step_start:6.1f} s in all, "
                 f"{time.perf_counter() - chain_start:6.1f} s since the start, load {os.getloadavg()}",

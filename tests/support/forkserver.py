@@ -11,8 +11,9 @@ environment at import (huggingface_hub reads ``HF_HOME`` and ``HF_HUB_OFFLINE``)
 caller starts a new server whenever a command's environment differs from the one this server started with in
 anything but the variables only ``bench`` reads (``RUN_TIME_ENV``).
 
-Protocol, one JSON object per line: a request on stdin ``{"argv", "env", "cwd", "stdout", "stderr"}`` (the
-last two: files the command's output goes to); answers on stdout ``{"pid": N}`` when the command started and
+Protocol, one JSON object per line: a request on stdin ``{"argv", "env", "cwd", "stdout", "stderr", "main"}``
+(stdout and stderr: files the command's output goes to; main: the module whose ``main(argv)`` runs, null for
+``tests.support.minibench``); answers on stdout ``{"pid": N}`` when the command started and
 ``{"rc": N, "cpu_s": S}`` when it ended (a signal's death as ``-signum``, as ``subprocess`` reports it; S: its
 CPU seconds, user + system, with the children it waited for).
 """
@@ -33,6 +34,11 @@ PRELOAD = (
     "torch",
     "transformers",
     "sentence_transformers",
+    # the figures' Agg canvas (analysis.figures.render, no pyplot): `analysis report`, the audit's recompute
+    # and `bench reproduce` draw figures
+    "matplotlib",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
 )
 
 
@@ -58,8 +64,10 @@ def child(req: dict[str, Any]) -> None:
             os.dup2(fd, target)
             os.close(fd)
         sys.argv = ["minibench", *req["argv"]]
-        from tests.support.minibench import main
+        import importlib
 
+        # the module whose main(argv) runs: minibench (the command line), or another the request names
+        main = importlib.import_module(req.get("main") or "tests.support.minibench").main
         try:
             main(req["argv"])
             code = 0
@@ -147,14 +155,18 @@ class Forks:
         self._buf = b""
         return self._proc
 
-    def run(self, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float) -> Any:
+    def run(
+        self, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float, main: str | None = None
+    ) -> Any:
+        """``argv`` run by ``tests.support.minibench`` (or by the ``main(argv)`` of the module ``main``
+        names) in a forked process."""
         import signal
         import subprocess
 
         proc = self._server(env, cwd)
         self._n += 1
         out, err = self.workdir / f"{self._n}.out", self.workdir / f"{self._n}.err"
-        req = {"argv": argv, "env": env, "cwd": cwd, "stdout": str(out), "stderr": str(err)}
+        req = {"argv": argv, "env": env, "cwd": cwd, "stdout": str(out), "stderr": str(err), "main": main}
         proc.stdin.write((json.dumps(req) + "\n").encode())
         proc.stdin.flush()
         pid = json.loads(self._readline(proc, 600))["pid"]

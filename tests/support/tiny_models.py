@@ -569,3 +569,11 @@ def build_fake_gte(weights: Path, code: Path) -> None:
         "hauptstadt",
     ]
     BertTokenizer(vocab={w: i for i, w in enumerate(words)}, model_max_length=64).save_pretrained(weights)
+
+
+def main(argv: Sequence[str]) -> None:
+    """``write_models`` and ``write_voyage_tokenizer`` into the folder ``argv[0]``: tests/runbook's stand-in
+    for `models fetch --all`, run in a process forked from ``tests.support.forkserver`` (torch and
+    transformers imported there once, not in the test's own process)."""
+    write_models(Path(argv[0]))
+    write_voyage_tokenizer(Path(argv[0]))

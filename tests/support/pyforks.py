@@ -1,0 +1,277 @@
+"""Interpreters that fork (tests/runbook): an executable that stands in for a reference environment's
+``python``, each run forked from one server of that environment that has already imported its heavy
+libraries (torch, transformers, the vendor package).
+
+Why: the runbook's adapter-check step starts the reference environments twice (``bench doctor
+check-adapters`` imports torch and transformers in each to prove they load; ``bench check-adapters`` then
+runs the references in each), and on the miniature's inputs each start is almost all import. Each run is
+still a process of its own, in the real environment's interpreter (``sys.prefix``, ``sys.executable`` and
+the packages are that environment's): its own pid, argv, environment, working directory, stdin, stdout,
+stderr and exit status; only the server's preloads were imported before the fork. As in
+``tests.support.forkserver``, libraries that read the environment at import read the server's, so there is
+one server per environment, not counting the variables only ``bench`` reads (``RUN_TIME_ENV``).
+
+The stand-in (``Interpreters.wrapper``) is a small script run by the real interpreter with ``-I -S`` (no
+site, nothing from the environment); it handles the two forms ``bench`` uses, ``python -c CODE`` and ``python
+SCRIPT ARGS``, passes its standard streams to the server (SCM_RIGHTS), and exits with the run's status (a
+signal's death as 128 + signum). The server is this file run as a script by the real interpreter (standard
+library only); it starts on the first run of its environment and ends with ``Interpreters.close``, when the
+process that made the stand-in is gone, or after ``IDLE_S`` without a request. A stand-in killed while its
+run goes on (a caller's timeout) kills the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+RUN_TIME_ENV = ("BENCH_", "VOYAGE_", "ANTHROPIC_", "_TYPESENSE")  # as tests.support.forkserver
+IDLE_S = 1800.0
+
+WRAPPER = """#!{python} -IS
+import hashlib, json, os, socket, subprocess, sys, time
+PYTHON, SERVER, DIR, NAME, PRELOAD = {python!r}, {server!r}, {dir!r}, {name!r}, {preload!r}
+OWNER = {owner!r}
+env = dict(os.environ)
+key = json.dumps(sorted((k, v) for k, v in env.items() if not k.startswith({run_time!r})))
+sock_path = os.path.join(DIR, NAME + "-" + hashlib.sha256(key.encode()).hexdigest()[:12] + ".sock")
+
+
+LOG = sock_path + ".log"
+
+
+def connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sock_path)
+    return s
+
+
+try:
+    conn = connect()
+except OSError:
+    import fcntl
+    with open(sock_path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            conn = connect()
+        except OSError:
+            with open(LOG, "ab") as log:
+                server = subprocess.Popen(
+                    [PYTHON, SERVER, sock_path, OWNER, *PRELOAD], env=env, stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=log, start_new_session=True, cwd="/",
+                )
+            with open(os.path.join(DIR, "pids"), "a") as pids:
+                pids.write(str(server.pid) + "\\n")
+            while True:
+                try:
+                    conn = connect()
+                    break
+                except OSError:
+                    if server.poll() is not None:
+                        sys.exit("tests/support/pyforks.py: the server of " + NAME + " ended, see " + LOG)
+                    time.sleep(0.05)
+req = json.dumps({{"argv": sys.argv[1:], "env": env, "cwd": os.getcwd()}}).encode() + b"\\n"
+socket.send_fds(conn, [req], [0, 1, 2])
+answer = b""
+while not answer.endswith(b"\\n"):
+    chunk = conn.recv(4096)
+    if not chunk:
+        sys.exit("tests/support/pyforks.py: the server of " + NAME + " ended mid-run, see " + LOG)
+    answer += chunk
+rc = json.loads(answer)["rc"]
+os._exit(rc if rc >= 0 else 128 - rc)
+"""
+
+
+def _child(req: dict[str, Any], fds: list[int], server: socket.socket) -> None:
+    """In the forked process: the caller's streams, directory, environment and argv, then its code as
+    ``python`` runs it; never returns."""
+    code = 1
+    try:
+        server.close()
+        for fd, target in zip(fds, (0, 1, 2), strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        argv = req["argv"]
+        import runpy
+
+        try:
+            if argv[:1] == ["-c"]:  # as `python -c CODE`: the code in a fresh __main__, '' first on sys.path
+                import types
+
+                sys.argv = ["-c", *argv[2:]]
+                sys.path.insert(0, "")
+                main = types.ModuleType("__main__")
+                sys.modules["__main__"] = main
+                exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+            else:  # as `python SCRIPT ARGS`: the script's folder first on sys.path
+                sys.argv = list(argv)
+                sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+                runpy.run_path(argv[0], run_name="__main__")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+    except BaseException:  # the run's own traceback, as an uncaught exception prints it
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            import atexit
+
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _wait(pid: int, conn: socket.socket) -> int:
+    """The run's exit status; the run is killed when its stand-in goes away (the connection closes)."""
+    import select
+    import signal
+
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        ready, _, _ = select.select([conn], [], [], 0.02)
+        if ready and not conn.recv(1, socket.MSG_PEEK):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def serve(path: str, owner: int, preload: list[str]) -> None:
+    """Serve runs on the socket ``path`` until ``owner`` (the test's process) is gone or ``IDLE_S`` pass
+    without a request."""
+    import importlib
+    import time
+
+    for name in preload:
+        importlib.import_module(name)
+    if os.path.exists(path):  # a server that died (the stand-in that starts this one holds the lock)
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    listener.settimeout(5.0)
+    last = time.monotonic()
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if not _alive(owner) or time.monotonic() - last > IDLE_S:
+                break
+            continue
+        last = time.monotonic()
+        with conn:
+            msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            while not msg.endswith(b"\n"):
+                msg += conn.recv(1 << 20)
+            req = json.loads(msg)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                _child(req, fds, conn)
+            for fd in fds:
+                os.close(fd)
+            rc = _wait(pid, conn)
+            try:
+                conn.sendall(json.dumps({"rc": rc}).encode() + b"\n")
+            except OSError:
+                pass
+    listener.close()
+    os.unlink(path)
+
+
+if __name__ == "__main__":
+    del sys.path[0]  # this file's folder (tests/support): nothing of it may shadow what a run imports
+    serve(sys.argv[1], int(sys.argv[2]), sys.argv[3:])
+
+
+class Interpreters:
+    """The caller's side: ``wrapper(name, python, preload)`` writes the stand-in for ``python`` (an
+    executable path); ``close`` ends every server the stand-ins started."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        # a short folder: a socket's path has at most 107 bytes
+        self.dir = tempfile.mkdtemp(prefix="pyforks-")
+        self.cpu_s = 0.0  # server_cpu_s() at close
+
+    def wrapper(self, name: str, python: Any, preload: tuple[str, ...]) -> str:
+        path = os.path.join(self.dir, f"{name}-python")
+        text = WRAPPER.format(
+            python=str(python),
+            server=os.path.abspath(__file__),
+            dir=self.dir,
+            name=name,
+            preload=list(preload),
+            run_time=RUN_TIME_ENV,
+            owner=str(os.getpid()),
+        )
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, 0o755)
+        return path
+
+    def _pids(self) -> list[int]:
+        pids_file = os.path.join(self.dir, "pids")
+        if not os.path.exists(pids_file):
+            return []
+        with open(pids_file, encoding="utf-8") as f:
+            return [int(line) for line in f if line.strip()]
+
+    def server_cpu_s(self) -> float:
+        """CPU seconds (user + system) of the servers and the runs they forked (they are not the caller's
+        children, so its own accounting misses them)."""
+        total = 0
+        for pid in self._pids():
+            try:
+                with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        return total / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        import shutil
+        import signal
+        import time
+
+        pids = self._pids()
+        self.cpu_s = self.server_cpu_s()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        for pid in pids:
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+        shutil.rmtree(self.dir, ignore_errors=True)
