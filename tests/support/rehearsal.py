@@ -8,7 +8,8 @@ the rehearsal's memory goes with it. The dataset is the mini dataset without tit
 words only (the bad input). Tests read the run and never change it: a test that resumes or
 interrupts a rehearsal works on a copy (``Rehearsal.copy_to``) or starts its own process with the run's
 cache (``Rehearsal.env``: the embedding cache and the quantised int8 stand-in are then reused, so no
-second quantisation happens in a session).
+second quantisation happens in a session). The quantised stand-in lives in a per-checkout folder
+(``INT8_CACHE``, linked into the session's cache), so a later session on the same checkout reuses it too.
 
 Under pytest-xdist the run is made once for all workers: the first worker to ask makes it under a file
 lock in the session's shared temporary folder and writes ``result.json``; the others read it.
@@ -43,6 +44,13 @@ SMALL_OTHER = 2  # NoMIRACL passages
 # corpus size drives their time; no test of the run asserts on its size.
 SHARED_QUERIES = len(SMALL_QUERIES)
 STOP_WORD_QUERY = ("stop-words-only", "Was ist das?")  # the keyword stage finds nothing for it
+# The quantised int8 stand-in of the shared rehearsal and of the rehearsals that take its cache (``env``):
+# kept per checkout, not per session, since its folder's cache key holds everything it is made from (the
+# calibration set, configuration, package versions, input cut and the quantising code's bytes,
+# bench.rehearse.int8.standin_key); a reused folder is verified on every use, and it is checked or made
+# under a lock beside it (two sessions or xdist workers never quantise into it at once). The rest of the
+# rehearsal's cache (the embeddings) stays per session.
+INT8_CACHE = ROOT / ".cache" / "bench-tests" / "int8"
 # Variables a rehearsal process must not inherit: with a key set, the judged step would call the API
 UNSET = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
@@ -106,6 +114,9 @@ class Rehearsal:
     returncode: int
     stdout: str
     stderr: str
+    # the int8 stand-in folders in the persistent test cache (``INT8_CACHE``) before the run: the run reused
+    # one of them or quantised (the first run on a checkout, or after the quantising code changed)
+    int8_before: tuple[str, ...] = ()
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment for another rehearsal process with this run's cache."""
@@ -133,8 +144,11 @@ def run_rehearsal(base: Path) -> Rehearsal:
     )
     cache = base / "bench-cache"
     cache.mkdir(exist_ok=True)
+    INT8_CACHE.mkdir(parents=True, exist_ok=True)
+    (cache / "int8").symlink_to(INT8_CACHE, target_is_directory=True)
+    before = tuple(sorted(p.name for p in INT8_CACHE.glob("minilm-standin-*") if p.is_dir()))
     out = base / "reh"
-    stub = Rehearsal(out, dataset, cache, -1, "", "")
+    stub = Rehearsal(out, dataset, cache, -1, "", "", before)
     done = subprocess.run(
         stub.command("--dataset", str(dataset), "--out", str(out)),
         cwd=ROOT,
@@ -143,7 +157,7 @@ def run_rehearsal(base: Path) -> Rehearsal:
         text=True,
         check=False,
     )
-    return Rehearsal(out, dataset, cache, done.returncode, done.stdout, done.stderr)
+    return Rehearsal(out, dataset, cache, done.returncode, done.stdout, done.stderr, before)
 
 
 def shared_rehearsal(session_base: Path, shared_base: Path | None) -> Rehearsal:
@@ -158,7 +172,8 @@ def shared_rehearsal(session_base: Path, shared_base: Path | None) -> Rehearsal:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the others wait here while the first makes it
         if result.is_file():
             raw = json.loads(result.read_text(encoding="utf-8"))
-            return Rehearsal(**{**raw, **{k: Path(raw[k]) for k in ("dir", "dataset", "cache")}})
+            paths = {k: Path(raw[k]) for k in ("dir", "dataset", "cache")}
+            return Rehearsal(**{**raw, **paths, "int8_before": tuple(raw["int8_before"])})
         made = run_rehearsal(base)
         result.write_text(
             json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(made).items()}),
