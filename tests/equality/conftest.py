@@ -181,6 +181,9 @@ def reranking_hub(tmp_path: Path) -> Path:
 # environment and test process (torch and transformers imported once, ~5 s each start otherwise). Each run
 # is still its own process of that environment's interpreter (its argv, environment, streams, exit status).
 # BENCH_EQUALITY_FORKS=0 runs them in fresh interpreters instead (development: the same tests, no servers).
+# Figures (2026-12-06, tests/equality with -n 0 and OMP_NUM_THREADS=1 as under xdist, shared 2-core machine at
+# load 3-4, back to back): 118 s wall, 86 s CPU, 113 s of test durations with BENCH_EQUALITY_FORKS=0; 55 s
+# wall, 43 s CPU (the 3 servers' 22 s included), 48 s of test durations with the servers.
 # What each server imports before it forks: torch and transformers (bench.doctor.checks.REFERENCE_MODULES),
 # and transformers' lazily imported model and tokenizer modules that the references load the tiny models
 # with (BERT, Qwen2, Qwen3; another 4.4 s CPU under transformers 5, 1.6 s under 4.57, 2026-12-06).
