@@ -11,7 +11,10 @@ format changes the ranking instead of hiding in a nearly constant score.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 from bench.core.plan import QWEN3_INSTRUCTION
 from bench.equality.data import EqualityQuery
 from tests.equality.reference_sync import sync_reference_env
+from tests.support.pyforks import Interpreters
 from tests.support.tiny_models import build_bert, build_qwen, tiny_snapshot, word_level_tokenizer
 
 WORDS = (
@@ -169,3 +173,94 @@ def reranking_hub(tmp_path: Path) -> Path:
     hub = tmp_path / "hub"
     write_reranking_snapshot(hub)
     return hub
+
+
+# Forked reference processes (tests.support.pyforks): a test that needs a reference environment's scores but
+# not a fresh interpreter start asks for ``forked_main`` / ``forked_tf457`` / ``forked_mxbai``; the
+# environment's ``BENCH_REFERENCE_PYTHON_<ENV>`` then names a stand-in whose runs fork from one server per
+# environment and test process (torch and transformers imported once, ~5 s each start otherwise). Each run
+# is still its own process of that environment's interpreter (its argv, environment, streams, exit status).
+# BENCH_EQUALITY_FORKS=0 runs them in fresh interpreters instead (development: the same tests, no servers).
+# Figures (2026-12-06, tests/equality with -n 0 and OMP_NUM_THREADS=1 as under xdist, shared 2-core machine at
+# load 3-4, back to back): 118 s wall, 86 s CPU, 113 s of test durations with BENCH_EQUALITY_FORKS=0; 55 s
+# wall, 43 s CPU (the 3 servers' 22 s included), 48 s of test durations with the servers.
+# What each server imports before it forks: torch and transformers (bench.doctor.checks.REFERENCE_MODULES),
+# and transformers' lazily imported model and tokenizer modules that the references load the tiny models
+# with (BERT, Qwen2, Qwen3; another 4.4 s CPU under transformers 5, 1.6 s under 4.57, 2026-12-06).
+TRANSFORMERS_MODULES = (
+    "torch",
+    "transformers",
+    "transformers.modeling_utils",
+    "transformers.models.auto.modeling_auto",
+    "transformers.models.auto.tokenization_auto",
+    "transformers.models.bert.modeling_bert",
+    "transformers.models.qwen2.modeling_qwen2",
+    "transformers.models.qwen3.modeling_qwen3",
+)
+REFERENCE_PRELOAD = {
+    "main": TRANSFORMERS_MODULES,
+    "tf457": TRANSFORMERS_MODULES,
+    "mxbai": (*TRANSFORMERS_MODULES, "mxbai_rerank"),
+}
+
+
+class ReferenceServers:
+    """The stand-ins of one test process, and the modules cache every forked run shares: transformers
+    reads ``HF_MODULES_CACHE`` when the server imports it, so it is the same for every run (a folder of
+    this test session, so remote code is this session's fakes, never an older copy from the machine's)."""
+
+    def __init__(self, modules: Path) -> None:
+        self.interpreters = Interpreters()
+        self.modules = modules
+        self.stand_ins: dict[str, Path] = {}
+
+    def use(self, monkeypatch: pytest.MonkeyPatch, env: str, python: Path) -> Path:
+        monkeypatch.setenv("HF_MODULES_CACHE", str(self.modules))
+        # one intra-op thread in the references (as tests/runbook): their ops on the tiny models take
+        # microseconds, and on the shared 2-core machine a second thread makes every op wait at its barrier
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        if os.environ.get("BENCH_EQUALITY_FORKS") == "0":  # development: fresh interpreters, as in production
+            return python
+        if env not in self.stand_ins:
+            # PYTEST_CURRENT_TEST names each test: runs differing only in it share the server
+            self.stand_ins[env] = Path(
+                self.interpreters.wrapper(env, python, REFERENCE_PRELOAD[env], key_ignore=("PYTEST_",))
+            )
+        monkeypatch.setenv(f"BENCH_REFERENCE_PYTHON_{env.upper()}", str(self.stand_ins[env]))
+        return self.stand_ins[env]
+
+
+@pytest.fixture(scope="session")
+def reference_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceServers]:
+    servers = ReferenceServers(tmp_path_factory.mktemp("hf-modules"))
+    try:
+        yield servers
+    finally:
+        started = len(servers.interpreters._pids())
+        servers.interpreters.close()
+        print(
+            f"equality: {started} reference servers took {servers.interpreters.cpu_s:.1f} s CPU",
+            file=sys.stderr,
+        )
+
+
+@pytest.fixture
+def forked_main(reference_servers: ReferenceServers, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The main environment's references fork from a server (``BENCH_REFERENCE_PYTHON_MAIN``)."""
+    return reference_servers.use(monkeypatch, "main", Path(sys.executable))
+
+
+@pytest.fixture
+def forked_tf457(
+    reference_servers: ReferenceServers, tf457_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """references/tf457's references fork from a server (``BENCH_REFERENCE_PYTHON_TF457``)."""
+    return reference_servers.use(monkeypatch, "tf457", tf457_python)
+
+
+@pytest.fixture
+def forked_mxbai(
+    reference_servers: ReferenceServers, mxbai_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """references/mxbai's references fork from a server (``BENCH_REFERENCE_PYTHON_MXBAI``)."""
+    return reference_servers.use(monkeypatch, "mxbai", mxbai_python)

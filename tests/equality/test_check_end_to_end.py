@@ -1,6 +1,7 @@
 """``bench check-adapters bge-v2-m3`` end to end on a tiny BERT: MIRACLReranking files in the hub layout, the
 real adapter, the deciding card reference (main environment) and the further one under transformers 4.57
-(references/tf457), both as subprocesses; only the measurement guards are stubbed."""
+(references/tf457), both as subprocesses (forked from a server per environment, tests/equality/conftest.py);
+only the measurement guards are stubbed."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.model
 def test_check_adapters_bge_end_to_end(
     tiny_models: dict[str, Path],
     reranking_hub: Path,
-    tf457_python: Path,
+    forked_main: Path,
+    forked_tf457: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

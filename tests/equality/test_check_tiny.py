@@ -1,5 +1,6 @@
 """Check 1 end to end on tiny offline models: the real adapters against the real reference scripts, run as
-subprocesses with the main environment's python; a deliberately wrong adapter variant must fail."""
+subprocesses with the main environment's python (forked from a server that imported torch and transformers,
+tests/equality/conftest.py ``forked_main``); a deliberately wrong adapter variant must fail."""
 
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ def test_qwen3_adapter_matches_card_reference(
     long_queries: list[EqualityQuery],
     short_queries: list[EqualityQuery],
     qwen_runner: Any,
+    forked_main: Path,
     which: str,
 ) -> None:
     queries = long_queries if which == "long" else short_queries
@@ -92,6 +94,7 @@ def test_wrong_variant_is_caught(
     long_queries: list[EqualityQuery],
     short_queries: list[EqualityQuery],
     qwen_runner: Any,
+    forked_main: Path,
     variant: str,
 ) -> None:
     # right padding only bites where inputs differ in length (short passages, nothing truncated)

@@ -4,6 +4,7 @@ tests' fake gte remote code (tests/support/tiny_models.py)."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -34,13 +35,14 @@ def gte_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_gte_deciding_reference_under_tf457(
-    gte_root: Path, tf457_python: Path, monkeypatch: pytest.MonkeyPatch
+    gte_root: Path, forked_tf457: Path, forked_main: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BENCH_MODELS_DIR", str(gte_root))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # transformers keeps remote code per pinned code revision in a modules cache shared by every run on the
-    # machine; the reference subprocesses get their own, so they run this fake's code, not an older copy
-    monkeypatch.setenv("HF_MODULES_CACHE", str(gte_root / "modules"))
+    # machine; the reference subprocesses get their own (forked_*: HF_MODULES_CACHE, a folder of this test
+    # session), so they run this fake's code, not an older copy
+    assert os.environ["HF_MODULES_CACHE"] != str(Path.home() / ".cache" / "huggingface" / "modules")
     rng = random.Random(3)
     queries = tuple(
         EqualityQuery(

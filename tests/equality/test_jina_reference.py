@@ -43,7 +43,7 @@ def jina_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_jina_card_reference_under_tf457(
-    jina_root: Path, tf457_python: Path, monkeypatch: pytest.MonkeyPatch
+    jina_root: Path, forked_tf457: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BENCH_MODELS_DIR", str(jina_root))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

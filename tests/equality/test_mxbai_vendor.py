@@ -15,10 +15,10 @@ from bench.rerankers.registry import load_reranker
 pytestmark = pytest.mark.model
 
 
-def test_adapter_matches_vendor_package(tiny_mxbai: Path, mxbai_python: Path, queries_factory: Any) -> None:
+def test_adapter_matches_vendor_package(tiny_mxbai: Path, forked_mxbai: Path, queries_factory: Any) -> None:
     queries = queries_factory(3, 10)
     spec = DECIDING["mxbai-large-v2"]
-    ref = run_reference(spec, tiny_mxbai, queries, python=mxbai_python, timeout_s=600)
+    ref = run_reference(spec, tiny_mxbai, queries, python=forked_mxbai, timeout_s=600)
     assert ref["versions"]["mxbai-rerank"] == "0.1.6"
 
     def runner(s: Any, qs: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from tests.equality.test_check_tiny import QWEN_SPEC, qwen_queries, runner_for
 
 @pytest.mark.model
 def test_batch_scores_equal_one_process_per_reference(
-    tiny_models: dict[str, Path], queries_factory: Any
+    tiny_models: dict[str, Path], queries_factory: Any, forked_main: Path
 ) -> None:
     """The batch on test_check_tiny's queries, so the one-process-per-reference run to compare with is that
     file's card-qwen3 run (``run_reference``), made once per test process (and here if it has not run)."""

@@ -218,7 +218,11 @@ class Interpreters:
         self.dir = tempfile.mkdtemp(prefix="pyforks-")
         self.cpu_s = 0.0  # server_cpu_s() at close
 
-    def wrapper(self, name: str, python: Any, preload: tuple[str, ...]) -> str:
+    def wrapper(
+        self, name: str, python: Any, preload: tuple[str, ...], key_ignore: tuple[str, ...] = ()
+    ) -> str:
+        """``key_ignore``: more prefixes of variables that no preload reads, so runs that differ only in
+        them share a server (tests/equality: ``PYTEST_CURRENT_TEST``, which names each test)."""
         path = os.path.join(self.dir, f"{name}-python")
         text = WRAPPER.format(
             python=str(python),
@@ -226,7 +230,7 @@ class Interpreters:
             dir=self.dir,
             name=name,
             preload=list(preload),
-            run_time=RUN_TIME_ENV,
+            run_time=RUN_TIME_ENV + tuple(key_ignore),
             owner=str(os.getpid()),
         )
         with open(path, "w", encoding="utf-8") as f:
