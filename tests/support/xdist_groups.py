@@ -32,12 +32,15 @@ REHEARSAL_FILES = (
     "tests/rehearse/test_quiet.py",
     "tests/rehearse/test_signals.py",
 )
-ONE_WORKER_FOLDERS = ("tests/audit/",)
+# their session fixtures are expensive: the audit's committed study; the equality tests' reference-environment
+# servers (tests/equality/conftest.py), started once per worker that runs any of them
+ONE_WORKER_FOLDERS = ("tests/audit/", "tests/equality/")
 # the longest units, longest first (docs/performance.md has their figures); then xdist's order
 FIRST = (
     REHEARSAL,
     "tests/runbook/test_runbook.py",
     "tests/audit",
+    "tests/equality",
     "tests/rehearse/test_quantize_child.py",
     "tests/int8/test_isa_benchmark.py",
 )
