@@ -218,7 +218,10 @@ class Interpreters:
         self.dir = tempfile.mkdtemp(prefix="pyforks-")
         self.cpu_s = 0.0  # server_cpu_s() at close
 
-    def wrapper(self, name: str, python: Any, preload: tuple[str, ...]) -> str:
+    def wrapper(
+        self, name: str, python: Any, preload: tuple[str, ...], run_time: tuple[str, ...] = RUN_TIME_ENV
+    ) -> str:
+        """``run_time``: prefixes of the variables that do not choose the server (read after the fork)."""
         path = os.path.join(self.dir, f"{name}-python")
         text = WRAPPER.format(
             python=str(python),
@@ -226,7 +229,7 @@ class Interpreters:
             dir=self.dir,
             name=name,
             preload=list(preload),
-            run_time=RUN_TIME_ENV,
+            run_time=run_time,
             owner=str(os.getpid()),
         )
         with open(path, "w", encoding="utf-8") as f:
