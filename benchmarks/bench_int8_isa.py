@@ -99,16 +99,23 @@ def per_query_spearman(
 
 
 def score_in_child(
-    folder: Path, inputs: Path, out: Path, cap: str | None, *, timeout_s: float = 1800
+    folder: Path,
+    inputs: Path,
+    out: Path,
+    cap: str | None,
+    *,
+    timeout_s: float = 1800,
+    python: str | None = None,
 ) -> dict[str, Any]:
-    """Run this script's ``--child`` on ``inputs`` with the cap (None: native); its record, or BenchError."""
+    """Run this script's ``--child`` on ``inputs`` with the cap (None: native); its record, or BenchError.
+    ``python``: the interpreter of the child (default: this one's, ``sys.executable``)."""
     from bench.core.errors import BenchError
 
     env = {k: v for k, v in os.environ.items() if k != ISA_ENV}
     if cap is not None:
         env[ISA_ENV] = cap
     cmd = [
-        sys.executable,
+        python or sys.executable,
         str(Path(__file__).resolve()),
         "--child",
         "--folder",
@@ -209,6 +216,9 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--inputs", type=Path, default=None, help=argparse.SUPPRESS)
+    # the children's interpreter (default: this one's); its test passes a stand-in that forks each child from
+    # one process that has imported OpenVINO's Python side, optimum and transformers
+    ap.add_argument("--child-python", default=None, help=argparse.SUPPRESS)
     return ap
 
 
@@ -238,8 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             folder, inputs = build_inputs(Path(tmp), args.queries, pool=args.pool, folder=args.folder)
-            native = score_in_child(folder, inputs, Path(tmp) / "native.json", None)
-            capped = score_in_child(folder, inputs, Path(tmp) / "capped.json", cap)
+            python = args.child_python
+            native = score_in_child(folder, inputs, Path(tmp) / "native.json", None, python=python)
+            capped = score_in_child(folder, inputs, Path(tmp) / "capped.json", cap, python=python)
         except BenchError as exc:
             print(f"no verdict: {exc.message}")
             return 2

@@ -4,6 +4,7 @@ one helper (``bench.core.hints``) formats them, and no string the commands print
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -56,8 +57,10 @@ def test_services_match_the_readme_phase_table() -> None:
     assert checked >= 15
 
 
-def _printed_strings(path: Path) -> list[tuple[int, str]]:
-    """String constants and f-string parts of a module, docstrings left out."""
+@functools.cache
+def _printed_strings(path: Path) -> tuple[tuple[int, str], ...]:
+    """String constants and f-string parts of a module, docstrings left out (each module parsed once for the
+    three tests that read them)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = set()
     for node in ast.walk(tree):
@@ -66,7 +69,7 @@ def _printed_strings(path: Path) -> list[tuple[int, str]]:
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
     strings = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-    return [(n.lineno, n.value) for n in strings if id(n) not in docstrings]
+    return tuple((n.lineno, n.value) for n in strings if id(n) not in docstrings)
 
 
 def test_no_printed_hint_says_uv_run_bench() -> None:

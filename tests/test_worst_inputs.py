@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from analysis.inputs.trec import read_qrels
 from analysis.reporting.report import write_report
 from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
+from tests.support.pyforks import RUN_TIME_ENV, Interpreters
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGE, MODEL = "keyword-71k", "gte-base"
@@ -35,6 +37,26 @@ BAD_LABELS = {
     "clamped": 10**20,  # numpy read it as 2^63 - 1 without a word
     "unjudged": UNJUDGED,  # turned a judged passage into an unjudged one
 }
+
+
+# each command is a process of its own forked from one server (tests/support/pyforks.py) that has imported
+# what `analysis` imports (numpy, click, the analysis package): the console script runs in the fork as
+# `python SCRIPT ARGS` runs it (its exit status, stdout and stderr), without the ~0.4 CPU-s of imports each;
+# `bench` (BENCH_ROOT) is imported in the fork, never in the server
+PRELOAD = ("numpy", "click", "analysis.cli")
+RUN_TIME = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
+_PYTHON: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forked_python() -> Iterator[None]:
+    interpreters = Interpreters()
+    _PYTHON["python"] = interpreters.wrapper("worst", sys.executable, PRELOAD, run_time=RUN_TIME)
+    try:
+        yield
+    finally:
+        del _PYTHON["python"]
+        interpreters.close()
 
 
 def _env() -> dict[str, str]:
@@ -48,7 +70,12 @@ def _run(args: list[str], root: Path | None = None) -> subprocess.CompletedProce
         env["BENCH_ROOT"] = str(root)
     script = Path(sys.executable).parent / args[0]
     return subprocess.run(
-        [str(script), *args[1:]], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600
+        [_PYTHON["python"], str(script), *args[1:]],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

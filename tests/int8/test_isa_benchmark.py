@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from bench.rerankers.openvino.manifest import cpu_flags
 from bench.rerankers.openvino.runtime import above_cap, isa_summary, kernel_isa
 from tests.int8.tiny_int8 import WORDS, TinyInt8
+from tests.support.pyforks import RUN_TIME_ENV, Interpreters
 from tests.support.scripts import benchmark
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_int8_isa.py"
@@ -86,9 +88,31 @@ def test_a_cap_is_honoured_only_when_the_int8_kernels_changed_and_stay_below_it(
 QUICK = ("--queries", "3", "--pool", "20")  # the script's quick check: 3 queries, judged passages + 20 others
 
 
+# what the int8 child imports before it compiles a model: OpenVINO's Python side, optimum-intel, transformers
+# and torch; OpenVINO's CPU plugin (and its oneDNN, which reads ONEDNN_MAX_CPU_ISA) loads only at the compile
+CHILD_PRELOAD = ("optimum.intel.openvino", "transformers", "bench.rerankers.openvino.adapter")
+# what does not choose the children's server: the cap (read after the fork, when the plugin loads), pytest's
+# test name and the terminal size the script's process adds (COLUMNS, LINES)
+RUN_TIME = (*RUN_TIME_ENV, "ONEDNN_", "PYTEST_", "COLUMNS", "LINES")
+
+
+@pytest.fixture(scope="module")
+def child_python() -> Iterator[str]:
+    """The interpreter of the int8 children (the script's ``--child-python``, ``score_in_child``'s
+    ``python``): each child is a process of its own, forked from one server that has imported
+    ``CHILD_PRELOAD`` (tests/support/pyforks.py), instead of a fresh interpreter that imports them again
+    (about 7 CPU-s each, three children). The cap's variable does not choose the server: the child sets it
+    before OpenVINO's CPU plugin loads, and the tests check the kernels that really ran under it."""
+    interpreters = Interpreters()
+    try:
+        yield interpreters.wrapper("int8", sys.executable, CHILD_PRELOAD, run_time=RUN_TIME)
+    finally:
+        interpreters.close()
+
+
 @pytest.fixture(scope="module")
 def script_run(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, child_python: str
 ) -> tuple[str | None, subprocess.CompletedProcess[str], Path]:
     """(the cap chosen for this CPU, the script's process, its ``--out`` record): the script run once for the
     module. Where the CPU has a cap it runs the quick check on the session's tiny int8 model (``--pool``,
@@ -98,7 +122,8 @@ def script_run(
     cap, _ = isa.choose_cap(cpu_flags())
     out = tmp_path_factory.mktemp("isa-run") / "record.json"
     folder = [] if cap is None else ["--folder", str(request.getfixturevalue("tiny_int8").folder)]
-    args = [sys.executable, str(SCRIPT)] + ([] if cap is None else [*QUICK, *folder, "--out", str(out)])
+    quick = [*QUICK, *folder, "--out", str(out), "--child-python", child_python]
+    args = [sys.executable, str(SCRIPT)] + ([] if cap is None else quick)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=3600, check=False)
     return cap, proc, out
 
@@ -129,7 +154,10 @@ def test_the_script_on_this_cpu(
 
 
 def _native_run(
-    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path], folder: Path, tmp: Path
+    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path],
+    folder: Path,
+    tmp: Path,
+    python: str,
 ) -> tuple[dict[str, Any], Path, Path]:
     """(a native child's record, the int8 folder it scored, its inputs file): the script's native run (the
     same tiny folder, its inputs built again by the script's own ``build_inputs``), or a child run here on
@@ -143,21 +171,24 @@ def _native_run(
     inputs = tmp / "inputs.json"
     rows = {"a": {"query": words[0], "passages": words}, "b": {"query": words[2], "passages": words[::-1]}}
     inputs.write_text(json.dumps({"queries": rows}))
-    return isa.score_in_child(folder, inputs, tmp / "n.json", None), folder, inputs
+    return isa.score_in_child(folder, inputs, tmp / "n.json", None, python=python), folder, inputs
 
 
 @pytest.mark.model
 @pytest.mark.slow
 def test_children_read_the_kernels_that_really_ran(
-    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path], tiny_int8: TinyInt8, tmp_path: Path
+    script_run: tuple[str | None, subprocess.CompletedProcess[str], Path],
+    tiny_int8: TinyInt8,
+    child_python: str,
+    tmp_path: Path,
 ) -> None:
     """The cap detection on a real OpenVINO: a tiny int8 model scored natively and under a cap at AVX (below
     every CPU of the study; under SSE41 OpenVINO fails to run an MVN node here) in child processes. oneDNN's
     int8 kernels must drop below AVX2 (to jit_sse42 on the EPYC) while the native run's are above the cap,
     both compiled in f32. The native child is the script's own native run where it made one (``--out``
     record, same inputs rebuilt here), else one run here."""
-    native, folder, inputs = _native_run(script_run, tiny_int8.folder, tmp_path)
-    capped = isa.score_in_child(folder, inputs, tmp_path / "c.json", "AVX")
+    native, folder, inputs = _native_run(script_run, tiny_int8.folder, tmp_path, child_python)
+    capped = isa.score_in_child(folder, inputs, tmp_path / "c.json", "AVX", python=child_python)
     assert native["runtime"]["inference_precision"] == capped["runtime"]["inference_precision"] == "f32"
     assert native["runtime"]["onednn_max_cpu_isa"] is None
     assert capped["runtime"]["onednn_max_cpu_isa"] == "AVX"

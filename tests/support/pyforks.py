@@ -219,9 +219,15 @@ class Interpreters:
         self.cpu_s = 0.0  # server_cpu_s() at close
 
     def wrapper(
-        self, name: str, python: Any, preload: tuple[str, ...], key_ignore: tuple[str, ...] = ()
+        self,
+        name: str,
+        python: Any,
+        preload: tuple[str, ...],
+        key_ignore: tuple[str, ...] = (),
+        run_time: tuple[str, ...] = RUN_TIME_ENV,
     ) -> str:
-        """``key_ignore``: more prefixes of variables that no preload reads, so runs that differ only in
+        """``run_time``: prefixes of the variables that do not choose the server (read after the fork);
+        ``key_ignore``: more such prefixes, of variables that no preload reads, so runs that differ only in
         them share a server (tests/equality: ``PYTEST_CURRENT_TEST``, which names each test)."""
         path = os.path.join(self.dir, f"{name}-python")
         text = WRAPPER.format(
@@ -230,7 +236,7 @@ class Interpreters:
             dir=self.dir,
             name=name,
             preload=list(preload),
-            run_time=RUN_TIME_ENV + tuple(key_ignore),
+            run_time=tuple(run_time) + tuple(key_ignore),
             owner=str(os.getpid()),
         )
         with open(path, "w", encoding="utf-8") as f:
