@@ -790,8 +790,13 @@ REFERENCE_PRELOAD = {
 # reference interpreters forked from servers (the check-adapters step 38 s -> 16 s; their preload moved to
 # the prepare step's doctor, 9 s -> 19 s), the tiny models were built in a forked process (models 8.3 s ->
 # 1.0 s) and the GPU preset ran 1 pass (latency-gpu 16 s -> 7.5 s); 142 s (122 s CPU, the reference servers'
-# 11 s included) after. `uv run pytest tests/runbook -q -s -n 0` prints the time of every command, step and
-# status call.
+# 11 s included) after. On 2026-12-06 06:12-06:37, -n 0, the machine shared (load 2.5-6 from others' tests):
+# 287 s wall (118 s CPU + the reference servers' 23 s) before the forked processes froze their preloads out
+# of the garbage collector (gc.collect() after each model: ~25 s CPU over the chain), the fork server
+# preloaded OpenVINO, the main environment's references forked too (check-adapters 47 s -> 5-6 s), the servers
+# started in the background and the loopback servers set TCP_NODELAY (a fake Voyage request 45 ms -> 2 ms);
+# 109 s and 134 s (89-95 s CPU + 23-24 s) after, at load 2.5-3.5. `uv run pytest tests/runbook -q -s -n 0`
+# prints the time of every command, step and status call.
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
