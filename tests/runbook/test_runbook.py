@@ -691,7 +691,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         shutil.rmtree(base / "study", ignore_errors=True)
     else:
         base = tmp_path_factory.mktemp("runbook")
-    root = make_repo(base)
+    root = base / "study"  # made by make_repo below, once the reference servers are on their way
     env = {
         **{
             k: v
@@ -721,12 +721,23 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         # once each; both run with TRANSFORMERS_OFFLINE=1 (the references always do; HF_HUB_OFFLINE=1 above
         # already makes transformers offline), so that they find the same server
         env["TRANSFORMERS_OFFLINE"] = "1"
+        # the main environment's references (bge-v2-m3 and the Qwen3 model cards under transformers 5.5.4)
+        # run in this interpreter (bench.equality.references.env_python: sys.executable, unless
+        # BENCH_REFERENCE_PYTHON_MAIN names another): the same, forked from a server of its own
+        env["BENCH_REFERENCE_PYTHON_MAIN"] = sys.executable
         for name, preload in REFERENCE_PRELOAD.items():
             var = f"BENCH_REFERENCE_PYTHON_{name.upper()}"
             env[var] = interpreters.wrapper(name, env[var], preload)
+    warming = start_reference_servers(env) if interpreters is not None else []
+    if make_repo(base) != root:
+        raise AssertionError(f"make_repo made the study elsewhere than {root}")
+    if forks is not None:
+        forks.start(dict(env), str(root))  # its imports overlap the reference servers' and the first steps
     try:
         yield Study(root, env, root / "data" / "hub", forks=forks, interpreters=interpreters)
     finally:
+        for proc in warming:
+            proc.wait()
         if forks is not None:
             forks.close()
         if interpreters is not None:
@@ -734,10 +745,36 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             print(f"runbook: the reference servers took {interpreters.cpu_s:.1f} s CPU", file=sys.stderr)
 
 
+def start_reference_servers(env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """Each reference interpreter run once (``-c pass``), not waited for: its server (tests.support.pyforks)
+    starts and imports its preloads while the study is made and the first steps run (the main environment's
+    is first needed by check-adapters). The environment is the one `bench doctor` and `bench check-adapters`
+    give the references (the caller's, without PYTHONPATH, with
+    PYTHONNOUSERSITE=1; HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set above), so they find this server."""
+    ref_env = {**{k: v for k, v in env.items() if k != "PYTHONPATH"}, "PYTHONNOUSERSITE": "1"}
+    return [
+        subprocess.Popen(
+            [env[f"BENCH_REFERENCE_PYTHON_{name.upper()}"], "-c", "pass"],
+            env=ref_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in REFERENCE_PRELOAD
+    ]
+
+
 # what each reference environment's server imports before it forks (bench.doctor.checks.REFERENCE_MODULES)
+# and the Auto classes every reference loads its model with (imported lazily by transformers: 1.5-2.5 s a run)
+AUTO_CLASSES = (
+    "transformers.modeling_utils",
+    "transformers.models.auto.modeling_auto",
+    "transformers.models.auto.tokenization_auto",
+)
 REFERENCE_PRELOAD = {
-    "tf457": ("torch", "transformers"),
-    "mxbai": ("torch", "transformers", "mxbai_rerank"),
+    "main": ("torch", "transformers", *AUTO_CLASSES),
+    "tf457": ("torch", "transformers", *AUTO_CLASSES),
+    "mxbai": ("torch", "transformers", "mxbai_rerank", *AUTO_CLASSES),
 }
 
 
@@ -753,8 +790,13 @@ REFERENCE_PRELOAD = {
 # reference interpreters forked from servers (the check-adapters step 38 s -> 16 s; their preload moved to
 # the prepare step's doctor, 9 s -> 19 s), the tiny models were built in a forked process (models 8.3 s ->
 # 1.0 s) and the GPU preset ran 1 pass (latency-gpu 16 s -> 7.5 s); 142 s (122 s CPU, the reference servers'
-# 11 s included) after. `uv run pytest tests/runbook -q -s -n 0` prints the time of every command, step and
-# status call.
+# 11 s included) after. On 2026-12-06 06:12-06:37, -n 0, the machine shared (load 2.5-6 from others' tests):
+# 287 s wall (118 s CPU + the reference servers' 23 s) before the forked processes froze their preloads out
+# of the garbage collector (gc.collect() after each model: ~25 s CPU over the chain), the fork server
+# preloaded OpenVINO, the main environment's references forked too (check-adapters 47 s -> 5-6 s), the servers
+# started in the background and the loopback servers set TCP_NODELAY (a fake Voyage request 45 ms -> 2 ms);
+# 109 s and 134 s (89-95 s CPU + 23-24 s) after, at load 2.5-3.5. `uv run pytest tests/runbook -q -s -n 0`
+# prints the time of every command, step and status call.
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)

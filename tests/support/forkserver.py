@@ -39,14 +39,29 @@ PRELOAD = (
     "matplotlib",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
+    # the int8 commands' OpenVINO models and quantiser (bench.int8): the int8 step's quantize, quality and
+    # agreement and latency-cpu's agreement would each import them (0.6-0.7 s CPU each, 2026-12-06); importing
+    # openvino starts only its telemetry's idle thread pool (no native thread), which sends nothing without
+    # the user's consent
+    "openvino",
+    "nncf",
+    "optimum.intel.openvino.modeling",
+    "optimum.intel.openvino.modeling_base",
+    "optimum.intel.openvino.quantization",
 )
 
 
 def preload() -> None:
+    import gc
     import importlib
 
     for name in PRELOAD:
         importlib.import_module(name)
+    # the preloads' objects out of the garbage collector's view: they live as long as this server, and every
+    # command forked from it would otherwise walk them at each full collection (bench releases memory with
+    # gc.collect() after each model: 0.4 s each over these libraries, 2026-12-06)
+    gc.collect()
+    gc.freeze()
 
 
 def child(req: dict[str, Any]) -> None:
@@ -108,6 +123,9 @@ def serve() -> None:
         # the command's CPU time (user + system, with the children it waited for), for the caller's log
         answers.write(json.dumps({"rc": rc, "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
         answers.flush()
+    import gc
+
+    gc.unfreeze()  # freed at exit as without the freeze (nanobind's leak check names what was not: triton's)
 
 
 if __name__ == "__main__":
@@ -154,6 +172,11 @@ class Forks:
         self._env = dict(env)
         self._buf = b""
         return self._proc
+
+    def start(self, env: dict[str, str], cwd: str) -> None:
+        """Start the server for ``env`` now, without waiting: its imports run while the caller goes on; the
+        first ``run`` with that environment waits for what is left of them."""
+        self._server(env, cwd)
 
     def run(
         self, argv: list[str], *, env: dict[str, str], cwd: str, timeout: float, main: str | None = None
