@@ -97,20 +97,33 @@ HARNESS = textwrap.dedent(
     """
     import os, subprocess, sys, time
     launcher = [sys.executable, "-m", "bench.firststage.launcher", str(os.getpid())]
-    proc = subprocess.Popen(launcher + ["/bin/sleep", "300"], start_new_session=True)
+    proc = subprocess.Popen(launcher + sys.argv[1:], start_new_session=True)
     print(proc.pid, flush=True)
     time.sleep(300)
     """
 )
+# a program that ignores SIGTERM stands in for a Typesense that swallowed it early in its start-up
+IGNORES_SIGTERM = ["/bin/sh", "-c", "trap '' TERM; exec /bin/sleep 300"]
 
 
-def test_launched_child_dies_with_its_sigkilled_parent() -> None:
-    harness = subprocess.Popen([sys.executable, "-c", HARNESS], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+def _argv0(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+
+
+@pytest.mark.parametrize(
+    "program", [["/bin/sleep", "300"], IGNORES_SIGTERM], ids=["plain", "ignores-sigterm"]
+)
+def test_launched_child_dies_with_its_sigkilled_parent(program: list[str]) -> None:
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS, *program], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     assert harness.stdout is not None
     child = int(harness.stdout.readline())
     deadline = time.monotonic() + 120  # a guard against a hang; the loop waits for the event
-    while "sleep" not in Path(f"/proc/{child}/cmdline").read_text() and time.monotonic() < deadline:
-        time.sleep(0.02)  # until the launcher has replaced itself with the program
+    # until the launcher (and the shell) have replaced themselves with the program: its own command line
+    while _argv0(child) != "/bin/sleep" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _argv0(child) == "/bin/sleep"
     start = process_start(child)
     assert start is not None
     harness.kill()
