@@ -35,6 +35,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.core.errors import BenchError
 from bench.data import Passage
 from bench.data.bundled import load_sample
@@ -148,8 +150,6 @@ def _import_seconds(t0: float) -> float:
 
 def kill_points(n: int, seed: int, batch: int) -> tuple[int, int]:
     """(importer kill passage, server kill passage): seeded, uniform in [batch, n - 1)."""
-    import numpy as np  # here, not at the top: the importer children (this module run) never need it
-
     rng = np.random.default_rng(seed)
     a, b = (int(x) for x in rng.integers(batch, max(n - 1, batch + 1), size=2))
     return a, b
