@@ -40,7 +40,10 @@ and
   relevance level 1); gains are the labels (linear, trec_eval's ``ndcg_cut``).
 
 A second group writes hypothesis-drawn files and runs ``analysis metrics`` and ``analysis check-pytrec``
-in subprocesses: each ends with exit status 0 or 1 (no signal, no traceback); a refusal is one line.
+in subprocesses: each ends with exit status 0 or 1 (no signal, no traceback); a refusal is one line. Each
+subprocess is forked from one server per module that has imported the analysis command line and
+pytrec_eval (``tests/support/pyforks.py``): a process of its own (its exit status, stdout and stderr; a
+signal's death as 128 + signum), without the ~0.4 CPU-s of imports each.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +66,7 @@ from hypothesis import strategies as st
 
 from analysis.inputs.trec import read_qrels, read_run, write_run
 from analysis.stats.metrics import evaluate
+from tests.support.pyforks import RUN_TIME_ENV, Interpreters
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[tuple[str, float]]]
@@ -385,6 +389,26 @@ def probes(draw: Any) -> tuple[str, str]:
 
 
 Ran = tuple[list[str], subprocess.CompletedProcess[str]]
+_PYTHON: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forked_python() -> Iterator[None]:
+    """The stand-in ``python`` of this environment that :func:`_analysis` starts the command line with."""
+    interpreters = Interpreters()
+    preload = ("numpy", "click", "analysis.cli", "pytrec_eval")
+    run_time = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
+    _PYTHON["python"] = interpreters.wrapper("properties", sys.executable, preload, run_time=run_time)
+    try:
+        yield
+    finally:
+        del _PYTHON["python"]
+        interpreters.close()
+
+
+def _analysis(*args: str) -> list[str]:
+    """``analysis ARGS`` (the console script, as ``python -m analysis.cli``), run by the forked stand-in."""
+    return [_PYTHON["python"], str(Path(sys.executable).parent / "analysis"), *args]
 
 
 def _cli(
@@ -396,16 +420,7 @@ def _cli(
     out = []
     options = {"metrics": ["metrics", "--allow-unknown-queries"], "check-pytrec": ["check-pytrec"]}
     for cmd in (options[c] for c in commands):
-        args = [
-            sys.executable,
-            "-m",
-            "analysis.cli",
-            *cmd,
-            "--run",
-            str(tmp / "run.trec"),
-            "--qrels",
-            str(tmp / "qrels.txt"),
-        ]
+        args = _analysis(*cmd, "--run", str(tmp / "run.trec"), "--qrels", str(tmp / "qrels.txt"))
         out.append(
             (
                 args,
@@ -428,8 +443,8 @@ def _cli(
 def test_clis_end_cleanly_on_drawn_probes(tmp_path: Path, probe: tuple[str, str]) -> None:
     """No signal, no traceback: exit 0 (a result) or 1 (a refusal) and, when refused, a one-line reason."""
     for args, proc in _cli(tmp_path, *probe):
-        what = f"{args[3]} on\n{probe[1][:400]!r}\nstderr: {proc.stderr[-800:]}"
-        assert proc.returncode in (0, 1), f"exit {proc.returncode} (negative: a signal): {what}"
+        what = f"{args[2]} on\n{probe[1][:400]!r}\nstderr: {proc.stderr[-800:]}"
+        assert proc.returncode in (0, 1), f"exit {proc.returncode} (128 + N: signal N): {what}"
         assert "Traceback" not in proc.stderr + proc.stdout, what
         if proc.returncode == 1:
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -441,7 +456,7 @@ def test_a_label_of_2_62_is_refused_before_pytrec_eval(tmp_path: Path) -> None:
     for args, proc in _cli(
         tmp_path, "q1 0 d1 4611686018427387904\nq1 0 d2 0\n", "q1 Q0 d1 1 1.0 t\n", ("check-pytrec",)
     ):
-        assert proc.returncode == 1, f"{args[3]}: exit {proc.returncode}"
+        assert proc.returncode == 1, f"{args[2]}: exit {proc.returncode}"
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and "0..65535" in lines[0] and "Traceback" not in proc.stderr, lines
 
@@ -452,10 +467,7 @@ def test_cli_metrics_equal_pytrec_eval_on_a_valid_probe(tmp_path: Path) -> None:
     run = {"q1": [("d03", 2.0), ("d05", 1.5), ("d01", 1.0)], "q3": [("d04", 1.0)]}
     _write_qrels(tmp_path / "qrels.txt", qrels)
     write_run(tmp_path / "run.trec", run, tag="prop")
-    args = [
-        sys.executable,
-        "-m",
-        "analysis.cli",
+    args = _analysis(
         "metrics",
         "--run",
         str(tmp_path / "run.trec"),
@@ -463,8 +475,9 @@ def test_cli_metrics_equal_pytrec_eval_on_a_valid_probe(tmp_path: Path) -> None:
         str(tmp_path / "qrels.txt"),
         "--allow-unknown-queries",
         "--json",
-    ]
-    proc = subprocess.run(args, capture_output=True, text=True, cwd=_ROOT, timeout=120, check=False)
+    )
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # as _cli's: the same server
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=_ROOT, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     want = _pytrec(qrels, _rank_faithful(run), ["ndcg_cut_10"])["ndcg_cut_10"]

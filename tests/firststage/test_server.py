@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,16 +15,32 @@ from bench.firststage.server import TypesenseServer, external_typesense, free_po
 pytestmark = pytest.mark.typesense
 
 
-def test_start_version_stop() -> None:
-    with local_typesense() as server:
-        assert server.version == "0.24.1"
-        assert server.url.startswith("http://127.0.0.1:")
-        pid = server.pid
-        assert pid is not None
-        os.kill(pid, 0)  # alive
-        with pytest.raises(BenchError, match="rejected the API key"):
+@pytest.fixture(scope="module")
+def started() -> dict[str, Any]:
+    """One server's whole life on a chosen API port (one start and stop for the two tests that read it):
+    what it said while it ran (url, version, pid, whether the pid was alive, the refusal of a wrong key);
+    it has been stopped when the tests run."""
+    port = free_port()
+    facts: dict[str, Any] = {"port": port}
+    with local_typesense(api_port=port) as server:
+        facts.update(url=server.url, version=server.version, pid=server.pid)
+        if server.pid is not None:
+            os.kill(server.pid, 0)  # alive (raises if not)
+            facts["alive"] = True
+        with pytest.raises(BenchError) as wrong:
             TypesenseServer(server.url, "wrong-key")
-    with pytest.raises(ProcessLookupError):
+        facts["wrong_key"] = wrong.value.message
+    return facts
+
+
+def test_start_version_stop(started: dict[str, Any]) -> None:
+    assert started["version"] == "0.24.1"
+    assert started["url"].startswith("http://127.0.0.1:")
+    pid = started["pid"]
+    assert pid is not None
+    assert started["alive"]  # while it ran
+    assert re.search("rejected the API key", started["wrong_key"]), started["wrong_key"]
+    with pytest.raises(ProcessLookupError):  # stopped by its context's end
         os.kill(pid, 0)
 
 
@@ -51,7 +69,5 @@ def test_health_timeout_names_the_log(tmp_path: Path) -> None:
     assert "Log tail" in info.value.message
 
 
-def test_chosen_api_port() -> None:
-    port = free_port()
-    with local_typesense(api_port=port) as server:
-        assert server.url == f"http://127.0.0.1:{port}"
+def test_chosen_api_port(started: dict[str, Any]) -> None:
+    assert started["url"] == f"http://127.0.0.1:{started['port']}"

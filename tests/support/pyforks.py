@@ -289,10 +289,16 @@ class Interpreters:
                 pass
         deadline = time.monotonic() + 10
         for pid in pids:
-            while time.monotonic() < deadline:
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.05)
+            while time.monotonic() < deadline and not _ended(pid):
+                time.sleep(0.02)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _ended(pid: int) -> bool:
+    """``pid`` has exited: gone, or a zombie (a server's parent, the stand-in, has exited before it, so the
+    init process reaps it, here up to 2 s later)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return not _alive(pid)

@@ -1,11 +1,18 @@
 """Shared inputs of the worst-inputs tests: a small study on real qrels, and a runner that starts
-each command in its own process (a signal or a traceback is seen as it would be by a user)."""
+each command in its own process (a signal or a traceback is seen as it would be by a user).
+
+Each such process is forked from one server per module (``tests/support/pyforks.py``) that has imported
+what ``analysis`` imports and computed the code record (``tests/worst_inputs/warm.py``): the console script
+runs in the fork as ``python SCRIPT ARGS`` runs it (its own pid, exit status, stdout and stderr), without
+the ~1 CPU-s of imports and the code record each.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,9 +20,25 @@ import pytest
 from analysis.inputs.trec import read_qrels
 from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
+from tests.support.pyforks import RUN_TIME_ENV, Interpreters
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGE, MODEL = "keyword-71k", "gte-base"
+PRELOAD = ("tests.worst_inputs.warm",)
+RUN_TIME = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
+_PYTHON: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forked_python() -> Iterator[None]:
+    """The stand-in ``python`` that :func:`run` starts commands with (the server starts on its first run)."""
+    interpreters = Interpreters()
+    _PYTHON["python"] = interpreters.wrapper("worst-inputs", sys.executable, PRELOAD, run_time=RUN_TIME)
+    try:
+        yield
+    finally:
+        del _PYTHON["python"]
+        interpreters.close()
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -23,11 +46,12 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def run(args: list[str], root: Path | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
-    """``args[0]`` is the console script (``analysis``, ``bench``) of this environment."""
+    """``args[0]`` is the console script (``analysis``, ``bench``) of this environment, run by the forked
+    stand-in of this environment's ``python``."""
     extra = {"BENCH_ROOT": str(root)} if root is not None else {}
     script = Path(sys.executable).parent / args[0]
     return subprocess.run(
-        [str(script), *args[1:]],
+        [_PYTHON["python"], str(script), *args[1:]],
         cwd=REPO_ROOT,
         env=env(**extra),
         capture_output=True,

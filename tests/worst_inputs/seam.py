@@ -13,7 +13,8 @@ or the same in a process forked from a server that has imported the analysis cod
 the exchange is unavailable (no ``renameat2``), so the fallback swap runs. ``SEAM_CODE_RECORD`` (JSON) is
 the analysis code record the test process computed for the same code
 (``analysis.reporting.codeinfo.code_record``): taken as this process's, since computing it again costs
-more than the whole report on the test's study, and the swap under test comes after it.
+more than the whole report on the test's study, and the swap under test comes after it (the server
+computes its own once before it forks, :func:`_warm`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import analysis.core.atomic as atomic
-import analysis.reporting.report as report
+import analysis.reporting.codeinfo as codeinfo
 from analysis.cli import cli
 
 
@@ -64,8 +65,8 @@ def main(argv: list[str]) -> None:
         setattr(atomic, name, counted(getattr(atomic, name)))
     if os.environ.get("SEAM_NO_EXCHANGE") == "1":
         atomic._renameat2 = lambda: None  # type: ignore[assignment]
-    if record := os.environ.get("SEAM_CODE_RECORD"):
-        report.code_record = lambda root=None: json.loads(record)  # type: ignore[assignment]
+    if record := os.environ.get("SEAM_CODE_RECORD"):  # read by the report through code_record_soon
+        codeinfo.code_record = lambda root=None: json.loads(record)  # type: ignore[assignment]
     try:
         cli(argv[4:], prog_name="analysis")
     finally:
@@ -110,11 +111,28 @@ def _wait(pid: int, timeout: float | None) -> int | None:
         time.sleep(0.005)
 
 
+def _warm() -> None:
+    """What every report would do again in each forked process, done once before the first fork: the
+    modules the report imports on first use (the fast run reader's pyarrow, the pytrec_eval check) and the
+    code record of this code (cached per process, as :func:`codeinfo.code_record` says: 0.6 s each time,
+    2026-12-06); then the objects out of the garbage collector's view (``gc.freeze``), as
+    ``tests/support/pyforks.py`` does."""
+    import gc
+    import importlib
+
+    for name in ("analysis.inputs.trec_fast", "pytrec_eval"):
+        importlib.import_module(name)
+    codeinfo.code_record()
+    gc.collect()
+    gc.freeze()
+
+
 def serve() -> None:
     """``python seam.py --serve``: a process that has imported the analysis code once forks each seam process
     from it (a fresh interpreter would import numpy and the analysis code again each time). Requests, a
     line of JSON each on stdin: ``{"argv", "env", "stdout", "stderr"}`` answers the child's pid; ``{"wait":
     pid, "timeout": seconds or null}`` its exit status, or null while it still runs."""
+    _warm()
     for line in sys.stdin:
         request = json.loads(line)
         if "wait" in request:

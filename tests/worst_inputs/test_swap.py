@@ -282,14 +282,13 @@ def test_two_reports_at_once_never_mix(
         while not (tmp_path / "paused").exists():  # A holds the lock and stands inside its swap
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.05)
-        second = subprocess.run(
-            [sys.executable, "-m", "analysis.cli", *report_args(study, out, "B")],
-            env=env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
+        # the second: a process of its own too (forked, no seam), as a finished process for one_line
+        other = seam(forks, 0, "none", "before", tmp_path, report_args(study, out, "B"))
+        rc = other.wait(timeout=300)
+        second = subprocess.CompletedProcess(["analysis"], rc, *other.communicate())
+        line = one_line(
+            second, str(out), "another analysis report", f"pid {first.pid}", "Fix:", progress=("renames 0",)
         )
-        line = one_line(second, str(out), "another analysis report", f"pid {first.pid}", "Fix:")
         assert "wait for it to finish" in line
     finally:
         (tmp_path / "go").write_text("")
