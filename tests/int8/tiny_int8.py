@@ -8,6 +8,8 @@ gets scores that differ between passages, as the stand-in's do."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,3 +59,27 @@ def build_tiny_int8(base: Path) -> TinyInt8:
         record={"source_model": "tiny"},
     )
     return TinyInt8(bert, folder, list(PAIRS), MAX_LENGTH)
+
+
+def shared_tiny_int8(base: Path) -> TinyInt8:
+    """The tiny int8 model in ``base``: made there by the first caller (``done.json`` written last, so a
+    half-made folder of a crashed maker is made again), read by the others. The caller holds a lock that
+    keeps two makers apart (tests/int8/conftest.py)."""
+    done = base / "done.json"
+    if done.is_file():
+        raw = json.loads(done.read_text(encoding="utf-8"))
+        return TinyInt8(
+            Path(raw["bert"]), Path(raw["folder"]), [(q, p) for q, p in raw["pairs"]], raw["max_length"]
+        )
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    made = build_tiny_int8(base)
+    record = {
+        "bert": str(made.bert),
+        "folder": str(made.folder),
+        "pairs": made.pairs,
+        "max_length": made.max_length,
+    }
+    done.write_text(json.dumps(record), encoding="utf-8")
+    return made
