@@ -1,4 +1,10 @@
-"""Fixtures of the int8 tests."""
+"""Fixtures of the int8 tests.
+
+Quantising calls ``gc.collect()`` four times (optimum-intel's export); with torch, transformers, OpenVINO and
+nncf imported each full collection looks at about a million objects (1-2 CPU-s per quantisation). So the
+fixtures that quantise import what ``quantize_model`` imports first and then freeze the process's long-lived
+objects (``ready_to_quantize``, tests/support/heap.py), and before each test's call they are frozen as in
+tests/quality: the collections look at what the quantisation made. Objects are still freed as before."""
 
 from __future__ import annotations
 
@@ -8,6 +14,12 @@ import os
 import pytest
 
 from tests.int8.tiny_int8 import TinyInt8, build_tiny_int8, shared_tiny_int8
+from tests.support.heap import freeze_long_lived
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    freeze_long_lived()
 
 
 @pytest.fixture(scope="session")

@@ -42,10 +42,36 @@ class TinyInt8:
     max_length: int
 
 
+# what ``quantize_model`` imports on its first call (optimum-intel's exporter and quantiser, nncf, OpenVINO)
+QUANTIZE_IMPORTS = (
+    "torch",
+    "transformers",
+    "openvino",
+    "nncf",
+    "optimum.intel",
+    "optimum.intel.openvino.quantization",
+    "optimum.exporters.openvino",
+)
+
+
+def ready_to_quantize() -> None:
+    """Import what quantising imports, then freeze the process's long-lived objects (tests/support/heap.py):
+    the full collections optimum-intel's export runs then look at what the quantisation makes."""
+    import importlib
+
+    from tests.support.heap import freeze_long_lived
+
+    for name in QUANTIZE_IMPORTS:
+        importlib.import_module(name)
+    freeze_long_lived()
+
+
 def build_tiny_int8(base: Path) -> TinyInt8:
     from bench.int8.quantize import quantize_model
     from bench.rerankers.openvino.config import CHOSEN
     from tests.support.tiny_models import build_bert
+
+    ready_to_quantize()
 
     bert = build_bert(base / "bert", words=VOCAB, model_max_length=None, classifier=False)
     folder = base / "int8-fe"
