@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.hygiene import sources
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
 HEAVY = frozenset(
@@ -113,9 +111,9 @@ def function_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[s
     refused, uncommented = "not a heavy optional library; move it to the module's top", NO_COMMENT
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
-            text = sources.text(path)
+            text = path.read_text(encoding="utf-8-sig")
             lines = text.splitlines()
-            tree = sources.tree(path)
+            tree = ast.parse(text, filename=str(path))
             parents = _parents(tree)
             nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
             for node in sorted(nodes, key=lambda n: n.lineno):
@@ -132,7 +130,7 @@ def function_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[s
 def top_level_imports(path: Path, *, dotted: bool = False) -> set[str]:
     """What ``path`` imports at module level (outside functions and ``if TYPE_CHECKING:``): top names, or
     with ``dotted`` the dotted names (``from a import b`` gives ``a`` and ``a.b``)."""
-    tree = sources.tree(path)
+    tree = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
     parents = _parents(tree)
     out = set()
     for node in ast.walk(tree):
