@@ -27,10 +27,13 @@ from bench.audit.example import PLAN_TITLE
 from bench.audit.example import SETUP_FILES as EXAMPLE_SETUP_FILES
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
+from tests.support.heap import freeze_long_lived
 from tests.support.rehearsal import write_mini_beir
 
 # the files the example study copies, plus the analysis code and lock that audit row 10 digests
 SETUP_FILES = (*EXAMPLE_SETUP_FILES, "analysis", "uv.lock")
+# what the study's first stages and stand-in import (the embedder, the stand-in reranker)
+STUDY_IMPORTS = ("torch", "transformers", "sentence_transformers")
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,21 @@ def build_study_repo(base: Path) -> StudyRepo:
     return StudyRepo(root, reh / "qrels.tsv", reh)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """The quality phases these tests run (the study's, `bench reproduce`'s) collect garbage before every
+    model they load (``free_device_memory``): the process's long-lived objects are frozen first, as in
+    tests/quality (tests/support/heap.py), so each collection looks at what the test made."""
+    freeze_long_lived()
+
+
 @pytest.fixture(scope="session")
 def study_repo(tmp_path_factory: pytest.TempPathFactory) -> StudyRepo:
+    import importlib
+
+    for name in STUDY_IMPORTS:  # imported, then frozen: the study's collections look at what it makes
+        importlib.import_module(name)
+    freeze_long_lived()
     return build_study_repo(tmp_path_factory.mktemp("audit-study"))
 
 

@@ -22,6 +22,7 @@ import pytest
 from bench.core.plan import QWEN3_INSTRUCTION
 from bench.equality.data import EqualityQuery
 from tests.equality.reference_sync import sync_reference_env
+from tests.support.heap import freeze_long_lived
 from tests.support.pyforks import Interpreters
 from tests.support.tiny_models import build_bert, build_qwen, tiny_snapshot, word_level_tokenizer
 
@@ -51,6 +52,14 @@ def make_queries(n_queries: int = 3, n_passages: int = 12, *, long: bool = False
         docids = tuple(f"{100 + i}#{j}" for j in range(n_passages))
         out.append(EqualityQuery(f"q{i}", query, docids, tuple(passages), f"dev_query{i}", docids))
     return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """The equality runner collects garbage before each reference loads the model (``_release_memory``): the
+    process's long-lived objects are frozen first, as in tests/quality (tests/support/heap.py), so each
+    collection looks at what the test made."""
+    freeze_long_lived()
 
 
 @pytest.fixture(scope="session")

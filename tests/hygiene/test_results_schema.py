@@ -53,6 +53,13 @@ def test_the_rule_can_fail(texts: tuple[list[str], set[str]]) -> None:
             "1 Q0 d1 1 0.5 vector-71k/x@100\n1 Q0 d2 two 0.4 t\n",
             [f"runs/vector-71k/x@100.trec line 2: {trec}"],
         ),
+        # a plain run (one pattern over the file, bench.audit.committed.plain_run) and one that a column's
+        # no-break space and a carriage return send through the line-by-line check: both fine
+        "runs/vector-71k/y@20.trec": (
+            "1 Q0 d1 1 0.5 vector-71k/y@20\n1\tQ0 d2 2 -1e-3 vector-71k/y@20\n",
+            [],
+        ),
+        "runs/vector-71k/z@20.trec": ("1 Q0 d1 1 0.5 t\r\n1 Q0 d\u00a0x 2 .5 t\n", []),
         "results/quality/x.json~": (
             "{}",
             [f"results/quality/x.json~: stray file ({allowed}); remove it or move it out"],

@@ -12,7 +12,7 @@ from bench.int8.quantize import quantize_model
 from bench.rerankers.openvino.adapter import Int8BiEncoder, Int8CrossEncoder
 from bench.rerankers.openvino.config import CHOSEN
 from bench.rerankers.openvino.manifest import MANIFEST, verify_folder
-from tests.int8.tiny_int8 import PAIRS, WORDS, TinyInt8
+from tests.int8.tiny_int8 import PAIRS, WORDS, TinyInt8, ready_to_quantize
 from tests.support.tiny_models import build_bert
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ready_to_quantize()  # tests/int8/conftest.py: the export's collections look at the quantisation's objects
     return build_bert(tmp_path_factory.mktemp("tiny") / "bert")
 
 
