@@ -52,6 +52,7 @@ from tests.support.forkserver import Forks
 from tests.support.loopback import Loopback, Response
 from tests.support.messages_api import MessagesServer
 from tests.support.pyforks import Interpreters
+from tests.support.pyforks_spawn import socket_path
 from tests.support.typesense import IGNORED_0241
 from tests.support.voyage_api import FakeVoyage, first_stage_order
 
@@ -723,7 +724,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         env["TRANSFORMERS_OFFLINE"] = "1"
         # the main environment's references (bge-v2-m3 and the Qwen3 model cards under transformers 5.5.4)
         # run in this interpreter (bench.equality.references.env_python: sys.executable, unless
-        # BENCH_REFERENCE_PYTHON_MAIN names another): the same, forked from a server of its own
+        # BENCH_REFERENCE_PYTHON_MAIN names another): the same, forked from a server that is itself forked
+        # from the fork server (``main_reference_server``; the stand-in's preloads only if that one is gone)
         env["BENCH_REFERENCE_PYTHON_MAIN"] = sys.executable
         for name, preload in REFERENCE_PRELOAD.items():
             var = f"BENCH_REFERENCE_PYTHON_{name.upper()}"
@@ -733,6 +735,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         raise AssertionError(f"make_repo made the study elsewhere than {root}")
     if forks is not None:
         forks.start(dict(env), str(root))  # its imports overlap the reference servers' and the first steps
+    if forks is not None and interpreters is not None:
+        main_reference_server(forks, interpreters, env, root)
     try:
         yield Study(root, env, root / "data" / "hub", forks=forks, interpreters=interpreters)
     finally:
@@ -745,13 +749,17 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             print(f"runbook: the reference servers took {interpreters.cpu_s:.1f} s CPU", file=sys.stderr)
 
 
+def reference_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment `bench doctor` and `bench check-adapters` give the references: the caller's, without
+    PYTHONPATH, with PYTHONNOUSERSITE=1 (HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set in ``study``)."""
+    return {**{k: v for k, v in env.items() if k != "PYTHONPATH"}, "PYTHONNOUSERSITE": "1"}
+
+
 def start_reference_servers(env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
-    """Each reference interpreter run once (``-c pass``), not waited for: its server (tests.support.pyforks)
-    starts and imports its preloads while the study is made and the first steps run (the main environment's
-    is first needed by check-adapters). The environment is the one `bench doctor` and `bench check-adapters`
-    give the references (the caller's, without PYTHONPATH, with
-    PYTHONNOUSERSITE=1; HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set above), so they find this server."""
-    ref_env = {**{k: v for k, v in env.items() if k != "PYTHONPATH"}, "PYTHONNOUSERSITE": "1"}
+    """Each reference interpreter but the main one run once (``-c pass``), not waited for: its server
+    (tests.support.pyforks) starts and imports its preloads while the study is made and the first steps run.
+    The environment is the references' (``reference_env``), so the runs of the chain find this server."""
+    ref_env = reference_env(env)
     return [
         subprocess.Popen(
             [env[f"BENCH_REFERENCE_PYTHON_{name.upper()}"], "-c", "pass"],
@@ -761,7 +769,19 @@ def start_reference_servers(env: dict[str, str]) -> list[subprocess.Popen[bytes]
             stderr=subprocess.DEVNULL,
         )
         for name in REFERENCE_PRELOAD
+        if name != "main"
     ]
+
+
+def main_reference_server(forks: Forks, interpreters: Interpreters, env: dict[str, str], root: Path) -> None:
+    """The main environment's pyforks server, forked from the fork server (``tests.support.pyforks_spawn``:
+    torch and transformers are imported there already) on the socket the main stand-in looks for; waits for
+    the fork server's preloads, which the first step's `bench doctor` waits for anyway."""
+    sock = socket_path(interpreters.dir, "main", reference_env(env))
+    args = [sock, str(os.getpid()), os.path.join(interpreters.dir, "pids")]
+    proc = forks.run(args, env=dict(env), cwd=str(root), timeout=600, main="tests.support.pyforks_spawn")
+    if proc.returncode != 0:
+        raise AssertionError(f"the main environment's reference server did not start:\n{proc.stderr[-3000:]}")
 
 
 # what each reference environment's server imports before it forks (bench.doctor.checks.REFERENCE_MODULES)
@@ -842,3 +862,6 @@ def test_runbook_end_to_end(study: Study) -> None:
     # changed; data/, studies/ and the caches are git-ignored)
     left = git(study.root, "status", "--porcelain", "--untracked-files=all").stdout
     assert not left, f"after the last runbook step, outputs are not committed:\n{left}"
+    if study.interpreters is not None:  # the main references ran in main_reference_server's forks
+        own = sorted(p.name for p in Path(study.interpreters.dir).glob("main-*.log"))
+        assert not own, f"a main-environment reference run started a server of its own: {own}"
