@@ -67,6 +67,7 @@ class Study:
     log: list[str] = field(default_factory=list)
     forks: Forks | None = None
     interpreters: Interpreters | None = None
+    status_forks: Forks | None = None  # `bench status` (tests.support.forkserver.preload_status)
 
 
 def make_repo(base: Path) -> Path:
@@ -624,13 +625,21 @@ def own_and_forked_cpu(study: Study) -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     forked = sum(study.forks.cpu_s) if study.forks is not None else 0.0
+    forked += sum(study.status_forks.cpu_s) if study.status_forks is not None else 0.0
     if study.interpreters is not None:
         forked += study.interpreters.server_cpu_s()
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + forked
 
 
 def status(study: Study) -> dict[str, dict]:
-    proc = minibench(study, ["status", "--json"], timeout=600)
+    """`bench status --json` after a step: forked from the status server (``bench`` imported there once) when
+    the chain runs forked, else as every command."""
+    if study.status_forks is not None:
+        proc = study.status_forks.run(
+            ["status", "--json"], env=dict(study.env), cwd=str(study.root), timeout=600
+        )
+    else:
+        proc = minibench(study, ["status", "--json"], timeout=600)
     if proc.returncode != 0:
         raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
     return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
@@ -737,9 +746,19 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         forks.start(dict(env), str(root))  # its imports overlap the reference servers' and the first steps
     if forks is not None and interpreters is not None:
         main_reference_server(forks, interpreters, env, root)
+    status_forks = None if forks is None else Forks(base / "status-forks", kind="status")
     try:
-        yield Study(root, env, root / "data" / "hub", forks=forks, interpreters=interpreters)
+        yield Study(
+            root,
+            env,
+            root / "data" / "hub",
+            forks=forks,
+            interpreters=interpreters,
+            status_forks=status_forks,
+        )
     finally:
+        if status_forks is not None:
+            status_forks.close()
         for proc in warming:
             proc.wait()
         if forks is not None:
