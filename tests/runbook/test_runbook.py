@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,7 @@ class Study:
     forks: Forks | None = None
     interpreters: Interpreters | None = None
     status_forks: Forks | None = None  # `bench status` (tests.support.forkserver.preload_status)
+    typesense: EarlyTypesense | None = None
 
 
 def make_repo(base: Path) -> Path:
@@ -598,12 +600,55 @@ def log_a_deviation(study: Study) -> None:
 BEFORE_STEP = {"stamp-later": log_a_deviation}
 
 
+class EarlyTypesense:
+    """The loopback Typesense of `docker compose up -d typesense`, started on a thread of its own when the
+    study is made (its start, 1-3 s of waiting for the server's health, overlaps the fork server's imports),
+    handed to the chain by that command (``start_typesense``) and stopped with the study. The chain's
+    commands see it only from that command on: it is named to them there."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.server: Any = None
+        self.error: BaseException | None = None
+        self._ready, self._stop = threading.Event(), threading.Event()
+        # the thread outlives the server, as local_typesense needs (the parent-death signal follows it)
+        self._thread = threading.Thread(target=self._run, name="runbook-typesense", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from bench.firststage.server import local_typesense
+
+        try:
+            with local_typesense() as server:
+                self.server = server
+                self._ready.set()
+                self._stop.wait()
+        except BaseException as exc:  # the step that needs the server reports it
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def wait(self) -> Any:
+        self._ready.wait()
+        if self.server is None:
+            raise AssertionError(f"the loopback Typesense did not start: {self.error!r}")
+        return self.server
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def start_typesense(study: Study, stack: ExitStack) -> None:
     if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
         return
-    from bench.firststage.server import local_typesense
+    if study.typesense is not None:
+        server = study.typesense.wait()
+    else:
+        from bench.firststage.server import local_typesense
 
-    server = stack.enter_context(local_typesense())
+        server = stack.enter_context(local_typesense())
     study.env.update(
         {
             "BENCH_TYPESENSE_URL": server.url,
@@ -742,6 +787,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
     warming = start_reference_servers(env) if interpreters is not None else []
     if make_repo(base) != root:
         raise AssertionError(f"make_repo made the study elsewhere than {root}")
+    typesense = EarlyTypesense()  # its start overlaps the imports below
     if forks is not None:
         forks.start(dict(env), str(root))  # its imports overlap the reference servers' and the first steps
     if forks is not None and interpreters is not None:
@@ -755,8 +801,10 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             forks=forks,
             interpreters=interpreters,
             status_forks=status_forks,
+            typesense=typesense,
         )
     finally:
+        typesense.close()
         if status_forks is not None:
             status_forks.close()
         for proc in warming:
