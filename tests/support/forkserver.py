@@ -50,6 +50,17 @@ PRELOAD = (
     "optimum.intel.openvino.modeling",
     "optimum.intel.openvino.modeling_base",
     "optimum.intel.openvino.quantization",
+    # imported by most commands after the fork otherwise (2026-12-06, sys.modules after the preloads): the
+    # proofs' OpenTimestamps (bench.integrity.timestamps, 0.12 s), the stemmer of the stop-word list and
+    # probes, pytrec_eval (the evaluations: report, audit, reproduce) and Pillow (the figures' PNG writer)
+    "opentimestamps.core.notary",
+    "opentimestamps.core.op",
+    "opentimestamps.core.serialize",
+    "opentimestamps.core.timestamp",
+    "snowballstemmer",
+    "pytrec_eval",
+    "PIL.Image",
+    "PIL.PngImagePlugin",
 )
 
 
