@@ -883,7 +883,14 @@ REFERENCE_PRELOAD = {
 # preloaded OpenVINO, the main environment's references forked too (check-adapters 47 s -> 5-6 s), the servers
 # started in the background and the loopback servers set TCP_NODELAY (a fake Voyage request 45 ms -> 2 ms);
 # 109 s and 134 s (89-95 s CPU + 23-24 s) after, at load 2.5-3.5. `uv run pytest tests/runbook -q -s -n 0`
-# prints the time of every command, step and status call.
+# prints the time of every command, step and status call. On 2026-12-06 08:13-08:20, -n 0, back to back on the
+# shared machine (load 5.5-7.5): 240.5 s (setup 4.8 s, the chain 229.8 s, teardown 5.0 s; 95.2 s CPU + the
+# reference servers' 25.4 s) before, 173.8 s (21.9 + 148.7 + 2.9 s; 79.9 s CPU + 14.0 s) after the main
+# environment's reference server forked from the fork server (check-adapters 11.4 s -> 5.3 s), `bench status`
+# forked from a status server that imported bench once (21 calls 8.4 s -> 1.6 s), the loopback Typesense
+# started with the study and the fork server ended by os._exit (teardown 5.0 s -> 2.9 s); the wait for the
+# fork server's imports moved from the prepare step's doctor (43.5 s -> 1.2 s) to the setup (main_reference_
+# server waits for them).
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
