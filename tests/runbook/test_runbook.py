@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,7 @@ from tests.support.forkserver import Forks
 from tests.support.loopback import Loopback, Response
 from tests.support.messages_api import MessagesServer
 from tests.support.pyforks import Interpreters
+from tests.support.pyforks_spawn import socket_path
 from tests.support.typesense import IGNORED_0241
 from tests.support.voyage_api import FakeVoyage, first_stage_order
 
@@ -66,6 +68,8 @@ class Study:
     log: list[str] = field(default_factory=list)
     forks: Forks | None = None
     interpreters: Interpreters | None = None
+    status_forks: Forks | None = None  # `bench status` (tests.support.forkserver.preload_status)
+    typesense: EarlyTypesense | None = None
 
 
 def make_repo(base: Path) -> Path:
@@ -596,12 +600,57 @@ def log_a_deviation(study: Study) -> None:
 BEFORE_STEP = {"stamp-later": log_a_deviation}
 
 
+class EarlyTypesense:
+    """The loopback Typesense of `docker compose up -d typesense`, started on a thread of its own when the
+    study is made (its start, 1-3 s of waiting for the server's health, overlaps the fork server's imports),
+    handed to the chain by that command (``start_typesense``) and stopped with the study. The chain's
+    commands see it only from that command on: it is named to them there."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.server: Any = None
+        self.error: BaseException | None = None
+        self._ready, self._stop = threading.Event(), threading.Event()
+        # the thread outlives the server, as local_typesense needs (the parent-death signal follows it)
+        self._thread = threading.Thread(target=self._run, name="runbook-typesense", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from bench.firststage.server import local_typesense
+
+        try:
+            with local_typesense() as server:
+                self.server = server
+                self._ready.set()
+                self._stop.wait()
+        except BaseException as exc:  # the step that needs the server reports it
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def wait(self) -> Any:
+        self._ready.wait()
+        if self.server is None:
+            raise AssertionError(f"the loopback Typesense did not start: {self.error!r}")
+        return self.server
+
+    def close(self) -> None:
+        """Stop the server on its thread without waiting: Typesense's graceful stop takes 1.8 s, mostly
+        waiting (2026-12-06), which the worker spends on its next test; if the process ends first, the
+        launcher's parent-death rule kills the server (bench.firststage.launcher)."""
+        self._stop.set()
+
+
 def start_typesense(study: Study, stack: ExitStack) -> None:
     if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
         return
-    from bench.firststage.server import local_typesense
+    if study.typesense is not None:
+        server = study.typesense.wait()
+    else:
+        from bench.firststage.server import local_typesense
 
-    server = stack.enter_context(local_typesense())
+        server = stack.enter_context(local_typesense())
     study.env.update(
         {
             "BENCH_TYPESENSE_URL": server.url,
@@ -623,13 +672,21 @@ def own_and_forked_cpu(study: Study) -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     forked = sum(study.forks.cpu_s) if study.forks is not None else 0.0
+    forked += sum(study.status_forks.cpu_s) if study.status_forks is not None else 0.0
     if study.interpreters is not None:
         forked += study.interpreters.server_cpu_s()
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + forked
 
 
 def status(study: Study) -> dict[str, dict]:
-    proc = minibench(study, ["status", "--json"], timeout=600)
+    """`bench status --json` after a step: forked from the status server (``bench`` imported there once) when
+    the chain runs forked, else as every command."""
+    if study.status_forks is not None:
+        proc = study.status_forks.run(
+            ["status", "--json"], env=dict(study.env), cwd=str(study.root), timeout=600
+        )
+    else:
+        proc = minibench(study, ["status", "--json"], timeout=600)
     if proc.returncode != 0:
         raise AssertionError(f"bench status failed:\n{proc.stderr[-3000:]}")
     return {p["id"]: p for p in json.loads(proc.stdout)["phases"]}
@@ -723,7 +780,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         env["TRANSFORMERS_OFFLINE"] = "1"
         # the main environment's references (bge-v2-m3 and the Qwen3 model cards under transformers 5.5.4)
         # run in this interpreter (bench.equality.references.env_python: sys.executable, unless
-        # BENCH_REFERENCE_PYTHON_MAIN names another): the same, forked from a server of its own
+        # BENCH_REFERENCE_PYTHON_MAIN names another): the same, forked from a server that is itself forked
+        # from the fork server (``main_reference_server``; the stand-in's preloads only if that one is gone)
         env["BENCH_REFERENCE_PYTHON_MAIN"] = sys.executable
         for name, preload in REFERENCE_PRELOAD.items():
             var = f"BENCH_REFERENCE_PYTHON_{name.upper()}"
@@ -731,11 +789,26 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
     warming = start_reference_servers(env) if interpreters is not None else []
     if make_repo(base) != root:
         raise AssertionError(f"make_repo made the study elsewhere than {root}")
+    typesense = EarlyTypesense()  # its start overlaps the imports below
     if forks is not None:
         forks.start(dict(env), str(root))  # its imports overlap the reference servers' and the first steps
+    if forks is not None and interpreters is not None:
+        main_reference_server(forks, interpreters, env, root)
+    status_forks = None if forks is None else Forks(base / "status-forks", kind="status")
     try:
-        yield Study(root, env, root / "data" / "hub", forks=forks, interpreters=interpreters)
+        yield Study(
+            root,
+            env,
+            root / "data" / "hub",
+            forks=forks,
+            interpreters=interpreters,
+            status_forks=status_forks,
+            typesense=typesense,
+        )
     finally:
+        typesense.close()
+        if status_forks is not None:
+            status_forks.close()
         for proc in warming:
             proc.wait()
         if forks is not None:
@@ -745,13 +818,17 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             print(f"runbook: the reference servers took {interpreters.cpu_s:.1f} s CPU", file=sys.stderr)
 
 
+def reference_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment `bench doctor` and `bench check-adapters` give the references: the caller's, without
+    PYTHONPATH, with PYTHONNOUSERSITE=1 (HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set in ``study``)."""
+    return {**{k: v for k, v in env.items() if k != "PYTHONPATH"}, "PYTHONNOUSERSITE": "1"}
+
+
 def start_reference_servers(env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
-    """Each reference interpreter run once (``-c pass``), not waited for: its server (tests.support.pyforks)
-    starts and imports its preloads while the study is made and the first steps run (the main environment's
-    is first needed by check-adapters). The environment is the one `bench doctor` and `bench check-adapters`
-    give the references (the caller's, without PYTHONPATH, with
-    PYTHONNOUSERSITE=1; HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set above), so they find this server."""
-    ref_env = {**{k: v for k, v in env.items() if k != "PYTHONPATH"}, "PYTHONNOUSERSITE": "1"}
+    """Each reference interpreter but the main one run once (``-c pass``), not waited for: its server
+    (tests.support.pyforks) starts and imports its preloads while the study is made and the first steps run.
+    The environment is the references' (``reference_env``), so the runs of the chain find this server."""
+    ref_env = reference_env(env)
     return [
         subprocess.Popen(
             [env[f"BENCH_REFERENCE_PYTHON_{name.upper()}"], "-c", "pass"],
@@ -761,7 +838,19 @@ def start_reference_servers(env: dict[str, str]) -> list[subprocess.Popen[bytes]
             stderr=subprocess.DEVNULL,
         )
         for name in REFERENCE_PRELOAD
+        if name != "main"
     ]
+
+
+def main_reference_server(forks: Forks, interpreters: Interpreters, env: dict[str, str], root: Path) -> None:
+    """The main environment's pyforks server, forked from the fork server (``tests.support.pyforks_spawn``:
+    torch and transformers are imported there already) on the socket the main stand-in looks for; waits for
+    the fork server's preloads, which the first step's `bench doctor` waits for anyway."""
+    sock = socket_path(interpreters.dir, "main", reference_env(env))
+    args = [sock, str(os.getpid()), os.path.join(interpreters.dir, "pids")]
+    proc = forks.run(args, env=dict(env), cwd=str(root), timeout=600, main="tests.support.pyforks_spawn")
+    if proc.returncode != 0:
+        raise AssertionError(f"the main environment's reference server did not start:\n{proc.stderr[-3000:]}")
 
 
 # what each reference environment's server imports before it forks (bench.doctor.checks.REFERENCE_MODULES)
@@ -796,7 +885,14 @@ REFERENCE_PRELOAD = {
 # preloaded OpenVINO, the main environment's references forked too (check-adapters 47 s -> 5-6 s), the servers
 # started in the background and the loopback servers set TCP_NODELAY (a fake Voyage request 45 ms -> 2 ms);
 # 109 s and 134 s (89-95 s CPU + 23-24 s) after, at load 2.5-3.5. `uv run pytest tests/runbook -q -s -n 0`
-# prints the time of every command, step and status call.
+# prints the time of every command, step and status call. On 2026-12-06 08:13-08:20, -n 0, back to back on the
+# shared machine (load 5.5-7.5): 240.5 s (setup 4.8 s, the chain 229.8 s, teardown 5.0 s; 95.2 s CPU + the
+# reference servers' 25.4 s) before, 173.8 s (21.9 + 148.7 + 2.9 s; 79.9 s CPU + 14.0 s) after the main
+# environment's reference server forked from the fork server (check-adapters 11.4 s -> 5.3 s), `bench status`
+# forked from a status server that imported bench once (21 calls 8.4 s -> 1.6 s), the loopback Typesense
+# started with the study and the fork server ended by os._exit (teardown 5.0 s -> 2.9 s); the wait for the
+# fork server's imports moved from the prepare step's doctor (43.5 s -> 1.2 s) to the setup (main_reference_
+# server waits for them).
 @pytest.mark.timeout(3600)  # a chain of ~45 commands; generous for a loaded machine (the default is 900 s)
 def test_runbook_end_to_end(study: Study) -> None:
     steps = read_runbook(REPO_ROOT)
@@ -842,3 +938,6 @@ def test_runbook_end_to_end(study: Study) -> None:
     # changed; data/, studies/ and the caches are git-ignored)
     left = git(study.root, "status", "--porcelain", "--untracked-files=all").stdout
     assert not left, f"after the last runbook step, outputs are not committed:\n{left}"
+    if study.interpreters is not None:  # the main references ran in main_reference_server's forks
+        own = sorted(p.name for p in Path(study.interpreters.dir).glob("main-*.log"))
+        assert not own, f"a main-environment reference run started a server of its own: {own}"

@@ -6,7 +6,9 @@ torch, transformers, sentence-transformers, numpy and pyarrow. Each command stil
 (its own pid, environment, working directory, stdout and stderr, signal handlers, exit status, and the child
 processes and servers it starts), from a fresh import of ``bench`` and ``analysis`` (they are never imported
 here, so ``minibench`` miniaturises ``bench.core.plan`` before any module of ``bench`` is loaded, as in a
-fresh process); only the third-party modules were imported before the fork. Libraries that read the
+fresh process); only the third-party modules were imported before the fork. The one exception is the
+``status`` server (``Forks(kind="status")``, ``preload_status``), which imports the miniature's ``bench`` for
+`bench status` and nothing heavy. Libraries that read the
 environment at import (huggingface_hub reads ``HF_HOME`` and ``HF_HUB_OFFLINE``) read this process's, so the
 caller starts a new server whenever a command's environment differs from the one this server started with in
 anything but the variables only ``bench`` reads (``RUN_TIME_ENV``).
@@ -48,6 +50,17 @@ PRELOAD = (
     "optimum.intel.openvino.modeling",
     "optimum.intel.openvino.modeling_base",
     "optimum.intel.openvino.quantization",
+    # imported by most commands after the fork otherwise (2026-12-06, sys.modules after the preloads): the
+    # proofs' OpenTimestamps (bench.integrity.timestamps, 0.12 s), the stemmer of the stop-word list and
+    # probes, pytrec_eval (the evaluations: report, audit, reproduce) and Pillow (the figures' PNG writer)
+    "opentimestamps.core.notary",
+    "opentimestamps.core.op",
+    "opentimestamps.core.serialize",
+    "opentimestamps.core.timestamp",
+    "snowballstemmer",
+    "pytrec_eval",
+    "PIL.Image",
+    "PIL.PngImagePlugin",
 )
 
 
@@ -106,8 +119,29 @@ def child(req: dict[str, Any]) -> None:
             os._exit(code)
 
 
-def serve() -> None:
-    preload()
+def preload_status() -> None:
+    """The ``status`` server's preload (``Forks(kind="status")``; tests/runbook runs `bench status --json`
+    after every step): the miniature's ``bench`` and `bench status` imported once, ``bench.core.plan``
+    miniaturised first as ``minibench`` does, instead of in each run (0.2 s of a 0.27 s run, 2026-12-06). No
+    torch, nothing of the heavy preloads: `bench status` imports none of them. Since ``bench`` is imported
+    here, this server is started again whenever the caller's environment changes in any variable."""
+    import gc
+
+    from tests.support import minibench
+
+    minibench.miniaturise()
+    minibench.idle_host()
+    minibench.gpu_preset_on_cpu()
+    minibench.deciding_references_only()
+    import bench.cli
+    import bench.status.command  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+
+
+def serve(kind: str = "commands") -> None:
+    preload_status() if kind == "status" else preload()
     answers = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
@@ -123,13 +157,15 @@ def serve() -> None:
         # the command's CPU time (user + system, with the children it waited for), for the caller's log
         answers.write(json.dumps({"rc": rc, "cpu_s": usage.ru_utime + usage.ru_stime}) + "\n")
         answers.flush()
-    import gc
-
-    gc.unfreeze()  # freed at exit as without the freeze (nanobind's leak check names what was not: triton's)
+    # the end: no interpreter shutdown (it tears down every preloaded module and collects their objects: 5.4 s
+    # wall at load 5, 2026-12-06); nothing is left to write (each command wrote and flushed its own files, the
+    # answers are flushed), and without finalisers nanobind's leak check does not run
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    serve()
+    serve(*sys.argv[1:2])
 
 
 RUN_TIME_ENV = ("BENCH_", "VOYAGE_", "ANTHROPIC_", "_TYPESENSE")  # read by bench at run time, never at import
@@ -144,7 +180,7 @@ class Forks:
     """The caller's side: ``run(argv, env, cwd, timeout)`` -> ``subprocess.CompletedProcess``; one server per
     environment (a changed environment starts a new one, see the module docstring). ``close`` ends it."""
 
-    def __init__(self, workdir: Any) -> None:
+    def __init__(self, workdir: Any, kind: str = "commands") -> None:
         from pathlib import Path
 
         self.workdir = Path(workdir)
@@ -154,16 +190,18 @@ class Forks:
         self._n = 0
         self._buf = b""
         self.cpu_s: list[float] = []  # the CPU seconds of each command run, in order
+        self.kind = kind  # "commands" (the heavy preloads) or "status" (``preload_status``: bench imported)
 
     def _server(self, env: dict[str, str], cwd: str) -> Any:
         import subprocess
 
-        same = _imported_env(self._env) == _imported_env(env)
+        imported = _imported_env if self.kind == "commands" else (lambda e: e)  # bench reads BENCH_*
+        same = imported(self._env) == imported(env)
         if self._proc is not None and same and self._proc.poll() is None:
             return self._proc
         self.close()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.forkserver"],
+            [sys.executable, "-m", "tests.support.forkserver", self.kind],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=cwd,
