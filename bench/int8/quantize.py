@@ -81,15 +81,17 @@ def quantize_model(
     from transformers import AutoTokenizer
 
     t0 = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
-    samples = calibration_features(tokenizer, task, pairs, max_length)
-    fp_model = _model_class(task).from_pretrained(
-        str(source), export=True, local_files_only=True, compile=False
-    )
-    t_export = time.perf_counter() - t0
+    # the build folder beside the target, made as the work starts (before the export, which is part of it):
+    # from here on a failure removes it, and a killed process leaves at most it, never a folder at ``out``
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
+        tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+        samples = calibration_features(tokenizer, task, pairs, max_length)
+        fp_model = _model_class(task).from_pretrained(
+            str(source), export=True, local_files_only=True, compile=False
+        )
+        t_export = time.perf_counter() - t0
         quantizer = OVQuantizer.from_pretrained(fp_model)
         # every calibration sample is used (nncf's default subset is 128 samples; the plan says 300 pairs)
         used = spec.num_samples or len(samples)

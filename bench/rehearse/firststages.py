@@ -18,7 +18,7 @@ import json
 import socket
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -87,57 +87,85 @@ def run_first_stages(
     port: int | None,
     embedder_factory: Callable[[], Any],
     log: Callable[[str], None],
+    stop_later: Callable[[Callable[[], None]], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order."""
+    """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order.
+
+    ``stop_later``: once every stage is done, the server's stop (SIGTERM, then the wait for its exit, about
+    2 s for Typesense 0.24.1) is handed to it (the rehearsal runs it on a thread while it reranks and waits
+    for it before it ends); without it, or when a stage fails or is interrupted, the server stops here."""
     state, todo = _earlier_state(out_dir, log)
     if not todo:
         return {s: state[s] for s in STAGES}
-    embedder = None
-    with server_context(port) as server:
-        log(f"Typesense {server.version} at {server.url}")
-        probes = run_probes(server, None, log=log)  # once: they refuse stages or choose substitutes
-        for stage in todo:
-            run_path, json_path = stage_paths(out_dir, stage)
-            run_path.parent.mkdir(parents=True, exist_ok=True)
-            json_path.parent.mkdir(parents=True, exist_ok=True)
-            if embedder is None and stage in ("vector-71k", "hybrid-71k"):
-                embedder = embedder_factory()
-            t0 = time.perf_counter()
-            try:
-                result = stages.run_stage(
-                    stage,
-                    server=server,
-                    corpus=inputs.corpus,
-                    queries=inputs.queries,
-                    embedder=embedder,
-                    mode="rehearsal",
-                    out_run=run_path,
-                    out_json=json_path,
-                    qrels_path=qrels_path,
-                    expected_passages=len(inputs.corpus),
-                    extra={"rehearsal": True, "corpus_name": inputs.name},
-                    probes=probes,
-                )
-            except StageRefused as exc:
-                state[stage] = {
-                    "status": "refused",
-                    "feature": exc.feature,
-                    "first_version": exc.first_version,
-                    "server_version": exc.server_version,
-                    "reason": exc.message,
-                    "probes": list(getattr(exc, "probes", [])),
-                }
-                write_json_atomic(refusal_path(out_dir, stage), state[stage])
-                log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
-                continue
-            state[stage] = {
-                "status": "ran",
-                "seconds": time.perf_counter() - t0,
-                "resumed": False,
-                **_summary(result.record),
-            }
-            log(f"{stage}: ran in {state[stage]['seconds']:.1f} s")
+    server_stack = ExitStack()
+    server = server_stack.enter_context(server_context(port))
+    try:
+        _run_stages(out_dir, inputs, qrels_path, server, todo, state, embedder_factory, log)
+    except BaseException:
+        server_stack.close()
+        raise
+    if stop_later is None:
+        server_stack.close()
+    else:
+        stop_later(server_stack.close)
     return {s: state[s] for s in STAGES}
+
+
+def _run_stages(
+    out_dir: Path,
+    inputs: Inputs,
+    qrels_path: Path,
+    server: Any,
+    todo: list[str],
+    state: dict[str, dict[str, Any]],
+    embedder_factory: Callable[[], Any],
+    log: Callable[[str], None],
+) -> None:
+    """Run the ``todo`` stages on ``server``; each one's outcome goes into ``state``."""
+    embedder = None
+    log(f"Typesense {server.version} at {server.url}")
+    probes = run_probes(server, None, log=log)  # once: they refuse stages or choose substitutes
+    for stage in todo:
+        run_path, json_path = stage_paths(out_dir, stage)
+        run_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        if embedder is None and stage in ("vector-71k", "hybrid-71k"):
+            embedder = embedder_factory()
+        t0 = time.perf_counter()
+        try:
+            result = stages.run_stage(
+                stage,
+                server=server,
+                corpus=inputs.corpus,
+                queries=inputs.queries,
+                embedder=embedder,
+                mode="rehearsal",
+                out_run=run_path,
+                out_json=json_path,
+                qrels_path=qrels_path,
+                expected_passages=len(inputs.corpus),
+                extra={"rehearsal": True, "corpus_name": inputs.name},
+                probes=probes,
+            )
+        except StageRefused as exc:
+            state[stage] = {
+                "status": "refused",
+                "feature": exc.feature,
+                "first_version": exc.first_version,
+                "server_version": exc.server_version,
+                "reason": exc.message,
+                "probes": list(getattr(exc, "probes", [])),
+            }
+            write_json_atomic(refusal_path(out_dir, stage), state[stage])
+            log(f"{stage}: refused ({exc.feature} needs Typesense >= {exc.first_version})")
+            continue
+        state[stage] = {
+            "status": "ran",
+            "seconds": time.perf_counter() - t0,
+            "resumed": False,
+            **_summary(result.record),
+        }
+        log(f"{stage}: ran in {state[stage]['seconds']:.1f} s")
 
 
 def _read_refusal(path: Path) -> dict[str, Any]:

@@ -13,10 +13,11 @@ settings. The steps are declared in ``STEPS`` (name, function, what it needs and
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -118,7 +119,12 @@ def rehearse(
     directory = out_dir if out_dir is not None else new_dir(root)
     hint = bench_command("rehearse", "--resume", directory, root=root)
     ctx = Context(directory, opts, root, resume, hint, stream)
-    got, times = run_steps(STEPS, ctx)
+    try:
+        got, times = run_steps(STEPS, ctx)
+    except BaseException:
+        ctx.wait_background(raise_error=False)  # the error in flight is the one to report
+        raise
+    ctx.wait_background()  # the Typesense server's stop: it ends before the rehearsal does
     times["total"] = time.perf_counter() - t_start
     summary = _summary(directory, got, times)
     write_json_atomic(directory / SUMMARY, summary)
@@ -136,9 +142,33 @@ class Context:
     resume: bool
     hint: str
     stream: TextIO
+    # work a step handed on to a thread (the first stages' server stop, which waits about 2 s for the server
+    # to exit) and what it raised; ``wait_background`` joins them before the rehearsal ends
+    background: list[threading.Thread] = field(default_factory=list)
+    background_errors: list[BaseException] = field(default_factory=list)
 
     def log(self, msg: str) -> None:
         print(f"rehearse: {msg}", file=self.stream, flush=True)
+
+    def in_background(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on a thread of its own while the next steps go on."""
+
+        def run() -> None:
+            try:
+                work()
+            except BaseException as exc:  # raised again by wait_background, in the rehearsal's thread
+                self.background_errors.append(exc)
+
+        thread = threading.Thread(target=run, name="rehearse-background")
+        thread.start()
+        self.background.append(thread)
+
+    def wait_background(self, *, raise_error: bool = True) -> None:
+        """Wait for the work handed to ``in_background``; the first error it raised is raised here."""
+        for thread in self.background:
+            thread.join()
+        if raise_error and self.background_errors:
+            raise self.background_errors[0]
 
 
 @dataclass(frozen=True)
@@ -243,6 +273,7 @@ def _first_stages(ctx: Context, got: Mapping[str, Any]) -> dict[str, Any]:
         port=ctx.opts.port,
         embedder_factory=_embedder(got["cut"]),
         log=ctx.log,
+        stop_later=ctx.in_background,  # the server stops while the rerank step starts
     )
     return {"stages": stages}
 

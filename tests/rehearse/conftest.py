@@ -7,19 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.rehearsal import SMALL_JUDGED, SMALL_OTHER, SMALL_QUERIES, write_mini_beir
+from tests.support.rehearsal import SMALL_JUDGED, SMALL_OTHER, SMALL_QUERIES, SMALL_WORDS, write_mini_beir
 
 
 @pytest.fixture(scope="session")
 def mini_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The interrupted rehearsals' dataset (test_end_to_end's Ctrl-C, test_signals): 2 queries, 3 judged
-    passages each and 2 NoMIRACL passages, with titles. The resumed one runs every step, and its latency and
-    int8 steps encode all candidates of a call (the corpus at k = 100): a small corpus keeps that cheap."""
+    passages each and 2 NoMIRACL passages (each cut to its first ``SMALL_WORDS`` words), with titles. The
+    resumed one runs every step, and its latency and int8 steps encode all candidates of a call (the corpus
+    at k = 100): a small corpus of short passages keeps that cheap."""
     return write_mini_beir(
         tmp_path_factory.mktemp("mini-beir"),
         query_ids=SMALL_QUERIES,
         n_judged=SMALL_JUDGED,
         n_other=SMALL_OTHER,
+        max_words=SMALL_WORDS,
     )
 
 

@@ -1,8 +1,8 @@
 """`bench rehearse` end to end on a small real subset (2 MIRACL-de queries, 3 of their judged passages each, 2
-NoMIRACL passages, in BEIR layout): the real PyPI Typesense, the real MiniLM stand-ins, the quality phase
-and `analysis report`. The run is the session's shared one (``rehearsal`` fixture,
-tests/support/rehearsal.py); the resume works on a copy of it. Then Ctrl-C at a known point (its Typesense
-server is up) and `--resume`."""
+NoMIRACL passages, each passage cut to its first 12 words, in BEIR layout): the real PyPI Typesense, the real
+MiniLM stand-ins, the quality phase and `analysis report`. The run is the session's shared one (``rehearsal``
+fixture, tests/support/rehearsal.py); the resume works on a copy of it. Then Ctrl-C at a known point (its
+Typesense server is up) and `--resume`."""
 
 from __future__ import annotations
 

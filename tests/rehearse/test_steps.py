@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import signal
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,22 @@ def test_the_loop_passes_what_steps_gave_times_and_reports_progress(tmp_path: Pa
     assert got == {"a": 1, "b": 2} and seen == [{"a": 1}]
     assert list(times) == ["one"] and times["one"] >= 0
     assert err.getvalue() == "rehearse: step 1/2: one\nrehearse: step 2/2: two\n"
+    # work a step hands to a thread (the first stages' server stop) goes on beside the later steps; the
+    # rehearsal waits for it at its end, and an error of that work is raised then
+    release, done = threading.Event(), []
+    ctx.in_background(lambda: done.append(release.wait(60)))
+    assert done == []
+    release.set()
+    ctx.wait_background()
+    assert done == [True]
+
+    def fails() -> None:
+        raise OSError("the server did not stop")
+
+    ctx.in_background(fails)
+    with pytest.raises(OSError, match="did not stop"):
+        ctx.wait_background()
+    ctx.wait_background(raise_error=False)  # with an error of the rehearsal's own in flight
 
 
 def test_a_swallowed_interrupt_ends_the_rehearsal_after_that_step(tmp_path: Path) -> None:
