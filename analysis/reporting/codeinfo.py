@@ -183,10 +183,24 @@ def _providers(modules: frozenset[str]) -> Mapping[str, set[str]]:
     return MappingProxyType(providers(modules))
 
 
+# uv's own layout of a package: its header, then its name and version, each a plain one-line string
+_LOCK_PACKAGE = re.compile(r'^\[\[package\]\]\nname = "([^"\\\n]*)"\nversion = "([^"\\\n]*)"$', re.MULTILINE)
+_TABLE_ARRAY = re.compile(r"^[ \t]*\[\[", re.MULTILINE)  # any line that may open an array of tables
+
+
 @lru_cache(maxsize=4)
 def _locked(uv_lock: bytes) -> Mapping[str, str]:
-    """Normalised name -> version of each package of ``uv_lock`` (parsed once per lock content)."""
-    packages = tomllib.loads(uv_lock.decode("utf-8")).get("package", [])
+    """Normalised name -> version of each package of ``uv_lock`` (parsed once per lock content).
+
+    A lock in uv's own layout is read by :data:`_LOCK_PACKAGE` (tomllib takes 0.2 s of a cold report's CPU
+    for the 1.4 MB lock, on the thread beside the run reading): when no multi-line string can hide a line
+    and every line that may open an array of tables is a ``[[package]]`` header followed by its name and
+    version, those are exactly the tables and values tomllib reads. Anything else is parsed by tomllib."""
+    text = uv_lock.decode("utf-8")
+    found = _LOCK_PACKAGE.findall(text)
+    if found and '"""' not in text and "'''" not in text and len(_TABLE_ARRAY.findall(text)) == len(found):
+        return MappingProxyType({_norm(name): version for name, version in found})
+    packages = tomllib.loads(text).get("package", [])
     return MappingProxyType({_norm(str(pkg.get("name"))): str(pkg.get("version")) for pkg in packages})
 
 
