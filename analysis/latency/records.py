@@ -389,8 +389,8 @@ def read_block(path: Path | str) -> Block:
     """One block file (UTF-8, a byte-order mark tolerated); its folder must agree with its content.
 
     A file read again with the same bytes gives the block parsed the first time (blocks are frozen): the
-    runbook's report reads every block twice, for the costs section and the latency section, and parsing
-    45,000 samples is a second of its CPU. A refused file is parsed, and refused, each time."""
+    runbook's report reads every block twice, for the costs section and the latency section (the guard's
+    inputs: 22,655 samples, 0.25 s CPU a read). A refused file is parsed, and refused, each time."""
     path = Path(path)
     return _block_of(path, path.read_bytes())
 
