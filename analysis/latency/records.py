@@ -395,7 +395,7 @@ def read_block(path: Path | str) -> Block:
     return _block_of(path, path.read_bytes())
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)  # more than a study's blocks; a block file is about 100 KB
 def _block_of(path: Path, data: bytes) -> Block:
     try:
         obj = json.loads(data.decode("utf-8-sig"))
