@@ -123,10 +123,11 @@ class Judgments:
         out = np.full(doc.size, UNJUDGED, dtype=np.int64)
         if self.pair_keys.size == 0:
             return out
-        key = row_query * len(self.doc_index) + doc
+        rows = np.flatnonzero(doc >= 0)  # only the rows of judged docids are looked up (a run's few percent)
+        key = row_query[rows] * len(self.doc_index) + doc[rows]
         pos = np.minimum(np.searchsorted(self.pair_keys, key), self.pair_keys.size - 1)
-        hit = (doc >= 0) & (self.pair_keys[pos] == key)
-        out[hit] = self.pair_rels[pos[hit]]
+        hit = self.pair_keys[pos] == key
+        out[rows[hit]] = self.pair_rels[pos[hit]]
         return out
 
 

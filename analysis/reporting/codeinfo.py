@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.metadata
 import json
 import re
 import struct
@@ -33,10 +32,13 @@ from concurrent.futures import Future
 from functools import cache, lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.core.atomic import json_bytes
 from analysis.core.background import soon
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 KEY = "analysis_code"
 FIELDS = ("analysis_digest", "commit", "dirty", "packages_digest")
@@ -128,6 +130,8 @@ def _inferred_names(dist: importlib.metadata.Distribution, modules: Collection[s
     library takes it, so only the lines that can (:func:`_record_line`) are looked at, until one does. Where
     such a line is quoted (CSV quoting may join lines), or there is no RECORD: the standard library's own
     inference."""
+    import importlib.metadata  # here, not at the top: see providers
+
     record = dist.read_text("RECORD")
     if not record:
         return _stdlib_inferred(dist)
@@ -146,6 +150,8 @@ def _inferred_names(dist: importlib.metadata.Distribution, modules: Collection[s
 
 
 def _stdlib_inferred(dist: importlib.metadata.Distribution) -> Collection[str]:
+    import importlib.metadata  # here, not at the top: see providers
+
     inferred = getattr(importlib.metadata, "_top_level_inferred", None)
     if inferred is None:  # pragma: no cover - another Python's importlib.metadata
         return {m for m, names in importlib.metadata.packages_distributions().items() if dist.name in names}
@@ -160,7 +166,12 @@ def providers(modules: Collection[str]) -> dict[str, set[str]]:
     no ``top_level.txt``, its whole RECORD as paths (numpy's and pyarrow's: thousands): a third of a second
     of a cold report. Here a distribution's top-level names are its ``top_level.txt`` as there, else the
     names inferred from those RECORD lines that can give one of ``modules`` (:func:`_inferred_names`), and
-    its metadata is read only when it provides one."""
+    its metadata is read only when it provides one.
+
+    importlib.metadata (and the e-mail package it imports: 0.04 s) is imported by the functions that use it,
+    which run on the code record's thread beside the run reading, not before the report starts."""
+    import importlib.metadata
+
     wanted = set(modules)
     out: dict[str, set[str]] = {}
     for dist in importlib.metadata.distributions():
@@ -183,16 +194,32 @@ def _providers(modules: frozenset[str]) -> Mapping[str, set[str]]:
     return MappingProxyType(providers(modules))
 
 
+# uv's own layout of a package: its header, then its name and version, each a plain one-line string
+_LOCK_PACKAGE = re.compile(r'^\[\[package\]\]\nname = "([^"\\\n]*)"\nversion = "([^"\\\n]*)"$', re.MULTILINE)
+_TABLE_ARRAY = re.compile(r"^[ \t]*\[\[", re.MULTILINE)  # any line that may open an array of tables
+
+
 @lru_cache(maxsize=4)
 def _locked(uv_lock: bytes) -> Mapping[str, str]:
-    """Normalised name -> version of each package of ``uv_lock`` (parsed once per lock content)."""
-    packages = tomllib.loads(uv_lock.decode("utf-8")).get("package", [])
+    """Normalised name -> version of each package of ``uv_lock`` (parsed once per lock content).
+
+    A lock in uv's own layout is read by :data:`_LOCK_PACKAGE` (tomllib takes 0.2 s of a cold report's CPU
+    for the 1.4 MB lock, on the thread beside the run reading): when no multi-line string can hide a line
+    and every line that may open an array of tables is a ``[[package]]`` header followed by its name and
+    version, those are exactly the tables and values tomllib reads. Anything else is parsed by tomllib."""
+    text = uv_lock.decode("utf-8")
+    found = _LOCK_PACKAGE.findall(text)
+    if found and '"""' not in text and "'''" not in text and len(_TABLE_ARRAY.findall(text)) == len(found):
+        return MappingProxyType({_norm(name): version for name, version in found})
+    packages = tomllib.loads(text).get("package", [])
     return MappingProxyType({_norm(str(pkg.get("name"))): str(pkg.get("version")) for pkg in packages})
 
 
 def packages_digest(files: Mapping[str, bytes], uv_lock: bytes | None) -> str:
     """SHA-256 over sorted ``name==version`` lines: each distribution that provides a module the analysis
     code imports, at its version in ``uv_lock`` (the installed version, marked, where uv.lock has none)."""
+    import importlib.metadata  # here, not at the top: see providers
+
     modules = imported_modules(files)
     dists = _providers(frozenset(modules))
     wanted = {_norm(d) for m in modules for d in dists.get(m, [m])}
