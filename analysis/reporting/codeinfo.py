@@ -88,12 +88,29 @@ def _import_statements(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
+_AST_RACE = "AST constructor recursion depth mismatch"
+
+
+def _parse(data: bytes, path: str, tries: int = 3) -> ast.AST:
+    """``ast.parse``, again when CPython 3.11 reports its AST constructor's depth counter out of step
+    (python/cpython#106905: the counter is shared by threads, and the code record is parsed on a thread of its
+    own while another thread may parse too, e.g. pytest's assertion rewriting). The counter is reset by every
+    call, so a second parse of the same bytes is exact; any other error, or a third mismatch, is raised."""
+    for attempt in range(tries):
+        try:
+            return ast.parse(data, filename=path)
+        except SystemError as err:
+            if _AST_RACE not in str(err) or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 @lru_cache(maxsize=4096)
 def _imports_of(path: str, data: bytes) -> frozenset[str]:
     """Top-level names of the modules one file imports (absolute imports); kept per path and content, since
     ``bench audit`` digests the same files in several commits."""
     names: set[str] = set()
-    for node in _import_statements(ast.parse(data, filename=path)):
+    for node in _import_statements(_parse(data, path)):
         if isinstance(node, ast.Import):
             names |= {a.name.split(".")[0] for a in node.names}
         elif node.level == 0 and node.module:
