@@ -9,6 +9,10 @@ from typing import Any, TypeVar
 
 import click
 
+from analysis.costs.prices import read_prices
+from analysis.costs.section import CostInputs
+from analysis.latency import read_blocks
+
 __all__ = ["cost_inputs", "costs_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -71,12 +75,6 @@ def cost_inputs(
         if any(x is not None for x in (ecb_file, passage_tokens, measurement_day)) or allow_missing:
             raise click.UsageError("the costs options need --prices (the prices file, e.g. prices.toml)")
         return None
-    # imported here, not at the top: `analysis report` without --prices never needs them (the costs section
-    # and its ECB reader: about 0.1 s of a cold report)
-    from analysis.costs.prices import read_prices
-    from analysis.costs.section import CostInputs
-    from analysis.latency import read_blocks
-
     blocks = read_blocks(latency_dir, published=True) if latency_dir is not None else ()
     return CostInputs(
         blocks=blocks,

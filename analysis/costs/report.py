@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.core.atomic import write_json_atomic
 from analysis.costs.markdown import costs_markdown
+from analysis.costs.section import CostInputs, build_costs
 from analysis.figures.costs import decision_figure
 from analysis.inputs.trec import read_qrels
 
 if TYPE_CHECKING:
-    from analysis.costs.section import CostInputs
     from analysis.reporting.study import StageResult
 
 __all__ = ["MissingCostInputs", "compute_costs", "write_costs"]
@@ -33,9 +33,6 @@ def compute_costs(
 ) -> dict[str, Any]:
     """The costs record from the report's quality records and the stages it read (each run's Hit@k/Recall@k
     curves, kept from that read: no run file is read again)."""
-    # imported here: a report without --prices never needs the section and its ECB reader (0.1 s of imports)
-    from analysis.costs.section import build_costs
-
     curves = {r.path: r.curves for s in stages for r in (s.first_stage, *s.runs) if r.curves is not None}
     return build_costs(quality, curves, read_qrels(qrels_path), inputs)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.metadata
 import json
 import re
 import struct
@@ -32,13 +33,10 @@ from concurrent.futures import Future
 from functools import cache, lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from analysis.core.atomic import json_bytes
 from analysis.core.background import soon
-
-if TYPE_CHECKING:
-    import importlib.metadata
 
 KEY = "analysis_code"
 FIELDS = ("analysis_digest", "commit", "dirty", "packages_digest")
@@ -147,8 +145,6 @@ def _inferred_names(dist: importlib.metadata.Distribution, modules: Collection[s
     library takes it, so only the lines that can (:func:`_record_line`) are looked at, until one does. Where
     such a line is quoted (CSV quoting may join lines), or there is no RECORD: the standard library's own
     inference."""
-    import importlib.metadata  # here, not at the top: see providers
-
     record = dist.read_text("RECORD")
     if not record:
         return _stdlib_inferred(dist)
@@ -167,8 +163,6 @@ def _inferred_names(dist: importlib.metadata.Distribution, modules: Collection[s
 
 
 def _stdlib_inferred(dist: importlib.metadata.Distribution) -> Collection[str]:
-    import importlib.metadata  # here, not at the top: see providers
-
     inferred = getattr(importlib.metadata, "_top_level_inferred", None)
     if inferred is None:  # pragma: no cover - another Python's importlib.metadata
         return {m for m, names in importlib.metadata.packages_distributions().items() if dist.name in names}
@@ -183,11 +177,7 @@ def providers(modules: Collection[str]) -> dict[str, set[str]]:
     no ``top_level.txt``, its whole RECORD as paths (numpy's and pyarrow's: thousands): a third of a second
     of a cold report. Here a distribution's top-level names are its ``top_level.txt`` as there, else the
     names inferred from those RECORD lines that can give one of ``modules`` (:func:`_inferred_names`), and
-    its metadata is read only when it provides one.
-
-    importlib.metadata (and the e-mail package it imports: 0.04 s) is imported by the functions that use it,
-    which run on the code record's thread beside the run reading, not before the report starts."""
-    import importlib.metadata
+    its metadata is read only when it provides one."""
 
     wanted = set(modules)
     out: dict[str, set[str]] = {}
@@ -235,8 +225,6 @@ def _locked(uv_lock: bytes) -> Mapping[str, str]:
 def packages_digest(files: Mapping[str, bytes], uv_lock: bytes | None) -> str:
     """SHA-256 over sorted ``name==version`` lines: each distribution that provides a module the analysis
     code imports, at its version in ``uv_lock`` (the installed version, marked, where uv.lock has none)."""
-    import importlib.metadata  # here, not at the top: see providers
-
     modules = imported_modules(files)
     dists = _providers(frozenset(modules))
     wanted = {_norm(d) for m in modules for d in dists.get(m, [m])}
