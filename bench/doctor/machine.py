@@ -5,6 +5,7 @@ to show a machine this one is not: an older driver, a full disk, another package
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -16,6 +17,7 @@ import sysconfig
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import httpx
@@ -55,15 +57,30 @@ def installed_distributions() -> dict[str, str]:
     """name -> version of every distribution installed in this interpreter's environment: its site-packages
     only, not whatever else is on ``sys.path`` (setuptools puts its vendored packages' metadata there once it
     is imported, e.g. by torch: they are not installed, and counted they made the check depend on import
-    order)."""
-    out: dict[str, str] = {}
+    order). Read once per state of those folders (:func:`_distributions`); each call gets its own dict."""
     paths = sysconfig.get_paths()
     where = list(dict.fromkeys(p for p in (paths.get("purelib"), paths.get("platlib")) if p))
-    for dist in importlib.metadata.distributions(path=where):
+    return dict(_distributions(tuple((p, _mtime_ns(p)) for p in where)))
+
+
+def _mtime_ns(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _distributions(where: tuple[tuple[str, int | None], ...]) -> Mapping[str, str]:
+    """:func:`installed_distributions` of the folders of ``where``, kept per (folder, modification time):
+    installing, removing or upgrading a distribution adds or removes its ``*.dist-info`` folder there, which
+    changes the folder's modification time."""
+    out: dict[str, str] = {}
+    for dist in importlib.metadata.distributions(path=[p for p, _ in where]):
         name = dist.metadata["Name"]
         if name:
             out.setdefault(normalise(name), dist.version)
-    return out
+    return MappingProxyType(out)
 
 
 def read_nvml() -> NvmlReading:
