@@ -96,7 +96,14 @@ def _blanked(match: re.Match[str]) -> str:
 def _holds(marker: str | None, env: Mapping[str, str], extra: str | None = None) -> bool:
     if not marker:
         return True
-    return Marker(marker).evaluate({**env, "extra": extra or ""})
+    return _marker(marker).evaluate({**env, "extra": extra or ""})
+
+
+@functools.lru_cache(maxsize=4096)
+def _marker(text: str) -> Marker:
+    """A PEP 508 marker parsed once per text (the lock repeats a few hundred markers on thousands of edges;
+    evaluating one does not change it)."""
+    return Marker(text)
 
 
 def _pick(by_name: Mapping[str, list[dict[str, Any]]], edge: Mapping[str, Any], path: Path) -> dict[str, Any]:
