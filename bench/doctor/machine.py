@@ -77,10 +77,31 @@ def _distributions(where: tuple[tuple[str, int | None], ...]) -> Mapping[str, st
     changes the folder's modification time."""
     out: dict[str, str] = {}
     for dist in importlib.metadata.distributions(path=[p for p, _ in where]):
-        name = dist.metadata["Name"]
+        name, version = _name_and_version(dist)
         if name:
-            out.setdefault(normalise(name), dist.version)
+            out.setdefault(normalise(name), version)
     return MappingProxyType(out)
+
+
+def _name_and_version(dist: importlib.metadata.Distribution) -> tuple[str | None, str]:
+    """``dist.metadata["Name"]`` and ``dist.version`` from the metadata's header lines alone, where both are
+    plain one-line headers there (an e-mail parse of the whole file each, long descriptions included, was
+    most of the reading); else from importlib.metadata's own parse."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    found: dict[str, str] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            break
+        key, colon, value = line.partition(":")
+        if colon and key in ("Name", "Version") and key not in found:
+            if i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t"):
+                found.clear()  # a folded header: importlib.metadata's parse joins its lines
+                break
+            found[key] = value.lstrip(" \t").rstrip("\r")
+    if len(found) == 2:
+        return found["Name"], found["Version"]
+    return dist.metadata["Name"], dist.version
 
 
 def read_nvml() -> NvmlReading:

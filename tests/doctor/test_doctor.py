@@ -27,7 +27,7 @@ from packaging.markers import Marker
 from bench.core import plan
 from bench.core.errors import BenchError
 from bench.core.runbook import read_runbook
-from bench.doctor import checks, gpu, packages, server_probes, space
+from bench.doctor import checks, gpu, machine, packages, server_probes, space
 from bench.doctor.cli import doctor
 from bench.doctor.machine import (
     Machine,
@@ -202,13 +202,27 @@ def test_markers_choose_the_locked_version_per_python() -> None:
         assert packages.expected_set(locked, ("dev",), env)["scipy"] == scipy
 
 
-def test_a_changed_a_missing_and_an_extra_package_are_named() -> None:
+def test_a_changed_a_missing_and_an_extra_package_are_named(tmp_path: Path) -> None:
     real = installed_distributions()
     where = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
     read = {}
     for dist in importlib.metadata.distributions(path=sorted(where)):
         read.setdefault(packages.normalise(dist.metadata["Name"]), dist.version)
     assert real == read and installed_distributions() is not installed_distributions()
+    # the header lines read as importlib.metadata's own parse reads them, odd ones included
+    for i, head in enumerate(
+        [
+            "Metadata-Version: 2.1\nName:  a_b \nVersion:\t1.0\r\nSummary: s\n\nName: body\n",
+            "Name: a\n  folded\nVersion: 1\n",
+            "Version: 2\nName: b\nName: c\n",
+            "Summary: no name\n",
+        ]
+    ):
+        info = tmp_path / f"d{i}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(head, encoding="utf-8", newline="")
+        dist = importlib.metadata.PathDistribution(info)
+        assert machine._name_and_version(dist) == (dist.metadata["Name"], dist.version)
     fake = {**real, "numpy": "1.26.4", "left-pad": "1.0.0"}
     del fake["click"]
     out = checks.packages(here(distributions=lambda: fake), "quality")
