@@ -223,6 +223,21 @@ def test_a_changed_a_missing_and_an_extra_package_are_named(tmp_path: Path) -> N
         (info / "METADATA").write_text(head, encoding="utf-8", newline="")
         dist = importlib.metadata.PathDistribution(info)
         assert machine._name_and_version(dist) == (dist.metadata["Name"], dist.version)
+    # read once per state of the folder: again once a distribution is installed, removed or upgraded there
+    shutil.rmtree(tmp_path / "d1.dist-info")
+    key = ((str(tmp_path), machine._mtime_ns(str(tmp_path))),)
+    assert machine._distributions(key) == {"a-b ": "1.0", "b": "2"}
+    (tmp_path / "d0.dist-info" / "METADATA").write_text("Name: a_b\nVersion: 1.1\n", encoding="utf-8")
+    (tmp_path / "f.dist-info").mkdir()
+    (tmp_path / "f.dist-info" / "METADATA").write_text("Name: F\nVersion: 3\n", encoding="utf-8")
+    mtime = key[0][1]
+    assert mtime is not None
+    # the folder's change, also within one clock tick (importlib.metadata keeps a folder's listing per
+    # modification time in seconds, as a float: a nanosecond would not show it the new folder)
+    os.utime(tmp_path, ns=(mtime + 10**9, mtime + 10**9))
+    fresh = machine._distributions(((str(tmp_path), machine._mtime_ns(str(tmp_path))),))
+    assert fresh == {"a-b": "1.1", "b": "2", "f": "3"}
+    assert machine._distributions(key) == {"a-b ": "1.0", "b": "2"}  # the earlier state's reading, kept
     fake = {**real, "numpy": "1.26.4", "left-pad": "1.0.0"}
     del fake["click"]
     out = checks.packages(here(distributions=lambda: fake), "quality")
