@@ -5,6 +5,7 @@ to show a machine this one is not: an older driver, a full disk, another package
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -16,6 +17,7 @@ import sysconfig
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import httpx
@@ -55,15 +57,51 @@ def installed_distributions() -> dict[str, str]:
     """name -> version of every distribution installed in this interpreter's environment: its site-packages
     only, not whatever else is on ``sys.path`` (setuptools puts its vendored packages' metadata there once it
     is imported, e.g. by torch: they are not installed, and counted they made the check depend on import
-    order)."""
-    out: dict[str, str] = {}
+    order). Read once per state of those folders (:func:`_distributions`); each call gets its own dict."""
     paths = sysconfig.get_paths()
     where = list(dict.fromkeys(p for p in (paths.get("purelib"), paths.get("platlib")) if p))
-    for dist in importlib.metadata.distributions(path=where):
-        name = dist.metadata["Name"]
+    return dict(_distributions(tuple((p, _mtime_ns(p)) for p in where)))
+
+
+def _mtime_ns(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _distributions(where: tuple[tuple[str, int | None], ...]) -> Mapping[str, str]:
+    """:func:`installed_distributions` of the folders of ``where``, kept per (folder, modification time):
+    installing, removing or upgrading a distribution adds or removes its ``*.dist-info`` folder there, which
+    changes the folder's modification time."""
+    out: dict[str, str] = {}
+    for dist in importlib.metadata.distributions(path=[p for p, _ in where]):
+        name, version = _name_and_version(dist)
         if name:
-            out.setdefault(normalise(name), dist.version)
-    return out
+            out.setdefault(normalise(name), version)
+    return MappingProxyType(out)
+
+
+def _name_and_version(dist: importlib.metadata.Distribution) -> tuple[str | None, str]:
+    """``dist.metadata["Name"]`` and ``dist.version`` from the metadata's header lines alone, where both are
+    plain one-line headers there (an e-mail parse of the whole file each, long descriptions included, was
+    most of the reading); else from importlib.metadata's own parse."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    found: dict[str, str] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            break
+        key, colon, value = line.partition(":")
+        if colon and key in ("Name", "Version") and key not in found:
+            if i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t"):
+                found.clear()  # a folded header: importlib.metadata's parse joins its lines
+                break
+            found[key] = value.lstrip(" \t").rstrip("\r")
+    if len(found) == 2:
+        return found["Name"], found["Version"]
+    return dist.metadata["Name"], dist.version
 
 
 def read_nvml() -> NvmlReading:

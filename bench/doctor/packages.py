@@ -13,6 +13,9 @@ lock (dev tools on a development machine) are neither missing nor extra.
 
 from __future__ import annotations
 
+import copy
+import functools
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -39,24 +42,68 @@ class Differences:
 
 
 def read_lock(path: Path) -> list[dict[str, Any]]:
+    """uv.lock's ``[[package]]`` entries as ``tomllib`` reads them, less each entry's ``sdist`` and ``wheels``
+    (the files' addresses and hashes: nothing here reads them, and they are most of the lock). Each call
+    gets its own copy; the parse is kept per lock content (:func:`_packages`)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BenchError(
             f"{path}: cannot read the lock ({exc.strerror}); it belongs to the checkout"
         ) from exc
+    try:
+        packages = _packages(text)
     except tomllib.TOMLDecodeError as exc:
         raise BenchError(f"{path}: not valid TOML ({exc}); restore it with `git checkout uv.lock`") from exc
+    if packages is None:
+        raise BenchError(f"{path}: no [[package]] entries; restore it with `git checkout uv.lock`")
+    return copy.deepcopy(packages)
+
+
+_FILES = frozenset({"sdist", "wheels"})
+# uv's own layout of a package's files: one `sdist = { ... }` line, and `wheels = [` with one `    { ... },`
+# line per wheel up to a `]` line, all at the start of a line (uv writes no multi-line strings)
+_SDIST = re.compile(r"^sdist = \{[^\n]*\}$", re.M)
+_WHEELS = re.compile(r"^wheels = \[\n(?:    \{[^\n]*\},\n)*\]$", re.M)
+
+
+@functools.lru_cache(maxsize=4)
+def _packages(text: str) -> list[dict[str, Any]] | None:
+    """The ``[[package]]`` entries of lock text ``text`` without their files (None: no such list), parsed
+    once per content. Where the lock has uv's own layout its files' lines are blanked before the parse
+    (a third of the time); the blanked text is parsed only if it reads, else the whole text (the same
+    entries, the same errors as ``tomllib.loads`` of the whole)."""
+    data: dict[str, Any] | None = None
+    if '"""' not in text and "'''" not in text:
+        blank = _WHEELS.sub(_blanked, _SDIST.sub("", text))
+        try:
+            data = tomllib.loads(blank)
+        except tomllib.TOMLDecodeError:
+            data = None
+    if data is None:
+        data = tomllib.loads(text)
     packages = data.get("package")
     if not isinstance(packages, list):
-        raise BenchError(f"{path}: no [[package]] entries; restore it with `git checkout uv.lock`")
-    return packages
+        return None
+    return [{k: v for k, v in p.items() if k not in _FILES} if isinstance(p, dict) else p for p in packages]
+
+
+def _blanked(match: re.Match[str]) -> str:
+    """A match's text as as many empty lines (the lines after it keep their numbers)."""
+    return "\n" * match.group(0).count("\n")
 
 
 def _holds(marker: str | None, env: Mapping[str, str], extra: str | None = None) -> bool:
     if not marker:
         return True
-    return Marker(marker).evaluate({**env, "extra": extra or ""})
+    return _marker(marker).evaluate({**env, "extra": extra or ""})
+
+
+@functools.lru_cache(maxsize=4096)
+def _marker(text: str) -> Marker:
+    """A PEP 508 marker parsed once per text (the lock repeats a few hundred markers on thousands of edges;
+    evaluating one does not change it)."""
+    return Marker(text)
 
 
 def _pick(by_name: Mapping[str, list[dict[str, Any]]], edge: Mapping[str, Any], path: Path) -> dict[str, Any]:

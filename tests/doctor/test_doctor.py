@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.metadata
 import json
 import os
 import re
@@ -15,6 +16,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from packaging.markers import Marker
 from bench.core import plan
 from bench.core.errors import BenchError
 from bench.core.runbook import read_runbook
-from bench.doctor import checks, gpu, packages, server_probes, space
+from bench.doctor import checks, gpu, machine, packages, server_probes, space
 from bench.doctor.cli import doctor
 from bench.doctor.machine import (
     Machine,
@@ -184,6 +187,12 @@ def test_expected_set_equals_uv_export() -> None:
 def test_markers_choose_the_locked_version_per_python() -> None:
     """docs/field-notes.md: the lock resolves scipy 1.17.1 on 3.11 and 1.18.1 on 3.14 (dev group)."""
     locked = packages.read_lock(REPO_ROOT / "uv.lock")
+    whole = tomllib.loads((REPO_ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]
+    files = {"sdist", "wheels"}
+    assert any(files & p.keys() for p in whole)  # the fast path has files' lines to leave out
+    assert repr(locked) == repr([{k: v for k, v in p.items() if k not in files} for p in whole])
+    locked[0]["version"] = "0"  # each call its own copy
+    assert packages.read_lock(REPO_ROOT / "uv.lock")[0]["version"] == whole[0]["version"]
     for full, scipy in (("3.11.7", "1.17.1"), ("3.14.8", "1.18.1")):
         env = {
             **{k: str(v) for k, v in packages.default_environment().items()},
@@ -193,8 +202,42 @@ def test_markers_choose_the_locked_version_per_python() -> None:
         assert packages.expected_set(locked, ("dev",), env)["scipy"] == scipy
 
 
-def test_a_changed_a_missing_and_an_extra_package_are_named() -> None:
+def test_a_changed_a_missing_and_an_extra_package_are_named(tmp_path: Path) -> None:
     real = installed_distributions()
+    where = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    read = {}
+    for dist in importlib.metadata.distributions(path=sorted(where)):
+        read.setdefault(packages.normalise(dist.metadata["Name"]), dist.version)
+    assert real == read and installed_distributions() is not installed_distributions()
+    # the header lines read as importlib.metadata's own parse reads them, odd ones included
+    for i, head in enumerate(
+        [
+            "Metadata-Version: 2.1\nName:  a_b \nVersion:\t1.0\r\nSummary: s\n\nName: body\n",
+            "Name: a\n  folded\nVersion: 1\n",
+            "Version: 2\nName: b\nName: c\n",
+            "Summary: no name\n",
+        ]
+    ):
+        info = tmp_path / f"d{i}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(head, encoding="utf-8", newline="")
+        dist = importlib.metadata.PathDistribution(info)
+        assert machine._name_and_version(dist) == (dist.metadata["Name"], dist.version)
+    # read once per state of the folder: again once a distribution is installed, removed or upgraded there
+    shutil.rmtree(tmp_path / "d1.dist-info")
+    key = ((str(tmp_path), machine._mtime_ns(str(tmp_path))),)
+    assert machine._distributions(key) == {"a-b ": "1.0", "b": "2"}
+    (tmp_path / "d0.dist-info" / "METADATA").write_text("Name: a_b\nVersion: 1.1\n", encoding="utf-8")
+    (tmp_path / "f.dist-info").mkdir()
+    (tmp_path / "f.dist-info" / "METADATA").write_text("Name: F\nVersion: 3\n", encoding="utf-8")
+    mtime = key[0][1]
+    assert mtime is not None
+    # the folder's change, also within one clock tick (importlib.metadata keeps a folder's listing per
+    # modification time in seconds, as a float: a nanosecond would not show it the new folder)
+    os.utime(tmp_path, ns=(mtime + 10**9, mtime + 10**9))
+    fresh = machine._distributions(((str(tmp_path), machine._mtime_ns(str(tmp_path))),))
+    assert fresh == {"a-b": "1.1", "b": "2", "f": "3"}
+    assert machine._distributions(key) == {"a-b ": "1.0", "b": "2"}  # the earlier state's reading, kept
     fake = {**real, "numpy": "1.26.4", "left-pad": "1.0.0"}
     del fake["click"]
     out = checks.packages(here(distributions=lambda: fake), "quality")
@@ -212,6 +255,21 @@ def test_an_unreadable_lock_cannot_tell(tmp_path: Path) -> None:
     (tmp_path / "uv.lock").write_text("version = 1\n[[package]\n", encoding="utf-8")
     (o,) = checks.packages(here(root=tmp_path), "quality")
     assert o.state == "cannot tell" and "uv.lock: not valid TOML" in o.message
+    # a lock in uv's layout, changed between two reads without changing its size or modification time
+    lock = tmp_path / "uv.lock"
+    wheel = '    { url = "https://x/a-1.0.0-py3-none-any.whl", hash = "sha256:00", size = 1 },\n'
+    text = f'version = 1\n\n[[package]]\nname = "a"\nversion = "1.0.0"\nwheels = [\n{wheel}]\n'
+    lock.write_text(text, encoding="utf-8")
+    assert packages.read_lock(lock) == [{"name": "a", "version": "1.0.0"}]
+    stat = lock.stat()
+    lock.write_text(text.replace('version = "1.0.0"', 'version = "1.0.1"'), encoding="utf-8")
+    os.utime(lock, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert packages.read_lock(lock) == [{"name": "a", "version": "1.0.1"}]
+    lock.write_text(text + "x = [\n", encoding="utf-8")  # the error names the line of the whole text
+    with pytest.raises(tomllib.TOMLDecodeError) as whole:
+        tomllib.loads(lock.read_text(encoding="utf-8"))
+    with pytest.raises(BenchError, match=re.escape(f"not valid TOML ({whole.value})")):
+        packages.read_lock(lock)
 
 
 # --- Typesense --------------------------------------------------------------------------------------------
