@@ -15,7 +15,8 @@ import io
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,22 +84,37 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     # the cut of `bench rehearse --dataset` (the published 256, not the registry's 128: D-045), which
     # `bench reproduce` must read back from the committed manifest (test_reproduce)
     cut = standin_cut(dataset)
+    stops: list[Callable[[], None]] = []
     stages = run_first_stages(
-        directory, inputs, qrels, port=None, embedder_factory=_embedder(cut), log=lambda m: None
+        directory,
+        inputs,
+        qrels,
+        port=None,
+        embedder_factory=_embedder(cut),
+        log=lambda m: None,
+        stop_later=stops.append,
     )
-    ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
-    execute(
-        study,
-        sources={s: stage_paths(directory, s)[0] for s in ran},
-        queries=inputs.queries,
-        texts={p.docid: p.passage_text for p in inputs.corpus},
-        load=_loader(True, [p.passage_text for p in inputs.corpus], cut),
-        spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS),
-        runs_dir=directory / "runs",
-        resume_hint="rerun the test",
-        what="rehearsal",
-        stream=io.StringIO(),
-    )
+    # the server's graceful stop (about 2 s of waiting) runs beside the quality phase, as in the rehearsal
+    stopping = [threading.Thread(target=stop, name="study-typesense-stop") for stop in stops]
+    for thread in stopping:
+        thread.start()
+    try:
+        ran = reranked_stages(tuple(s for s, st in stages.items() if st["status"] == "ran"))
+        execute(
+            study,
+            sources={s: stage_paths(directory, s)[0] for s in ran},
+            queries=inputs.queries,
+            texts={p.docid: p.passage_text for p in inputs.corpus},
+            load=_loader(True, [p.passage_text for p in inputs.corpus], cut),
+            spec=PhaseSpec(stages=ran, models=opts.models, depths=DEPTHS),
+            runs_dir=directory / "runs",
+            resume_hint="rerun the test",
+            what="rehearsal",
+            stream=io.StringIO(),
+        )
+    finally:
+        for thread in stopping:
+            thread.join()
     return directory
 
 
