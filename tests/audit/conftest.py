@@ -133,8 +133,10 @@ def build_study_repo(base: Path) -> StudyRepo:
     (root / "timestamps" / "analysis-code.json").write_text(json.dumps(record))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "deviations, lock, data, licences")
-    # 2 queries and 10 NoMIRACL passages: `bench reproduce` (test_reproduce) reruns the stand-in on them
-    mini = write_mini_beir(base / "mini-beir", n_queries=2, n_other=10)
+    # 2 queries and 10 NoMIRACL passages, each cut to its first 40 words: `bench reproduce` (test_reproduce)
+    # reruns the stand-in on them, and its cost is the candidates' tokens (uncut, most hit the cut of 256);
+    # which cut a rerun used is asserted from the manifests' meta, not from the scores
+    mini = write_mini_beir(base / "mini-beir", n_queries=2, n_other=10, max_words=40)
     reh = rehearsal_quality_phase(base / "reh", mini, root)
     shutil.copytree(reh / "runs", root / "runs", dirs_exist_ok=True)
     write_report(root / "runs", reh / "qrels.tsv", root / "results")  # `analysis report --out results`
