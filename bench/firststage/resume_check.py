@@ -21,6 +21,7 @@ import order), so that the child makes the very same stream: the bundled sample
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import importlib
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +310,7 @@ def run_check(
     skip_reference: bool = False,
     same_ports: bool = False,
     importer_server: TypesenseServer | None = None,
+    overlap: bool = False,
 ) -> dict[str, Any]:
     """The three imports in sequence; returns their digests, the kill points and whether all three agree.
 
@@ -316,6 +318,9 @@ def run_check(
     replaces the first import; with ``skip_reference`` the caller supplies it later through ``agreement``.
     ``same_ports``: the killed server restarts on its own ports (``server_case``); ``importer_server``: the
     running server the importer case imports into (``importer_case``), instead of a fresh one.
+    ``overlap``: the importer case runs on a thread beside the server case (their servers and importers are
+    separate processes and their kill points exact; the server case's waits for its start, restart and stop
+    then hide the importer case), so the cases' timings and loads are not each one's alone.
     ``benchmarks/bench_scale_faults.py`` runs the cases one by one with their results kept on disk."""
     kill_importer_at, kill_server_at = kill_points(n, seed, batch)
     out: dict[str, Any] = {
@@ -333,11 +338,31 @@ def run_check(
         elif not skip_reference:
             out["reference"] = reference_case(spec, batch, base)
             _report(out, "reference")
-        out["importer_killed"] = importer_case(spec, batch, kill_importer_at, base, importer_server)
-        _report(out, "importer_killed")
-        out["server_killed"] = server_case(spec, batch, kill_server_at, base, stall_budget_s, same_ports)
+        cases = (
+            lambda: importer_case(spec, batch, kill_importer_at, base, importer_server),
+            lambda: server_case(spec, batch, kill_server_at, base, stall_budget_s, same_ports),
+        )
+        if overlap:
+            out["importer_killed"], out["server_killed"] = _beside(*cases)
+            _report(out, "importer_killed")
+        else:
+            out["importer_killed"] = cases[0]()
+            _report(out, "importer_killed")
+            out["server_killed"] = cases[1]()
         _report(out, "server_killed")
     return agreement(out, out["reference"]) if "reference" in out else out
+
+
+def _beside(
+    first: Callable[[], dict[str, Any]], second: Callable[[], dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``first`` on a thread while ``second`` runs on this one (a server ``second`` starts belongs to this
+    thread, whose end would kill it; the thread ``first`` runs on lives until ``first`` is done). An error of
+    either is raised once both have ended."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="resume-check") as pool:
+        pending = pool.submit(first)
+        done = second()
+        return pending.result(), done
 
 
 def _report(out: dict[str, Any], case: str) -> None:

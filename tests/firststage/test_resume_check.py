@@ -30,7 +30,8 @@ def test_killed_importer_and_killed_server_resume_to_the_same_collection(
     # The uninterrupted reference: the same importer (in this process) into the session's server instead of
     # a server of its own; the killed importer's case runs on that server too (the collection dropped
     # first). The killed server gives up within 0.5 s of back-off and restarts on its own ports (no 10 s raft
-    # peer reset); its case still starts, kills and restarts a server of its own.
+    # peer reset); its case still starts, kills and restarts a server of its own. The importer's case runs
+    # beside the server's (overlap): each kills its own child or server at its own exact point.
     import_passages(server, SCHEMA, sample.corpus[:N], checkpoint=tmp_path / "ref.json", batch_size=500)
     reference = collection_digest(server, SCHEMA["name"])
     server.request("DELETE", f"/collections/{SCHEMA['name']}")
@@ -44,6 +45,7 @@ def test_killed_importer_and_killed_server_resume_to_the_same_collection(
         reference=reference,
         same_ports=True,
         importer_server=server,
+        overlap=True,
     )
     ref = out["reference"]
     assert ref["documents"] == ref["count_reported"] == N
