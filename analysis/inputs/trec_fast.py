@@ -109,19 +109,34 @@ class FastRun:
         return [names[c] for c in self.doc_codes.tolist()]
 
 
-def _plain_text(data: bytes) -> bool:
-    """ASCII, no ``0x``, line ends ``\\n`` or ``\\r\\n``, no other byte below 0x20 and no 0x7f: every field
-    is printable ASCII (one numpy pass over the bytes; empty fields: :func:`_no_empty_ids`)."""
+def _plain_text(data: bytes) -> int | None:
+    """ASCII, no ``0x``, no 0x7f, every "\\r" in a "\\r\\n": the number of "\\r\\n" line ends, else None. That
+    no other byte is below 0x20 (so every field is printable ASCII; empty fields: :func:`_no_empty_ids`) is
+    checked once the lines are counted (:func:`_only_line_ends`)."""
     if not data.isascii() or b"\x7f" in data:
-        return False
+        return None
     # one-byte searches first (memchr): the two-byte ones only when the byte occurs at all
     if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):
-        return False
-    codes = np.frombuffer(data, np.uint8)
-    returns = int(np.count_nonzero(codes == 0x0D)) if b"\r" in data else 0
+        return None
+    returns = data.count(b"\r") if b"\r" in data else 0
     if returns and returns != data.count(b"\r\n"):
-        return False
-    return int(np.count_nonzero(codes < 0x20)) == int(np.count_nonzero(codes == 0x0A)) + returns
+        return None
+    return returns
+
+
+def _only_line_ends(data: bytes, returns: int, rows: int) -> bool:
+    """No byte below 0x20 but the line ends ("\\n", "\\r\\n": ``returns`` of these) of ``data``, which the CSV
+    reader read as ``rows`` lines that are not empty (one numpy pass over the bytes).
+
+    Every "\\r" is in a "\\r\\n" (:func:`_plain_text`), so the "\\n"s end the lines: at least ``rows - 1``
+    of them, ``rows`` when the file ends in one. The bytes below 0x20 are those "\\n"s and "\\r"s and any
+    other: when they number exactly that least count of "\\n"s plus ``returns``, there is no other (an
+    empty line, or another byte, makes them more; then the "\\n"s are counted)."""
+    codes = np.frombuffer(data, np.uint8)
+    controls = int(np.count_nonzero(codes < 0x20)) - returns
+    if controls == rows - 1 + data.endswith(b"\n"):
+        return True
+    return controls == int(np.count_nonzero(codes == 0x0A))
 
 
 def _offsets(chunk: pa.Array) -> np.ndarray:
@@ -171,7 +186,8 @@ def read_fast(
     """The validated run of ``data`` (a run file's bytes), or None: then the reference reader decides."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
-    if not data or not _plain_text(data):
+    returns = _plain_text(data) if data else None
+    if returns is None:
         return None
     options = _READ if len(data) > _BLOCK else _READ_ONE_BLOCK
     try:
@@ -181,7 +197,7 @@ def read_fast(
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     n = table.num_rows
-    if n == 0:
+    if n == 0 or not _only_line_ends(data, returns, n):
         return None
     scores = numpy_of(table.column("score"))
     ranks = numpy_of(table.column("rank"))

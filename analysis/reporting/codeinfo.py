@@ -281,10 +281,53 @@ def _png_chunk(record: Mapping[str, Any]) -> bytes:
     return struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
 
 
+_TOP_KEY = re.compile(rb'^ "((?:[^"\\]|\\.)*)": ', re.MULTILINE)
+_WORD_KEY = re.compile(rb'^( +)"(-?[0-9][-+.0-9Ee]*|true|false|null)": ', re.MULTILINE)
+"""Key lines of a JSON text in the project's format (:func:`json_bytes`): a top-level key (indented one
+space; a list's string element has no ``": ``), and a key that ``json.dumps`` may have written from a
+number, a bool or None."""
+
+
+def _json_stamped(data: bytes, record: Mapping[str, Any]) -> bytes | None:
+    """What :func:`with_record` makes of a JSON object's text written by :func:`json_bytes` (parsed, the
+    record added, encoded again), made on the text itself: the record's entry inserted among the top-level
+    keys at its sorted place. None where the round trip might give other bytes: not an object of several
+    lines in that format, the record's key already there, or sibling keys written from numbers (20 before
+    100) that the round trip sorts again as text."""
+    if not data.startswith(b'{\n "') or not data.endswith(b"\n}\n"):
+        return None
+    last: dict[int, tuple[bytes, int]] = {}  # indentation -> key and end of the last such key line
+    for match in _WORD_KEY.finditer(data):
+        depth, key = len(match.group(1)), match.group(2)
+        before = last.get(depth)
+        if (
+            before is not None
+            and not re.search(rb"\n {0,%d}[^ ]" % (depth - 1), data[before[1] : match.start()])
+            and not before[0] < key
+        ):
+            return None  # siblings out of text order
+        last[depth] = (key, match.end())
+    insert_at = len(data) - 3  # before the final "\n}\n": after every key
+    for match in _TOP_KEY.finditer(data):
+        key = json.loads(b'"' + match.group(1) + b'"')
+        if key == KEY:
+            return None
+        if key > KEY:
+            insert_at = match.start()
+            break
+    entry = json_bytes({KEY: dict(record)})[2:-3]  # ' "analysis_code": {...}' at depth 1
+    if insert_at == len(data) - 3:
+        return data[:insert_at] + b",\n" + entry + data[insert_at:]
+    return data[:insert_at] + entry + b",\n" + data[insert_at:]
+
+
 def with_record(rel: str, data: bytes, record: Mapping[str, Any]) -> bytes:
     """``data`` of an output file ``rel`` with the record added (JSON object, Markdown, PNG); other kinds
     and JSON that is not an object come back unchanged."""
     if rel.endswith(".json"):
+        stamped = _json_stamped(data, record)
+        if stamped is not None:
+            return stamped
         doc = json.loads(data)
         return json_bytes({**doc, KEY: dict(record)}, path=rel) if isinstance(doc, dict) else data
     if rel.endswith(".md"):

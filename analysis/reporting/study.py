@@ -468,9 +468,10 @@ def analyse_stages(
     if best_chosen is not None:
         best_chosen(stages)
     every_run = [r for s in stages for r in (s.first_stage, *s.runs)]
-    for metric in INTERVAL_METRICS if intervals else ():
-        values = np.column_stack([r.per_query[metric] for r in every_run]) if every_run else np.zeros((n, 0))
-        for r, interval in zip(every_run, bootstrap_intervals(values), strict=True):
+    columns = [(metric, r) for metric in (INTERVAL_METRICS if intervals else ()) for r in every_run]
+    if columns:  # every metric's intervals from one product with the resample weights (exact sums: the same)
+        values = np.column_stack([r.per_query[metric] for metric, r in columns])
+        for (metric, r), interval in zip(columns, bootstrap_intervals(values), strict=True):
             r.intervals[metric] = [float(interval[0]), float(interval[1])]
 
     # every comparison of the study as one matrix: the same sign vectors for all (see

@@ -150,6 +150,8 @@ def _measures(
     judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.ndarray, wanted: tuple[str, ...]
 ) -> dict[str, np.ndarray]:
     nq = len(judgments.qids)
+    judged = rel != UNJUDGED  # every measure counts judged rows only (an unjudged one adds 0 to each sum):
+    row_q, pos, rel = row_q[judged], pos[judged], rel[judged]  # the rest of a run, a few percent, in order
     is_judged = rel != UNJUDGED
     gain = np.where(rel > 0, rel, 0).astype(np.float64)
     relevant = gain > 0
@@ -239,16 +241,15 @@ class Curves:
 
 def _curves(judgments: Judgments, row_q: np.ndarray, pos: np.ndarray, rel: np.ndarray, max_k: int) -> Curves:
     nq = len(judgments.qids)
-    top = pos < max_k
-    row_q, pos = row_q[top], pos[top]
-    relevant = rel[top] > 0
+    relevant = (pos < max_k) & (rel > 0)
+    row_q, pos = row_q[relevant], pos[relevant]  # the relevant rows of the top max_k, in order
     first = np.full(nq, max_k, dtype=np.int64)
-    np.minimum.at(first, row_q[relevant], pos[relevant])
+    np.minimum.at(first, row_q, pos)
     hits = np.cumsum(np.bincount(first[first < max_k], minlength=max_k))[:max_k]
-    weights = np.zeros(int(relevant.sum()))
-    nrel = judgments.n_relevant[row_q[relevant]]
+    weights = np.zeros(row_q.size)
+    nrel = judgments.n_relevant[row_q]
     np.divide(1.0, nrel, out=weights, where=nrel > 0)
-    recall = np.cumsum(np.bincount(pos[relevant], weights=weights, minlength=max_k))[:max_k] / max(nq, 1)
+    recall = np.cumsum(np.bincount(pos, weights=weights, minlength=max_k))[:max_k] / max(nq, 1)
     return Curves(nq, hits.astype(np.int64), recall)
 
 

@@ -122,7 +122,14 @@ def bootstrap_intervals(
     values = np.asarray(values, dtype=np.float64)
     column = values.ndim == 1
     matrix = values[:, None] if column else values
-    interval = percentile_interval(bootstrap_means(matrix, resamples, seed), confidence).T
+    n = matrix.shape[0]
+    # bootstrap_means transposed, (k, resamples): each run's resample means side by side in memory, so that
+    # numpy's quantile partitions them in place along the last axis (no copy, no stride across the runs);
+    # the sums are exact integers in any order, so the numbers are those of percentile_interval(means)
+    means = to_grid(matrix, n).T @ _bootstrap_weights(n, resamples, seed).T
+    means /= math.ldexp(n, grid_bits(n))
+    alpha = (1 - confidence) / 2
+    interval = np.quantile(means, [alpha, 1 - alpha], axis=1, method="linear", overwrite_input=True).T
     return interval[0] if column else interval
 
 

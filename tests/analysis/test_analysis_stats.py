@@ -18,6 +18,7 @@ from analysis.stats.resampling import (
     bootstrap_intervals,
     bootstrap_means,
     paired_differences,
+    percentile_interval,
     randomisation_p_exact,
     randomisation_p_values,
     sign_matrix,
@@ -73,6 +74,18 @@ def test_bootstrap_equals_scipy_with_the_same_draw() -> None:
     assert np.array_equal(both[0], ours)  # independent of which other runs are evaluated together
     assert np.array_equal(bootstrap_means(hits), ref_h.bootstrap_distribution)  # binary values: exact
     np.testing.assert_array_max_ulp(both[1], np.array(list(ref_h.confidence_interval)), 1)
+
+
+def test_bootstrap_intervals_are_the_quantiles_of_the_bootstrap_means_bit_for_bit() -> None:
+    """bootstrap_intervals computes the means transposed and partitions them in place; the numbers are those
+    of the procedure as written (numpy.quantile of bootstrap_means along the resamples)."""
+    rng = np.random.default_rng(11)
+    for n, k in [(305, 224), (50, 3), (7, 1), (1, 2)]:
+        values = rng.random((n, k))
+        values[0, 0], values[-1, -1] = 1.0, 0.0
+        written = percentile_interval(bootstrap_means(values)).T
+        assert np.array_equal(bootstrap_intervals(values), written), (n, k)
+        assert np.array_equal(bootstrap_intervals(values[:, 0]), written[0]), (n, k)
 
 
 def test_bootstrap_means_are_exact_with_python_integers() -> None:

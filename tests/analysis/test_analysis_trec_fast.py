@@ -44,6 +44,8 @@ CASES: list[tuple[bytes, bool]] = [
     (b"q1 Q0 d1 1 3.5 t\rq1 Q0 d2 2 3.0 t\n", False),  # a lone CR is whitespace for the reference
     (b"q1 Q0 d\x0b1 1 3.5 t\n", False),
     (b"q1 Q0 d1\x00 1 3.5 t\n", False),
+    (b"q1 Q0 d\x0b1 1 3.5 t", False),  # a control byte where the missing last line end would be counted
+    (GOOD.replace("\n", "\n\n", 1).replace("d9", "d\x009").encode(), False),  # a blank line and a NUL
     (b"q1 Q0 d\x7f1 1 3.5 t\n", False),  # DEL: not printable (checked on the bytes)
     (b"q1 Q0 d1 1 3.5 t\x1f\n", False),
     (b"q1 Q0 d1 1 3.5 t\r\r\n", False),
