@@ -27,7 +27,7 @@ from analysis.inputs.trec import read_qrels
 from analysis.reporting.report import write_report
 from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
-from tests.support.pyforks import RUN_TIME_ENV, Interpreters
+from tests.support.pyforks import stand_in_python
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGE, MODEL = "keyword-71k", "gte-base"
@@ -45,19 +45,14 @@ BAD_LABELS = {
 # (its exit status, stdout and stderr), without the ~1 CPU-s of imports and the record each; `bench`
 # (BENCH_ROOT) is imported in the fork, never in the server
 PRELOAD = ("tests.worst_inputs.warm",)
-RUN_TIME = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
 _PYTHON: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def forked_python() -> Iterator[None]:
-    interpreters = Interpreters()
-    _PYTHON["python"] = interpreters.wrapper("worst", sys.executable, PRELOAD, run_time=RUN_TIME)
-    try:
+    with stand_in_python("worst", PRELOAD) as python:
+        _PYTHON["python"] = python
         yield
-    finally:
-        del _PYTHON["python"]
-        interpreters.close()
 
 
 def _env() -> dict[str, str]:

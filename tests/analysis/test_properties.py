@@ -66,7 +66,7 @@ from hypothesis import strategies as st
 
 from analysis.inputs.trec import read_qrels, read_run, write_run
 from analysis.stats.metrics import evaluate
-from tests.support.pyforks import RUN_TIME_ENV, Interpreters
+from tests.support.pyforks import stand_in_python
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[tuple[str, float]]]
@@ -395,15 +395,9 @@ _PYTHON: dict[str, str] = {}
 @pytest.fixture(scope="module", autouse=True)
 def forked_python() -> Iterator[None]:
     """The stand-in ``python`` of this environment that :func:`_analysis` starts the command line with."""
-    interpreters = Interpreters()
-    preload = ("numpy", "click", "analysis.cli", "pytrec_eval")
-    run_time = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
-    _PYTHON["python"] = interpreters.wrapper("properties", sys.executable, preload, run_time=run_time)
-    try:
+    with stand_in_python("properties", ("numpy", "click", "analysis.cli", "pytrec_eval")) as python:
+        _PYTHON["python"] = python
         yield
-    finally:
-        del _PYTHON["python"]
-        interpreters.close()
 
 
 def _analysis(*args: str) -> list[str]:

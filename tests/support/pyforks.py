@@ -26,9 +26,13 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 RUN_TIME_ENV = ("BENCH_", "VOYAGE_", "ANTHROPIC_", "_TYPESENSE")  # as tests.support.forkserver
+# a command line's run-time variables besides those: pytest's own and the terminal size
+CLI_RUN_TIME = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
 IDLE_S = 1800.0
 
 WRAPPER = """#!{python} -IS
@@ -292,6 +296,18 @@ class Interpreters:
             while time.monotonic() < deadline and not _ended(pid):
                 time.sleep(0.02)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextmanager
+def stand_in_python(name: str, preload: tuple[str, ...]) -> Iterator[str]:
+    """The stand-in for this environment's ``python`` (``sys.executable``) whose runs fork from one server
+    that has imported ``preload`` (:data:`CLI_RUN_TIME` read after the fork); the server ends with the
+    block."""
+    interpreters = Interpreters()
+    try:
+        yield interpreters.wrapper(name, sys.executable, preload, run_time=CLI_RUN_TIME)
+    finally:
+        interpreters.close()
 
 
 def _ended(pid: int) -> bool:

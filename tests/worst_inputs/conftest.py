@@ -20,25 +20,20 @@ import pytest
 from analysis.inputs.trec import read_qrels
 from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
-from tests.support.pyforks import RUN_TIME_ENV, Interpreters
+from tests.support.pyforks import stand_in_python
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGE, MODEL = "keyword-71k", "gte-base"
 PRELOAD = ("tests.worst_inputs.warm",)
-RUN_TIME = (*RUN_TIME_ENV, "PYTEST_", "COLUMNS", "LINES")
 _PYTHON: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def forked_python() -> Iterator[None]:
     """The stand-in ``python`` that :func:`run` starts commands with (the server starts on its first run)."""
-    interpreters = Interpreters()
-    _PYTHON["python"] = interpreters.wrapper("worst-inputs", sys.executable, PRELOAD, run_time=RUN_TIME)
-    try:
+    with stand_in_python("worst-inputs", PRELOAD) as python:
+        _PYTHON["python"] = python
         yield
-    finally:
-        del _PYTHON["python"]
-        interpreters.close()
 
 
 def env(**extra: str) -> dict[str, str]:
