@@ -27,6 +27,8 @@ import os
 import sys
 from typing import Any
 
+from tests.support.pyforks import exit_as_python
+
 PRELOAD = (
     "numpy",
     "pyarrow",
@@ -79,9 +81,9 @@ def preload() -> None:
 
 def child(req: dict[str, Any]) -> None:
     """In the forked process: the command's environment, directory and files, then the command; never
-    returns."""
-    code = 1
-    try:
+    returns (its exit status as ``python`` gives it: :func:`tests.support.pyforks.exit_as_python`)."""
+
+    def run() -> None:
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
@@ -95,28 +97,9 @@ def child(req: dict[str, Any]) -> None:
         import importlib
 
         # the module whose main(argv) runs: minibench (the command line), or another the request names
-        main = importlib.import_module(req.get("main") or "tests.support.minibench").main
-        try:
-            main(req["argv"])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            if exc.code is not None and not isinstance(exc.code, int):
-                print(exc.code, file=sys.stderr)
-    except BaseException:  # the command's own traceback, as an uncaught exception prints it
-        import traceback
+        importlib.import_module(req.get("main") or "tests.support.minibench").main(req["argv"])
 
-        traceback.print_exc()
-        code = 1
-    finally:
-        try:
-            import atexit
-
-            atexit._run_exitfuncs()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+    exit_as_python(run)
 
 
 def preload_status() -> None:

@@ -26,9 +26,9 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 RUN_TIME_ENV = ("BENCH_", "VOYAGE_", "ANTHROPIC_", "_TYPESENSE")  # as tests.support.forkserver
 # a command line's run-time variables besides those: pytest's own and the terminal size
@@ -90,34 +90,16 @@ os._exit(rc if rc >= 0 else 128 - rc)
 """
 
 
-def _child(req: dict[str, Any], fds: list[int], server: socket.socket) -> None:
-    """In the forked process: the caller's streams, directory, environment and argv, then its code as
-    ``python`` runs it; never returns."""
+def exit_as_python(run: Callable[[], None]) -> NoReturn:
+    """A forked process's whole life: ``run``, then the exit status ``python`` would give it (0; a
+    ``SystemExit``'s code, its message on stderr when it is not a number; 1 with the traceback for any other
+    exception), the atexit functions, the streams flushed, and ``os._exit``: never returns into the server's
+    code. Also ends the runs of tests/support/forkserver.py (this file imports nothing of the project's: it
+    runs inside foreign environments too)."""
     code = 1
     try:
-        server.close()
-        for fd, target in zip(fds, (0, 1, 2), strict=True):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        argv = req["argv"]
-        import runpy
-
         try:
-            if argv[:1] == ["-c"]:  # as `python -c CODE`: the code in a fresh __main__, '' first on sys.path
-                import types
-
-                sys.argv = ["-c", *argv[2:]]
-                sys.path.insert(0, "")
-                main = types.ModuleType("__main__")
-                sys.modules["__main__"] = main
-                exec(compile(argv[1], "<string>", "exec"), main.__dict__)
-            else:  # as `python SCRIPT ARGS`: the script's folder first on sys.path
-                sys.argv = list(argv)
-                sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
-                runpy.run_path(argv[0], run_name="__main__")
+            run()
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -137,6 +119,37 @@ def _child(req: dict[str, Any], fds: list[int], server: socket.socket) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _child(req: dict[str, Any], fds: list[int], server: socket.socket) -> None:
+    """In the forked process: the caller's streams, directory, environment and argv, then its code as
+    ``python`` runs it; never returns."""
+
+    def run() -> None:
+        server.close()
+        for fd, target in zip(fds, (0, 1, 2), strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        argv = req["argv"]
+        import runpy
+
+        if argv[:1] == ["-c"]:  # as `python -c CODE`: the code in a fresh __main__, '' first on sys.path
+            import types
+
+            sys.argv = ["-c", *argv[2:]]
+            sys.path.insert(0, "")
+            main = types.ModuleType("__main__")
+            sys.modules["__main__"] = main
+            exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+        else:  # as `python SCRIPT ARGS`: the script's folder first on sys.path
+            sys.argv = list(argv)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+            runpy.run_path(argv[0], run_name="__main__")
+
+    exit_as_python(run)
 
 
 def _wait(pid: int, conn: socket.socket) -> int:
