@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 from tests.hygiene.test_function_imports import HEAVY_INTERNAL, imported_names
+from tests.support import sources
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY_AT_COLLECTION = frozenset(
@@ -33,7 +34,7 @@ HEAVY_AT_COLLECTION = frozenset(
 
 def _top_level_imports(path: Path) -> list[tuple[int, str]]:
     out = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in sources.tree(path).body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             out += [(node.lineno, name) for name in imported_names(node)]
     return out

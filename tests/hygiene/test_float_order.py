@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import sources
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
 FIX = (
@@ -104,7 +106,7 @@ def _statistics_names(node: ast.AST) -> list[str]:
 def violations(source: str, path: str) -> list[tuple[str, str]]:
     """(``path:line: what``, the call's source text) for every refused construct in one file."""
     found: list[tuple[str, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(sources.parse(source, path)):
         where = f"{path}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "sum":
             if not _integer_form(node):

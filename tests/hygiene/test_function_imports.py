@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support import sources
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
 HEAVY = frozenset(
@@ -111,9 +113,9 @@ def function_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[s
     refused, uncommented = "not a heavy optional library; move it to the module's top", NO_COMMENT
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
-            text = path.read_text(encoding="utf-8-sig")
+            text = sources.source(path)
             lines = text.splitlines()
-            tree = ast.parse(text, filename=str(path))
+            tree = sources.parse(text, str(path))
             parents = _parents(tree)
             nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
             for node in sorted(nodes, key=lambda n: n.lineno):
@@ -130,7 +132,7 @@ def function_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[s
 def top_level_imports(path: Path, *, dotted: bool = False) -> set[str]:
     """What ``path`` imports at module level (outside functions and ``if TYPE_CHECKING:``): top names, or
     with ``dotted`` the dotted names (``from a import b`` gives ``a`` and ``a.b``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
+    tree = sources.tree(path)
     parents = _parents(tree)
     out = set()
     for node in ast.walk(tree):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support import sources
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bench", "analysis")
 LIMIT = 70
@@ -27,7 +29,7 @@ def _long(root: Path, packages: tuple[str, ...], limit: int) -> list[tuple[str, 
     found = []
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
+            tree = sources.tree(path)
             for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     length = (node.end_lineno or node.lineno) - node.lineno + 1

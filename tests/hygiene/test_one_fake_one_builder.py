@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support import sources
+
 ROOT = Path(__file__).resolve().parents[2]
 SUPPORT = ROOT / "tests" / "support"
 CONFIGS = frozenset({"BertConfig", "Qwen3Config", "Qwen2Config"})
@@ -40,7 +42,7 @@ def _base_names(node: ast.ClassDef) -> set[str]:
 def offences(path: Path, root: Path = ROOT) -> list[str]:
     """``file:line what`` for each fake reranker class or model configuration built in ``path``."""
     rel = path.relative_to(root).as_posix()
-    tree = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
+    tree = sources.tree(path)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):

@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 from tests.hygiene.test_function_imports import imported_names
+from tests.support import sources
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = ROOT / "tests" / "support" / "loopback.py"
@@ -20,7 +21,7 @@ USE_LOOPBACK = "answer on tests.support.loopback.Loopback (a respond function re
 def offences(path: Path, root: Path = ROOT) -> list[str]:
     """``file:line import`` for each import of a server module in ``path``."""
     rel = path.relative_to(root).as_posix()
-    tree = ast.parse(path.read_text(encoding="utf-8-sig"), filename=str(path))
+    tree = sources.tree(path)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Import | ast.ImportFrom):

@@ -33,8 +33,9 @@ REHEARSAL_FILES = (
     "tests/rehearse/test_signals.py",
 )
 # their session fixtures are expensive: the audit's committed study; the equality tests' reference-environment
-# servers (tests/equality/conftest.py), started once per worker that runs any of them
-ONE_WORKER_FOLDERS = ("tests/audit/", "tests/equality/")
+# servers (tests/equality/conftest.py), started once per worker that runs any of them; the repository-rule
+# tests share one parse of every source file (tests/support/sources.py)
+ONE_WORKER_FOLDERS = ("tests/audit/", "tests/equality/", "tests/hygiene/")
 # the longest units, longest first (docs/performance.md has their figures); then xdist's order
 FIRST = (
     REHEARSAL,
