@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.support.rehearsal import (
     ROOT,
     SHARED_QUERIES,
     STOP_WORD_QUERY,
+    UNSET,
     Rehearsal,
     servers_under,
     wait_for_server,
@@ -176,9 +178,12 @@ def _communicate_or_explain(proc: subprocess.Popen[bytes], timeout: float) -> by
         )
 
 
-def test_ctrl_c_then_resume(rehearsal: Rehearsal, tmp_path: Path, mini_beir: Path) -> None:
+def test_ctrl_c_then_resume(
+    rehearsal: Rehearsal, tmp_path: Path, mini_beir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C once the rehearsal's Typesense server is up (its first stages: an event, not a time), then
-    `--resume` to the end. The shared run's cache holds the quantised stand-in, so no second quantisation."""
+    `--resume` to the end (in this process). The shared run's cache holds the quantised stand-in, so no second
+    quantisation."""
     tmp = tmp_path / "tmp"  # the rehearsal's own TMPDIR tells its server apart from other tests' servers
     tmp.mkdir()
     out = tmp_path / "reh"
@@ -195,9 +200,18 @@ def test_ctrl_c_then_resume(rehearsal: Rehearsal, tmp_path: Path, mini_beir: Pat
     assert servers_under(tmp) == []
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sessions"][-1]["status"] == "interrupted"
-    # no time limit of its own: a loaded machine takes what it takes (pytest's timeout is the guard)
-    resumed = subprocess.run(rehearsal.command("--resume", str(out)), cwd=ROOT, env=env, capture_output=True)
-    assert resumed.returncode == 0, resumed.stderr.decode()
+    # the resume in this process (what it checks is the resumed folder, not a process boundary): a process of
+    # its own imports torch, transformers, sentence-transformers, OpenVINO and matplotlib once more; here
+    # they are imported once per worker. With the interrupted run's cache and TMPDIR and no API key, as
+    # rehearsal.env gave the interrupted run; no time limit of its own (pytest's timeout is the guard)
+    for name in UNSET:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(rehearsal.cache))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    resumed = CliRunner().invoke(cli, ["rehearse", "--resume", str(out)])
+    assert resumed.exit_code == 0, resumed.output + (resumed.stderr or "")
+    assert servers_under(tmp) == []
     assert (out / "report.md").read_text().startswith("# REHEARSAL")
     with Journal(out / "journal.jsonl") as j:
         assert len(j) == len(MODELS) * len(RERANKED) * CTRL_C_QUERIES * 3
