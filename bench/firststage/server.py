@@ -38,10 +38,11 @@ from bench.firststage.stale import PREFIX, sweep_stale, write_owner
 URL_ENV = "BENCH_TYPESENSE_URL"
 KEY_ENV = "BENCH_TYPESENSE_API_KEY"
 HEALTH_TIMEOUT_S = 60.0
-# 0.24.1 answers /health once its peering loop (a 1 s tick) has seen the node caught up: at its first tick
-# if the node's first log entry was applied by then, else at the fourth (about 3 s later; the log then says
-# "Peer refresh failed ... Doing another configuration change"); no option moves the tick. A short poll
-# loses at most this much after it.
+# 0.24.1 answers /health (and any read or write) once its peering loop, a 1 s tick that checks the catch-up
+# at ticks 0, 3, 6, ..., has seen the node caught up: at tick 0 if the node's first log entry was applied by
+# then, else about 3 s later (a thread race lost in about half the starts, on disk and tmpfs alike; the log
+# says "Peer refresh failed ... Doing another configuration change"). The tick is hard-coded (v0.24.1
+# src/typesense_server_utils.cpp, src/raft_server.cpp): no option moves it. A short poll loses little.
 HEALTH_POLL_S = 0.05
 
 
