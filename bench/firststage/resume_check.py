@@ -242,7 +242,7 @@ def server_case(
     ports: dict[str, int] = {}
     while same_ports and len(set(ports.values())) < 2:
         ports = {"api_port": free_port(), "peering_port": free_port()}
-    with local_typesense(data_dir=base / "srv", **ports) as server:
+    with _srv_server(base, ports) as server:
         t_up = time.perf_counter()
         proc = _spawn(server, ck, spec, kill_at, batch, stall_budget_s)
         _wait_reached(proc)
@@ -262,8 +262,8 @@ def server_case(
     if code == 0:
         raise BenchError("the importer finished although its server had been killed")
     t_restart = time.perf_counter()
-    restart = local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S, discard=True, **ports)
-    with restart as server:
+    # discard: the data directory is in the check's temporary folder, read by nothing after this server
+    with _srv_server(base, ports, health_timeout=RESTART_TIMEOUT_S, discard=True) as server:
         t_healthy = time.perf_counter()
         deadline = time.monotonic() + RESTART_TIMEOUT_S
         while (have := _count_or_none(server)) != before and time.monotonic() < deadline:
@@ -294,6 +294,12 @@ def server_case(
             "stalls": len(rec["stalls"]),
             "load_after": _load(),
         }
+
+
+def _srv_server(base: Path, ports: dict[str, int], **kwargs: Any) -> Any:
+    """``local_typesense`` on the server case's data directory and ``ports`` (none given: free ports)."""
+    api_port, peering_port = ports.get("api_port"), ports.get("peering_port")
+    return local_typesense(data_dir=base / "srv", api_port=api_port, peering_port=peering_port, **kwargs)
 
 
 def _count_or_none(server: TypesenseServer) -> int | None:
