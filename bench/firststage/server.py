@@ -44,6 +44,10 @@ HEALTH_TIMEOUT_S = 60.0
 # says "Peer refresh failed ... Doing another configuration change"). The tick is hard-coded (v0.24.1
 # src/typesense_server_utils.cpp, src/raft_server.cpp): no option moves it. A short poll loses little.
 HEALTH_POLL_S = 0.05
+# what 0.24.1 logs at tick 0 when it lost that race (``LOG_IF(ERROR, raft_counter % 9 == 0)``), and how many
+# times ``local_typesense`` starts an empty server afresh instead of waiting the 3 s out
+LOST_RACE = b"Node not ready yet (known_applied_index is 0)"
+FRESH_RESTARTS = 2
 
 
 @functools.cache
@@ -162,7 +166,11 @@ def _stop(proc: subprocess.Popen[bytes], *, discard: bool) -> None:
         proc.wait(timeout=10)
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def _wait_healthy(
+    url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float, *, lost_race: bool = False
+) -> bool:
+    """True once ``/health`` says ok. With ``lost_race``: False as soon as the log shows that the server lost
+    its start-up race (``LOST_RACE``: it will be ready only about 3 s later)."""
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=2.0, verify=tls_context()) as c:
         while time.monotonic() < deadline:
@@ -173,11 +181,29 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
                 )
             try:
                 if c.get(f"{url}/health").json().get("ok") is True:
-                    return
+                    return True
             except (httpx.TransportError, ValueError):
                 pass
+            if lost_race and LOST_RACE in log.read_bytes():
+                return False
             time.sleep(HEALTH_POLL_S)
     raise BenchError(f"Typesense at {url} not healthy after {timeout:.0f} s. Log tail ({log}):\n{_tail(log)}")
+
+
+def _launch(binary: Path, ddir: Path, api_key: str, api_port: int, peering_port: int, log: Path) -> Any:
+    """The server through ``bench.firststage.launcher`` (it dies with this thread), its output in ``log``."""
+    cmd = [sys.executable, "-m", "bench.firststage.launcher", str(os.getpid()), str(binary)]
+    cmd += ["--data-dir", str(ddir), "--api-key", api_key, "--api-address", "127.0.0.1"]
+    cmd += [
+        "--api-port",
+        str(api_port),
+        "--peering-address",
+        "127.0.0.1",
+        "--peering-port",
+        str(peering_port),
+    ]
+    with log.open("wb") as log_fh:
+        return subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @contextlib.contextmanager
@@ -195,49 +221,45 @@ def local_typesense(
     peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log).
     ``discard``: nothing reads the data directory after the stop, so the server is stopped by SIGKILL
     (``_stop``); by default true for the temporary directory of ``data_dir=None`` and false for a
-    ``data_dir`` the caller gives, which gets the graceful stop."""
+    ``data_dir`` the caller gives, which gets the graceful stop. An empty server of free ports and a temporary
+    directory that lost its start-up race (``LOST_RACE``) is killed and started afresh on a new directory and
+    new ports (up to ``FRESH_RESTARTS`` times): a fresh start is ready at once in about half the cases.
+    """
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
+    fresh = data_dir is None and api_port is None and peering_port is None
+    discard = data_dir is None if discard is None else discard
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
-        ddir = Path(data_dir) if data_dir is not None else Path(tmp) / "data"
-        ddir.mkdir(parents=True, exist_ok=True)
         log = Path(tmp) / "typesense.log"
         api_key = secrets.token_hex(16)
-        api_port = api_port if api_port is not None else free_port()
-        while peering_port is None or peering_port == api_port:
-            peering_port = free_port()
-        cmd = [
-            sys.executable,
-            "-m",
-            "bench.firststage.launcher",
-            str(os.getpid()),
-            str(binary),
-            "--data-dir",
-            str(ddir),
-            "--api-key",
-            api_key,
-            "--api-address",
-            "127.0.0.1",
-            "--api-port",
-            str(api_port),
-            "--peering-address",
-            "127.0.0.1",
-            "--peering-port",
-            str(peering_port),
-        ]
-        with log.open("wb") as log_fh:
-            proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
-        url = f"http://127.0.0.1:{api_port}"
+        for attempt in range(1 + (FRESH_RESTARTS if fresh else 0)):
+            name = f"data-{attempt}" if attempt else "data"
+            ddir = Path(data_dir) if data_dir is not None else Path(tmp) / name
+            ddir.mkdir(parents=True, exist_ok=True)
+            port = api_port if api_port is not None else free_port()
+            peer = peering_port
+            while peer is None or peer == port:
+                peer = free_port()
+            proc = _launch(binary, ddir, api_key, port, peer, log)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                write_owner(Path(tmp), proc.pid)
+                if _wait_healthy(
+                    url, proc, log, health_timeout, lost_race=fresh and attempt < FRESH_RESTARTS
+                ):
+                    break
+            except BaseException:
+                _stop(proc, discard=discard)
+                raise
+            _stop(proc, discard=True)  # empty, never handed out: nothing is lost
         server: TypesenseServer | None = None
         try:
-            write_owner(Path(tmp), proc.pid)
-            _wait_healthy(url, proc, log, health_timeout)
             server = TypesenseServer(url, api_key, pid=proc.pid)
             yield server
         finally:
             if server is not None:
                 server.close()
-            _stop(proc, discard=data_dir is None if discard is None else discard)
+            _stop(proc, discard=discard)
 
 
 @contextlib.contextmanager
