@@ -7,12 +7,27 @@ runs the line-by-line reader of :mod:`analysis.inputs.trec`, which either reads 
 raises the exact ``file:line`` message. So both paths accept exactly the same files and give the same values
 (tested on every error case of the reference reader and on generated studies).
 
-The plain case, where the two tokenisations provably agree: the file (after a UTF-8 byte-order mark) is ASCII;
-columns are separated by single spaces, lines end in "\\n" or "\\r\\n" (no lone "\\r"); every id field is
-non-empty printable ASCII; no ``0x`` (pyarrow would read a hexadecimal rank, which the reference refuses).
-Numbers are parsed by pyarrow (fast_float, correctly rounded, like ``float()`` and numpy); a NaN or an
-infinity, a rank below 1, a gap or repeat in the ranks, a score above the score of the rank before, a
-repeated docid or an unknown query sends the file to the reference reader.
+The plain case, where the two tokenisations provably agree: the file (after a UTF-8 byte-order mark) is
+ASCII; columns are separated by single spaces, lines end in "\\n" or "\\r\\n" (no lone "\\r"); no line is
+empty; every id field is non-empty printable ASCII; no ``0x`` (pyarrow would read a hexadecimal rank, which
+the reference refuses). Numbers are parsed by pyarrow (fast_float, correctly rounded, like ``float()`` and
+numpy); a NaN or an infinity, a rank below 1, a gap or repeat in the ranks, a score above the score of the
+rank before, a repeated docid or an unknown query sends the file to the reference reader.
+
+Where that is checked, and why it covers the whole file although only a few byte searches
+(:func:`_plain_text`) look at every byte: every byte after the byte-order mark is a separator " ", part of a
+line end, or a byte of a field (the CSV reader skips a byte-order mark at its input's start: a file with a
+second one goes to the reference reader). ``\\r`` occurs only in ``\\r\\n`` (so pyarrow's line ends are the
+reference's) and there is no tab (searched for). An empty line is read by the CSV reader
+(``ignore_empty_lines=False``) as a row with an empty rank, which its int64 parser refuses, as it refuses an
+empty rank or score anywhere. pyarrow's number parsers trim spaces and tabs around a value and accept nothing
+but the characters of a number (digits, ``+-.eE``; the letters of "inf" and "nan", refused later as not
+finite; ``0x``, excluded): every byte below 0x20 or above 0x7e in any position of a rank or a score is
+refused (tested on all 256 byte values: tests/analysis/test_analysis_trec_fast.py). So such a byte can only
+lie in a qid, Q0, docid or tag field, and all of their bytes are checked (:func:`_printable_ids`): the
+qids' distinct values (every row's qid is the value its run of equal qids starts with: :func:`_query_codes`),
+the docid column's dictionary (it holds every value of the column), the whole Q0 column (two bytes a line),
+and the first tag (every tag is the first: :func:`_one_tag`).
 """
 
 from __future__ import annotations
@@ -43,21 +58,23 @@ _PARSE = pacsv.ParseOptions(
     double_quote=False,
     escape_char=False,
     newlines_in_values=False,
-    ignore_empty_lines=True,
+    ignore_empty_lines=False,  # an empty line: a row with an empty rank, refused (the module's docstring)
 )
 # qid and docid dictionary-encoded while they are converted (about a third less than converting strings and
 # encoding them afterwards); a file of several blocks has one dictionary per block (_encoded). q0 and tag are
-# never used (their bytes are checked by _plain_text, their emptiness and the one tag on whole columns): plain
-# strings, which convert in less time than a dictionary (full-size study: 13.5 -> 10.5 ms CPU a file)
-_IDS = pa.dictionary(pa.int32(), pa.string())
+# never used (their bytes, their emptiness and the one tag are checked on whole columns): plain values,
+# which convert in less time than a dictionary (full-size study: 13.5 -> 10.5 ms CPU a file). Every column
+# binary: the file is ASCII (_plain_text), so pyarrow's UTF-8 check of each string is not needed; the docid
+# dictionary is viewed as strings afterwards (_as_strings)
+_IDS = pa.dictionary(pa.int32(), pa.binary())
 _CONVERT = pacsv.ConvertOptions(
     column_types={
-        "qid": _IDS,
-        "q0": pa.string(),
+        "qid": pa.binary(),  # coded from its runs of equal values (_query_codes): less than a dictionary
+        "q0": pa.binary(),
         "docid": _IDS,
         "rank": pa.int64(),
         "score": pa.float64(),
-        "tag": pa.string(),
+        "tag": pa.binary(),
     },
     null_values=[],
     strings_can_be_null=False,
@@ -109,34 +126,30 @@ class FastRun:
         return [names[c] for c in self.doc_codes.tolist()]
 
 
-def _plain_text(data: bytes) -> int | None:
-    """ASCII, no ``0x``, no 0x7f, every "\\r" in a "\\r\\n": the number of "\\r\\n" line ends, else None. That
-    no other byte is below 0x20 (so every field is printable ASCII; empty fields: :func:`_no_empty_ids`) is
-    checked once the lines are counted (:func:`_only_line_ends`)."""
-    if not data.isascii() or b"\x7f" in data:
-        return None
-    # one-byte searches first (memchr): the two-byte ones only when the byte occurs at all
-    if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):
-        return None
-    returns = data.count(b"\r") if b"\r" in data else 0
-    if returns and returns != data.count(b"\r\n"):
-        return None
-    return returns
+def _plain_text(data: bytes) -> bool:
+    """No tab, no ``0x``, every "\\r" in a "\\r\\n" (one-byte searches, memchr; the two-byte ones only when
+    the byte occurs at all). Every other byte below 0x20 or above 0x7e: :func:`_printable_ids`, by the
+    argument of the module's docstring."""
+    if b"\t" in data or (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):
+        return False
+    return b"\r" not in data or data.count(b"\r") == data.count(b"\r\n")
 
 
-def _only_line_ends(data: bytes, returns: int, rows: int) -> bool:
-    """No byte below 0x20 but the line ends ("\\n", "\\r\\n": ``returns`` of these) of ``data``, which the CSV
-    reader read as ``rows`` lines that are not empty (one numpy pass over the bytes).
+def _value_bytes(array: pa.Array) -> np.ndarray:
+    """The bytes of a binary array's values, all of them and nothing else (uint8, a view)."""
+    offsets = _offsets(array)
+    return np.frombuffer(array.buffers()[2], np.uint8)[int(offsets[0]) : int(offsets[-1])]
 
-    Every "\\r" is in a "\\r\\n" (:func:`_plain_text`), so the "\\n"s end the lines: at least ``rows - 1``
-    of them, ``rows`` when the file ends in one. The bytes below 0x20 are those "\\n"s and "\\r"s and any
-    other: when they number exactly that least count of "\\n"s plus ``returns``, there is no other (an
-    empty line, or another byte, makes them more; then the "\\n"s are counted)."""
-    codes = np.frombuffer(data, np.uint8)
-    controls = int(np.count_nonzero(codes < 0x20)) - returns
-    if controls == rows - 1 + data.endswith(b"\n"):
-        return True
-    return controls == int(np.count_nonzero(codes == 0x0A))
+
+def _printable_ids(table: pa.Table, qids: list[bytes]) -> bool:
+    """Printable ASCII (0x20-0x7e) in every qid (``qids``: the distinct ones), Q0, docid and tag: checked
+    on the docid column's dictionaries, the whole Q0 column and the first tag (every tag is the first:
+    :func:`_one_tag`). 0x20 itself never occurs in a field (it separates them)."""
+    arrays = [c.dictionary for c in table.column("docid").chunks]
+    arrays += table.column("q0").chunks
+    arrays.append(table.column("tag").chunk(0)[:1])
+    codes = [np.frombuffer(b"".join(qids), np.uint8)] + [_value_bytes(a) for a in arrays if len(a)]
+    return not any(np.any(c - np.uint8(0x20) > 0x5E) for c in codes)  # below 0x20 wraps around
 
 
 def _offsets(chunk: pa.Array) -> np.ndarray:
@@ -177,7 +190,13 @@ def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
     """One dictionary-encoded array of an id column (the blocks of a large file each have their own)."""
     if col.num_chunks == 1:
         return col.chunk(0)
-    return col.cast(pa.string()).combine_chunks().dictionary_encode()
+    return col.cast(pa.binary()).combine_chunks().dictionary_encode()
+
+
+def _as_strings(values: pa.Array) -> pa.Array:
+    """A binary array of ASCII values (:func:`_plain_text`) as the string array of the same buffers (no copy,
+    no UTF-8 check: ASCII is UTF-8)."""
+    return pa.Array.from_buffers(pa.string(), len(values), values.buffers(), offset=values.offset)
 
 
 def read_fast(
@@ -186,8 +205,7 @@ def read_fast(
     """The validated run of ``data`` (a run file's bytes), or None: then the reference reader decides."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
-    returns = _plain_text(data) if data else None
-    if returns is None:
+    if not data or data.startswith(_BOM) or not _plain_text(data):  # pyarrow would skip a second mark
         return None
     options = _READ if len(data) > _BLOCK else _READ_ONE_BLOCK
     try:
@@ -197,14 +215,16 @@ def read_fast(
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
     n = table.num_rows
-    if n == 0 or not _only_line_ends(data, returns, n):
+    if n == 0:
         return None
     scores = numpy_of(table.column("score"))
     ranks = numpy_of(table.column("rank"))
     if not np.all(np.isfinite(scores)) or ranks.min() < 1:
         return None
-    encoded = _encoded(table.column("qid"))
-    names: list[str] = encoded.dictionary.to_pylist()
+    values, query_codes = _query_codes(table.column("qid"))
+    if not _printable_ids(table, values):
+        return None
+    names = [q.decode("ascii") for q in values]
     if not _no_empty_ids(table, names) or not _one_tag(table):
         return None
     if qrels_qids is not None and not allow_unknown_queries and not set(qrels_qids).issuperset(names):
@@ -212,7 +232,7 @@ def read_fast(
     qids = tuple(sorted(names))
     position = {q: i for i, q in enumerate(qids)}
     remap = np.array([position[q] for q in names], dtype=np.int64)
-    qinv = remap[numpy_of(encoded.indices)]
+    qinv = remap[query_codes]
     order = None if _in_rank_order(qinv, ranks) else np.lexsort((ranks, qinv))
     if order is None:  # the usual file, written in (query, rank) order: lexsort would return 0..n-1
         q_sorted, r_sorted, s_sorted = qinv, ranks, scores
@@ -229,9 +249,39 @@ def read_fast(
         return None
     docs = _encoded(table.column("docid"))
     codes = numpy_of(docs.indices).astype(np.int64)
-    if _repeats(qinv * len(docs.dictionary) + codes):
+    if _repeats(qinv, codes, len(docs.dictionary)):
         return None  # a docid twice in one query
-    return FastRun(qids, offsets, docs.dictionary, codes if order is None else codes[order], s_sorted)
+    names_array = _as_strings(docs.dictionary)
+    return FastRun(qids, offsets, names_array, codes if order is None else codes[order], s_sorted)
+
+
+_MAX_RUNS = 1 << 12  # more runs of equal qids (a shuffled file): pyarrow's hash encoding is the quicker
+
+
+def _query_codes(col: pa.ChunkedArray) -> tuple[list[bytes], np.ndarray]:
+    """The distinct qids (bytes) and each row's index among them (int64), from the column's runs of equal
+    values: a file written query by query has one run per query, so only the runs' first values are read
+    (pyarrow compares each value with the one before; no hash of every row)."""
+    values = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    n = len(values)
+    if n > 1:
+        changed = pcf.call_function("not_equal", [values[1:], values[:-1]])
+        bits = np.unpackbits(np.frombuffer(changed.buffers()[1], np.uint8), bitorder="little")
+        starts = np.flatnonzero(np.r_[True, bits[changed.offset : changed.offset + n - 1].astype(bool)])
+    else:
+        starts = np.zeros(n, dtype=np.int64)
+    if starts.size > _MAX_RUNS:
+        encoded = values.dictionary_encode()
+        return encoded.dictionary.to_pylist(), numpy_of(encoded.indices).astype(np.int64)
+    at = pa.Array.from_buffers(pa.int64(), starts.size, [None, pa.py_buffer(starts.astype(np.int64))])
+    firsts: list[bytes] = pcf.call_function("take", [values, at]).to_pylist()
+    index = dict.fromkeys(firsts)
+    if len(index) == len(firsts):  # one run per query
+        run_codes = np.arange(len(firsts), dtype=np.int64)
+    else:
+        position = {q: i for i, q in enumerate(index)}
+        run_codes = np.fromiter(map(position.__getitem__, firsts), np.int64, count=len(firsts))
+    return list(index), np.repeat(run_codes, np.diff(np.r_[starts, n]))
 
 
 def _in_rank_order(qinv: np.ndarray, ranks: np.ndarray) -> bool:
@@ -240,8 +290,13 @@ def _in_rank_order(qinv: np.ndarray, ranks: np.ndarray) -> bool:
     return bool(np.all(later_q | ((qinv[1:] == qinv[:-1]) & (ranks[1:] >= ranks[:-1]))))
 
 
-def _repeats(keys: np.ndarray) -> bool:
-    """Whether a value occurs twice in ``keys``."""
+def _repeats(qinv: np.ndarray, codes: np.ndarray, n_codes: int) -> bool:
+    """Whether a (query, code) pair occurs twice: looked for among the rows of a code that occurs more than
+    once in the file (a few of a run's docids are candidates of several queries)."""
+    several = np.bincount(codes, minlength=n_codes)[codes] > 1
+    if not several.any():
+        return False
+    keys = qinv[several] * n_codes + codes[several]
     ordered = np.sort(keys)
     return bool(ordered.size > 1 and np.any(ordered[1:] == ordered[:-1]))
 

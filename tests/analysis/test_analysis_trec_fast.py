@@ -32,7 +32,7 @@ CASES: list[tuple[bytes, bool]] = [
     (GOOD.replace("\n", "\r\n").encode(), True),
     (BOM + GOOD.replace("\n", "\r\n").encode(), True),
     (GOOD.rstrip("\n").encode(), True),  # no newline at the end
-    (GOOD.replace("\n", "\n\n").encode(), True),  # blank lines
+    (GOOD.replace("\n", "\n\n").encode(), False),  # blank lines: the reference reader skips them
     # lines shuffled
     (b"q2 Q0 d9 1 0.25 t\nq1 Q0 d3 3 -1e-05 t\nq1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\n", True),
     (b"q1 Q0 d1 1 +1.5 t\nq1 Q0 d2 2 1. t\nq1 Q0 d3 3 .5 t\nq1 Q0 d4 04 1e-3 t\n", True),
@@ -241,3 +241,105 @@ def test_numpy_of_equals_pyarrows_own_conversion() -> None:
     assert string_array(ids).to_pylist() == ids and string_array([]).to_pylist() == []
     with pytest.raises(ValueError, match="2 values became 3 rows"):
         string_array(["a\nb", "c"])
+
+
+def _with_byte(line: bytes, field: int, byte: bytes, where: str) -> bytes:
+    """``line`` with ``byte`` before, inside (after the first character) or after its field ``field``."""
+    parts = line.rstrip(b"\n").split(b" ")
+    value = parts[field]
+    parts[field] = {"before": byte + value, "inside": value[:1] + byte + value[1:], "after": value + byte}[
+        where
+    ]
+    return b" ".join(parts) + b"\n"
+
+
+# the files the fast path sends to the reference reader since it stopped looking at every byte
+# (trec_fast's docstring): a byte out of 0x20-0x7e in each field, a second byte-order mark, an empty line at
+# each position; and line ends it reads itself (CRLF mixed with LF, a missing last line end)
+_LINE = b"q1 Q0 d1 1 3.5 t\n"
+_TWO = GOOD.encode()
+DEFERRED = [
+    _with_byte(_LINE, field, bytes([code]), where)
+    for field in range(6)
+    for code in (0x00, 0x01, 0x0B, 0x0C, 0x1B, 0x1F, 0x7F, 0x80, 0xE4, 0xFF)
+    for where in ("before", "inside", "after")
+] + [
+    _TWO + _with_byte(b"q2 Q0 d8 2 0.125 t\n", 5, b"\x01", "after"),  # in a later line's tag only
+    _TWO + _with_byte(b"q3 Q0 d8 1 0.125 t\n", 0, b"\x1f", "inside"),  # in a later query's id only
+    _TWO.replace(b"Q0 d3", b"Q0 d\x003"),  # in one docid of many
+    _TWO.replace(b"q1 Q0 d2", b"q1 \x0b d2"),  # as a whole Q0 field
+    BOM + BOM + _TWO,
+    BOM + b"\n" + _TWO,
+    b"\n" + _TWO,
+    b"\r\n" + _TWO,
+    _TWO.replace(b"\n", b"\n\n", 2),
+    _TWO.replace(b"\n", b"\n\r\n", 1),
+    _TWO + b"\n",
+    _TWO + b"\r\n",
+    _TWO + b"\n\n",
+    _TWO.replace(b"\n", b"\r\n") + b"\r\n",
+    _TWO.replace(b" 1 3.5", b" 1\t3.5"),  # a tab beside a number: pyarrow trims it
+    _TWO.replace(b" 3.5 t", b" 3.5\t t"),
+]
+READ_FAST = [
+    _TWO.replace(b"\n", b"\r\n", 2),  # CRLF and LF mixed
+    _TWO.replace(b"\n", b"\r\n", 1).rstrip(b"\n"),
+    _TWO.replace(b"\n", b"\r\n").rstrip(b"\r\n"),
+    _TWO.replace(b" t\n", b" ~!#$%&'()*+,-./:;<=>?@[\\]^_`{|}\n"),  # every printable byte in the tag
+]
+
+
+def test_the_fast_path_reads_exactly_the_plain_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file above gives the same run or the same error on both paths, and goes the path it should; the
+    qids of a shuffled file are coded by pyarrow's hash when their runs are many (trec_fast._MAX_RUNS)."""
+    from analysis.inputs import trec_fast
+
+    cases = [(data, False) for data in DEFERRED] + [(data, True) for data in READ_FAST]
+    shuffled = (
+        b"q2 Q0 d9 1 0.25 t\nq1 Q0 d3 3 -1e-05 t\nq3 Q0 d1 1 3.5 t\nq1 Q0 d1 1 3.5 t\nq1 Q0 d2 2 3.5 t\n"
+    )
+    path = tmp_path / "run.trec"
+    for data, fast in [*cases, (shuffled, True)]:
+        assert (read_fast(data) is not None) is fast, data
+        path.write_bytes(data)
+        monkeypatch.setenv("ANALYSIS_TREC_READER", "fast")
+        got = _outcome(path)
+        monkeypatch.setenv("ANALYSIS_TREC_READER", "reference")
+        assert got == _outcome(path), data
+    monkeypatch.setattr(trec_fast, "_MAX_RUNS", 2)
+    run = read_fast(shuffled)
+    assert run is not None and run.qids == ("q1", "q2", "q3") and run.offsets.tolist() == [0, 3, 4, 5]
+    assert run.docids() == ["d1", "d2", "d3", "d9", "d1"]
+
+
+def test_pyarrows_number_parsers_refuse_every_byte_out_of_the_printable_range() -> None:
+    """The fast path checks bytes below 0x20 and above 0x7e only in the id fields (trec_fast's docstring):
+    in a rank or a score, before, inside or after the number, pyarrow's parsers refuse every one of them but
+    the tab they trim (which the fast path searches the file for). Checked on this pyarrow, for every byte."""
+    import pyarrow as pa  # heavy: only here
+    import pyarrow.csv as pacsv
+
+    from analysis.inputs import trec_fast
+
+    def parsed(line: bytes) -> bool:
+        try:
+            pacsv.read_csv(
+                pa.py_buffer(line),
+                read_options=trec_fast._READ_ONE_BLOCK,
+                parse_options=trec_fast._PARSE,
+                convert_options=trec_fast._CONVERT,
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return False
+        return True
+
+    line = b"q1 Q0 d1 12 3.25 t\n"
+    assert parsed(line)
+    accepted = {
+        (field, code, where)
+        for field in (3, 4)
+        for code in [*range(0x20), *range(0x7F, 0x100)]
+        for where in ("before", "inside", "after")
+        if code not in (0x0A, 0x0D) and parsed(_with_byte(line, field, bytes([code]), where))
+    }
+    assert accepted == {(field, 0x09, where) for field in (3, 4) for where in ("before", "after")}
