@@ -5,11 +5,23 @@ collections look at what the test made."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
+from tests.support import figure_memo
 from tests.support.heap import freeze_long_lived
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     freeze_long_lived()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _figures_drawn_once() -> Iterator[None]:
+    """Each stage figure's numbers drawn once per process (tests/support/figure_memo.py), while this folder's
+    modules run: the in-process audits of the example study and its tampered clones recompute the same
+    figure unless a run changed."""
+    with figure_memo.installed():
+        yield
