@@ -28,7 +28,7 @@ from bench.audit.example import PLAN_TITLE
 from bench.audit.example import SETUP_FILES as EXAMPLE_SETUP_FILES
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
-from tests.support import figure_memo
+from tests.support import audit_memo
 from tests.support.heap import freeze_long_lived
 from tests.support.rehearsal import write_mini_beir
 
@@ -156,11 +156,11 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _figures_drawn_once() -> Iterator[None]:
-    """Each stage figure's numbers drawn once per process (tests/support/figure_memo.py), while this folder's
-    modules run: the audits here recompute the report of studies whose figures mostly did not change (three
-    figures, about 0.6 s CPU an audit)."""
-    with figure_memo.installed():
+def _audit_work_once() -> Iterator[None]:
+    """Each stage figure's numbers drawn, and the bundled sample read, once per process
+    (tests/support/audit_memo.py), while this folder's modules run: the audits here recompute the report of
+    studies whose figures mostly did not change (three figures, about 0.6 s CPU an audit)."""
+    with audit_memo.installed():
         yield
 
 
@@ -171,7 +171,7 @@ def study_repo(tmp_path_factory: pytest.TempPathFactory) -> StudyRepo:
     for name in STUDY_IMPORTS:  # imported, then frozen: the study's collections look at what it makes
         importlib.import_module(name)
     freeze_long_lived()
-    with figure_memo.installed():  # a session fixture starts before the modules' memo: its figures are kept
+    with audit_memo.installed():  # a session fixture starts before the modules' memo: its figures are kept
         return build_study_repo(tmp_path_factory.mktemp("audit-study"))
 
 

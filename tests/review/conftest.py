@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import figure_memo
+from tests.support import audit_memo
 from tests.support.heap import freeze_long_lived
 
 
@@ -19,9 +19,9 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _figures_drawn_once() -> Iterator[None]:
-    """Each stage figure's numbers drawn once per process (tests/support/figure_memo.py), while this folder's
-    modules run: the in-process audits of the example study and its tampered clones recompute the same
-    figure unless a run changed."""
-    with figure_memo.installed():
+def _audit_work_once() -> Iterator[None]:
+    """Each stage figure's numbers drawn, and the bundled sample read, once per process
+    (tests/support/audit_memo.py), while this folder's modules run: the in-process audits of the example
+    study and its tampered clones recompute the same figure unless a run changed."""
+    with audit_memo.installed():
         yield

@@ -1,4 +1,5 @@
-"""Stage figures drawn once per test process for each figure's numbers (tests/audit, tests/review).
+"""What the in-process audits of tests/audit and tests/review compute again and again, once per test process:
+each stage figure's drawing for its numbers, and the bundled sample that audit row 7 reads.
 
 Those folders run ``bench audit`` in process again and again on studies that differ in a manifest, a
 deviation or one run file: each audit's row 5 recomputes the whole report (``analysis report``) and compares
@@ -10,12 +11,18 @@ numbers it has not seen with the report's own ``stage_figure`` and keeps its byt
 drawn before get those bytes written to the new path, as drawing would. The numbers of a tampered run differ
 and are drawn. A key that does not compare equal to itself (a NaN in it) is simply drawn again.
 
-Only the tests install it (:func:`installed`, on ``analysis.reporting.report.stage_figure``, the name the
-report calls); ``analysis`` itself always draws.
+Audit row 7 (``bench.audit.committed.known_texts``) reads the repository's bundled MIRACL-de sample for the
+query texts and passage openings a committed file must not hold (about 0.15 s CPU an audit); no test of these
+folders changes that sample, so it is read once per process (``functools.cache``, as tests/doctor does for
+``bench.firststage.preflight``); a reading that fails is not kept.
+
+Only the tests install them (:func:`installed`, on ``analysis.reporting.report.stage_figure``, the name the
+report calls, and on ``bench.audit.committed.load_sample``); ``analysis`` and ``bench`` always draw and read.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,9 +30,12 @@ from pathlib import Path
 import pytest
 
 import analysis.reporting.report as report
+import bench.audit.committed as committed
 from analysis.figures.stage import StageFigure, stage_figure
+from bench.data.bundled import load_sample
 
 _DRAWN: dict[StageFigure, bytes] = {}
+_SAMPLE = functools.cache(load_sample)
 
 
 def memo_stage_figure(data: StageFigure, path: Path) -> Path:
@@ -42,7 +52,9 @@ def memo_stage_figure(data: StageFigure, path: Path) -> Path:
 
 @contextmanager
 def installed() -> Iterator[None]:
-    """The report's ``stage_figure`` is :func:`memo_stage_figure` inside the block."""
+    """The report's ``stage_figure`` is :func:`memo_stage_figure` and the audit's ``load_sample`` reads once,
+    inside the block."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(report, "stage_figure", memo_stage_figure)
+        patch.setattr(committed, "load_sample", _SAMPLE)
         yield
