@@ -11,6 +11,12 @@ import pytest
 
 from tests.support import audit_memo
 from tests.support.heap import freeze_long_lived
+from tests.support.pyforks import stand_in_python
+
+# what the reviewer's commands of test_review_env and `bench audit --example` (test_example) import first,
+# none of it heavy: the server imports it once; each run is still a process of this interpreter whose
+# sys.modules the tests read (the preloads among them, so one that imported torch would fail them all)
+REVIEW_PRELOAD = ("bench.cli", "bench.audit.cli", "bench.integrity.cli", "analysis.cli")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -25,3 +31,12 @@ def _audit_work_once() -> Iterator[None]:
     study and its tampered clones recompute the same figure unless a run changed."""
     with audit_memo.installed():
         yield
+
+
+@pytest.fixture(scope="session")
+def review_python() -> Iterator[str]:
+    """The stand-in for this environment's ``python`` whose runs fork from one server that has imported
+    :data:`REVIEW_PRELOAD` (tests/support/pyforks.py): a fresh process per run, its own argv, streams and
+    exit status, without each run importing the command line again."""
+    with stand_in_python("review", REVIEW_PRELOAD) as python:
+        yield python
