@@ -439,8 +439,12 @@ def plain_run(tag: str | None = None) -> re.Pattern[str]:
 _PLAIN_RUN = plain_run()
 
 
-def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str]) -> list[str]:
-    """Why a committed file under runs/ or results/ is not ids and numbers only (empty: fine)."""
+def file_problems(
+    rel: str, data: bytes, queries: list[str], prefixes: set[str], *, plain: bool = False
+) -> list[str]:
+    """Why a committed file under runs/ or results/ is not ids and numbers only (empty: fine). ``plain``: the
+    caller has matched the file to ``plain_run`` with a tag of plain columns (``tagged_plain``), which
+    implies the whole-file pattern, so that is not run a second time."""
     name = Path(rel).name
     if name in ALWAYS_ALLOWED:
         return []
@@ -467,7 +471,7 @@ def file_problems(rel: str, data: bytes, queries: list[str], prefixes: set[str])
         return [f"{rel}: not UTF-8 text"]
     problems: list[str] = []
     if suffix == ".trec":  # the column rule of the report's reader and trec_eval (analysis.inputs.columns)
-        bad = None if _PLAIN_RUN.fullmatch(text) else run_line_problem(text)
+        bad = None if plain or _PLAIN_RUN.fullmatch(text) else run_line_problem(text)
         if bad is not None:
             problems.append(f"{rel} line {bad[0]}: not a TREC run line (query Q0 passage rank score tag)")
         return problems
@@ -545,11 +549,28 @@ def _run_place(rel: str) -> str | None:
     return inner if inner.count("/") == 1 else None
 
 
-def run_tag_problems(rel: str, text: str) -> list[str]:
-    """Every line's run tag (the sixth column) must be what the file's place says, ``<stage>/<model>@<k>``:
-    a run file moved or swapped to another model's or depth's name is named (first offending line)."""
+_PLAIN_COLUMN = re.compile(_COL)
+
+
+def tagged_plain(rel: str, text: str) -> bool:
+    """Whether every line of the run file ``rel`` is a plain run line with the run tag its place says
+    (``plain_run(tag)``), the tag itself a plain column: such a file also matches the whole-file pattern of
+    ``file_problems`` (its tag column is text that ``_COL`` matches) and has no tag problem, so one pattern
+    over the file answers both checks (row 7: half the scanning of a study's run lines)."""
     expected = _run_place(rel)
-    if expected is None or plain_run(expected).fullmatch(text):
+    return (
+        expected is not None
+        and _PLAIN_COLUMN.fullmatch(expected) is not None
+        and plain_run(expected).fullmatch(text) is not None
+    )
+
+
+def run_tag_problems(rel: str, text: str, *, plain: bool = False) -> list[str]:
+    """Every line's run tag (the sixth column) must be what the file's place says, ``<stage>/<model>@<k>``:
+    a run file moved or swapped to another model's or depth's name is named (first offending line).
+    ``plain``: ``tagged_plain`` holds for the file (checked by the caller): no problem."""
+    expected = _run_place(rel)
+    if plain or expected is None or plain_run(expected).fullmatch(text):
         return []
     for lineno, line in enumerate(text.splitlines(), 1):
         cols = line.split()
@@ -577,9 +598,10 @@ def ids_only_row(root: Path) -> Row:
             problems.append(f"{rel}: tracked by git but missing here (`git checkout -- {rel}`)")
             continue
         data = path.read_bytes()
-        problems += file_problems(rel, data, queries, prefixes)
+        plain = rel.endswith(".trec") and tagged_plain(rel, data.decode("utf-8", errors="replace"))
+        problems += file_problems(rel, data, queries, prefixes, plain=plain)
         if rel.endswith(".trec"):
-            problems += run_tag_problems(rel, data.decode("utf-8", errors="replace"))
+            problems += run_tag_problems(rel, data.decode("utf-8", errors="replace"), plain=plain)
     study = study_files(files)
     if problems:
         return Row(7, check, "FAIL", f"{len(problems)} problem(s); first: {problems[0]}", tuple(problems))

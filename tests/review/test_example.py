@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,9 +21,10 @@ REVIEWING = REPO_ROOT / "docs" / "reviewing.md"
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`bench audit --example DIR` in a fresh interpreter: exit 3 (all OK but the timestamps), and nothing of
-    torch, transformers or openvino imported on the way."""
+def example(tmp_path_factory: pytest.TempPathFactory, review_python: str) -> Path:
+    """`bench audit --example DIR` in a process of its own (forked from tests/review/conftest.py's server,
+    whose preloads are light): exit 3 (all OK but the timestamps), and nothing of torch, transformers or
+    openvino imported on the way."""
     target = tmp_path_factory.mktemp("example") / "study"
     code = (
         "import sys\nfrom bench.cli import main\n"
@@ -32,7 +32,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "try:\n    main()\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
         f"print('HEAVY', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
+    done = subprocess.run([review_python, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert done.stdout.strip().splitlines()[-2:] == ["EXIT 3", "HEAVY []"], done.stdout[-3000:] + done.stderr
     assert "EXAMPLE study built in" in done.stdout
     return target

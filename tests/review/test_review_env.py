@@ -5,7 +5,6 @@ bench)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import tomllib
 from typing import Any
 
@@ -68,7 +67,7 @@ def test_review_group_holds_no_measuring_stack() -> None:
         ["bench", "timestamps", "verify"],
     ],
 )
-def test_reviewer_commands_import_no_torch(args: list[str]) -> None:
+def test_reviewer_commands_import_no_torch(args: list[str], review_python: str) -> None:
     code = (
         "import sys\n"
         f"from {'bench' if args[0] == 'bench' else 'analysis'}.cli import main\n"
@@ -76,5 +75,6 @@ def test_reviewer_commands_import_no_torch(args: list[str]) -> None:
         "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\n"
         f"print('HEAVY', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
+    # a process of this interpreter forked from tests/review/conftest.py's server (its preloads light)
+    done = subprocess.run([review_python, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
     assert done.stdout.strip().splitlines()[-1] == "HEAVY []", done.stdout[-2000:] + done.stderr[-2000:]
