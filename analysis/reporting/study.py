@@ -28,7 +28,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -431,10 +431,12 @@ def analyse_study(
     best_chosen: Callable[[list[StageResult]], None] | None = None,
 ) -> tuple[list[StageResult], dict[str, Any]]:
     """All stages' results and the inputs record (qrels and run SHA-256s, query count). The resample matrices
-    are drawn on a thread while the runs are read. ``best_chosen(stages)``: called as soon as the runs are
-    scored, before the reordering check, the intervals and the tests (the report starts plan check 2 there,
-    which needs only the best models), with copies of the stages that hold their best models
-    (:func:`best_models`; the same models :func:`analyse_stages` chooses after it)."""
+    are drawn on a thread while the runs are read; the statistics (:func:`analyse_stages`) run on a thread
+    beside the reordering check, which reads only the runs' ids (a break is raised first, as before).
+    ``best_chosen(stages)``: called as soon as the runs are scored, before the reordering check, the
+    intervals and the tests (the report starts plan check 2 there, which needs only the best models), with
+    copies of the stages that hold their best models (:func:`best_models`; the same models
+    :func:`analyse_stages` chooses)."""
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
         count = sum(len(judged) for judged in qrels.values())
@@ -445,18 +447,28 @@ def analyse_study(
             "(labels 1 and above mark relevant passages)"
         )
     judgments = Judgments.from_qrels(qrels)
-    drawn = soon("resamples", draw_resamples, len(judgments.qids))
     n = len(judgments.qids)
-    loaded = None if best_chosen is None else lambda stages: best_chosen(best_models(stages, n))
+    drawn = soon("resamples", draw_resamples, n)
+    analysed: list[Future[None]] = []
+
+    def loaded(stages: list[StageResult]) -> None:
+        if best_chosen is not None:
+            best_chosen(best_models(stages, n))
+        analysed.append(soon("statistics", _analyse_drawn, drawn, stages, n))
+
     stages = load_stages(runs_dir, judgments, loaded=loaded)
-    drawn.result()
-    analyse_stages(stages, n)
+    analysed[0].result()
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
         "queries": len(judgments.qids),
         "measures": list(MEASURES),
     }
     return stages, inputs
+
+
+def _analyse_drawn(drawn: Future[None], stages: list[StageResult], n: int) -> None:
+    drawn.result()
+    analyse_stages(stages, n)
 
 
 def analyse_stages(
