@@ -1,9 +1,11 @@
 """Work started now on a daemon thread, its result taken later: :func:`soon`.
 
-``analysis report`` makes the code record and draws the resample matrices while the runs are read, and runs
-plan check 2 beside the statistics (:mod:`analysis.reporting.report`): Python work that overlaps work which
-runs without the interpreter lock (pyarrow's CSV reader, hashing, numpy). A daemon thread, so that a report
-that fails on bad input exits at once instead of waiting for work whose result nobody takes.
+``analysis report`` makes the code record and draws the resample matrices while the runs are read, and once
+they are scored runs plan check 2 and the statistics beside the reordering check
+(:mod:`analysis.reporting.report`, :func:`analysis.reporting.study.analyse_study`): Python work that
+overlaps work which runs without the interpreter lock (pyarrow's CSV reader, hashing, numpy). A daemon
+thread, so that a report that fails on bad input exits at once instead of waiting for work whose result
+nobody takes.
 """
 
 from __future__ import annotations

@@ -191,7 +191,10 @@ def reordering_break(
     else:
         where = {q: i for i, q in enumerate(f.qids)}
         fq_of = np.fromiter((where.get(q, -1) for q in run.qids), dtype=np.int64, count=len(run.qids))
-    r_query, r_pos = _positions(run)
+    if run.qids == f.qids and np.array_equal(run.offsets, f.offsets):  # as many rows per query: the same
+        r_query, r_pos = index.query, index.pos
+    else:
+        r_query, r_pos = _positions(run)
     if codes is None:
         codes = name_codes(f, [run])[0]
     code = codes[run.codes]  # the first-stage code of each row's id, -1: not in the first-stage run

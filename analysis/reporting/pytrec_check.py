@@ -122,22 +122,34 @@ def _as_table(run: RunLike) -> RunTable:
 def _scored(table: RunTable, rank_faithful: bool) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     bounds = table.offsets.tolist()
+    sizes = np.diff(table.offsets)
+    # rank-faithful: the scores -rank (0.0, -1.0, ...), each query's from one list
+    ranks = [float(-r) for r in range(int(sizes.max()) if len(sizes) else 0)]
     scores = table.scores.tolist()
     for i, q in enumerate(table.qids):
         a, b = bounds[i], bounds[i + 1]
         if b == a:
             continue
-        values = [float(-r) for r in range(b - a)] if rank_faithful else scores[a:b]
+        values = ranks[: b - a] if rank_faithful else scores[a:b]
         out[q] = dict(zip(table.docids[a:b], values, strict=True))
     return out
 
 
-def pytrec_ndcg10(
-    qrels: Mapping[str, Mapping[str, int]], run: RunLike, *, rank_faithful: bool = True
-) -> dict[str, float]:
-    """pytrec_eval ``ndcg_cut_10`` per qrels query (0 for queries missing from the run)."""
+def _evaluator(qrels: Mapping[str, Mapping[str, int]]) -> Any:
     pytrec_eval = _import_pytrec_eval()
-    evaluator = pytrec_eval.RelevanceEvaluator({q: dict(v) for q, v in qrels.items()}, {"ndcg_cut_10"})
+    return pytrec_eval.RelevanceEvaluator({q: dict(v) for q, v in qrels.items()}, {"ndcg_cut_10"})
+
+
+def pytrec_ndcg10(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: RunLike,
+    *,
+    rank_faithful: bool = True,
+    evaluator: Any = None,
+) -> dict[str, float]:
+    """pytrec_eval ``ndcg_cut_10`` per qrels query (0 for queries missing from the run). ``evaluator``: a
+    ``RelevanceEvaluator`` of ``qrels`` for ``ndcg_cut_10`` to reuse (made here if None)."""
+    evaluator = evaluator if evaluator is not None else _evaluator(qrels)
     result = evaluator.evaluate(_scored(_as_table(run), rank_faithful))
     return {q: float(result[q]["ndcg_cut_10"]) if q in result else 0.0 for q in qrels}
 
@@ -156,17 +168,23 @@ def _worst(ours: Mapping[str, float], theirs: Mapping[str, float]) -> tuple[floa
 
 
 def compare_with_pytrec_eval(
-    qrels: Mapping[str, Mapping[str, int]], run: RunLike, *, judgments: Judgments | None = None
+    qrels: Mapping[str, Mapping[str, int]],
+    run: RunLike,
+    *,
+    judgments: Judgments | None = None,
+    evaluator: Any = None,
 ) -> PytrecComparison:
     """Plan check 2 on one run (a mapping qid -> [(docid, score)] in rank order, or a :class:`RunTable`).
-    ``judgments``: ``Judgments.from_qrels(qrels)`` if the caller has it already."""
+    ``judgments``: ``Judgments.from_qrels(qrels)`` if the caller has it already; ``evaluator``: pytrec_eval's
+    evaluator of ``qrels`` (see :func:`pytrec_ndcg10`)."""
     table = _as_table(run)
     judgments = judgments or Judgments.from_qrels(qrels)
     ours = dict(
         zip(judgments.qids, evaluate_table(judgments, table, ["ndcg@10"])["ndcg@10"].tolist(), strict=True)
     )
-    theirs = pytrec_ndcg10(qrels, table)
-    raw = pytrec_ndcg10(qrels, table, rank_faithful=False)
+    evaluator = evaluator if evaluator is not None else _evaluator(qrels)
+    theirs = pytrec_ndcg10(qrels, table, evaluator=evaluator)
+    raw = pytrec_ndcg10(qrels, table, rank_faithful=False, evaluator=evaluator)
     n = len(qrels)
     max_diff, worst = _worst(ours, theirs)
     tied = _tied_queries(table)
@@ -218,11 +236,12 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]
         return {**verdict, "passed": None, "verdict": "NOT RUN", "not_run": str(exc), "runs": []}
     qrels = read_qrels(qrels_path)
     judgments = Judgments.from_qrels(qrels)
+    evaluator = _evaluator(qrels)  # one for every run (pytrec_eval's evaluate keeps no state between runs)
     results = []
     for s in stages:
         run = checked_run(s)
         table = read_run_table(runs_dir / run.path, qrels_qids=qrels.keys())
-        comparison = compare_with_pytrec_eval(qrels, table, judgments=judgments)
+        comparison = compare_with_pytrec_eval(qrels, table, judgments=judgments, evaluator=evaluator)
         results.append({"stage": s.stage, "run": run.path, **comparison.as_dict()})
     verdicts = {r["verdict"] for r in results}
     overall = "FAIL" if "FAIL" in verdicts else "NOT COMPARED" if "NOT COMPARED" in verdicts else "PASS"

@@ -422,7 +422,7 @@ def _write_report_locked(
     record = code_record_soon()  # made while the runs are read
     checks: dict[str, Future[dict[str, Any]]] = {}
 
-    def start_check(stages: list[StageResult]) -> None:  # beside the intervals and tests
+    def start_check(stages: list[StageResult]) -> None:  # beside the reordering check, intervals and tests
         checks["plan_check_2"] = soon("plan-check-2", check_stages, runs_dir, qrels_path, stages)
 
     stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)

@@ -28,9 +28,9 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ __all__ = [
     "StageResult",
     "analyse_stages",
     "analyse_study",
+    "best_models",
     "default_flags",
     "discover_runs",
     "flag_note",
@@ -343,9 +344,12 @@ def thread_count(jobs: int) -> int:
     return 1 if jobs < 8 else max(1, min(_usable_cpus(), 4))
 
 
-def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
+def load_stages(
+    runs_dir: Path, judgments: Judgments, *, loaded: Callable[[list[StageResult]], None] | None = None
+) -> list[StageResult]:
     """Read, validate and score every run of the study (no statistics yet); files are read on threads
-    (:func:`thread_count`), or in parallel processes (forkserver) when :func:`worker_count` says so."""
+    (:func:`thread_count`), or in parallel processes (forkserver) when :func:`worker_count` says so.
+    ``loaded(stages)`` is called once every run is scored, before the reordering check."""
     layout = discover_runs(runs_dir)
     jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
     for stage, (first_path, reranked) in layout.items():
@@ -381,6 +385,8 @@ def load_stages(runs_dir: Path, judgments: Judgments) -> list[StageResult]:
     for stage, (_, reranked) in layout.items():
         stages.append(StageResult(stage, results[i], results[i + 1 : i + 1 + len(reranked)]))
         i += 1 + len(reranked)
+    if loaded is not None:
+        loaded(stages)
     check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
     return stages
 
@@ -424,8 +430,13 @@ def analyse_study(
     *,
     best_chosen: Callable[[list[StageResult]], None] | None = None,
 ) -> tuple[list[StageResult], dict[str, Any]]:
-    """All stages' results and the inputs record (qrels and run SHA-256s, query count). ``best_chosen``: see
-    :func:`analyse_stages`. The resample matrices are drawn on a thread while the runs are read."""
+    """All stages' results and the inputs record (qrels and run SHA-256s, query count). The resample matrices
+    are drawn on a thread while the runs are read; the statistics (:func:`analyse_stages`) run on a thread
+    beside the reordering check, which reads only the runs' ids (a break is raised first, as before).
+    ``best_chosen(stages)``: called as soon as the runs are scored, before the reordering check, the
+    intervals and the tests (the report starts plan check 2 there, which needs only the best models), with
+    copies of the stages that hold their best models (:func:`best_models`; the same models
+    :func:`analyse_stages` chooses)."""
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
         count = sum(len(judged) for judged in qrels.values())
@@ -436,16 +447,28 @@ def analyse_study(
             "(labels 1 and above mark relevant passages)"
         )
     judgments = Judgments.from_qrels(qrels)
-    drawn = soon("resamples", draw_resamples, len(judgments.qids))
-    stages = load_stages(runs_dir, judgments)
-    drawn.result()
-    analyse_stages(stages, len(judgments.qids), best_chosen=best_chosen)
+    n = len(judgments.qids)
+    drawn = soon("resamples", draw_resamples, n)
+    analysed: list[Future[None]] = []
+
+    def loaded(stages: list[StageResult]) -> None:
+        if best_chosen is not None:
+            best_chosen(best_models(stages, n))
+        analysed.append(soon("statistics", _analyse_drawn, drawn, stages, n))
+
+    stages = load_stages(runs_dir, judgments, loaded=loaded)
+    analysed[0].result()
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
         "queries": len(judgments.qids),
         "measures": list(MEASURES),
     }
     return stages, inputs
+
+
+def _analyse_drawn(drawn: Future[None], stages: list[StageResult], n: int) -> None:
+    drawn.result()
+    analyse_stages(stages, n)
 
 
 def analyse_stages(
@@ -456,8 +479,8 @@ def analyse_stages(
     best_chosen: Callable[[list[StageResult]], None] | None = None,
 ) -> None:
     """Fill intervals, families, best models and winners of ``stages`` in place (runs already scored).
-    ``best_chosen(stages)`` is called once the best models are chosen, before the intervals and tests (the
-    report starts plan check 2 there, which needs only the best models).
+    ``best_chosen(stages)`` is called once the best models are chosen, before the intervals and tests
+    (:func:`analyse_study` hands them out earlier, with :func:`best_models`).
 
     Idempotent: earlier families, best models and winners are replaced.
     """
@@ -480,8 +503,9 @@ def analyse_stages(
     for a, b in pairs:  # comparisons stay within a stage, so never across corpora
         require_same_corpus(a.stage, b.stage)
     if pairs:
-        d = np.column_stack(
-            [paired_differences(a.per_query[MAIN_METRIC], b.per_query[MAIN_METRIC]) for a, b in pairs]
+        d = paired_differences(  # column by column (elementwise): one call for every pair
+            np.column_stack([a.per_query[MAIN_METRIC] for a, _ in pairs]),
+            np.column_stack([b.per_query[MAIN_METRIC] for _, b in pairs]),
         )
         p_all = randomisation_p_values(d)
         diff_all = np.array([a.means[MAIN_METRIC] - b.means[MAIN_METRIC] for a, b in pairs])
@@ -496,6 +520,18 @@ def analyse_stages(
         )
         start = stop
     _choose_winners(stages)
+
+
+def best_models(stages: list[StageResult], n: int) -> list[StageResult]:
+    """Copies of ``stages`` (the same runs) with their best models chosen as :func:`analyse_stages` chooses
+    them, for work that needs only the best models to start beside the rest of the analysis (which replaces
+    the best models of ``stages`` while it runs, so the copies keep their own). Marks the runs that are not
+    rated, as :func:`analyse_stages` does."""
+    copies = [replace(s, families=[], best={}, winner={}) for s in stages]
+    for s in copies:
+        mark_incomplete(s, n)
+    _plan_families(copies)
+    return copies
 
 
 def _plan_families(

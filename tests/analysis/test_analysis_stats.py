@@ -17,6 +17,7 @@ from analysis.stats.resampling import (
     bootstrap_indices,
     bootstrap_intervals,
     bootstrap_means,
+    linear_quantiles,
     paired_differences,
     percentile_interval,
     randomisation_p_exact,
@@ -86,6 +87,17 @@ def test_bootstrap_intervals_are_the_quantiles_of_the_bootstrap_means_bit_for_bi
         written = percentile_interval(bootstrap_means(values)).T
         assert np.array_equal(bootstrap_intervals(values), written), (n, k)
         assert np.array_equal(bootstrap_intervals(values[:, 0]), written[0]), (n, k)
+    # linear_quantiles (bootstrap_intervals' own numpy.quantile) against numpy's, bit for bit (signed zeros
+    # too): ties, one and two values, quantiles 0 and 1, on both sides of numpy's lerp switch at 0.5
+    for m, k in [(10_000, 3), (1, 2), (2, 2), (7, 4), (40, 1)]:
+        rows = rng.random((k, m)) * rng.choice([-1.0, 1e-300, 1e10])
+        rows[0] = np.rint(rows[0] * 4) / 4
+        rows[:, 0] = -0.0
+        for q in ([0.025, 0.975], [(1 - 0.95) / 2, 1 - (1 - 0.95) / 2], [0.0, 1.0], [0.5], rng.random(5)):
+            q = np.asarray(q, dtype=np.float64)
+            expected = np.quantile(rows, q, axis=1, method="linear")
+            got = linear_quantiles(rows.copy(), q)
+            assert expected.shape == got.shape and np.array_equal(expected.view(np.int64), got.view(np.int64))
 
 
 def test_bootstrap_means_are_exact_with_python_integers() -> None:

@@ -13,7 +13,7 @@ from analysis.core.plan import SEED, STANDIN_MARK, is_standin
 from analysis.inputs.trec import read_run, write_run
 from analysis.int8.rehearsal import cpu_flags_text, int8_rehearsal_section, read_int8_record
 from analysis.reporting.report import write_report
-from analysis.reporting.study import analyse_study
+from analysis.reporting.study import StageResult, analyse_study
 from analysis.simulation.synthetic import write_study
 
 Qrels = dict[str, dict[str, int]]
@@ -39,7 +39,11 @@ def test_paired_panel_equals_scipy_paired_bootstrap_and_holm(study: Path, miracl
     from analysis.figures.stage import VERDICT_MARKERS
     from analysis.reporting.study import paired_differences_vs_first
 
-    stages, _ = analyse_study(study, miracl_qrels_path)
+    handed: list[list[StageResult]] = []
+    stages, _ = analyse_study(study, miracl_qrels_path, best_chosen=handed.append)
+    # plan check 2 starts with copies of the stages that hold the best models the statistics choose later
+    assert [s.best for s in handed[0]] == [s.best for s in stages] and stages[0].best
+    assert all(a is not b and a.runs is b.runs for a, b in zip(handed[0], stages, strict=True))
     stage = stages[0]
     rows = paired_differences_vs_first(stage)
     assert len(rows) == len(stage.runs) == 4
