@@ -38,12 +38,16 @@ REHEARSAL_FILES = (
 ONE_WORKER_FOLDERS = ("tests/audit/", "tests/equality/", "tests/hygiene/")
 # the longest units, longest first (docs/performance.md has their figures); then xdist's order
 FIRST = (
-    REHEARSAL,
     "tests/runbook/test_runbook.py",
-    "tests/audit",
-    "tests/equality",
+    REHEARSAL,
     "tests/rehearse/test_quantize_child.py",
+    "tests/equality",
+    "tests/audit",
     "tests/int8/test_isa_benchmark.py",
+    "tests/review/test_fresh_clone.py",
+    "tests/hygiene",
+    "tests/test_liblog.py",
+    "tests/review/test_example.py",
 )
 
 
