@@ -91,9 +91,10 @@ def run_first_stages(
 ) -> dict[str, dict[str, Any]]:
     """stage -> {"status": "ran"|"refused", ...} for every plan stage, in plan order.
 
-    ``stop_later``: once every stage is done, the server's stop (SIGTERM, then the wait for its exit, about
-    2 s for Typesense 0.24.1) is handed to it (the rehearsal runs it on a thread while it reranks and waits
-    for it before it ends); without it, or when a stage fails or is interrupted, the server stops here."""
+    ``stop_later``: once every stage is done, the server's stop (immediate for the temporary data directory;
+    SIGTERM and about 2 s of waiting for a kept one, bench.firststage.server._stop) is handed to it (the
+    rehearsal runs it on a thread while it reranks and waits for it before it ends); without it, or when a
+    stage fails or is interrupted, the server stops here."""
     state, todo = _earlier_state(out_dir, log)
     if not todo:
         return {s: state[s] for s in STAGES}

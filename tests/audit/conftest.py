@@ -148,7 +148,8 @@ def rehearsal_quality_phase(
             log=lambda m: None,
             stop_later=stops.append,
         )
-    # the server's graceful stop (about 2 s of waiting) runs beside the quality phase, as in the rehearsal
+    # the server's stop runs beside the quality phase, as in the rehearsal (immediate for a temporary data
+    # directory; a kept one's graceful stop waits about 2 s)
     stopping = [threading.Thread(target=stop, name="study-typesense-stop") for stop in stops]
     for thread in stopping:
         thread.start()

@@ -643,9 +643,9 @@ class EarlyTypesense:
         return self.server
 
     def close(self) -> None:
-        """Stop the server on its thread without waiting: Typesense's graceful stop takes 1.8 s, mostly
-        waiting (2026-12-06), which the worker spends on its next test; if the process ends first, the
-        launcher's parent-death rule kills the server (bench.firststage.launcher)."""
+        """Stop the server on its thread without waiting (a server of a temporary data directory is killed at
+        once, bench.firststage.server._stop; one of a kept directory stops gracefully in about 1.9 s); if the
+        process ends first, the launcher's parent-death rule kills the server (bench.firststage.launcher)."""
         self._stop.set()
 
 
