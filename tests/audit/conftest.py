@@ -33,6 +33,7 @@ from tests.conftest import REPO_ROOT, git
 from tests.support import audit_memo
 from tests.support.heap import freeze_long_lived
 from tests.support.rehearsal import write_mini_beir
+from tests.support.typesense import EarlyTypesense
 
 # the files the example study copies, plus the analysis code and lock that audit row 10 digests
 SETUP_FILES = (*EXAMPLE_SETUP_FILES, "analysis", "uv.lock")
@@ -55,52 +56,26 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-class EarlyTypesense:
-    """The study's PyPI Typesense (``local_typesense``, what ``run_first_stages`` starts), started on a thread
-    of its own when the study repository is begun, so that its start (1-3 s, mostly waiting for the server's
-    health) overlaps the copies, commits and code record before the rehearsal. ``context`` stands in for
-    ``bench.rehearse.firststages.server_context``: it waits for the server and, on leaving, stops it and
-    waits for its exit (the rehearsal's ``stop_later`` runs that beside the quality phase)."""
+class StudyTypesense(EarlyTypesense):
+    """The study's PyPI Typesense (what ``run_first_stages`` starts), started when the study repository is
+    begun, so that its start overlaps the copies, commits and code record before the rehearsal. ``context``
+    stands in for ``bench.rehearse.firststages.server_context``: it waits for the server and, on leaving,
+    stops it and waits for its exit (the rehearsal's ``stop_later`` runs that beside the quality phase)."""
 
     def __init__(self) -> None:
-        self.server: Any = None
-        self.error: BaseException | None = None
-        self._ready, self._stop = threading.Event(), threading.Event()
-        # the thread outlives the server, as local_typesense needs (the parent-death signal follows it)
-        self._thread = threading.Thread(target=self._run, name="study-typesense", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        from bench.firststage.server import local_typesense
-
-        try:
-            with local_typesense() as server:
-                self.server = server
-                self._ready.set()
-                self._stop.wait()
-        except BaseException as exc:  # raised by context(), in the rehearsal
-            self.error = exc
-        finally:
-            self._ready.set()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__("the study's Typesense", "study-typesense")
 
     @contextmanager
     def context(self, port: int | None) -> Iterator[Any]:
         assert port is None, "the study's rehearsal chooses no port"
-        self._ready.wait()
         try:
-            if self.server is None:
-                raise AssertionError(f"the study's Typesense did not start: {self.error!r}")
-            yield self.server
+            yield self.wait()
         finally:
-            self.close()
+            self.stop(wait=True)
 
 
 def rehearsal_quality_phase(
-    directory: Path, dataset: Path, root: Path, typesense: EarlyTypesense | None = None
+    directory: Path, dataset: Path, root: Path, typesense: StudyTypesense | None = None
 ) -> Path:
     """The first part of ``bench rehearse`` with the rehearsal's own functions: lock check, inputs, the
     first stages on the PyPI Typesense, the quality phase with the stand-in (journal, run files), with
@@ -174,14 +149,14 @@ def rehearsal_quality_phase(
 
 
 def build_study_repo(base: Path) -> StudyRepo:
-    typesense = EarlyTypesense()  # its start overlaps the history's first commits
+    typesense = StudyTypesense()  # its start overlaps the history's first commits
     try:
         return _build_study_repo(base, typesense)
     finally:
-        typesense.close()  # when the rehearsal did not get to it
+        typesense.stop(wait=True)  # when the rehearsal did not get to it
 
 
-def _build_study_repo(base: Path, typesense: EarlyTypesense) -> StudyRepo:
+def _build_study_repo(base: Path, typesense: StudyTypesense) -> StudyRepo:
     root = base / "study"
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")

@@ -41,7 +41,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -54,7 +53,7 @@ from tests.support.loopback import Loopback, Response
 from tests.support.messages_api import MessagesServer
 from tests.support.pyforks import Interpreters
 from tests.support.pyforks_spawn import socket_path
-from tests.support.typesense import IGNORED_0241
+from tests.support.typesense import IGNORED_0241, EarlyTypesense
 from tests.support.voyage_api import FakeVoyage, first_stage_order
 
 PLAN_TITLE = "Measurement plan: German rerankers on MIRACL-de (round 1)"
@@ -607,48 +606,6 @@ def log_a_deviation(study: Study) -> None:
 BEFORE_STEP = {"stamp-later": log_a_deviation}
 
 
-class EarlyTypesense:
-    """The loopback Typesense of `docker compose up -d typesense`, started on a thread of its own when the
-    study is made (its start, 1-3 s of waiting for the server's health, overlaps the fork server's imports),
-    handed to the chain by that command (``start_typesense``) and stopped with the study. The chain's
-    commands see it only from that command on: it is named to them there."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.server: Any = None
-        self.error: BaseException | None = None
-        self._ready, self._stop = threading.Event(), threading.Event()
-        # the thread outlives the server, as local_typesense needs (the parent-death signal follows it)
-        self._thread = threading.Thread(target=self._run, name="runbook-typesense", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        from bench.firststage.server import local_typesense
-
-        try:
-            with local_typesense() as server:
-                self.server = server
-                self._ready.set()
-                self._stop.wait()
-        except BaseException as exc:  # the step that needs the server reports it
-            self.error = exc
-        finally:
-            self._ready.set()
-
-    def wait(self) -> Any:
-        self._ready.wait()
-        if self.server is None:
-            raise AssertionError(f"the loopback Typesense did not start: {self.error!r}")
-        return self.server
-
-    def close(self) -> None:
-        """Stop the server on its thread without waiting (a server of a temporary data directory is killed at
-        once, bench.firststage.server._stop; one of a kept directory stops gracefully in about 1.9 s); if the
-        process ends first, the launcher's parent-death rule kills the server (bench.firststage.launcher)."""
-        self._stop.set()
-
-
 def start_typesense(study: Study, stack: ExitStack) -> None:
     if "BENCH_TYPESENSE_URL" in study.env and study.env.get("_TYPESENSE_STARTED") == "1":
         return
@@ -796,7 +753,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
     warming = start_reference_servers(env) if interpreters is not None else []
     if make_repo(base) != root:
         raise AssertionError(f"make_repo made the study elsewhere than {root}")
-    typesense = EarlyTypesense()  # its start overlaps the imports below
+    # the loopback Typesense of `docker compose up -d typesense`, handed to the chain by that command
+    # (start_typesense); its start overlaps the imports below
+    typesense = EarlyTypesense("the loopback Typesense", "runbook-typesense")
     if forks is not None:
         forks.start(dict(env), str(root))  # its imports overlap the reference servers' and the first steps
     if forks is not None and interpreters is not None:
@@ -813,7 +772,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
             typesense=typesense,
         )
     finally:
-        typesense.close()
+        typesense.stop(wait=False)
         if status_forks is not None:
             status_forks.close()
         for proc in warming:

@@ -10,7 +10,10 @@ what the module made when it ends. Tests that kill, restart or time a server sta
 
 from __future__ import annotations
 
-from bench.firststage.server import TypesenseServer
+import threading
+from typing import Any
+
+from bench.firststage.server import TypesenseServer, local_typesense
 
 # What the probes find on the PyPI Typesense 0.24.1 (field notes, D-042), shared by the probe tests and the
 # runbook's `bench doctor first-stages`: stemming, stop-word sets, ef, hnsw_params and hybrid need 26.0 or
@@ -44,3 +47,45 @@ def drop_collections(server: TypesenseServer) -> list[str]:
     for name in names:
         server.request("DELETE", f"/collections/{name}", ok=(200, 404))
     return names
+
+
+class EarlyTypesense:
+    """A PyPI Typesense (``local_typesense``: free ports, a temporary data directory) started on a thread of
+    its own as soon as this is made, so that its start (1-3 s, mostly waiting for the server's health)
+    overlaps the caller's other set-up: the runbook chain's loopback server (tests/runbook) and the audit's
+    committed study's (tests/audit). ``what`` names it in the error of a failed start."""
+
+    def __init__(self, what: str, thread_name: str) -> None:
+        self.what = what
+        self.server: Any = None
+        self.error: BaseException | None = None
+        self._ready, self._stop = threading.Event(), threading.Event()
+        # the thread outlives the server, as local_typesense needs (the parent-death signal follows it)
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with local_typesense() as server:
+                self.server = server
+                self._ready.set()
+                self._stop.wait()
+        except BaseException as exc:  # raised by wait(), to the step that needs the server
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def wait(self) -> Any:
+        """The running server, once it is healthy; AssertionError if it did not start."""
+        self._ready.wait()
+        if self.server is None:
+            raise AssertionError(f"{self.what} did not start: {self.error!r}")
+        return self.server
+
+    def stop(self, *, wait: bool) -> None:
+        """Stop the server on its thread (a server of a temporary data directory is killed at once,
+        bench.firststage.server._stop); with ``wait``, until it has ended. Without, if the process ends first,
+        the launcher's parent-death rule kills the server (bench.firststage.launcher)."""
+        self._stop.set()
+        if wait:
+            self._thread.join()
