@@ -64,8 +64,9 @@ _PARSE = pacsv.ParseOptions(
 # encoding them afterwards); a file of several blocks has one dictionary per block (_encoded). q0 and tag are
 # never used (their bytes, their emptiness and the one tag are checked on whole columns): plain values,
 # which convert in less time than a dictionary (full-size study: 13.5 -> 10.5 ms CPU a file). Every column
-# binary: the file is ASCII (_plain_text), so pyarrow's UTF-8 check of each string is not needed; the docid
-# dictionary is viewed as strings afterwards (_as_strings)
+# binary: pyarrow's UTF-8 check of each string is not needed, since an accepted file is printable ASCII
+# (_printable_ids, by the module docstring's argument); the docid dictionary is viewed as strings afterwards
+# (_as_strings)
 _IDS = pa.dictionary(pa.int32(), pa.binary())
 _CONVERT = pacsv.ConvertOptions(
     column_types={
@@ -194,8 +195,8 @@ def _encoded(col: pa.ChunkedArray) -> pa.DictionaryArray:
 
 
 def _as_strings(values: pa.Array) -> pa.Array:
-    """A binary array of ASCII values (:func:`_plain_text`) as the string array of the same buffers (no copy,
-    no UTF-8 check: ASCII is UTF-8)."""
+    """A binary array of ASCII values (checked by :func:`_printable_ids`) as the string array of the same
+    buffers (no copy, no UTF-8 check: ASCII is UTF-8)."""
     return pa.Array.from_buffers(pa.string(), len(values), values.buffers(), offset=values.offset)
 
 

@@ -7,6 +7,7 @@ Typesense server is up) and `--resume`."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import tempfile
@@ -22,7 +23,6 @@ from tests.support.rehearsal import (
     ROOT,
     SHARED_QUERIES,
     STOP_WORD_QUERY,
-    UNSET,
     Rehearsal,
     servers_under,
     wait_for_server,
@@ -202,12 +202,12 @@ def test_ctrl_c_then_resume(
     assert manifest["sessions"][-1]["status"] == "interrupted"
     # the resume in this process (what it checks is the resumed folder, not a process boundary): a process of
     # its own imports torch, transformers, sentence-transformers, OpenVINO and matplotlib once more; here
-    # they are imported once per worker. With the interrupted run's cache and TMPDIR and no API key, as
-    # rehearsal.env gave the interrupted run; no time limit of its own (pytest's timeout is the guard)
-    for name in UNSET:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(rehearsal.cache))
-    monkeypatch.setenv("TMPDIR", str(tmp))
+    # they are imported once per worker. In the interrupted run's environment (``env``: its cache, TMPDIR,
+    # no API key); no time limit of its own (pytest's timeout is the guard)
+    for name in set(os.environ) - set(env):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     resumed = CliRunner().invoke(cli, ["rehearse", "--resume", str(out)])
     assert resumed.exit_code == 0, resumed.output + (resumed.stderr or "")
