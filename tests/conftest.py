@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -169,3 +170,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from tests.support.xdist_groups import check_rehearsal_users
 
     check_rehearsal_users(items)
+
+
+# gc in the test processes: the objects that exist after collection (torch, transformers, the collected
+# items: about 4,000 modules) move to the permanent generation, and the young generations are collected less
+# often (20,000 allocations instead of 700). tests/analysis alone: 8,574 collections, 3.1 s -> 352, 1.2 s.
+# Product code and the subprocesses the tests start keep Python's defaults.
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
