@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
+import logging
 import os
 import subprocess
 import sys
@@ -183,3 +185,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+# An xdist worker ends without the interpreter's finalisation: with torch, transformers and the collected
+# tests loaded, Python's last garbage collections and module teardown take 2 to 10 s after the last test,
+# and the main process waits for them (xdist's node teardown) before it reports. Registered at this import,
+# the hook runs after every atexit function registered later (torch's, weakref finalizers, the tests' own)
+# and only once the worker has unconfigured normally; it flushes the logging handlers and streams first.
+_UNCONFIGURED: list[bool] = []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _UNCONFIGURED.append(True)
+
+
+def _end_worker_now() -> None:
+    if not _UNCONFIGURED:  # an abnormal end: the interpreter's own exit says what happened
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()
+    os._exit(0)
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    atexit.register(_end_worker_now)
