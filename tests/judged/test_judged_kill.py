@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def _judge_in_a_fork(prepared: Path, env: dict[str, str]) -> int:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # not pytest's capture
         os.environ.clear()
         os.environ.update(env)
         run_judge(prepared, client=make_client(timeout=60.0), sleep=lambda s: None)
