@@ -99,7 +99,10 @@ def file_versions(root: Path, path: str) -> list[FileVersion]:
     for (commit, date), blob in zip(commits, blobs_at(root, [c for c, _ in commits], path), strict=True):
         if blob is not None and blob not in seen:
             seen[blob] = (commit, date)
-    return [FileVersion(c, d, path, run_git(root, "cat-file", "blob", b)) for b, (c, d) in seen.items()]
+    data = _cat_batch(root, list(seen))  # every version's bytes in one git call, not one call each
+    if any(kind != b"blob" for kind, _ in data.values()):
+        raise BenchError(f"`git cat-file --batch` in {root}: a version of {path} is not readable")
+    return [FileVersion(c, d, path, data[b][1]) for b, (c, d) in seen.items()]
 
 
 def first_commit(root: Path) -> str:
@@ -118,24 +121,38 @@ def show_file(root: Path, commit: str, path: str) -> bytes:
     return run_git(root, "show", f"{commit}:{path}")
 
 
-def show_files(root: Path, commit: str, paths: list[str]) -> dict[str, bytes]:
-    """The bytes of each of ``paths`` in ``commit`` (as ``show_file``), in one git call; BenchError naming
-    the first path that is not a file there."""
-    if not paths:
-        return {}
-    query = "".join(f"{commit}:{p}\n" for p in paths).encode()
+def _cat_batch(root: Path, names: list[str]) -> dict[str, tuple[bytes, bytes]]:
+    """(object type, bytes) of each of ``names`` (``COMMIT:PATH`` or an object id) in one ``git cat-file
+    --batch`` call; a name git does not find has the type ``missing`` and no bytes."""
+    query = "".join(f"{n}\n" for n in names).encode()
     proc = subprocess.run(
         ["git", "-C", str(root), "cat-file", "--batch"], input=query, capture_output=True, check=False
     )
     if proc.returncode != 0:
         raise BenchError(f"`git cat-file --batch` failed in {root}: {proc.stderr.decode().strip()}")
     out, at = {}, 0
-    for p in paths:
+    for n in names:
         end = proc.stdout.index(b"\n", at)
         header = proc.stdout[at:end].split(b" ")
-        if len(header) != 3 or header[1] != b"blob":
-            raise BenchError(f"`git show {commit}:{p}` failed in {root}: not a file in that commit")
+        if len(header) != 3:  # "<name> missing" (or ambiguous): no content follows
+            out[n], at = (b"missing", b""), end + 1
+            continue
         size = int(header[2])
-        out[p] = proc.stdout[end + 1 : end + 1 + size]
+        out[n] = (header[1], proc.stdout[end + 1 : end + 1 + size])
         at = end + 1 + size + 1  # the content, then a newline
+    return out
+
+
+def show_files(root: Path, commit: str, paths: list[str]) -> dict[str, bytes]:
+    """The bytes of each of ``paths`` in ``commit`` (as ``show_file``), in one git call; BenchError naming
+    the first path that is not a file there."""
+    if not paths:
+        return {}
+    got = _cat_batch(root, [f"{commit}:{p}" for p in paths])
+    out = {}
+    for p in paths:
+        kind, data = got[f"{commit}:{p}"]
+        if kind != b"blob":
+            raise BenchError(f"`git show {commit}:{p}` failed in {root}: not a file in that commit")
+        out[p] = data
     return out
