@@ -228,6 +228,7 @@ def _draw_panel(
     ax.text(CHAT_RERANK_P95_MS * 1.03, top, "chat\n2,000 ms", fontsize=6.5, color="#937860", va="top")
     if first_stage_ndcg is not None:
         ax.axhline(100 * first_stage_ndcg, color="#999999", ls="--", lw=0.8)
+    _draw_intervals(ax, mine, colour)
     for o in mine:
         _draw_point(ax, o, colour)
     _place_labels(ax, mine, dpi)
@@ -281,13 +282,21 @@ def _minor_ticks(ax: Axes) -> None:
     ax.add_line(marks)
 
 
+def _draw_intervals(ax: Axes, mine: Sequence[Mapping[str, Any]], colour: str) -> None:
+    """The panel's interval bars in one call (one collection of bars, one line of caps per end): a call per
+    option built a collection and two lines each time. All bars are drawn below all markers."""
+    if not mine:
+        return
+    xs = [o["latency"]["p95_ms"] for o in mine]
+    ys = [100 * o["ndcg@10"] for o in mine]
+    below = [y - 100 * o["ndcg@10_interval"][0] for o, y in zip(mine, ys, strict=True)]
+    above = [100 * o["ndcg@10_interval"][1] - y for o, y in zip(mine, ys, strict=True)]
+    ax.errorbar(xs, ys, yerr=[below, above], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2, alpha=0.5)
+
+
 def _draw_point(ax: Axes, o: Mapping[str, Any], colour: str) -> None:
-    """An option's interval bar and marker: shape = k, filled when it meets the live-search budget."""
+    """An option's marker: shape = k, filled when it meets the live-search budget."""
     x, y = o["latency"]["p95_ms"], 100 * o["ndcg@10"]
-    lo, hi = (100 * v for v in o["ndcg@10_interval"])
-    ax.errorbar(
-        x, y, yerr=[[y - lo], [hi - y]], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2, alpha=0.5
-    )
     filled = o["live"]["fits"] is True
     ax.plot(x, y, MARKERS.get(o["k"], "D"), ms=6, color=colour, mfc=colour if filled else "white", mew=1.2)
 
