@@ -160,7 +160,8 @@ def draw_decision(
 ) -> list[Axes]:
     """The four machine panels into ``fig``; returns them (GPU, CPU fp32, CPU int8, API)."""
     points = [o for o in options if o["latency"]["p95_ms"] is not None]
-    axes = fig.subplots(2, 2, sharex=True, sharey=True)
+    # not shared: each panel gets the same limits and ticks itself, and unlabelled ticks are lines
+    axes = fig.subplots(2, 2)
     frame = _frame(points, first_stage_ndcg)
     # the layout first: label placement works in display pixels of the final axes
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.05, hspace=0.12)
@@ -218,8 +219,7 @@ def _draw_panel(
     ax.set_xscale("log")
     ax.set_xlim(frame.lo_x, frame.hi_x)
     ax.set_ylim(frame.lo_y - frame.pad, frame.hi_y + frame.pad)
-    ax.set_xticks(frame.ticks, [f"{t:,}" for t in frame.ticks])
-    _minor_ticks(ax)
+    _panel_ticks(ax, frame)
     ax.grid(alpha=0.3)
     ax.axvline(LIVE_SEARCH_P95_MS, color="#c44e52", ls="--", lw=1)
     ax.axvline(CHAT_RERANK_P95_MS, color="#937860", ls=":", lw=1.2)
@@ -236,47 +236,71 @@ def _draw_panel(
     ax.set_title(f"{machine}{note}", fontsize=9, color=colour, loc="left", y=1.0)
 
 
-def _minor_ticks(ax: Axes) -> None:
-    """The log x axis's minor ticks (no labels) and their grid lines as two lines instead of a Tick object
-    each: matplotlib makes a Tick of three lines and two texts per minor position, per panel, which was a
-    fifth of a decision figure's time. The same positions (the axis's own minor locator, less those on a
-    major tick, those in view), the same marks and grid lines as matplotlib's minor ticks draw."""
+def _panel_ticks(ax: Axes, frame: _Frame) -> None:
+    """The x ticks at ``frame.ticks`` (labelled in the bottom row) and the log axis's minor ticks; labelled
+    ticks are matplotlib's (the bottom row's x, the left column's y), the others lines."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib.ticker import FixedLocator
+
+    spec = ax.get_subplotspec()
+    bottom = spec is None or spec.is_last_row()
+    if bottom:
+        ax.set_xticks(frame.ticks, [f"{t:,}" for t in frame.ticks])
+    else:  # set_xticks would make the Tick objects at once
+        ax.xaxis.set_major_locator(FixedLocator(frame.ticks))
+    _ticks_as_lines(ax, "x", major=False)  # after the major locator: a minor tick on a major one is left out
+    if not bottom:
+        _ticks_as_lines(ax, "x", major=True)
+    if spec is not None and not spec.is_first_col():
+        _ticks_as_lines(ax, "y", major=True)
+
+
+def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
+    """An axis's unlabelled ticks (``name`` "x" or "y") and their grid lines as two lines instead of a Tick
+    object each: matplotlib makes a Tick of three lines and two texts per position, per panel, which was a
+    fifth of a decision figure's time. The same positions (the axis's own locator, less minor ones on a
+    major tick, those in view), the same marks and grid lines as matplotlib's ticks draw; the x axis's are
+    drawn just before the axes' own ticks, the y axis's just after (as the x axis's before the y axis's)."""
     # lazy: matplotlib is heavy; only when a figure is drawn
     import numpy as np
     from matplotlib import rcParams as rc  # canvas's fixed settings: matplotlib's defaults
-    from matplotlib.lines import TICKDOWN, Line2D
+    from matplotlib.lines import TICKDOWN, TICKLEFT, Line2D
     from matplotlib.ticker import NullLocator
 
-    scale = ax.xaxis.get_transform()
-    low, high = sorted(scale.transform(np.sort(ax.xaxis.get_view_interval())))
+    axis = ax.xaxis if name == "x" else ax.yaxis
+    scale = axis.get_transform()
+    low, high = sorted(scale.transform(np.sort(axis.get_view_interval())))
     tolerance = (high - low) * 1e-10  # as matplotlib's Axis._update_ticks keeps a tick in view
     locs = [
-        x for x in ax.xaxis.get_minorticklocs() if low - tolerance <= scale.transform(x) <= high + tolerance
+        v
+        for v in (axis.get_majorticklocs() if major else axis.get_minorticklocs())
+        if low - tolerance <= scale.transform(v) <= high + tolerance
     ]
-    ax.xaxis.set_minor_locator(NullLocator())  # the shared axes' ticker: no Tick objects for them
-    on_x = ax.get_xaxis_transform()
+    (axis.set_major_locator if major else axis.set_minor_locator)(NullLocator())  # no Tick objects
+    across = [v for _ in locs for v in (0.0, 1.0, np.nan)]
+    along = [v for x in locs for v in (x, x, np.nan)]
+    edge = [0.0] * len(locs)
+    size = f"{name}tick.{'major' if major else 'minor'}"
+    common = {"transform": ax.get_xaxis_transform() if name == "x" else ax.get_yaxis_transform()}
+    common["zorder"] = 1.5 if name == "x" else 1.6  # the axes' own ticks: zorder 1.5, x axis before y
     grid = Line2D(
-        [v for x in locs for v in (x, x, np.nan)],
-        [v for _ in locs for v in (0.0, 1.0, np.nan)],
-        transform=on_x,
+        *((along, across) if name == "x" else (across, along)),
         color=rc["grid.color"],
         alpha=0.3,
         linestyle=rc["grid.linestyle"],
         linewidth=rc["grid.linewidth"],
-        zorder=1.5,
+        **common,
     )
     marks = Line2D(
-        locs,
-        [0.0] * len(locs),
-        transform=on_x,
+        *((locs, edge) if name == "x" else (edge, locs)),
         linestyle="none",
-        marker=TICKDOWN,
-        color=rc["xtick.color"],
-        markeredgecolor=rc["xtick.color"],
-        markersize=rc["xtick.minor.size"],
-        markeredgewidth=rc["xtick.minor.width"],
-        clip_on=False,  # below the axes, as a tick's mark (unclipped)
-        zorder=1.5,
+        marker=TICKDOWN if name == "x" else TICKLEFT,
+        color=rc[f"{name}tick.color"],
+        markeredgecolor=rc[f"{name}tick.color"],
+        markersize=rc[f"{size}.size"],
+        markeredgewidth=rc[f"{size}.width"],
+        clip_on=False,  # outside the axes, as a tick's mark (unclipped)
+        **common,
     )
     ax.add_line(grid)
     ax.add_line(marks)
