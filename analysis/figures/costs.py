@@ -1,7 +1,7 @@
 """The decision figure, one per stage (PLAN.md, section "Costs"): quality against latency against money.
 
 nDCG@10 with its 95 % bootstrap interval (y) against the p95 latency of the reranking step (x, log scale)
-for every model on every machine: one panel per machine (GPU, CPU fp32, CPU int8, API) on shared axes, so
+for every model on every machine: one panel per machine (GPU, CPU fp32, CPU int8, API) on equal axes, so
 that 30-odd options stay readable; marker shape = k. Each point is labelled with its model@k and EUR per
 1,000 queries; the 500 ms live-search and 2,000 ms chat budget lines and the first stage's nDCG@10 (dashed)
 are in every panel. A filled marker meets the live-search budget (p95 of first stage plus reranker per query
@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
 
 from analysis.core.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
 from analysis.figures.render import canvas, save_png
@@ -53,7 +55,7 @@ OFFSETS: Final = (
     (0, -38, "center"),
 )
 FAR: Final = 10  # offsets beyond this many points get a thin leader line
-# x-axis ticks (ms), those inside the shared limits are drawn
+# x-axis ticks (ms), those inside the common limits are drawn
 TICKS: Final = (
     1,
     2,
@@ -214,7 +216,7 @@ def _draw_panel(
     first_stage_ndcg: float | None,
     dpi: float,
 ) -> None:
-    """One machine's panel: the shared axes, the budget and first-stage lines, its points and their labels."""
+    """One machine's panel: the common axes, the budget and first-stage lines, its points and their labels."""
     colour = COLOURS[machine]
     ax.set_xscale("log")
     ax.set_xlim(frame.lo_x, frame.hi_x)
@@ -262,7 +264,6 @@ def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
     major tick, those in view), the same marks and grid lines as matplotlib's ticks draw; the x axis's are
     drawn just before the axes' own ticks, the y axis's just after (as the x axis's before the y axis's)."""
     # lazy: matplotlib is heavy; only when a figure is drawn
-    import numpy as np
     from matplotlib import rcParams as rc  # canvas's fixed settings: matplotlib's defaults
     from matplotlib.lines import TICKDOWN, TICKLEFT, Line2D
     from matplotlib.ticker import NullLocator
@@ -320,9 +321,24 @@ def _draw_intervals(ax: Axes, mine: Sequence[Mapping[str, Any]], colour: str) ->
 
 def _draw_point(ax: Axes, o: Mapping[str, Any], colour: str) -> None:
     """An option's marker: shape = k, filled when it meets the live-search budget."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib.lines import Line2D
+
     x, y = o["latency"]["p95_ms"], 100 * o["ndcg@10"]
     filled = o["live"]["fits"] is True
-    ax.plot(x, y, MARKERS.get(o["k"], "D"), ms=6, color=colour, mfc=colour if filled else "white", mew=1.2)
+    # the line ax.plot(x, y, marker, ...) makes, without plot's parsing (the limits are set: no autoscale)
+    ax.add_line(
+        Line2D(
+            [x],
+            [y],
+            marker=MARKERS.get(o["k"], "D"),
+            linestyle="None",
+            color=colour,
+            markersize=6,
+            markerfacecolor=colour if filled else "white",
+            markeredgewidth=1.2,
+        )
+    )
 
 
 def _legend_handles() -> list[Line2D]:
