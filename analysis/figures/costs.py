@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import numpy as np
 
@@ -264,10 +264,12 @@ def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
     major tick, those in view), the same marks and grid lines as matplotlib's ticks draw; the x axis's are
     drawn just before the axes' own ticks, the y axis's just after (as the x axis's before the y axis's)."""
     # lazy: matplotlib is heavy; only when a figure is drawn
-    from matplotlib import rcParams as rc  # canvas's fixed settings: matplotlib's defaults
-    from matplotlib.lines import TICKDOWN, TICKLEFT, Line2D
+    from matplotlib import rcParams
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN, TICKLEFT
     from matplotlib.ticker import NullLocator
 
+    rc = cast(Any, rcParams)  # canvas's fixed settings (matplotlib's defaults); keys built from ``name``
     axis = ax.xaxis if name == "x" else ax.yaxis
     scale = axis.get_transform()
     low, high = sorted(scale.transform(np.sort(axis.get_view_interval())))
@@ -282,26 +284,32 @@ def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
     along = [v for x in locs for v in (x, x, np.nan)]
     edge = [0.0] * len(locs)
     size = f"{name}tick.{'major' if major else 'minor'}"
-    common = {"transform": ax.get_xaxis_transform() if name == "x" else ax.get_yaxis_transform()}
-    common["zorder"] = 1.5 if name == "x" else 1.6  # the axes' own ticks: zorder 1.5, x axis before y
+    on_axis = ax.get_xaxis_transform() if name == "x" else ax.get_yaxis_transform()
+    zorder = 1.5 if name == "x" else 1.6  # the axes' own ticks: zorder 1.5, the x axis before the y axis
+    grid_xy = (along, across) if name == "x" else (across, along)
+    marks_xy = (locs, edge) if name == "x" else (edge, locs)
     grid = Line2D(
-        *((along, across) if name == "x" else (across, along)),
+        grid_xy[0],
+        grid_xy[1],
+        transform=on_axis,
+        zorder=zorder,
         color=rc["grid.color"],
         alpha=0.3,
         linestyle=rc["grid.linestyle"],
         linewidth=rc["grid.linewidth"],
-        **common,
     )
     marks = Line2D(
-        *((locs, edge) if name == "x" else (edge, locs)),
+        marks_xy[0],
+        marks_xy[1],
+        transform=on_axis,
+        zorder=zorder,
         linestyle="none",
-        marker=TICKDOWN if name == "x" else TICKLEFT,
+        marker=cast(Any, TICKDOWN if name == "x" else TICKLEFT),  # the stubs type markers as str
         color=rc[f"{name}tick.color"],
         markeredgecolor=rc[f"{name}tick.color"],
         markersize=rc[f"{size}.size"],
         markeredgewidth=rc[f"{size}.width"],
         clip_on=False,  # outside the axes, as a tick's mark (unclipped)
-        **common,
     )
     ax.add_line(grid)
     ax.add_line(marks)
