@@ -1,7 +1,7 @@
 """The decision figure, one per stage (PLAN.md, section "Costs"): quality against latency against money.
 
 nDCG@10 with its 95 % bootstrap interval (y) against the p95 latency of the reranking step (x, log scale)
-for every model on every machine: one panel per machine (GPU, CPU fp32, CPU int8, API) on shared axes, so
+for every model on every machine: one panel per machine (GPU, CPU fp32, CPU int8, API) on equal axes, so
 that 30-odd options stay readable; marker shape = k. Each point is labelled with its model@k and EUR per
 1,000 queries; the 500 ms live-search and 2,000 ms chat budget lines and the first stage's nDCG@10 (dashed)
 are in every panel. A filled marker meets the live-search budget (p95 of first stage plus reranker per query
@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import numpy as np
 
 from analysis.core.plan import CHAT_RERANK_P95_MS, LIVE_SEARCH_P95_MS
 from analysis.figures.render import canvas, save_png
@@ -53,7 +55,7 @@ OFFSETS: Final = (
     (0, -38, "center"),
 )
 FAR: Final = 10  # offsets beyond this many points get a thin leader line
-# x-axis ticks (ms), those inside the shared limits are drawn
+# x-axis ticks (ms), those inside the common limits are drawn
 TICKS: Final = (
     1,
     2,
@@ -160,7 +162,8 @@ def draw_decision(
 ) -> list[Axes]:
     """The four machine panels into ``fig``; returns them (GPU, CPU fp32, CPU int8, API)."""
     points = [o for o in options if o["latency"]["p95_ms"] is not None]
-    axes = fig.subplots(2, 2, sharex=True, sharey=True)
+    # not shared: each panel gets the same limits and ticks itself, and unlabelled ticks are lines
+    axes = fig.subplots(2, 2)
     frame = _frame(points, first_stage_ndcg)
     # the layout first: label placement works in display pixels of the final axes
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.11, top=0.93, wspace=0.05, hspace=0.12)
@@ -213,17 +216,13 @@ def _draw_panel(
     first_stage_ndcg: float | None,
     dpi: float,
 ) -> None:
-    """One machine's panel: the shared axes, the budget and first-stage lines, its points and their labels."""
-    # lazy: matplotlib is heavy; only when a figure is drawn
-    from matplotlib.ticker import NullFormatter
-
+    """One machine's panel: the common axes, the budget and first-stage lines, its points and their labels."""
     colour = COLOURS[machine]
     ax.set_xscale("log")
     ax.set_xlim(frame.lo_x, frame.hi_x)
     ax.set_ylim(frame.lo_y - frame.pad, frame.hi_y + frame.pad)
-    ax.set_xticks(frame.ticks, [f"{t:,}" for t in frame.ticks])
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.grid(alpha=0.3, which="both")
+    _panel_ticks(ax, frame)
+    ax.grid(alpha=0.3)
     ax.axvline(LIVE_SEARCH_P95_MS, color="#c44e52", ls="--", lw=1)
     ax.axvline(CHAT_RERANK_P95_MS, color="#937860", ls=":", lw=1.2)
     top = frame.hi_y + frame.pad
@@ -231,22 +230,123 @@ def _draw_panel(
     ax.text(CHAT_RERANK_P95_MS * 1.03, top, "chat\n2,000 ms", fontsize=6.5, color="#937860", va="top")
     if first_stage_ndcg is not None:
         ax.axhline(100 * first_stage_ndcg, color="#999999", ls="--", lw=0.8)
+    _draw_intervals(ax, mine, colour)
     for o in mine:
         _draw_point(ax, o, colour)
     _place_labels(ax, mine, dpi)
     note = "" if mine else " (no latency measured)"
-    ax.set_title(f"{machine}{note}", fontsize=9, color=colour, loc="left")
+    ax.set_title(f"{machine}{note}", fontsize=9, color=colour, loc="left", y=1.0)
+
+
+def _panel_ticks(ax: Axes, frame: _Frame) -> None:
+    """The x ticks at ``frame.ticks`` (labelled in the bottom row) and the log axis's minor ticks; labelled
+    ticks are matplotlib's (the bottom row's x, the left column's y), the others lines."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib.ticker import FixedLocator
+
+    spec = ax.get_subplotspec()
+    bottom = spec is None or spec.is_last_row()
+    if bottom:
+        ax.set_xticks(frame.ticks, [f"{t:,}" for t in frame.ticks])
+    else:  # set_xticks would make the Tick objects at once
+        ax.xaxis.set_major_locator(FixedLocator(frame.ticks))
+    _ticks_as_lines(ax, "x", major=False)  # after the major locator: a minor tick on a major one is left out
+    if not bottom:
+        _ticks_as_lines(ax, "x", major=True)
+    if spec is not None and not spec.is_first_col():
+        _ticks_as_lines(ax, "y", major=True)
+
+
+def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
+    """An axis's unlabelled ticks (``name`` "x" or "y") and their grid lines as two lines instead of a Tick
+    object each: matplotlib makes a Tick of three lines and two texts per position, per panel, which was a
+    fifth of a decision figure's time. The same positions (the axis's own locator, less minor ones on a
+    major tick, those in view), the same marks and grid lines as matplotlib's ticks draw; the x axis's are
+    drawn just before the axes' own ticks, the y axis's just after (as the x axis's before the y axis's)."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib import rcParams
+    from matplotlib.lines import Line2D
+    from matplotlib.markers import TICKDOWN, TICKLEFT
+    from matplotlib.ticker import NullLocator
+
+    rc = cast(Any, rcParams)  # canvas's fixed settings (matplotlib's defaults); keys built from ``name``
+    axis = ax.xaxis if name == "x" else ax.yaxis
+    scale = axis.get_transform()
+    low, high = sorted(scale.transform(np.sort(axis.get_view_interval())))
+    tolerance = (high - low) * 1e-10  # as matplotlib's Axis._update_ticks keeps a tick in view
+    locs = [
+        v
+        for v in (axis.get_majorticklocs() if major else axis.get_minorticklocs())
+        if low - tolerance <= scale.transform(v) <= high + tolerance
+    ]
+    (axis.set_major_locator if major else axis.set_minor_locator)(NullLocator())  # no Tick objects
+    across = [v for _ in locs for v in (0.0, 1.0, np.nan)]
+    along = [v for x in locs for v in (x, x, np.nan)]
+    edge = [0.0] * len(locs)
+    size = f"{name}tick.{'major' if major else 'minor'}"
+    on_axis = ax.get_xaxis_transform() if name == "x" else ax.get_yaxis_transform()
+    zorder = 1.5 if name == "x" else 1.6  # the axes' own ticks: zorder 1.5, the x axis before the y axis
+    grid_xy = (along, across) if name == "x" else (across, along)
+    marks_xy = (locs, edge) if name == "x" else (edge, locs)
+    grid = Line2D(
+        grid_xy[0],
+        grid_xy[1],
+        transform=on_axis,
+        zorder=zorder,
+        color=rc["grid.color"],
+        alpha=0.3,
+        linestyle=rc["grid.linestyle"],
+        linewidth=rc["grid.linewidth"],
+    )
+    marks = Line2D(
+        marks_xy[0],
+        marks_xy[1],
+        transform=on_axis,
+        zorder=zorder,
+        linestyle="none",
+        marker=cast(Any, TICKDOWN if name == "x" else TICKLEFT),  # the stubs type markers as str
+        color=rc[f"{name}tick.color"],
+        markeredgecolor=rc[f"{name}tick.color"],
+        markersize=rc[f"{size}.size"],
+        markeredgewidth=rc[f"{size}.width"],
+        clip_on=False,  # outside the axes, as a tick's mark (unclipped)
+    )
+    ax.add_line(grid)
+    ax.add_line(marks)
+
+
+def _draw_intervals(ax: Axes, mine: Sequence[Mapping[str, Any]], colour: str) -> None:
+    """The panel's interval bars in one call (one collection of bars, one line of caps per end): a call per
+    option built a collection and two lines each time. All bars are drawn below all markers."""
+    if not mine:
+        return
+    xs = [o["latency"]["p95_ms"] for o in mine]
+    ys = [100 * o["ndcg@10"] for o in mine]
+    below = [y - 100 * o["ndcg@10_interval"][0] for o, y in zip(mine, ys, strict=True)]
+    above = [100 * o["ndcg@10_interval"][1] - y for o, y in zip(mine, ys, strict=True)]
+    ax.errorbar(xs, ys, yerr=[below, above], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2, alpha=0.5)
 
 
 def _draw_point(ax: Axes, o: Mapping[str, Any], colour: str) -> None:
-    """An option's interval bar and marker: shape = k, filled when it meets the live-search budget."""
+    """An option's marker: shape = k, filled when it meets the live-search budget."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib.lines import Line2D
+
     x, y = o["latency"]["p95_ms"], 100 * o["ndcg@10"]
-    lo, hi = (100 * v for v in o["ndcg@10_interval"])
-    ax.errorbar(
-        x, y, yerr=[[y - lo], [hi - y]], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2, alpha=0.5
-    )
     filled = o["live"]["fits"] is True
-    ax.plot(x, y, MARKERS.get(o["k"], "D"), ms=6, color=colour, mfc=colour if filled else "white", mew=1.2)
+    # the line ax.plot(x, y, marker, ...) makes, without plot's parsing (the limits are set: no autoscale)
+    ax.add_line(
+        Line2D(
+            [x],
+            [y],
+            marker=MARKERS.get(o["k"], "D"),
+            linestyle="None",
+            color=colour,
+            markersize=6,
+            markerfacecolor=colour if filled else "white",
+            markeredgewidth=1.2,
+        )
+    )
 
 
 def _legend_handles() -> list[Line2D]:

@@ -55,7 +55,7 @@ def draw_latency(fig: Figure, title: str, series: Sequence[Series]) -> Axes:
     ax.set_yscale("log")
     ax.set_xlabel("k (candidates per call)")
     ax.set_ylabel("ms per call (log scale)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, y=1.0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2, loc="upper left")
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.12, top=0.92)

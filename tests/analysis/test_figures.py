@@ -235,8 +235,8 @@ def test_the_decision_figure_puts_each_option_at_its_numbers(tmp_path: Path) -> 
             for line in ax.lines:
                 if line.get_marker() in (None, "None", ""):
                     continue
-                (x,), (y,) = line.get_data()
-                drawn[(machine, float(x), float(y))] = (line.get_marker(), line.get_markerfacecolor())
+                for x, y in zip(*line.get_data(), strict=True):  # a point's line, or the minor tick marks
+                    drawn[(machine, float(x), float(y))] = (line.get_marker(), line.get_markerfacecolor())
             ends = sorted(tuple(np.asarray(s).ravel()) for c in ax.collections for s in c.get_segments())
             mine = [o for o in options if o["machine"] == machine and o["latency"]["p95_ms"] is not None]
             want = sorted(
