@@ -75,17 +75,18 @@ def quantize_model(
         )
     if not (source / "config.json").is_file():
         raise BenchError(f"{source}: no config.json; expected a transformers model folder")
-    # lazy: optimum and transformers are heavy; only for the int8 variant
-    import nncf
-    from optimum.intel import OVConfig, OVQuantizationConfig, OVQuantizer
-    from transformers import AutoTokenizer
-
-    t0 = time.perf_counter()
-    # the build folder beside the target, made as the work starts (before the export, which is part of it):
-    # from here on a failure removes it, and a killed process leaves at most it, never a folder at ``out``
+    # the build folder beside the target, made as the work starts (before the libraries' imports and the
+    # export, which are part of it): from here on a failure removes it, and a killed process leaves at most
+    # it, never a folder at ``out``
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
+        # lazy: optimum and transformers are heavy; only for the int8 variant
+        import nncf
+        from optimum.intel import OVConfig, OVQuantizationConfig, OVQuantizer
+        from transformers import AutoTokenizer
+
+        t0 = time.perf_counter()
         tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
         samples = calibration_features(tokenizer, task, pairs, max_length)
         fp_model = _model_class(task).from_pretrained(

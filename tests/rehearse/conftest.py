@@ -12,10 +12,10 @@ from tests.support.rehearsal import SMALL_JUDGED, SMALL_OTHER, SMALL_QUERIES, SM
 
 @pytest.fixture(scope="session")
 def mini_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The interrupted rehearsals' dataset (test_end_to_end's Ctrl-C, test_signals): 2 queries, 3 judged
-    passages each and 2 NoMIRACL passages (each cut to its first ``SMALL_WORDS`` words), with titles. The
-    resumed one runs every step, and its latency and int8 steps encode all candidates of a call (the corpus
-    at k = 100): a small corpus of short passages keeps that cheap."""
+    """The interrupted rehearsals' dataset (test_signals; test_end_to_end's Ctrl-C takes the shared run's):
+    2 queries, 3 judged passages each and 2 NoMIRACL passages (each cut to its first ``SMALL_WORDS`` words),
+    with titles. A resumed rehearsal runs every step, and its latency and int8 steps encode all candidates of
+    a call (the corpus at k = 100): a small corpus of short passages keeps that cheap."""
     return write_mini_beir(
         tmp_path_factory.mktemp("mini-beir"),
         query_ids=SMALL_QUERIES,

@@ -178,19 +178,18 @@ def _communicate_or_explain(proc: subprocess.Popen[bytes], timeout: float) -> by
         )
 
 
-def test_ctrl_c_then_resume(
-    rehearsal: Rehearsal, tmp_path: Path, mini_beir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ctrl_c_then_resume(rehearsal: Rehearsal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C once the rehearsal's Typesense server is up (its first stages: an event, not a time), then
     `--resume` to the end (in this process). The shared run's cache holds the quantised stand-in, so no second
-    quantisation."""
+    quantisation, and on the shared run's dataset (its first two query ids, the two real queries) the vectors
+    of every passage and query as well: the vector stage and the reranking stand-in encode nothing again."""
     tmp = tmp_path / "tmp"  # the rehearsal's own TMPDIR tells its server apart from other tests' servers
     tmp.mkdir()
     out = tmp_path / "reh"
     env = rehearsal.env(TMPDIR=str(tmp))
     # two queries: the resume still runs every step (the latency and int8 steps time each query at k = 100)
     limit = ("--max-queries", str(CTRL_C_QUERIES))
-    cmd = rehearsal.command("--dataset", str(mini_beir), *limit, "--out", str(out))
+    cmd = rehearsal.command("--dataset", str(rehearsal.dataset), *limit, "--out", str(out))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_server(proc, tmp)
     proc.send_signal(signal.SIGINT)

@@ -124,8 +124,9 @@ def test_the_child_refuses_to_start_when_its_parent_is_not_the_one_named(tmp_pat
 @pytest.mark.slow
 def test_a_parent_killed_with_sigkill_takes_the_quantising_child_with_it(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "q"
-    # 2000 calibration samples at max_length 64: the child is still at work for about a minute after its build
-    # folder appears (tokenising, export, calibration; at load 5.5); the kill follows within a poll
+    # 2000 calibration samples at max_length 64: the child is still at work long after its build folder
+    # appears (importing the quantiser's libraries, about 10 CPU-s, then tokenising, export, calibration); the
+    # kill follows within a poll, so the child's libraries are never fully imported (no CPU spent on them)
     parent_code = textwrap.dedent(
         f"""
         import sys
@@ -148,9 +149,8 @@ def test_a_parent_killed_with_sigkill_takes_the_quantising_child_with_it(tiny: P
             child = next((k for k in kids if "bench.rehearse.quantize_child" in " ".join(k.cmdline())), None)
             time.sleep(0.2)
         assert child is not None, "the quantising child never started"
-        # the event: the child's build folder beside the target appears once the quantiser's libraries are
-        # imported, as its work (tokenising, export, calibration) starts (bench.int8.quantize); the deadline
-        # only guards against a hang
+        # the event: the child's build folder beside the target appears as its work starts, before the
+        # quantiser's libraries are imported (bench.int8.quantize); the deadline only guards against a hang
         while not list(out.parent.glob(f".{out.name}.*")) and time.monotonic() < deadline + 600:
             assert child.is_running(), "the quantising child ended before it started its work"
             time.sleep(0.05)
