@@ -28,12 +28,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +64,9 @@ from analysis.stats.resampling import (
     paired_differences,
     randomisation_p_values,
 )
+
+if TYPE_CHECKING:
+    from analysis.inputs.trec_fast import FastRun, PendingRun
 
 __all__ = [
     "RunResult",
@@ -240,19 +242,37 @@ def _not_a_regular_file(f: Path) -> tuple[str, str]:
     return f"a regular run file, found {kind}", "replace it with the run file itself"
 
 
+_Job = tuple[str, str | None, int | None, Path, Path]  # stage, model (None: first stage), depth, path, runs
+
+
 def _load(
     stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path, judgments: Judgments
 ) -> RunResult:
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
     fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
-    if fast is not None:  # the columnar reader: docids never become Python strings
-        from analysis.inputs.trec_fast import (  # pyarrow: only with the columnar reader
-            doc_index,
-            judged_docids,
-        )
+    return _scored((stage, model, depth, path, runs_dir), judgments, data, sha, fast)
 
-        doc = doc_index(fast, judged_docids(judgments))
+
+def _scored(
+    job: _Job,
+    judgments: Judgments,
+    data: bytes,
+    sha: str,
+    fast: FastRun | None,
+    doc: np.ndarray | None = None,
+) -> RunResult:
+    """The run of ``job`` scored: read by the columnar reader (``fast``; ``doc``: its rows' judged index,
+    when known) or, where that is None, by the reference reader from ``data`` (whose SHA-256 is ``sha``)."""
+    stage, model, depth, path, runs_dir = job
+    if fast is not None:  # the columnar reader: docids never become Python strings
+        if doc is None:
+            from analysis.inputs.trec_fast import (  # pyarrow: only with the columnar reader
+                doc_index,
+                judged_docids,
+            )
+
+            doc = doc_index(fast, judged_docids(judgments))
         per_query, curves = scored_indexed(judgments, fast.qids, fast.offsets, doc)
         run_qids: tuple[str, ...] = fast.qids
         ids = RankedIds.of_fast(fast)
@@ -278,6 +298,66 @@ def _load(
         ids=ids,
         curves=curves,
     )
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A reranked run read but for its docids (:func:`analysis.inputs.trec_fast.read_pending`), which are
+    coded with its stage's first-stage run (:func:`_finish_stage`)."""
+
+    job: _Job
+    sha: str
+    run: PendingRun
+
+
+def _read(job: _Job, judgments: Judgments) -> RunResult | _Pending:
+    """A first-stage run read and scored; a reranked run read up to its docids (columnar reader) or read and
+    scored (the reference reader: where the columnar reader is off or declines the file)."""
+    stage, model, depth, path, runs_dir = job
+    if model is None or not fast_reader_enabled():
+        return _load(stage, model, depth, path, runs_dir, judgments)
+    from analysis.inputs.trec_fast import read_pending  # pyarrow: only with the columnar reader
+
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
+    pending = read_pending(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
+    if pending is None:  # read_fast would decline it too: the reference reader decides
+        return _scored(job, judgments, data, sha, None)
+    return _Pending(job, sha, pending)
+
+
+def _finish_stage(reads: list[Future[RunResult | _Pending]], judgments: Judgments) -> list[Any]:
+    """One stage's runs (its first stage's first), each a :class:`RunResult` or the exception its reading
+    raised: the reranked runs' docids coded in the first stage's by one lookup for all of them
+    (:func:`analysis.inputs.trec_fast.coded_runs`), and their rows' judged index taken from the first
+    stage's names (one lookup, not one a run)."""
+    out: list[Any] = [f.exception() or f.result() for f in reads]
+    pending = [(i, o) for i, o in enumerate(out) if isinstance(o, _Pending)]
+    if not pending:
+        return out
+    from analysis.inputs.trec_fast import (  # pyarrow: only with the columnar reader
+        coded_runs,
+        judged_docids,
+        names_index,
+    )
+
+    first = out[0]
+    names = first.ids.names if isinstance(first, RunResult) and first.ids is not None else None
+    judged: np.ndarray | None = None
+    for (i, p), fast in zip(pending, coded_runs([p.run for _, p in pending], names), strict=True):
+        try:
+            if fast is None:  # the reference reader decides: the file read (and hashed) again
+                data = p.job[3].read_bytes()
+                out[i] = _scored(p.job, judgments, data, hashlib.sha256(data).hexdigest(), None)
+                continue
+            doc = None
+            if fast.doc_names is names:
+                judged = names_index(fast.doc_names, judged_docids(judgments)) if judged is None else judged
+                doc = judged[fast.doc_codes]
+            out[i] = _scored(p.job, judgments, b"", p.sha, fast, doc)
+        except Exception as exc:  # raised in job order by the caller, as a reading's
+            out[i] = exc
+    return out
 
 
 def _family(
@@ -309,10 +389,6 @@ _JUDGMENTS: Judgments | None = None  # set once in each worker process
 def _init_worker(judgments: Judgments) -> None:
     global _JUDGMENTS
     _JUDGMENTS = judgments
-
-
-def _load_with(judgments: Judgments, job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
-    return _load(*job, judgments)
 
 
 def _load_job(job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
@@ -359,36 +435,81 @@ def load_stages(
             for model, depth, p in sorted(reranked, key=lambda x: (-x[1], x[0]))
         ]
     workers = worker_count(len(jobs))
-    results: list[RunResult] | None = None
     if workers > 1:
-        try:
-            context = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_init_worker, initargs=(judgments,)
-            ) as pool:
-                results = list(pool.map(_load_job, jobs, chunksize=4))
-        except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
-            results = None
-    if results is None:
-        threads = thread_count(len(jobs))
-        if threads > 1:
-            if fast_reader_enabled():
-                from analysis.inputs.trec_fast import judged_docids  # pyarrow: only with the columnar reader
+        results = _load_in_processes(jobs, judgments, workers)
+        if results is not None:
+            stages = _stage_results(layout, results)
+            if loaded is not None:
+                loaded(stages)
+            check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
+            return stages
+    return _load_in_threads(layout, jobs, judgments, thread_count(len(jobs)), runs_dir, loaded)
 
-                judged_docids(judgments)  # built once, before the threads share it
-            with ThreadPoolExecutor(threads) as threads_pool:  # results (and the first error) in job order
-                results = list(threads_pool.map(partial(_load_with, judgments), jobs))
-        else:
-            results = [_load(*job, judgments) for job in jobs]
+
+def _load_in_processes(jobs: list[_Job], judgments: Judgments, workers: int) -> list[RunResult] | None:
+    try:
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_init_worker, initargs=(judgments,)
+        ) as pool:
+            return list(pool.map(_load_job, jobs, chunksize=4))
+    except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
+        return None
+
+
+def _stage_results(
+    layout: Mapping[str, tuple[Path, list[Any]]], results: list[RunResult]
+) -> list[StageResult]:
     stages: list[StageResult] = []
     i = 0
     for stage, (_, reranked) in layout.items():
         stages.append(StageResult(stage, results[i], results[i + 1 : i + 1 + len(reranked)]))
         i += 1 + len(reranked)
-    if loaded is not None:
-        loaded(stages)
-    check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
     return stages
+
+
+def _load_in_threads(
+    layout: Mapping[str, tuple[Path, list[Any]]],
+    jobs: list[_Job],
+    judgments: Judgments,
+    threads: int,
+    runs_dir: Path,
+    loaded: Callable[[list[StageResult]], None] | None,
+) -> list[StageResult]:
+    """The runs read on ``threads`` threads; each stage, once its files are read, finished on a thread of
+    its own (:func:`_finish_stage`) and its reordering checked there, while the next stages are read. The
+    first reading error in job order is raised first, then ``loaded(stages)`` is called, then the first
+    reordering break in stage order is raised."""
+    if fast_reader_enabled():
+        from analysis.inputs.trec_fast import judged_docids  # pyarrow: only with the columnar reader
+
+        judged_docids(judgments)  # built once, before the threads share it
+    with ThreadPoolExecutor(threads) as pool, ThreadPoolExecutor(1) as stage_pool:
+        reads = [pool.submit(_read, job, judgments) for job in jobs]
+        finished, checked, start = [], [], 0
+        for _, reranked in layout.values():
+            group = reads[start : start + 1 + len(reranked)]
+            start += len(group)
+            wait(group)
+            finished.append(stage_pool.submit(_finish_stage, group, judgments))
+            checked.append(stage_pool.submit(_check_stage, finished[-1], runs_dir))
+        results = [r for f in finished for r in f.result()]
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        stages = _stage_results(layout, results)
+        if loaded is not None:
+            loaded(stages)
+        for f in checked:
+            f.result()  # the first break in stage order
+    return stages
+
+
+def _check_stage(finished: Future[list[Any]], runs_dir: Path) -> None:
+    """The reordering check of one stage (:func:`check_stages_reorder`), once its runs are all read."""
+    runs = finished.result()
+    if not any(isinstance(r, BaseException) for r in runs):
+        check_stages_reorder([StageResult(runs[0].stage, runs[0], runs[1:])], runs_dir)
 
 
 def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int = 1) -> None:
