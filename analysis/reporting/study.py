@@ -27,7 +27,8 @@ import multiprocessing
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -421,13 +422,19 @@ def thread_count(jobs: int) -> int:
 
 
 def load_stages(
-    runs_dir: Path, judgments: Judgments, *, loaded: Callable[[list[StageResult]], None] | None = None
+    runs_dir: Path,
+    judgments: Judgments,
+    *,
+    loaded: Callable[[list[StageResult]], None] | None = None,
+    scored: Callable[[StageResult], None] | None = None,
 ) -> list[StageResult]:
     """Read, validate and score every run of the study (no statistics yet); files are read on threads
     (:func:`thread_count`), or in parallel processes (forkserver) when :func:`worker_count` says so.
-    ``loaded(stages)`` is called once every run is scored, before the reordering check."""
+    ``scored(stage)`` is called for each stage as soon as its runs are scored (in stage order; on the
+    threads, while later stages are read), ``loaded(stages)`` once every run is scored and no reading
+    failed; a reordering break is raised after ``loaded``."""
     layout = discover_runs(runs_dir)
-    jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
+    jobs: list[_Job] = []
     for stage, (first_path, reranked) in layout.items():
         jobs.append((stage, None, None, first_path, runs_dir))
         jobs += [
@@ -439,11 +446,13 @@ def load_stages(
         results = _load_in_processes(jobs, judgments, workers)
         if results is not None:
             stages = _stage_results(layout, results)
+            for s in stages if scored is not None else ():
+                scored(s)
             if loaded is not None:
                 loaded(stages)
             check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
             return stages
-    return _load_in_threads(layout, jobs, judgments, thread_count(len(jobs)), runs_dir, loaded)
+    return _load_in_threads(layout, jobs, judgments, thread_count(len(jobs)), runs_dir, (scored, loaded))
 
 
 def _load_in_processes(jobs: list[_Job], judgments: Judgments, workers: int) -> list[RunResult] | None:
@@ -474,12 +483,13 @@ def _load_in_threads(
     judgments: Judgments,
     threads: int,
     runs_dir: Path,
-    loaded: Callable[[list[StageResult]], None] | None,
+    hooks: tuple[Callable[[StageResult], None] | None, Callable[[list[StageResult]], None] | None],
 ) -> list[StageResult]:
     """The runs read on ``threads`` threads; each stage, once its files are read, finished on a thread of
-    its own (:func:`_finish_stage`) and its reordering checked there, while the next stages are read. The
-    first reading error in job order is raised first, then ``loaded(stages)`` is called, then the first
-    reordering break in stage order is raised."""
+    its own (:func:`_finish_stage`), handed to ``scored`` and its reordering checked there, while the next
+    stages are read. The first reading error in job order is raised first, then ``loaded(stages)`` is
+    called, then the first reordering break in stage order is raised (``hooks``: scored, loaded)."""
+    scored, loaded = hooks
     if fast_reader_enabled():
         from analysis.inputs.trec_fast import judged_docids  # pyarrow: only with the columnar reader
 
@@ -491,13 +501,13 @@ def _load_in_threads(
             group = reads[start : start + 1 + len(reranked)]
             start += len(group)
             wait(group)
-            finished.append(stage_pool.submit(_finish_stage, group, judgments))
+            finished.append(stage_pool.submit(_stage_of, group, judgments, scored))
             checked.append(stage_pool.submit(_check_stage, finished[-1], runs_dir))
-        results = [r for f in finished for r in f.result()]
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
-        stages = _stage_results(layout, results)
+        for f in finished:
+            for r in f.result()[0]:
+                if isinstance(r, BaseException):
+                    raise r  # the first reading error in job order
+        stages = [f.result()[1] for f in finished]
         if loaded is not None:
             loaded(stages)
         for f in checked:
@@ -505,11 +515,26 @@ def _load_in_threads(
     return stages
 
 
-def _check_stage(finished: Future[list[Any]], runs_dir: Path) -> None:
+def _stage_of(
+    reads: list[Future[RunResult | _Pending]],
+    judgments: Judgments,
+    scored: Callable[[StageResult], None] | None,
+) -> tuple[list[Any], StageResult | None]:
+    """:func:`_finish_stage`'s runs and, if none failed, their stage (handed to ``scored``)."""
+    runs = _finish_stage(reads, judgments)
+    if any(isinstance(r, BaseException) for r in runs):
+        return runs, None
+    stage = StageResult(runs[0].stage, runs[0], runs[1:])
+    if scored is not None:
+        scored(stage)
+    return runs, stage
+
+
+def _check_stage(finished: Future[tuple[list[Any], StageResult | None]], runs_dir: Path) -> None:
     """The reordering check of one stage (:func:`check_stages_reorder`), once its runs are all read."""
-    runs = finished.result()
-    if not any(isinstance(r, BaseException) for r in runs):
-        check_stages_reorder([StageResult(runs[0].stage, runs[0], runs[1:])], runs_dir)
+    stage = finished.result()[1]
+    if stage is not None:
+        check_stages_reorder([stage], runs_dir)
 
 
 def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int = 1) -> None:
@@ -549,15 +574,16 @@ def analyse_study(
     runs_dir: Path,
     qrels_path: Path,
     *,
-    best_chosen: Callable[[list[StageResult]], None] | None = None,
+    best_chosen: Callable[[StageFeed], None] | None = None,
 ) -> tuple[list[StageResult], dict[str, Any]]:
     """All stages' results and the inputs record (qrels and run SHA-256s, query count). The resample matrices
-    are drawn on a thread while the runs are read; the statistics (:func:`analyse_stages`) run on a thread
-    beside the reordering check, which reads only the runs' ids (a break is raised first, as before).
-    ``best_chosen(stages)``: called as soon as the runs are scored, before the reordering check, the
-    intervals and the tests (the report starts plan check 2 there, which needs only the best models), with
-    copies of the stages that hold their best models (:func:`best_models`; the same models
-    :func:`analyse_stages` chooses)."""
+    are drawn on a thread while the runs are read; each stage's statistics (:func:`analyse_stages` of that
+    stage alone: every interval and p-value is a column of its own, from exact sums) run on a thread of
+    their own as soon as its runs are scored, beside its reordering check (a break is raised first).
+    ``best_chosen(stages)``: called before the runs are read (the report starts plan check 2 there, which
+    needs only the best models) with a :class:`StageFeed` of copies of the stages that hold their best
+    models (:func:`best_models`; the same models :func:`analyse_stages` chooses), each handed over as soon
+    as its stage's runs are scored, before its reordering check, the intervals and the tests."""
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
         count = sum(len(judged) for judged in qrels.values())
@@ -571,20 +597,59 @@ def analyse_study(
     n = len(judgments.qids)
     drawn = soon("resamples", draw_resamples, n)
     analysed: list[Future[None]] = []
+    feed = StageFeed()
+    if best_chosen is not None:
+        best_chosen(feed)
 
-    def loaded(stages: list[StageResult]) -> None:
-        if best_chosen is not None:
-            best_chosen(best_models(stages, n))
-        analysed.append(soon("statistics", _analyse_drawn, drawn, stages, n))
+    def scored(stage: StageResult) -> None:  # a stage's statistics are its own (exact sums: the same)
+        feed.put(best_models([stage], n)[0])
+        analysed.append(soon("statistics", _analyse_drawn, drawn, [stage], n))
 
-    stages = load_stages(runs_dir, judgments, loaded=loaded)
-    analysed[0].result()
+    try:
+        stages = load_stages(runs_dir, judgments, scored=scored)
+    finally:
+        feed.close()
+    for done in analysed:
+        done.result()
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
         "queries": len(judgments.qids),
         "measures": list(MEASURES),
     }
     return stages, inputs
+
+
+class StageFeed:
+    """Stages handed over one at a time (:func:`analyse_study`'s ``best_chosen``): iterating waits for each
+    next stage until the feed is closed (after the last stage, or when the reading failed); iterating
+    again gives the stages handed over so far."""
+
+    def __init__(self) -> None:
+        self._stages: list[StageResult] = []
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def put(self, stage: StageResult) -> None:
+        with self._changed:
+            self._stages.append(stage)
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def __iter__(self) -> Iterator[StageResult]:
+        i = 0
+        while True:
+            with self._changed:
+                while i >= len(self._stages) and not self._closed:
+                    self._changed.wait()
+                if i >= len(self._stages):
+                    return
+                stage = self._stages[i]
+            yield stage
+            i += 1
 
 
 def _analyse_drawn(drawn: Future[None], stages: list[StageResult], n: int) -> None:
