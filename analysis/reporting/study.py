@@ -577,9 +577,8 @@ def analyse_study(
     best_chosen: Callable[[StageFeed], None] | None = None,
 ) -> tuple[list[StageResult], dict[str, Any]]:
     """All stages' results and the inputs record (qrels and run SHA-256s, query count). The resample matrices
-    are drawn on a thread while the runs are read; each stage's statistics (:func:`analyse_stages` of that
-    stage alone: every interval and p-value is a column of its own, from exact sums) run on a thread of
-    their own as soon as its runs are scored, beside its reordering check (a break is raised first).
+    are drawn on a thread while the runs are read; the statistics (:func:`analyse_stages`) run on a thread
+    once every run is scored, beside the last stage's reordering check (a break is raised first).
     ``best_chosen(stages)``: called before the runs are read (the report starts plan check 2 there, which
     needs only the best models) with a :class:`StageFeed` of copies of the stages that hold their best
     models (:func:`best_models`; the same models :func:`analyse_stages` chooses), each handed over as soon
@@ -601,16 +600,16 @@ def analyse_study(
     if best_chosen is not None:
         best_chosen(feed)
 
-    def scored(stage: StageResult) -> None:  # a stage's statistics are its own (exact sums: the same)
-        feed.put(best_models([stage], n)[0])
-        analysed.append(soon("statistics", _analyse_drawn, drawn, [stage], n))
+    def loaded(stages: list[StageResult]) -> None:  # one product for all (per stage: more BLAS threads' spin)
+        analysed.append(soon("statistics", _analyse_drawn, drawn, stages, n))
 
     try:
-        stages = load_stages(runs_dir, judgments, scored=scored)
+        stages = load_stages(
+            runs_dir, judgments, loaded=loaded, scored=lambda s: feed.put(best_models([s], n)[0])
+        )
     finally:
         feed.close()
-    for done in analysed:
-        done.result()
+    analysed[0].result()
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
         "queries": len(judgments.qids),
