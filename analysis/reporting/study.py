@@ -446,8 +446,9 @@ def load_stages(
         results = _load_in_processes(jobs, judgments, workers)
         if results is not None:
             stages = _stage_results(layout, results)
-            for s in stages if scored is not None else ():
-                scored(s)
+            for s in stages:
+                if scored is not None:
+                    scored(s)
             if loaded is not None:
                 loaded(stages)
             check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
@@ -496,7 +497,9 @@ def _load_in_threads(
         judged_docids(judgments)  # built once, before the threads share it
     with ThreadPoolExecutor(threads) as pool, ThreadPoolExecutor(1) as stage_pool:
         reads = [pool.submit(_read, job, judgments) for job in jobs]
-        finished, checked, start = [], [], 0
+        finished: list[Future[tuple[list[Any], StageResult | None]]] = []
+        checked: list[Future[None]] = []
+        start = 0
         for _, reranked in layout.values():
             group = reads[start : start + 1 + len(reranked)]
             start += len(group)
@@ -507,11 +510,11 @@ def _load_in_threads(
             for r in f.result()[0]:
                 if isinstance(r, BaseException):
                     raise r  # the first reading error in job order
-        stages = [f.result()[1] for f in finished]
+        stages = [stage for f in finished if (stage := f.result()[1]) is not None]  # each, as none failed
         if loaded is not None:
             loaded(stages)
-        for f in checked:
-            f.result()  # the first break in stage order
+        for check in checked:
+            check.result()  # the first break in stage order
     return stages
 
 
