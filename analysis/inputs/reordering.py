@@ -153,18 +153,23 @@ class CandidateIndex:
 
 def name_codes(first: RankedIds, runs: Sequence[RankedIds]) -> list[np.ndarray]:
     """For each run, the code in ``first.names`` of each of its distinct ids (-1: not in the first stage).
-    One lookup for all runs of a stage: pyarrow builds its hash table of the first stage's ids once."""
-    if not runs:
-        return []
+    One lookup for all runs of a stage: pyarrow builds its hash table of the first stage's ids once. A run
+    whose ids are coded in ``first.names`` itself (the report's reading codes a reranked run's ids in its
+    first stage's: :func:`analysis.inputs.trec_fast.coded_runs`) needs none."""
+    others = [r for r in runs if r.names is not first.names]
+    if not others:
+        return [np.arange(len(first.names), dtype=np.int64) for _ in runs]
     import pyarrow as pa  # heavy: imported where used (analysis.inputs.trec's rule)
     import pyarrow._compute as pcf  # heavy, as above (not pyarrow.compute: its import costs 0.1 s)
 
     from analysis.inputs.trec_fast import numpy_of  # pyarrow, as above
 
-    names = pa.chunked_array([r.names for r in runs], type=pa.string())
+    names = pa.chunked_array([r.names for r in others], type=pa.string())
     found = pcf.call_function("index_in", [names], pcf.SetLookupOptions(first.names))
     flat = numpy_of(found, null=-1).astype(np.int64)
-    return np.split(flat, np.cumsum([len(r.names) for r in runs])[:-1])
+    looked_up = iter(np.split(flat, np.cumsum([len(r.names) for r in others])[:-1]))
+    identity = np.arange(len(first.names), dtype=np.int64)
+    return [identity if r.names is first.names else next(looked_up) for r in runs]
 
 
 def reordering_break(

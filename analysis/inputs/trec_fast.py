@@ -32,7 +32,7 @@ and the first tag (every tag is the first: :func:`_one_tag`).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,18 @@ import pyarrow.csv as pacsv
 if TYPE_CHECKING:
     from analysis.inputs.qrels import Judgments
 
-__all__ = ["FastRun", "doc_index", "judged_docids", "numpy_of", "read_fast", "string_array"]
+__all__ = [
+    "FastRun",
+    "PendingRun",
+    "coded_runs",
+    "doc_index",
+    "judged_docids",
+    "names_index",
+    "numpy_of",
+    "read_fast",
+    "read_pending",
+    "string_array",
+]
 
 _NAMES = ["qid", "q0", "docid", "rank", "score", "tag"]
 _BLOCK = 1 << 22
@@ -68,19 +79,28 @@ _PARSE = pacsv.ParseOptions(
 # (_printable_ids, by the module docstring's argument); the docid dictionary is viewed as strings afterwards
 # (_as_strings)
 _IDS = pa.dictionary(pa.int32(), pa.binary())
-_CONVERT = pacsv.ConvertOptions(
-    column_types={
-        "qid": pa.binary(),  # coded from its runs of equal values (_query_codes): less than a dictionary
-        "q0": pa.binary(),
-        "docid": _IDS,
-        "rank": pa.int64(),
-        "score": pa.float64(),
-        "tag": pa.binary(),
-    },
-    null_values=[],
-    strings_can_be_null=False,
-    quoted_strings_can_be_null=False,
-)
+
+
+def _convert(docid: pa.DataType) -> pacsv.ConvertOptions:
+    return pacsv.ConvertOptions(
+        column_types={
+            "qid": pa.binary(),  # coded from its runs of equal values (_query_codes): less than a dictionary
+            "q0": pa.binary(),
+            "docid": docid,
+            "rank": pa.int64(),
+            "score": pa.float64(),
+            "tag": pa.binary(),
+        },
+        null_values=[],
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
+
+
+_CONVERT = _convert(_IDS)
+# a run whose docids are looked up in another run's (read_pending, coded_runs): plain docids, not hashed
+# into a dictionary of their own (a reranked run's docids are its first stage's)
+_CONVERT_PLAIN = _convert(pa.binary())
 _BOM = b"\xef\xbb\xbf"
 _NUMPY: dict[pa.DataType, np.dtype[Any]] = {
     pa.int32(): np.dtype(np.int32),
@@ -143,14 +163,20 @@ def _value_bytes(array: pa.Array) -> np.ndarray:
 
 
 def _printable_ids(table: pa.Table, qids: list[bytes]) -> bool:
-    """Printable ASCII (0x20-0x7e) in every qid (``qids``: the distinct ones), Q0, docid and tag: checked
-    on the docid column's dictionaries, the whole Q0 column and the first tag (every tag is the first:
-    :func:`_one_tag`). 0x20 itself never occurs in a field (it separates them)."""
-    arrays = [c.dictionary for c in table.column("docid").chunks]
-    arrays += table.column("q0").chunks
-    arrays.append(table.column("tag").chunk(0)[:1])
+    """Printable ASCII (0x20-0x7e) in every qid (``qids``: the distinct ones), Q0 and tag: checked on the
+    whole Q0 column and the first tag (every tag is the first: :func:`_one_tag`); the docids:
+    :func:`_good_docids`. 0x20 itself never occurs in a field (it separates them)."""
+    arrays = [*table.column("q0").chunks, table.column("tag").chunk(0)[:1]]
     codes = [np.frombuffer(b"".join(qids), np.uint8)] + [_value_bytes(a) for a in arrays if len(a)]
     return not any(np.any(c - np.uint8(0x20) > 0x5E) for c in codes)  # below 0x20 wraps around
+
+
+def _good_docids(dictionaries: list[pa.Array]) -> bool:
+    """Every value of the docid column's ``dictionaries`` printable ASCII and not empty (and no dictionary
+    empty): :func:`_printable_ids` and :func:`_no_empty_ids` for the docids."""
+    if any(len(d) == 0 or np.any(np.diff(_offsets(d)) < 1) for d in dictionaries):
+        return False
+    return not any(np.any(_value_bytes(d) - np.uint8(0x20) > 0x5E) for d in dictionaries)
 
 
 def _offsets(chunk: pa.Array) -> np.ndarray:
@@ -159,14 +185,11 @@ def _offsets(chunk: pa.Array) -> np.ndarray:
 
 
 def _no_empty_ids(table: pa.Table, qids: list[str]) -> bool:
-    """No empty qid, Q0, docid or tag field (a space beside another, or at a line's end): looked up in the
-    docid column's dictionary, and on the whole Q0 column (``qids``: the qid dictionary's values); the tag:
-    :func:`_one_tag`. On the offsets of the strings (numpy; pyarrow.compute's import costs 0.1 s)."""
+    """No empty qid, Q0 or tag field (a space beside another, or at a line's end): on the whole Q0 column
+    (``qids``: the distinct qids); the tag: :func:`_one_tag`; the docids: :func:`_good_docids`. On the
+    offsets of the strings (numpy; pyarrow.compute's import costs 0.1 s)."""
     if "" in qids:
         return False
-    for chunk in table.column("docid").chunks:
-        if len(chunk.dictionary) == 0 or np.any(np.diff(_offsets(chunk.dictionary)) < 1):
-            return False
     return all(not np.any(np.diff(_offsets(chunk)) < 1) for chunk in table.column("q0").chunks)
 
 
@@ -200,10 +223,86 @@ def _as_strings(values: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(values), values.buffers(), offset=values.offset)
 
 
+@dataclass(frozen=True)
+class PendingRun:
+    """A run read and validated but for its docids (:func:`read_pending`), which :func:`coded_runs` codes."""
+
+    qids: tuple[str, ...]
+    offsets: np.ndarray  # int64
+    qinv: np.ndarray  # int64, each row's query (file order)
+    order: np.ndarray | None  # the rows in rank order (None: the file's order is the rank order)
+    scores: np.ndarray  # float64, rows in rank order
+    docids: pa.ChunkedArray  # the docid column (file order)
+
+
 def read_fast(
     data: bytes, *, qrels_qids: Collection[str] | None = None, allow_unknown_queries: bool = False
 ) -> FastRun | None:
     """The validated run of ``data`` (a run file's bytes), or None: then the reference reader decides."""
+    read = _read_table(data, _CONVERT, qrels_qids, allow_unknown_queries)
+    if read is None or not _good_docids([c.dictionary for c in read.docids.chunks]):
+        return None
+    return _coded(read, _encoded(read.docids))
+
+
+def read_pending(
+    data: bytes, *, qrels_qids: Collection[str] | None = None, allow_unknown_queries: bool = False
+) -> PendingRun | None:
+    """:func:`read_fast` up to the docids, read as plain values: their checks and codes come from
+    :func:`coded_runs` (a reranked run's docids are its first stage's, whose dictionary is hashed once for
+    all its runs, instead of a dictionary hashed for each run). None: the reference reader decides."""
+    return _read_table(data, _CONVERT_PLAIN, qrels_qids, allow_unknown_queries)
+
+
+def coded_runs(runs: Sequence[PendingRun], names: pa.Array | None) -> list[FastRun | None]:
+    """Each of ``runs`` as :func:`read_fast` reads it (None: the reference reader decides), its docids
+    coded in ``names`` (a :class:`FastRun`'s ``doc_names``: printable and none empty) where each of them is
+    one of ``names``, by one lookup for all the runs (pyarrow hashes ``names`` once): every docid is then
+    one of ``names`` (so printable and not empty, the module docstring's argument). A run that holds another
+    docid is coded in a dictionary of its own and checked as :func:`read_fast` checks it, as is every run
+    where ``names`` is None or not all printable and non-empty."""
+    if not runs:
+        return []
+    value_set = None
+    if names is not None:
+        value_set = pa.Array.from_buffers(pa.binary(), len(names), names.buffers(), offset=names.offset)
+    if names is None or value_set is None or not _good_docids([value_set]):  # e.g. the reference reader's
+        return [_own_codes(run) for run in runs]
+    rows = pa.chunked_array([c for r in runs for c in r.docids.chunks], type=pa.binary())
+    found = pcf.call_function("index_in", [rows], pcf.SetLookupOptions(value_set))
+    flat = numpy_of(found, null=-1).astype(np.int64)
+    out: list[FastRun | None] = []
+    for run, codes in zip(runs, np.split(flat, np.cumsum([len(r.docids) for r in runs])[:-1]), strict=True):
+        if codes.size and codes.min() < 0:  # an id its first stage lacks (a reordering break, or worse)
+            out.append(_own_codes(run))
+        elif _repeats(run.qinv, codes, len(names)):
+            out.append(None)
+        else:
+            rank_codes = codes if run.order is None else codes[run.order]
+            out.append(FastRun(run.qids, run.offsets, names, rank_codes, run.scores))
+    return out
+
+
+def _own_codes(run: PendingRun) -> FastRun | None:
+    """``run``, its docids coded in a dictionary of their own and checked as :func:`read_fast` checks them."""
+    docs = pcf.call_function("dictionary_encode", [run.docids.combine_chunks()])
+    return _coded(run, docs) if _good_docids([docs.dictionary]) else None
+
+
+def _coded(run: PendingRun, docs: pa.DictionaryArray) -> FastRun | None:
+    """``run`` with its docids ``docs`` (checked printable and not empty), or None if one repeats in a
+    query."""
+    codes = numpy_of(docs.indices).astype(np.int64)
+    if _repeats(run.qinv, codes, len(docs.dictionary)):
+        return None  # a docid twice in one query
+    rank_codes = codes if run.order is None else codes[run.order]
+    return FastRun(run.qids, run.offsets, _as_strings(docs.dictionary), rank_codes, run.scores)
+
+
+def _read_table(
+    data: bytes, convert: pacsv.ConvertOptions, qrels_qids: Collection[str] | None, allow_unknown: bool
+) -> PendingRun | None:
+    """The table of ``data`` and every check but the docids' (:func:`_good_docids`, :func:`_repeats`)."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     if not data or data.startswith(_BOM) or not _plain_text(data):  # pyarrow would skip a second mark
@@ -211,7 +310,7 @@ def read_fast(
     options = _READ if len(data) > _BLOCK else _READ_ONE_BLOCK
     try:
         table = pacsv.read_csv(
-            pa.py_buffer(data), read_options=options, parse_options=_PARSE, convert_options=_CONVERT
+            pa.py_buffer(data), read_options=options, parse_options=_PARSE, convert_options=convert
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
@@ -223,12 +322,12 @@ def read_fast(
     if not np.all(np.isfinite(scores)) or ranks.min() < 1:
         return None
     values, query_codes = _query_codes(table.column("qid"))
-    if not _printable_ids(table, values):
+    if not _printable_ids(table, values):  # the docids: _good_docids
         return None
     names = [q.decode("ascii") for q in values]
     if not _no_empty_ids(table, names) or not _one_tag(table):
         return None
-    if qrels_qids is not None and not allow_unknown_queries and not set(qrels_qids).issuperset(names):
+    if qrels_qids is not None and not allow_unknown and not set(qrels_qids).issuperset(names):
         return None
     qids = tuple(sorted(names))
     position = {q: i for i, q in enumerate(qids)}
@@ -248,12 +347,7 @@ def read_fast(
     same_q = q_sorted[1:] == q_sorted[:-1]
     if np.any(same_q & (s_sorted[1:] > s_sorted[:-1])):  # scores never rise with rank
         return None
-    docs = _encoded(table.column("docid"))
-    codes = numpy_of(docs.indices).astype(np.int64)
-    if _repeats(qinv, codes, len(docs.dictionary)):
-        return None  # a docid twice in one query
-    names_array = _as_strings(docs.dictionary)
-    return FastRun(qids, offsets, names_array, codes if order is None else codes[order], s_sorted)
+    return PendingRun(qids, offsets, qinv, order, s_sorted, table.column("docid"))
 
 
 _MAX_RUNS = 1 << 12  # more runs of equal qids (a shuffled file): pyarrow's hash encoding is the quicker
@@ -304,8 +398,14 @@ def _repeats(qinv: np.ndarray, codes: np.ndarray, n_codes: int) -> bool:
 
 def doc_index(run: FastRun, judged_docids: pa.Array) -> np.ndarray:
     """Index of each row's docid in ``judged_docids`` (the order of ``Judgments.doc_index``), -1 if absent."""
-    found = pcf.call_function("index_in", [run.doc_names], pcf.SetLookupOptions(judged_docids))
-    return numpy_of(found, null=-1).astype(np.int64)[run.doc_codes]
+    return names_index(run.doc_names, judged_docids)[run.doc_codes]
+
+
+def names_index(names: pa.Array, judged_docids: pa.Array) -> np.ndarray:
+    """Index of each of ``names`` in ``judged_docids``, -1 if absent (:func:`doc_index` of every run whose
+    ``doc_names`` are ``names``)."""
+    found = pcf.call_function("index_in", [names], pcf.SetLookupOptions(judged_docids))
+    return numpy_of(found, null=-1).astype(np.int64)
 
 
 _JUDGED: list[tuple[Judgments, pa.Array]] = []  # the last Judgments seen and its docids as an Arrow array

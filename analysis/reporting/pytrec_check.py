@@ -19,7 +19,7 @@ D-015.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -221,8 +221,9 @@ def checked_run(stage: StageResult) -> RunResult:
     return next(r for r in stage.runs if r.depth == depth and r.model == stage.best[depth])
 
 
-def check_stages(runs_dir: Path, qrels_path: Path, stages: Sequence[StageResult]) -> dict[str, Any]:
-    """Plan check 2 on one run per stage (:func:`checked_run`): the verdict recorded in study.json.
+def check_stages(runs_dir: Path, qrels_path: Path, stages: Iterable[StageResult]) -> dict[str, Any]:
+    """Plan check 2 on one run per stage (:func:`checked_run`; ``stages`` may arrive one at a time: a
+    :class:`analysis.reporting.study.StageFeed`): the verdict recorded in study.json.
 
     ``passed`` is None (and ``not_run`` says why) only when pytrec_eval cannot be imported."""
     verdict: dict[str, Any] = {

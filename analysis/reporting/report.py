@@ -50,6 +50,7 @@ from analysis.reporting.outdir import check_out_dir
 from analysis.reporting.pytrec_check import check_stages
 from analysis.reporting.study import (
     RunResult,
+    StageFeed,
     StageResult,
     analyse_study,
     default_flags,
@@ -422,7 +423,7 @@ def _write_report_locked(
     record = code_record_soon()  # made while the runs are read
     checks: dict[str, Future[dict[str, Any]]] = {}
 
-    def start_check(stages: list[StageResult]) -> None:  # beside the reordering check, intervals and tests
+    def start_check(stages: StageFeed) -> None:  # each stage as soon as its runs are scored
         checks["plan_check_2"] = soon("plan-check-2", check_stages, runs_dir, qrels_path, stages)
 
     stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)

@@ -27,13 +27,13 @@ import multiprocessing
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from analysis.stats.resampling import (
     paired_differences,
     randomisation_p_values,
 )
+
+if TYPE_CHECKING:
+    from analysis.inputs.trec_fast import FastRun, PendingRun
 
 __all__ = [
     "RunResult",
@@ -240,19 +243,37 @@ def _not_a_regular_file(f: Path) -> tuple[str, str]:
     return f"a regular run file, found {kind}", "replace it with the run file itself"
 
 
+_Job = tuple[str, str | None, int | None, Path, Path]  # stage, model (None: first stage), depth, path, runs
+
+
 def _load(
     stage: str, model: str | None, depth: int | None, path: Path, runs_dir: Path, judgments: Judgments
 ) -> RunResult:
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
     fast = read_fast_or_none(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
-    if fast is not None:  # the columnar reader: docids never become Python strings
-        from analysis.inputs.trec_fast import (  # pyarrow: only with the columnar reader
-            doc_index,
-            judged_docids,
-        )
+    return _scored((stage, model, depth, path, runs_dir), judgments, data, sha, fast)
 
-        doc = doc_index(fast, judged_docids(judgments))
+
+def _scored(
+    job: _Job,
+    judgments: Judgments,
+    data: bytes,
+    sha: str,
+    fast: FastRun | None,
+    doc: np.ndarray | None = None,
+) -> RunResult:
+    """The run of ``job`` scored: read by the columnar reader (``fast``; ``doc``: its rows' judged index,
+    when known) or, where that is None, by the reference reader from ``data`` (whose SHA-256 is ``sha``)."""
+    stage, model, depth, path, runs_dir = job
+    if fast is not None:  # the columnar reader: docids never become Python strings
+        if doc is None:
+            from analysis.inputs.trec_fast import (  # pyarrow: only with the columnar reader
+                doc_index,
+                judged_docids,
+            )
+
+            doc = doc_index(fast, judged_docids(judgments))
         per_query, curves = scored_indexed(judgments, fast.qids, fast.offsets, doc)
         run_qids: tuple[str, ...] = fast.qids
         ids = RankedIds.of_fast(fast)
@@ -278,6 +299,66 @@ def _load(
         ids=ids,
         curves=curves,
     )
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A reranked run read but for its docids (:func:`analysis.inputs.trec_fast.read_pending`), which are
+    coded with its stage's first-stage run (:func:`_finish_stage`)."""
+
+    job: _Job
+    sha: str
+    run: PendingRun
+
+
+def _read(job: _Job, judgments: Judgments) -> RunResult | _Pending:
+    """A first-stage run read and scored; a reranked run read up to its docids (columnar reader) or read and
+    scored (the reference reader: where the columnar reader is off or declines the file)."""
+    stage, model, depth, path, runs_dir = job
+    if model is None or not fast_reader_enabled():
+        return _load(stage, model, depth, path, runs_dir, judgments)
+    from analysis.inputs.trec_fast import read_pending  # pyarrow: only with the columnar reader
+
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()  # of exactly the bytes parsed
+    pending = read_pending(data, qrels_qids=judgments.qids, allow_unknown_queries=False)
+    if pending is None:  # read_fast would decline it too: the reference reader decides
+        return _scored(job, judgments, data, sha, None)
+    return _Pending(job, sha, pending)
+
+
+def _finish_stage(reads: list[Future[RunResult | _Pending]], judgments: Judgments) -> list[Any]:
+    """One stage's runs (its first stage's first), each a :class:`RunResult` or the exception its reading
+    raised: the reranked runs' docids coded in the first stage's by one lookup for all of them
+    (:func:`analysis.inputs.trec_fast.coded_runs`), and their rows' judged index taken from the first
+    stage's names (one lookup, not one a run)."""
+    out: list[Any] = [f.exception() or f.result() for f in reads]
+    pending = [(i, o) for i, o in enumerate(out) if isinstance(o, _Pending)]
+    if not pending:
+        return out
+    from analysis.inputs.trec_fast import (  # pyarrow: only with the columnar reader
+        coded_runs,
+        judged_docids,
+        names_index,
+    )
+
+    first = out[0]
+    names = first.ids.names if isinstance(first, RunResult) and first.ids is not None else None
+    judged: np.ndarray | None = None
+    for (i, p), fast in zip(pending, coded_runs([p.run for _, p in pending], names), strict=True):
+        try:
+            if fast is None:  # the reference reader decides: the file read (and hashed) again
+                data = p.job[3].read_bytes()
+                out[i] = _scored(p.job, judgments, data, hashlib.sha256(data).hexdigest(), None)
+                continue
+            doc = None
+            if fast.doc_names is names:
+                judged = names_index(fast.doc_names, judged_docids(judgments)) if judged is None else judged
+                doc = judged[fast.doc_codes]
+            out[i] = _scored(p.job, judgments, b"", p.sha, fast, doc)
+        except Exception as exc:  # raised in job order by the caller, as a reading's
+            out[i] = exc
+    return out
 
 
 def _family(
@@ -311,10 +392,6 @@ def _init_worker(judgments: Judgments) -> None:
     _JUDGMENTS = judgments
 
 
-def _load_with(judgments: Judgments, job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
-    return _load(*job, judgments)
-
-
 def _load_job(job: tuple[str, str | None, int | None, Path, Path]) -> RunResult:
     if _JUDGMENTS is None:  # pragma: no cover - set by the initializer
         raise RuntimeError("worker not initialised")
@@ -345,13 +422,19 @@ def thread_count(jobs: int) -> int:
 
 
 def load_stages(
-    runs_dir: Path, judgments: Judgments, *, loaded: Callable[[list[StageResult]], None] | None = None
+    runs_dir: Path,
+    judgments: Judgments,
+    *,
+    loaded: Callable[[list[StageResult]], None] | None = None,
+    scored: Callable[[StageResult], None] | None = None,
 ) -> list[StageResult]:
     """Read, validate and score every run of the study (no statistics yet); files are read on threads
     (:func:`thread_count`), or in parallel processes (forkserver) when :func:`worker_count` says so.
-    ``loaded(stages)`` is called once every run is scored, before the reordering check."""
+    ``scored(stage)`` is called for each stage as soon as its runs are scored (in stage order; on the
+    threads, while later stages are read), ``loaded(stages)`` once every run is scored and no reading
+    failed; a reordering break is raised after ``loaded``."""
     layout = discover_runs(runs_dir)
-    jobs: list[tuple[str, str | None, int | None, Path, Path]] = []
+    jobs: list[_Job] = []
     for stage, (first_path, reranked) in layout.items():
         jobs.append((stage, None, None, first_path, runs_dir))
         jobs += [
@@ -359,36 +442,102 @@ def load_stages(
             for model, depth, p in sorted(reranked, key=lambda x: (-x[1], x[0]))
         ]
     workers = worker_count(len(jobs))
-    results: list[RunResult] | None = None
     if workers > 1:
-        try:
-            context = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_init_worker, initargs=(judgments,)
-            ) as pool:
-                results = list(pool.map(_load_job, jobs, chunksize=4))
-        except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
-            results = None
-    if results is None:
-        threads = thread_count(len(jobs))
-        if threads > 1:
-            if fast_reader_enabled():
-                from analysis.inputs.trec_fast import judged_docids  # pyarrow: only with the columnar reader
+        results = _load_in_processes(jobs, judgments, workers)
+        if results is not None:
+            stages = _stage_results(layout, results)
+            for s in stages:
+                if scored is not None:
+                    scored(s)
+            if loaded is not None:
+                loaded(stages)
+            check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
+            return stages
+    return _load_in_threads(layout, jobs, judgments, thread_count(len(jobs)), runs_dir, (scored, loaded))
 
-                judged_docids(judgments)  # built once, before the threads share it
-            with ThreadPoolExecutor(threads) as threads_pool:  # results (and the first error) in job order
-                results = list(threads_pool.map(partial(_load_with, judgments), jobs))
-        else:
-            results = [_load(*job, judgments) for job in jobs]
+
+def _load_in_processes(jobs: list[_Job], judgments: Judgments, workers: int) -> list[RunResult] | None:
+    try:
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_init_worker, initargs=(judgments,)
+        ) as pool:
+            return list(pool.map(_load_job, jobs, chunksize=4))
+    except (OSError, BrokenProcessPool):  # no processes here (sandbox): read in this process
+        return None
+
+
+def _stage_results(
+    layout: Mapping[str, tuple[Path, list[Any]]], results: list[RunResult]
+) -> list[StageResult]:
     stages: list[StageResult] = []
     i = 0
     for stage, (_, reranked) in layout.items():
         stages.append(StageResult(stage, results[i], results[i + 1 : i + 1 + len(reranked)]))
         i += 1 + len(reranked)
-    if loaded is not None:
-        loaded(stages)
-    check_stages_reorder(stages, runs_dir, thread_count(len(jobs)))
     return stages
+
+
+def _load_in_threads(
+    layout: Mapping[str, tuple[Path, list[Any]]],
+    jobs: list[_Job],
+    judgments: Judgments,
+    threads: int,
+    runs_dir: Path,
+    hooks: tuple[Callable[[StageResult], None] | None, Callable[[list[StageResult]], None] | None],
+) -> list[StageResult]:
+    """The runs read on ``threads`` threads; each stage, once its files are read, finished on a thread of
+    its own (:func:`_finish_stage`), handed to ``scored`` and its reordering checked there, while the next
+    stages are read. The first reading error in job order is raised first, then ``loaded(stages)`` is
+    called, then the first reordering break in stage order is raised (``hooks``: scored, loaded)."""
+    scored, loaded = hooks
+    if fast_reader_enabled():
+        from analysis.inputs.trec_fast import judged_docids  # pyarrow: only with the columnar reader
+
+        judged_docids(judgments)  # built once, before the threads share it
+    with ThreadPoolExecutor(threads) as pool, ThreadPoolExecutor(1) as stage_pool:
+        reads = [pool.submit(_read, job, judgments) for job in jobs]
+        finished: list[Future[tuple[list[Any], StageResult | None]]] = []
+        checked: list[Future[None]] = []
+        start = 0
+        for _, reranked in layout.values():
+            group = reads[start : start + 1 + len(reranked)]
+            start += len(group)
+            wait(group)
+            finished.append(stage_pool.submit(_stage_of, group, judgments, scored))
+            checked.append(stage_pool.submit(_check_stage, finished[-1], runs_dir))
+        for f in finished:
+            for r in f.result()[0]:
+                if isinstance(r, BaseException):
+                    raise r  # the first reading error in job order
+        stages = [stage for f in finished if (stage := f.result()[1]) is not None]  # each, as none failed
+        if loaded is not None:
+            loaded(stages)
+        for check in checked:
+            check.result()  # the first break in stage order
+    return stages
+
+
+def _stage_of(
+    reads: list[Future[RunResult | _Pending]],
+    judgments: Judgments,
+    scored: Callable[[StageResult], None] | None,
+) -> tuple[list[Any], StageResult | None]:
+    """:func:`_finish_stage`'s runs and, if none failed, their stage (handed to ``scored``)."""
+    runs = _finish_stage(reads, judgments)
+    if any(isinstance(r, BaseException) for r in runs):
+        return runs, None
+    stage = StageResult(runs[0].stage, runs[0], runs[1:])
+    if scored is not None:
+        scored(stage)
+    return runs, stage
+
+
+def _check_stage(finished: Future[tuple[list[Any], StageResult | None]], runs_dir: Path) -> None:
+    """The reordering check of one stage (:func:`check_stages_reorder`), once its runs are all read."""
+    stage = finished.result()[1]
+    if stage is not None:
+        check_stages_reorder([stage], runs_dir)
 
 
 def check_stages_reorder(stages: list[StageResult], runs_dir: Path, threads: int = 1) -> None:
@@ -428,15 +577,15 @@ def analyse_study(
     runs_dir: Path,
     qrels_path: Path,
     *,
-    best_chosen: Callable[[list[StageResult]], None] | None = None,
+    best_chosen: Callable[[StageFeed], None] | None = None,
 ) -> tuple[list[StageResult], dict[str, Any]]:
     """All stages' results and the inputs record (qrels and run SHA-256s, query count). The resample matrices
     are drawn on a thread while the runs are read; the statistics (:func:`analyse_stages`) run on a thread
-    beside the reordering check, which reads only the runs' ids (a break is raised first, as before).
-    ``best_chosen(stages)``: called as soon as the runs are scored, before the reordering check, the
-    intervals and the tests (the report starts plan check 2 there, which needs only the best models), with
-    copies of the stages that hold their best models (:func:`best_models`; the same models
-    :func:`analyse_stages` chooses)."""
+    once every run is scored, beside the last stage's reordering check (a break is raised first).
+    ``best_chosen(stages)``: called before the runs are read (the report starts plan check 2 there, which
+    needs only the best models) with a :class:`StageFeed` of copies of the stages that hold their best
+    models (:func:`best_models`; the same models :func:`analyse_stages` chooses), each handed over as soon
+    as its stage's runs are scored, before its reordering check, the intervals and the tests."""
     qrels = read_qrels(qrels_path)
     if not any(label > 0 for judged in qrels.values() for label in judged.values()):
         count = sum(len(judged) for judged in qrels.values())
@@ -450,13 +599,19 @@ def analyse_study(
     n = len(judgments.qids)
     drawn = soon("resamples", draw_resamples, n)
     analysed: list[Future[None]] = []
+    feed = StageFeed()
+    if best_chosen is not None:
+        best_chosen(feed)
 
-    def loaded(stages: list[StageResult]) -> None:
-        if best_chosen is not None:
-            best_chosen(best_models(stages, n))
+    def loaded(stages: list[StageResult]) -> None:  # one product for all (per stage: more BLAS threads' spin)
         analysed.append(soon("statistics", _analyse_drawn, drawn, stages, n))
 
-    stages = load_stages(runs_dir, judgments, loaded=loaded)
+    try:
+        stages = load_stages(
+            runs_dir, judgments, loaded=loaded, scored=lambda s: feed.put(best_models([s], n)[0])
+        )
+    finally:
+        feed.close()
     analysed[0].result()
     inputs = {
         "qrels": {"file": qrels_path.name, "sha256": sha256_of(qrels_path)},
@@ -464,6 +619,39 @@ def analyse_study(
         "measures": list(MEASURES),
     }
     return stages, inputs
+
+
+class StageFeed:
+    """Stages handed over one at a time (:func:`analyse_study`'s ``best_chosen``): iterating waits for each
+    next stage until the feed is closed (after the last stage, or when the reading failed); iterating
+    again gives the stages handed over so far."""
+
+    def __init__(self) -> None:
+        self._stages: list[StageResult] = []
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def put(self, stage: StageResult) -> None:
+        with self._changed:
+            self._stages.append(stage)
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def __iter__(self) -> Iterator[StageResult]:
+        i = 0
+        while True:
+            with self._changed:
+                while i >= len(self._stages) and not self._closed:
+                    self._changed.wait()
+                if i >= len(self._stages):
+                    return
+                stage = self._stages[i]
+            yield stage
+            i += 1
 
 
 def _analyse_drawn(drawn: Future[None], stages: list[StageResult], n: int) -> None:

@@ -343,3 +343,55 @@ def test_pyarrows_number_parsers_refuse_every_byte_out_of_the_printable_range() 
         if code not in (0x0A, 0x0D) and parsed(_with_byte(line, field, bytes([code]), where))
     }
     assert accepted == {(field, 0x09, where) for field in (3, 4) for where in ("before", "after")}
+
+
+_FIRST_DOCIDS = ("d1", "d2", "d3", "d4", "d9", '"d1', "a", "b", "c", "d#1")
+
+
+def _same_run(got: object, want: object) -> bool:
+    if got is None or want is None:
+        return got is None and want is None
+    return (got.qids, got.offsets.tolist(), got.docids(), got.scores.tolist()) == (  # type: ignore[attr-defined]
+        want.qids,  # type: ignore[attr-defined]
+        want.offsets.tolist(),  # type: ignore[attr-defined]
+        want.docids(),  # type: ignore[attr-defined]
+        want.scores.tolist(),  # type: ignore[attr-defined]
+    )
+
+
+def test_runs_coded_in_their_first_stages_names_read_as_read_fast_reads_them() -> None:
+    """The report's reading of a reranked run (read_pending, then coded_runs with its first stage's names)
+    gives what read_fast gives, on every file above: coded in the first stage's names where each docid is
+    one of them (a repeated one sends the file to the reference reader), else in a dictionary of its own
+    (names that lack a docid, names the columnar reader did not check, no names)."""
+    import pyarrow as pa  # heavy: only here
+
+    from analysis.inputs.trec_fast import coded_runs, read_pending
+
+    lines = [f"q1 Q0 {d} {r} 1.0 t\n" for r, d in enumerate(_FIRST_DOCIDS, start=1)]
+    first = read_fast("".join(lines).encode())
+    assert first is not None
+    some = read_fast(b"q1 Q0 d1 1 1.0 t\n")
+    assert some is not None
+    unchecked = pa.array(["d\xe4", *_FIRST_DOCIDS], type=pa.string())
+    files = [data for data, _ in CASES] + DEFERRED + READ_FAST
+    shared = 0
+    for names in (first.doc_names, some.doc_names, unchecked, None):
+        pending = [read_pending(data) for data in files]
+        assert [p is None for p in pending] == [read_fast_declines_early(data) for data in files]
+        coded = coded_runs([p for p in pending if p is not None], names)
+        got = iter(coded)
+        for data, p in zip(files, pending, strict=True):
+            run = None if p is None else next(got)
+            assert _same_run(run, read_fast(data)), (names, data)
+            shared += run is not None and run.doc_names is names
+    assert shared >= 10  # the first stage's names really were used, for the files whose docids they hold
+    repeated = read_pending(b"q1 Q0 d1 1 2.0 t\nq1 Q0 d1 2 1.0 t\n")
+    assert repeated is not None and coded_runs([repeated], first.doc_names) == [None]
+
+
+def read_fast_declines_early(data: bytes) -> bool:
+    """Whether read_fast declines ``data`` before its docids (a docid's bytes, emptiness or repeat)."""
+    from analysis.inputs import trec_fast
+
+    return trec_fast._read_table(data, trec_fast._CONVERT, None, False) is None
