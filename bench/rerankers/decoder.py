@@ -123,8 +123,17 @@ class DecoderFormat:
     def ids(self, text: str, **kw: Any) -> list[int]:
         return list(self.tok(text, add_special_tokens=False, **kw)["input_ids"])
 
+    def ids_many(self, texts: list[str]) -> list[list[int]]:
+        """``ids`` of each text, from one call of the tokenizer (a fast tokenizer's batch gives each text the
+        ids it gives alone: no padding, no truncation; one call per pair cost ~0.1 ms of Python each)."""
+        return [list(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]] if texts else []
+
     def pair(self, query: str, passage: str) -> Pair:
         raise NotImplementedError
+
+    def pairs(self, query: str, passages: Sequence[str]) -> list[Pair]:
+        """``pair(query, p)`` of each passage (the formats tokenise the passages in one call)."""
+        return [self.pair(query, p) for p in passages]
 
 
 class Qwen3Format(DecoderFormat):
@@ -138,9 +147,18 @@ class Qwen3Format(DecoderFormat):
         self.budget = max_length - len(self.prefix) - len(self.suffix)
         self._head_len: dict[str, int] = {}
 
+    def _head(self, query: str) -> str:
+        return f"<Instruct>: {self.instruction}\n<Query>: {query}\n<Document>: "
+
     def pair(self, query: str, passage: str) -> Pair:
-        head = f"<Instruct>: {self.instruction}\n<Query>: {query}\n<Document>: "
-        body = self.ids(head + passage)
+        head = self._head(query)
+        return self._pair(query, head, self.ids(head + passage))
+
+    def pairs(self, query: str, passages: Sequence[str]) -> list[Pair]:
+        head = self._head(query)
+        return [self._pair(query, head, body) for body in self.ids_many([head + p for p in passages])]
+
+    def _pair(self, query: str, head: str, body: list[int]) -> Pair:
         if self.variant == "whole-input-truncation":
             full = self.prefix + body + self.suffix
             return Pair(full[: self.max_length], len(full) > self.max_length)
@@ -172,9 +190,14 @@ class MxbaiFormat(DecoderFormat):
         self.max_length = min(max_length, model_max - fixed)
 
     def pair(self, query: str, passage: str) -> Pair:
+        return self._pair(self.ids(f"query: {query}"), self.ids(f"document: {passage}"))
+
+    def pairs(self, query: str, passages: Sequence[str]) -> list[Pair]:
         q_full = self.ids(f"query: {query}")
+        return [self._pair(q_full, d_full) for d_full in self.ids_many([f"document: {p}" for p in passages])]
+
+    def _pair(self, q_full: list[int], d_full: list[int]) -> Pair:
         q = q_full[: self.max_length * 3 // 4]
-        d_full = self.ids(f"document: {passage}")
         d = d_full[: min(self.model_max - len(q) - self.fixed, self.max_length)]
         second = self.sep + d
         body = q + second[: max(0, self.max_length - len(q))]
@@ -200,7 +223,7 @@ class DecoderCrossEncoder(ChunkedTorchReranker):
         # lazy: torch is heavy and is needed only here
         import torch
 
-        pairs = [self.fmt.pair(query, p) for p in passages]
+        pairs = self.fmt.pairs(query, passages)
         width = max(len(p.ids) for p in pairs)
         ids = torch.full((len(pairs), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(pairs), width), dtype=torch.long)

@@ -13,8 +13,10 @@ text passes through ``_redact`` first.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -138,6 +140,14 @@ def parse_response(body: bytes, n: int) -> tuple[np.ndarray, int]:
     return scores, tokens
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every Voyage client of the process, as httpx makes it by default (the CA bundle of
+    ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` or certifi): httpx builds and loads one per client otherwise, 0.05 to
+    0.2 s each, and `bench quality` makes a client per Voyage model (as bench.firststage.server does)."""
+    return httpx.create_ssl_context()
+
+
 class VoyageReranker:
     """The ``Reranker`` protocol over the Voyage rerank endpoint; a context manager (or call ``close``)."""
 
@@ -179,6 +189,7 @@ class VoyageReranker:
             headers={"Authorization": f"Bearer {self._key}", "Content-Type": "application/json"},
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             transport=transport,
+            verify=tls_context(),
         )
         self._meta = RerankerMeta(
             id=model_id,

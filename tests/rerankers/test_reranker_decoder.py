@@ -105,6 +105,10 @@ def test_right_padding_changes_scores_of_padded_rows(qwen: Any, models_root: Pat
     wrong = variant(models_root, "right-padding")
     good, bad = qwen.score(QUERY, PASSAGES).scores, wrong.score(QUERY, PASSAGES).scores
     longest = int(np.argmax([len(qwen.fmt.pair(QUERY, p).ids) for p in PASSAGES]))
+    assert qwen.fmt.pairs(QUERY, PASSAGES) == [
+        qwen.fmt.pair(QUERY, p) for p in PASSAGES
+    ]  # one call, same ids
+    assert wrong.fmt.pairs(QUERY, [LONG, *PASSAGES]) == [wrong.fmt.pair(QUERY, p) for p in [LONG, *PASSAGES]]
     np.testing.assert_allclose(bad[longest], good[longest], atol=1e-5)  # no padding in that row
     others = [i for i in range(len(PASSAGES)) if i != longest]
     assert not np.allclose(bad[others], good[others], atol=1e-4)
@@ -153,6 +157,12 @@ def test_mxbai_format_and_score_tokens(models_root: Path) -> None:
     assert res.record["truncated_pairs"] == 1 and res.scores.dtype == np.float32
     cut = fmt.pair(QUERY, LONG * 3)
     assert cut.truncated and cut.ids[-len(tail) :] == tail
+    # the chunk's pairs, tokenised in one call, are the pairs one by one
+    assert fmt.pairs(QUERY, [LONG * 3, "Zug", *PASSAGES]) == [
+        cut,
+        pair,
+        *(fmt.pair(QUERY, p) for p in PASSAGES),
+    ]
 
 
 def test_pitfall_variants_cover_the_plan(models_root: Path) -> None:
