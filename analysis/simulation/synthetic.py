@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,11 @@ class Candidates:
             rel += [1.0 if qrels[q].get(d, 0) > 0 else 0.0 for d in pool]
         return cls(qids, np.asarray(rows, dtype=np.int64), tuple(docids), np.asarray(rel))
 
+    @cached_property
+    def docid_array(self) -> np.ndarray:
+        """``docids`` as an object array, so that a table's docids are one fancy index, not a Python loop."""
+        return np.asarray(self.docids, dtype=object)
+
 
 def system_scores(c: Candidates, signal: float, rng: np.random.Generator) -> np.ndarray:
     return signal * c.relevant + rng.standard_normal(c.relevant.size)
@@ -54,7 +60,7 @@ def _table(c: Candidates, rows: np.ndarray, scores: np.ndarray) -> RunTable:
     offsets = np.zeros(int(present.sum()) + 1, dtype=np.int64)
     np.cumsum(counts[present], out=offsets[1:])
     qids = tuple(q for q, p in zip(c.qids, present.tolist(), strict=True) if p)
-    return RunTable(qids, offsets, tuple(c.docids[i] for i in rows.tolist()), scores[rows])
+    return RunTable(qids, offsets, tuple(c.docid_array[rows].tolist()), scores[rows])
 
 
 def first_stage_order(c: Candidates, scores: np.ndarray, depth: int = 100) -> np.ndarray:
