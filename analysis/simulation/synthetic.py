@@ -9,6 +9,7 @@ followed by the rest of the first stage's candidates in its order (bench's layou
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.inputs.trec import RunTable, write_run
-from analysis.stats.metrics import Judgments, evaluate_table
+from analysis.stats.metrics import Judgments, evaluate_indexed
 
 __all__ = ["Candidates", "calibrate_signal", "rerank_table", "system_scores", "write_study"]
 
@@ -54,12 +55,17 @@ def system_scores(c: Candidates, signal: float, rng: np.random.Generator) -> np.
     return signal * c.relevant + rng.standard_normal(c.relevant.size)
 
 
-def _table(c: Candidates, rows: np.ndarray, scores: np.ndarray) -> RunTable:
+def _layout(c: Candidates, rows: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """The qids present in ``rows`` (grouped by query) and their row offsets."""
     counts = np.bincount(c.row_query[rows], minlength=len(c.qids))
     present = counts > 0
     offsets = np.zeros(int(present.sum()) + 1, dtype=np.int64)
     np.cumsum(counts[present], out=offsets[1:])
-    qids = tuple(q for q, p in zip(c.qids, present.tolist(), strict=True) if p)
+    return tuple(q for q, p in zip(c.qids, present.tolist(), strict=True) if p), offsets
+
+
+def _table(c: Candidates, rows: np.ndarray, scores: np.ndarray) -> RunTable:
+    qids, offsets = _layout(c, rows)
     return RunTable(qids, offsets, tuple(c.docid_array[rows].tolist()), scores[rows])
 
 
@@ -92,17 +98,19 @@ def calibrate_signal(
 ) -> float:
     """Signal whose expected nDCG@10 (first stage at depth 100) is ``target_ndcg10`` (bisection)."""
     lo, hi = 0.0, 8.0
+    doc = np.fromiter(  # each candidate's index in the qrels, looked up once (evaluate_indexed: same values)
+        map(judgments.doc_index.get, c.docids, itertools.repeat(-1)), dtype=np.int64, count=len(c.docids)
+    )
+
+    def ndcg10(scores: np.ndarray) -> float:
+        rows = first_stage_order(c, scores)
+        qids, offsets = _layout(c, rows)
+        return evaluate_indexed(judgments, qids, offsets, doc[rows], ["ndcg@10"])["ndcg@10"].mean()
+
     for _ in range(22):
         mid = (lo + hi) / 2
         rng = np.random.default_rng(seed)
-        value = np.mean(
-            [
-                evaluate_table(judgments, first_stage_table(c, system_scores(c, mid, rng)), ["ndcg@10"])[
-                    "ndcg@10"
-                ].mean()
-                for _ in range(replicates)
-            ]
-        )
+        value = np.mean([ndcg10(system_scores(c, mid, rng)) for _ in range(replicates)])
         lo, hi = (mid, hi) if value < target_ndcg10 else (lo, mid)
     return (lo + hi) / 2
 
