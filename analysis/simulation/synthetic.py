@@ -82,15 +82,21 @@ def first_stage_table(c: Candidates, scores: np.ndarray, depth: int = 100) -> Ru
     return _table(c, first_stage_order(c, scores, depth), scores)
 
 
-def rerank_table(c: Candidates, first_rows: np.ndarray, model_scores: np.ndarray, k: int) -> RunTable:
-    """The first stage's top k (``first_rows`` from :func:`first_stage_order`) reordered by model scores."""
+def rerank_rows(c: Candidates, first_rows: np.ndarray, model_scores: np.ndarray, k: int) -> np.ndarray:
+    """Row indices of the first stage's top k (``first_rows`` from :func:`first_stage_order`) reordered by
+    model scores, grouped by query."""
     q = c.row_query[first_rows]
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
     pos = np.arange(first_rows.size) - np.repeat(starts, np.diff(np.r_[starts, first_rows.size]))
     top = first_rows[pos < k]
     top_pos = pos[pos < k]
     order = np.lexsort((top_pos, -model_scores[top], c.row_query[top]))  # ties by first-stage rank
-    return _table(c, top[order], model_scores)
+    return top[order]
+
+
+def rerank_table(c: Candidates, first_rows: np.ndarray, model_scores: np.ndarray, k: int) -> RunTable:
+    """The first stage's top k (``first_rows`` from :func:`first_stage_order`) reordered by model scores."""
+    return _table(c, rerank_rows(c, first_rows, model_scores, k), model_scores)
 
 
 def calibrate_signal(
@@ -119,17 +125,24 @@ def _as_run(t: RunTable) -> dict[str, list[tuple[str, float]]]:
     return t.as_dict()
 
 
-def _with_tail(top: RunTable, first: RunTable) -> dict[str, list[tuple[str, float]]]:
-    """bench's layout of a depth-k run: the reranked top k, then the first stage's remaining candidates in
-    first-stage order with placeholder scores ``m - j`` (m: lowest reranked score)."""
-    out = top.as_dict()
-    full = first.as_dict()
-    for q, ranked in out.items():
-        seen = {d for d, _ in ranked}
-        low = ranked[-1][1]
-        tail = [d for d, _ in full[q] if d not in seen]
-        ranked.extend((d, low - j) for j, d in enumerate(tail, start=1))
-    return out
+def _with_tail(
+    c: Candidates, top_rows: np.ndarray, first_rows: np.ndarray, model_scores: np.ndarray
+) -> dict[str, list[tuple[str, float]]]:
+    """bench's layout of a depth-k run: the reranked top k (``top_rows``), then the first stage's remaining
+    candidates in first-stage order with placeholder scores ``m - j`` (m: lowest reranked score)."""
+    tail_rows = first_rows[~np.isin(first_rows, top_rows)]  # rows are candidates: unique within a query
+    top_q, tail_q = c.row_query[top_rows], c.row_query[tail_rows]
+    top_scores = model_scores[top_rows]
+    last = np.flatnonzero(np.r_[top_q[1:] != top_q[:-1], True]) if top_q.size else top_q
+    low = np.zeros(len(c.qids))
+    low[top_q[last]] = top_scores[last]
+    starts = np.flatnonzero(np.r_[True, tail_q[1:] != tail_q[:-1]]) if tail_q.size else tail_q
+    j = np.arange(tail_q.size) - np.repeat(starts, np.diff(np.r_[starts, tail_q.size])) + 1
+    order = np.argsort(np.r_[top_q, tail_q], kind="stable")  # per query: the top k, then the tail
+    rows = np.r_[top_rows, tail_rows][order]
+    qids, offsets = _layout(c, rows)
+    scores = np.r_[top_scores, low[tail_q] - j][order]
+    return RunTable(qids, offsets, tuple(c.docid_array[rows].tolist()), scores).as_dict()
 
 
 def write_study(
@@ -158,7 +171,7 @@ def write_study(
         for model, signal in models.items():
             scores = system_scores(c, signal, rng)
             for k in depths:
-                top = rerank_table(c, rows, scores, k)
-                run = _with_tail(top, first) if tails else _as_run(top)
+                top = rerank_rows(c, rows, scores, k)
+                run = _with_tail(c, top, rows, scores) if tails else _as_run(_table(c, top, scores))
                 write_run(out / stage / f"{model}@{k}.trec", run, f"{stage}/{model}@{k}")
     return out
