@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytest
 import pytrec_eval
-import scipy.sparse
 
 from analysis.inputs.trec import read_run, write_run
 from analysis.reporting.pytrec_check import compare_with_pytrec_eval
@@ -187,9 +186,11 @@ def test_inputs_not_modified(miracl_qrels: Qrels) -> None:
 
 def _shared_word_counts(docs: list[set[str]], queries: list[set[str]]) -> np.ndarray:
     """``len(query & doc)`` for every query (rows) and doc (columns), as one sparse 0/1 matrix product."""
+    import scipy.sparse  # heavy: only here (tests/hygiene/test_collection_imports)
+
     vocab: dict[str, int] = {}
 
-    def incidence(sets: list[set[str]]) -> scipy.sparse.csr_matrix:
+    def incidence(sets: list[set[str]]) -> Any:
         cols = [vocab.setdefault(w, len(vocab)) for s in sets for w in s]
         indptr = np.cumsum([0] + [len(s) for s in sets])
         return scipy.sparse.csr_matrix((np.ones(len(cols), dtype=np.int64), cols, indptr))
