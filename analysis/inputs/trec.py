@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import os
 import re
 import warnings
@@ -529,15 +528,41 @@ def write_run(path: Path | str, run: Mapping[str, Sequence[tuple[str, float]]], 
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"run tag must be non-empty without whitespace, got {tag!r}")
     parts: list[str] = []
+    tail = f" {tag}\n"
     for qid in sorted(run):
-        previous = float("inf")
-        for rank, (docid, score) in enumerate(run[qid], start=1):
-            value = float(score)
-            if not (math.isfinite(value) and value <= previous):
-                raise ValueError(
-                    f"query {qid!r} rank {rank}: score {value!r} is not finite or above the score of the "
-                    "rank before; order passages with analysis.stats.ranking.rank_by_score before writing"
-                )
-            previous = value
-            parts.append(f"{qid} Q0 {docid} {rank} {value!r} {tag}\n")
+        if not run[qid]:
+            continue
+        docids, scores = zip(*run[qid], strict=True)
+        values = _ordered_scores(qid, scores)
+        head = f"{qid} Q0 "
+        lines = [
+            f"{docid} {rank} {value!r}"
+            for docid, rank, value in zip(docids, _ranks(len(values)), values, strict=False)
+        ]
+        parts.append(head + (tail + head).join(lines) + tail)
     write_bytes_atomic(path, "".join(parts).encode("utf-8"))
+
+
+def _ranks(n: int) -> Sequence[str]:
+    """``"1"``, ..., ``str(n)``: the rank column's strings (made once for the usual depths)."""
+    return _RANK_STRINGS if n <= len(_RANK_STRINGS) else [str(r) for r in range(1, n + 1)]
+
+
+_RANK_STRINGS = tuple(str(r) for r in range(1, 1001))
+
+
+def _ordered_scores(qid: str, scores: Sequence[float]) -> list[float]:
+    """``scores`` as floats; raises at the first rank whose score is not finite or above the rank before."""
+    values = np.asarray(scores, dtype=np.float64)
+    previous = np.empty_like(values)
+    previous[0] = np.inf
+    previous[1:] = values[:-1]
+    bad = ~np.isfinite(values) | (values > previous)
+    if bad.any():
+        rank = int(np.argmax(bad)) + 1
+        value = float(values[rank - 1])
+        raise ValueError(
+            f"query {qid!r} rank {rank}: score {value!r} is not finite or above the score of the rank before;"
+            " order passages with analysis.stats.ranking.rank_by_score before writing"
+        )
+    return values.tolist()

@@ -71,16 +71,16 @@ def run_path(runs_dir: Path, model: str, stage: str = STAGE, depth: int = DEPTH)
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, the average rank ``(i + j) / 2 + 1`` for a tie over sorted positions i..j (NaN ties
+    nothing, as ``==`` says)."""
     order = np.argsort(values, kind="mergesort")
     ranks = np.empty(len(values))
+    if not len(values):
+        return ranks
     sorted_v = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_v[j + 1] == sorted_v[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
+    starts = np.flatnonzero(np.r_[True, sorted_v[1:] != sorted_v[:-1]])
+    ends = np.r_[starts[1:], len(values)] - 1
+    ranks[order] = np.repeat((starts + ends) / 2.0 + 1.0, ends - starts + 1)
     return ranks
 
 

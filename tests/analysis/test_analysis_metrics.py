@@ -184,6 +184,23 @@ def test_inputs_not_modified(miracl_qrels: Qrels) -> None:
     assert repr(run) == before
 
 
+def _shared_word_counts(docs: list[set[str]], queries: list[set[str]]) -> np.ndarray:
+    """``len(query & doc)`` for every query (rows) and doc (columns), as one sparse 0/1 matrix product."""
+    import scipy.sparse  # heavy: only here (tests/hygiene/test_collection_imports)
+
+    vocab: dict[str, int] = {}
+
+    def incidence(sets: list[set[str]]) -> Any:
+        cols = [vocab.setdefault(w, len(vocab)) for s in sets for w in s]
+        indptr = np.cumsum([0] + [len(s) for s in sets])
+        return scipy.sparse.csr_matrix((np.ones(len(cols), dtype=np.int64), cols, indptr))
+
+    d, q = incidence(docs), incidence(queries)
+    d.resize(d.shape[0], len(vocab))
+    q.resize(q.shape[0], len(vocab))
+    return (q @ d.T).toarray()
+
+
 def test_real_lexical_run_with_ties(miracl_qrels: Qrels, miracl_qrels_path: Path, tmp_path: Path) -> None:
     """A real run: the 305 German dev queries against the 3,103 real judged passages, scored by the number
     of shared lower-cased words (integer scores: many ties, broken by passage order in docs.csv)."""
@@ -193,9 +210,10 @@ def test_real_lexical_run_with_ties(miracl_qrels: Qrels, miracl_qrels_path: Path
     with (pool / "queries.csv").open(encoding="utf-8", newline="") as f:
         queries = {row["query_id"]: set(re.findall(r"\w+", row["text"].lower())) for row in csv.DictReader(f)}
     assert len(docs) == 3103 and len(queries) == 305
+    shared = _shared_word_counts([w for _, w in docs], list(queries.values()))  # len(words & w) per pair
     run = {}
-    for q, words in queries.items():
-        ranked = rank_by_score([d for d, _ in docs], [float(len(words & w)) for _, w in docs])
+    for q, counts in zip(queries, shared, strict=True):
+        ranked = rank_by_score([d for d, _ in docs], counts.astype(np.float64).tolist())
         run[q] = ranked[:100]
     write_run(tmp_path / "lexical.trec", run, "lexical")
     cmp = compare_with_pytrec_eval(miracl_qrels, read_run(tmp_path / "lexical.trec", qrels_qids=miracl_qrels))
