@@ -11,8 +11,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,62 +18,17 @@ from bench.core.journal import Journal
 from bench.quality.phase import strip_timing
 from bench.quality.study import KILLED
 from tests.quality import killable
+from tests.support.forked import Forked
 
 UNITS = 2 * 6 * (1 + 3)  # stages x queries x (pointwise at 100 + listwise at 20/50/100)
 
 
-class _Forked:
-    """``python -m tests.quality.killable IN STUDY RUNS DELAY`` as a process forked from the test's, which has
+def _start(tmp: Path, name: str, delay: float) -> Forked:
+    """``python -m tests.quality.killable IN STUDY RUNS DELAY`` forked from the test's process, which has
     imported bench's quality phase already (a fresh interpreter spent ~0.5 s CPU on imports at each of the
-    dozen starts): its own pid, signal handling and exit status, stdout on /dev/null, stderr on a pipe.
-    The part of ``subprocess.Popen`` the tests use."""
-
-    def __init__(self, argv: list[str]) -> None:
-        read, write = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: never returns into pytest (no atexit of pytest's, only the streams)
-            code = 1
-            try:
-                os.close(read)
-                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-                os.dup2(write, 2)
-                sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__  # not pytest's capture
-                code = killable.main(argv)
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    if stream is not None:
-                        stream.flush()
-                os._exit(code)
-        os.close(write)
-        self.stderr = os.fdopen(read, "rb")
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float) -> int:
-        deadline = time.monotonic() + timeout
-        while (code := self.poll()) is None:
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(["killable", str(self.pid)], timeout)
-            time.sleep(0.005)
-        return code
-
-    def send_signal(self, sig: int) -> None:
-        os.kill(self.pid, sig)
-
-    def communicate(self, timeout: float) -> tuple[bytes, bytes]:
-        err = self.stderr.read()  # until the child's end closes its stderr (its exit)
-        self.wait(timeout)
-        return b"", err
-
-
-def _start(tmp: Path, name: str, delay: float) -> _Forked:
-    return _Forked([str(tmp / "in"), str(tmp / name / "study"), str(tmp / name / "runs"), str(delay)])
+    dozen starts); stderr on a pipe."""
+    argv = [str(tmp / "in"), str(tmp / name / "study"), str(tmp / name / "runs"), str(delay)]
+    return Forked(lambda: killable.main(argv), stderr=True)
 
 
 def _journal_lines(path: Path) -> int:
