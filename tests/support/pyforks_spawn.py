@@ -18,7 +18,6 @@ any pyforks server: its own process, streams, directory, environment and argv. W
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import time
@@ -29,7 +28,7 @@ from tests.support.pyforks import RUN_TIME_ENV
 def socket_path(folder: str, name: str, env: dict[str, str], run_time: tuple[str, ...] = RUN_TIME_ENV) -> str:
     """The socket a stand-in made by ``Interpreters.wrapper`` (default ``run_time``, no ``key_ignore``)
     connects to when run with ``env``: the same key as the stand-in's (``pyforks.WRAPPER``)."""
-    key = json.dumps(sorted((k, v) for k, v in env.items() if not k.startswith(run_time)))
+    key = ascii(sorted((k, v) for k, v in env.items() if not k.startswith(run_time)))
     return os.path.join(folder, name + "-" + hashlib.sha256(key.encode()).hexdigest()[:12] + ".sock")
 
 
