@@ -24,6 +24,7 @@ from bench.core.errors import BenchError
 from bench.core.hints import hint
 from bench.rerankers.openvino.config import QuantSpec, Task
 from bench.rerankers.openvino.manifest import check_pins, write_manifest
+from bench.rerankers.openvino.runtime import decline_usage_telemetry
 
 MAX_LENGTH_CROSS: int = 512  # the fp32 adapter's bge max_length (model card)
 
@@ -48,6 +49,7 @@ def calibration_features(
 
 
 def _model_class(task: Task) -> Any:
+    decline_usage_telemetry()
     # lazy: optimum and OpenVINO are heavy; only for the int8 variant
     from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
 
@@ -81,6 +83,7 @@ def quantize_model(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
+        decline_usage_telemetry()
         # lazy: optimum and transformers are heavy; only for the int8 variant
         import nncf
         from optimum.intel import OVConfig, OVQuantizationConfig, OVQuantizer

@@ -32,6 +32,7 @@ from bench.core.liblog import active, library_log
 from bench.firststage.launcher import EXIT_PARENT_GONE, set_parent_death_signal
 from bench.int8.quantize import quantize_model
 from bench.rerankers.openvino.config import QuantSpec
+from bench.rerankers.openvino.runtime import decline_usage_telemetry
 
 EXIT_REFUSED = 3
 
@@ -99,6 +100,7 @@ def _import_libraries() -> None:
     The imports make about 600,000 long-lived objects: the cyclic garbage collector is off while they are
     made (its full passes over the growing heap cost about a CPU-second) and they are frozen afterwards, so
     the export's and calibration's collections (the exporter calls ``gc.collect()`` itself) skip them."""
+    decline_usage_telemetry()
     gc.disable()
     try:
         # lazy: heavy optional libraries, only in the child that quantises

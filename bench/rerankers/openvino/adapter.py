@@ -25,7 +25,7 @@ import numpy as np
 from analysis.core.plan import INT8_MODEL
 from bench.core.errors import BenchError
 from bench.rerankers.openvino.manifest import installed, verify_folder
-from bench.rerankers.openvino.runtime import compile_int8, runtime_properties
+from bench.rerankers.openvino.runtime import compile_int8, decline_usage_telemetry, runtime_properties
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
 OV_PACKAGES = ("openvino", "nncf", "optimum-intel", "transformers", "tokenizers", "numpy")
@@ -35,6 +35,7 @@ def _load(folder: Path, task: str) -> tuple[Any, Any, dict[str, Any]]:
     manifest = verify_folder(folder)  # before the heavy imports: a bad folder is refused at once
     if manifest["task"] != task:
         raise BenchError(f"{folder}: a {manifest['task']} model, expected {task}")
+    decline_usage_telemetry()
     # lazy: optimum and transformers are heavy; only for the int8 variant
     from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
     from transformers import AutoTokenizer
