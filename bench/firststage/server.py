@@ -221,13 +221,14 @@ def local_typesense(
     peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log).
     ``discard``: nothing reads the data directory after the stop, so the server is stopped by SIGKILL
     (``_stop``); by default true for the temporary directory of ``data_dir=None`` and false for a
-    ``data_dir`` the caller gives, which gets the graceful stop. An empty server of free ports and a temporary
-    directory that lost its start-up race (``LOST_RACE``) is killed and started afresh on a new directory and
-    new ports (up to ``FRESH_RESTARTS`` times): a fresh start is ready at once in about half the cases.
+    ``data_dir`` the caller gives, which gets the graceful stop. An empty server of a temporary directory
+    (free ports, or a chosen ``api_port`` alone) that lost its start-up race (``LOST_RACE``) is killed and
+    started afresh on a new directory and a new peering port (a chosen API port kept, else a new one; up to
+    ``FRESH_RESTARTS`` times): a fresh start is ready at once in about half the cases.
     """
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
-    fresh = data_dir is None and api_port is None and peering_port is None
+    fresh = data_dir is None and peering_port is None  # a chosen API port is bound again at once
     discard = data_dir is None if discard is None else discard
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
         log = Path(tmp) / "typesense.log"
