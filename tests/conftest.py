@@ -157,6 +157,18 @@ def typesense() -> Iterator[TypesenseServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def analysis_python() -> Iterator[str]:
+    """The stand-in for this environment's ``python`` whose runs fork from one server per test process
+    (tests/support/pyforks.py) that has imported what ``analysis`` imports and computed the code record
+    (tests/worst_inputs/warm.py): tests/test_worst_inputs.py, tests/worst_inputs/ and
+    tests/analysis/test_properties.py start their command lines with it (one server, not one per module)."""
+    from tests.support.pyforks import stand_in_python
+
+    with stand_in_python("analysis", ("tests.worst_inputs.warm",)) as python:
+        yield python
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """``--dist loadgroup`` (pyproject's default) shares the tests out as tests/support/xdist_groups.py says:

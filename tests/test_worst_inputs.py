@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from analysis.inputs.trec import read_qrels
 from analysis.reporting.report import write_report
 from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
-from tests.support.pyforks import stand_in_python
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGE, MODEL = "keyword-71k", "gte-base"
@@ -39,20 +37,19 @@ BAD_LABELS = {
 }
 
 
-# each command is a process of its own forked from one server (tests/support/pyforks.py) that has imported
-# what `analysis` imports (numpy, click, the analysis package, pyarrow, pytrec_eval) and computed the code
-# record (tests/worst_inputs/warm.py): the console script runs in the fork as `python SCRIPT ARGS` runs it
-# (its exit status, stdout and stderr), without the ~1 CPU-s of imports and the record each; `bench`
-# (BENCH_ROOT) is imported in the fork, never in the server
-PRELOAD = ("tests.worst_inputs.warm",)
+# each command is a process of its own forked from one server per test process (tests/support/pyforks.py;
+# tests/conftest.py's ``analysis_python``, shared with tests/worst_inputs/ and test_properties) that has
+# imported what `analysis` imports (numpy, click, the analysis package, pyarrow, pytrec_eval) and computed
+# the code record (tests/worst_inputs/warm.py): the console script runs in the fork as `python SCRIPT ARGS`
+# runs it (its exit status, stdout and stderr), without the ~1 CPU-s of imports and the record each;
+# `bench` (BENCH_ROOT) is imported in the fork, never in the server
 _PYTHON: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forked_python() -> Iterator[None]:
-    with stand_in_python("worst", PRELOAD) as python:
-        _PYTHON["python"] = python
-        yield
+def forked_python(analysis_python: str) -> None:
+    """The stand-in ``python`` that :func:`_run` starts commands with (tests/conftest.py)."""
+    _PYTHON["python"] = analysis_python
 
 
 def _env() -> dict[str, str]:

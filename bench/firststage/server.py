@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import ssl
@@ -221,13 +222,15 @@ def local_typesense(
     peer at once; on other ports it waits about 10 s for its peer reset (``Resetting peers`` in the log).
     ``discard``: nothing reads the data directory after the stop, so the server is stopped by SIGKILL
     (``_stop``); by default true for the temporary directory of ``data_dir=None`` and false for a
-    ``data_dir`` the caller gives, which gets the graceful stop. An empty server of free ports and a temporary
-    directory that lost its start-up race (``LOST_RACE``) is killed and started afresh on a new directory and
-    new ports (up to ``FRESH_RESTARTS`` times): a fresh start is ready at once in about half the cases.
+    ``data_dir`` the caller gives, which gets the graceful stop. An empty server (a temporary directory, or a
+    ``data_dir`` empty at the start) that lost its start-up race (``LOST_RACE``) is killed and started afresh
+    (up to ``FRESH_RESTARTS`` times): on a new temporary directory, or on the given one emptied again, on the
+    chosen ports (bound again at once after the SIGKILL) or new free ones. A fresh start is ready at once in
+    about half the cases.
     """
     binary = binary_path()
     sweep_stale(log=lambda msg: print(f"typesense: {msg}", file=sys.stderr, flush=True))
-    fresh = data_dir is None and api_port is None and peering_port is None
+    fresh = data_dir is None or not (Path(data_dir).is_dir() and any(Path(data_dir).iterdir()))
     discard = data_dir is None if discard is None else discard
     with tempfile.TemporaryDirectory(prefix=PREFIX) as tmp:
         log = Path(tmp) / "typesense.log"
@@ -252,6 +255,8 @@ def local_typesense(
                 _stop(proc, discard=discard)
                 raise
             _stop(proc, discard=True)  # empty, never handed out: nothing is lost
+            if data_dir is not None:
+                _empty(ddir)  # what the lost start wrote into the caller's (empty) folder
         server: TypesenseServer | None = None
         try:
             server = TypesenseServer(url, api_key, pid=proc.pid)
@@ -260,6 +265,15 @@ def local_typesense(
             if server is not None:
                 server.close()
             _stop(proc, discard=discard)
+
+
+def _empty(folder: Path) -> None:
+    """Remove what ``folder`` holds (not the folder itself: it may be a mount point)."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 @contextlib.contextmanager

@@ -54,7 +54,7 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,6 @@ from hypothesis import strategies as st
 
 from analysis.inputs.trec import read_qrels, read_run, write_run
 from analysis.stats.metrics import evaluate
-from tests.support.pyforks import stand_in_python
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, list[tuple[str, float]]]
@@ -393,11 +392,11 @@ _PYTHON: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forked_python() -> Iterator[None]:
-    """The stand-in ``python`` of this environment that :func:`_analysis` starts the command line with."""
-    with stand_in_python("properties", ("numpy", "click", "analysis.cli", "pytrec_eval")) as python:
-        _PYTHON["python"] = python
-        yield
+def forked_python(analysis_python: str) -> None:
+    """The stand-in ``python`` of this environment that :func:`_analysis` starts the command line with
+    (tests/conftest.py's ``analysis_python``: one server per test process, shared with the worst-inputs tests,
+    that has imported numpy, click, analysis.cli, pyarrow and pytrec_eval)."""
+    _PYTHON["python"] = analysis_python
 
 
 def _analysis(*args: str) -> list[str]:

@@ -202,9 +202,12 @@ def _out_of_order_lock(tmp_path: Path, ascending: bool | None, shards: Shards) -
     return lock, paths
 
 
-def _measured_sort(paths: list[Path], out: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+def _measured_sort(
+    paths: list[Path], out: Path, monkeypatch: pytest.MonkeyPatch, inputs: dict[str, str]
+) -> tuple[int, int]:
     """(bytes of the merged import order, bytes of all runs plus the merged file at the end of the merge):
-    what ``external_sort`` really writes, the runs measured just before it deletes them."""
+    what ``external_sort`` really writes, the runs measured just before it deletes them. ``inputs``: the
+    shards' hashes it records (a later prediction reuses the sort)."""
     from bench.data.hub import iter_jsonl_gz
     from bench.data.order import SORTED_FILE, external_sort
 
@@ -217,7 +220,7 @@ def _measured_sort(paths: list[Path], out: Path, monkeypatch: pytest.MonkeyPatch
         real_unlink(self, missing_ok=missing_ok)
 
     monkeypatch.setattr(Path, "unlink", unlink)
-    external_sort((p for s in paths for p in iter_jsonl_gz(s)), out, run_size=2000)
+    external_sort((p for s in paths for p in iter_jsonl_gz(s)), out, run_size=2000, inputs=inputs)
     monkeypatch.undo()
     merged = (out / SORTED_FILE).stat().st_size
     assert len(runs) == 4  # 7,402 passages in runs of 2,000
@@ -233,8 +236,10 @@ def test_disk_check_adds_the_external_sort_when_the_lock_says_out_of_order(
     p = pf.keyword_full_prediction(fit_path=fit, lock_path=lock, data_dir=tmp_path, sort_dir=sort_dir)
     s = p.sort
     assert s is not None and s.counted and "not ascending" in s.order
-    # the reference: what the external sort of these very shards writes (runs + merged import order)
-    merged, peak = _measured_sort(paths, tmp_path / "measured", monkeypatch)
+    # the reference: what the external sort of these very shards writes (runs + merged import order), made
+    # where the prediction looks for a sort, with the shards' hashes (the reuse below)
+    inputs = {e.source.path: e.sha256 for e in datalock.read_lock(lock).values()}
+    merged, peak = _measured_sort(paths, sort_dir, monkeypatch, inputs)
     assert s.sorted_copy_bytes == pytest.approx(merged, rel=0.03)
     assert s.peak_bytes == pytest.approx(peak, rel=0.03)
     # one file system: the data directory grows while the sorted copy stays
@@ -250,12 +255,7 @@ def test_disk_check_adds_the_external_sort_when_the_lock_says_out_of_order(
     [problem] = tight.problems
     assert "sorted copy" in problem and f"needs {need / 2**30:.1f} GiB" in problem
     assert "added to the disk check" in p.text() and "sorted runs + merged import order" in p.text()
-    # a sort already made for exactly these shards is reused: nothing added
-    from bench.data.hub import iter_jsonl_gz
-    from bench.data.order import external_sort
-
-    inputs = {e.source.path: e.sha256 for e in datalock.read_lock(lock).values()}
-    external_sort((q for sh in paths for q in iter_jsonl_gz(sh)), sort_dir, inputs=inputs)
+    # a sort already made for exactly these shards (the measured one, in sort_dir) is reused: nothing added
     again = pf.keyword_full_prediction(fit_path=fit, lock_path=lock, data_dir=tmp_path, sort_dir=sort_dir)
     assert again.sort is not None and not again.sort.counted and "reused" in again.sort.order
     assert [n for _, n, _, _ in again.disk_needs()] == [again.disk_bytes]

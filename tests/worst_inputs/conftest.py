@@ -1,7 +1,7 @@
 """Shared inputs of the worst-inputs tests: a small study on real qrels, and a runner that starts
 each command in its own process (a signal or a traceback is seen as it would be by a user).
 
-Each such process is forked from one server per module (``tests/support/pyforks.py``) that has imported
+Each such process is forked from one server per test process (``tests/support/pyforks.py``) that has imported
 what ``analysis`` imports and computed the code record (``tests/worst_inputs/warm.py``): the console script
 runs in the fork as ``python SCRIPT ARGS`` runs it (its own pid, exit status, stdout and stderr), without
 the ~1 CPU-s of imports and the code record each.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,20 +19,17 @@ import pytest
 from analysis.inputs.trec import read_qrels
 from analysis.simulation.synthetic import write_study
 from tests.conftest import REPO_ROOT
-from tests.support.pyforks import stand_in_python
 
 QRELS = REPO_ROOT / "data" / "bundled" / "miracl-de-dev" / "qrels.miracl-v1.0-de-dev.tsv"
 STAGE, MODEL = "keyword-71k", "gte-base"
-PRELOAD = ("tests.worst_inputs.warm",)
 _PYTHON: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forked_python() -> Iterator[None]:
-    """The stand-in ``python`` that :func:`run` starts commands with (the server starts on its first run)."""
-    with stand_in_python("worst-inputs", PRELOAD) as python:
-        _PYTHON["python"] = python
-        yield
+def forked_python(analysis_python: str) -> None:
+    """The stand-in ``python`` that :func:`run` starts commands with (tests/conftest.py's ``analysis_python``:
+    one server per test process, started on its first run)."""
+    _PYTHON["python"] = analysis_python
 
 
 def env(**extra: str) -> dict[str, str]:
