@@ -273,10 +273,31 @@ def scored_indexed(
     judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray, max_k: int = CURVE_DEPTH
 ) -> tuple[dict[str, np.ndarray], Curves]:
     """:func:`evaluate_indexed` (every measure) and :func:`curves_indexed` from one lookup of the rows'
-    relevance (the report reads each run once and keeps both)."""
-    row_q, pos, keep = _row_queries(judgments, qids, offsets)
-    rel = judgments.relevance_of(row_q, doc[keep])
+    relevance (the report reads each run once and keeps both). Only the rows of judged docids are taken
+    (:func:`_judged_rows`): every other row is unjudged, which adds 0 to every sum (:func:`_measures`,
+    :func:`_curves`), and the judged rows keep their order, so the values are the same bit for bit."""
+    row_q, pos, judged_doc = _judged_rows(judgments, qids, offsets, doc)
+    rel = judgments.relevance_of(row_q, judged_doc)
     return _measures(judgments, row_q, pos, rel, _wanted(None)), _curves(judgments, row_q, pos, rel, max_k)
+
+
+def _judged_rows(
+    judgments: Judgments, qids: Sequence[str], offsets: np.ndarray, doc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_row_queries` and ``doc`` of the kept rows, for the rows whose docid is judged in some query
+    (``doc >= 0``) only (a run's few percent): each row's query found by its offset, not by repeating
+    every query's index over all the rows."""
+    rows = np.flatnonzero(doc >= 0)
+    if tuple(qids) == judgments.qids:  # the usual run: every qrels query, none other
+        run_to_q = np.arange(len(judgments.qids), dtype=np.int64)
+    else:
+        index = {q: i for i, q in enumerate(judgments.qids)}
+        run_to_q = np.array([index.get(q, -1) for q in qids], dtype=np.int64)
+    run_q = np.searchsorted(offsets, rows, side="right") - 1
+    row_q = run_to_q[run_q]
+    keep = row_q >= 0
+    rows = rows[keep]
+    return row_q[keep], rows - np.asarray(offsets, dtype=np.int64)[run_q[keep]], doc[rows]
 
 
 def scored_table(
