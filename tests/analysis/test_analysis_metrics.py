@@ -15,7 +15,15 @@ import pytrec_eval
 
 from analysis.inputs.trec import read_run, write_run
 from analysis.reporting.pytrec_check import compare_with_pytrec_eval
-from analysis.stats.metrics import MEASURES, evaluate, mean_scores
+from analysis.stats.metrics import (
+    MEASURES,
+    Judgments,
+    _as_table,
+    evaluate,
+    mean_scores,
+    scored_indexed,
+    scored_table,
+)
 from analysis.stats.ranking import rank_by_score
 
 Run = dict[str, list[tuple[str, float]]]
@@ -138,6 +146,18 @@ def test_against_pytrec_eval(miracl_qrels: Qrels, kind: str, seed: int) -> None:
     cmp = compare_with_pytrec_eval(miracl_qrels, run)
     assert cmp.max_abs_diff < 1e-9 and cmp.passed
     assert cmp.queries == 305
+    # the report's columnar form (docids as judged indices, only their rows scored) gives the string form's
+    # values bit for bit, also beside queries the qrels lack (before, among and after the qrels' ones)
+    judgments = Judgments.from_qrels(miracl_qrels)
+    extra = {q: run.get(sorted(run)[0], [("unseen", 1.0)]) for q in ("!first", "555-between", "~last")}
+    for table in (_as_table(run), _as_table({**run, **extra})):
+        doc = np.array([judgments.doc_index.get(d, -1) for d in table.docids], dtype=np.int64)
+        values, curves = scored_indexed(judgments, table.qids, table.offsets, doc)
+        want_values, want_curves = scored_table(judgments, table)
+        assert values.keys() == want_values.keys()
+        assert all(values[m].tobytes() == want_values[m].tobytes() for m in values)
+        assert curves.hits.tobytes() == want_curves.hits.tobytes()
+        assert curves.recall.tobytes() == want_curves.recall.tobytes()
 
 
 def test_tie_difference_is_documented(miracl_qrels: Qrels) -> None:
