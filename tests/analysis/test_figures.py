@@ -5,13 +5,15 @@ report's mean and bootstrap interval (points), its label is the table's run labe
 paired difference carries its Holm verdict's marker and fill; the decision figure puts each option of
 costs.json (the golden file's) at its p95 and nDCG@10 with its interval, its marker by k, filled when the
 live-search budget is met; the latency figure draws the medians over passes. And the PNG: fixed size, the
-same bytes for the same numbers (whatever the user's matplotlib settings), other bytes for other numbers, no
+same bytes for the same numbers (whatever the user's matplotlib settings or the figures drawn before with the
+same renderer), other bytes for other numbers, no
 text chunk (no software name, no time) until the report adds its analysis_code chunk."""
 
 from __future__ import annotations
 
 import json
 import struct
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,17 @@ def test_size_and_the_same_bytes_on_a_rerun_and_other_bytes_for_other_numbers(
     assert_bare_png(a)
     moved = StageFigure(numbers.stage, numbers.first_stage + 0.5, numbers.rows, numbers.differences)
     assert stage_figure(moved, tmp_path / "c.png").read_bytes() != a
+    # figures of a size share this thread's renderer (render.canvas), yet draw the bytes of a fresh one: a
+    # new thread's first figure has a renderer of its own
+    with canvas(2.0, 1.0, 50) as one, canvas(2.0, 1.0, 50) as two:
+        assert one.canvas.get_renderer() is two.canvas.get_renderer()  # type: ignore[attr-defined]
+    fresh: list[bytes] = []
+    thread = threading.Thread(
+        target=lambda: fresh.append(stage_figure(numbers, tmp_path / "d.png").read_bytes())
+    )
+    thread.start()
+    thread.join()
+    assert fresh == [a] == [stage_figure(numbers, tmp_path / "e.png").read_bytes()]
 
 
 def test_the_users_matplotlib_settings_change_no_byte(numbers: StageFigure, tmp_path: Path) -> None:
