@@ -261,6 +261,26 @@ def test_the_decision_figure_puts_each_option_at_its_numbers(tmp_path: Path) -> 
             np.testing.assert_allclose(np.reshape(ends, (-1, 4)), np.reshape(want, (-1, 4)), rtol=1e-12)
             labels = [t.get_text() for t in ax.texts if "€/1k" in t.get_text() or "missing" in t.get_text()]
             assert len(labels) == len(mine) and all(f"{o['model']}" in " ".join(labels) for o in mine)
+            # tick labels as texts: x in the bottom row, y in the left column, each axis label beyond them
+            spec = ax.get_subplotspec()
+            assert spec is not None
+            renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+            xs = {
+                t.get_text(): t.get_window_extent(renderer)
+                for t in ax.texts
+                if t.get_va() == "top" and t.get_ha() == "center"
+            }
+            ys = {
+                t.get_text(): t.get_window_extent(renderer)
+                for t in ax.texts
+                if t.get_va() == "center_baseline"
+            }
+            assert ({"500", "1,000", "2,000"} <= set(xs)) is spec.is_last_row() is (len(xs) > 3)
+            assert bool(ys) is spec.is_first_col() and all(float(y) == int(y) for y in ys)
+            if xs:
+                assert ax.xaxis.label.get_window_extent(renderer).y1 < min(b.y0 for b in xs.values())
+            if ys:
+                assert ax.yaxis.label.get_window_extent(renderer).x1 < min(b.x0 for b in ys.values())
     for o in options:
         colour = MACHINE_COLOURS[o["machine"]]
         marker, face = drawn[(o["machine"], o["latency"]["p95_ms"], 100 * o["ndcg@10"])]
