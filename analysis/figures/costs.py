@@ -162,7 +162,7 @@ def draw_decision(
 ) -> list[Axes]:
     """The four machine panels into ``fig``; returns them (GPU, CPU fp32, CPU int8, API)."""
     points = [o for o in options if o["latency"]["p95_ms"] is not None]
-    # not shared: each panel gets the same limits and ticks itself, and unlabelled ticks are lines
+    # not shared: each panel gets the same limits and ticks itself; ticks are lines, their labels texts
     axes = fig.subplots(2, 2)
     frame = _frame(points, first_stage_ndcg)
     # the layout first: label placement works in display pixels of the final axes
@@ -239,30 +239,74 @@ def _draw_panel(
 
 
 def _panel_ticks(ax: Axes, frame: _Frame) -> None:
-    """The x ticks at ``frame.ticks`` (labelled in the bottom row) and the log axis's minor ticks; labelled
-    ticks are matplotlib's (the bottom row's x, the left column's y), the others lines."""
+    """The x ticks at ``frame.ticks``, the log axis's minor ticks and the y ticks, all as lines; the bottom
+    row's x ticks and the left column's y ticks labelled by :func:`_tick_labels`."""
     # lazy: matplotlib is heavy; only when a figure is drawn
     from matplotlib.ticker import FixedLocator
 
     spec = ax.get_subplotspec()
-    bottom = spec is None or spec.is_last_row()
-    if bottom:
-        ax.set_xticks(frame.ticks, [f"{t:,}" for t in frame.ticks])
-    else:  # set_xticks would make the Tick objects at once
-        ax.xaxis.set_major_locator(FixedLocator(frame.ticks))
+    ax.xaxis.set_major_locator(FixedLocator(frame.ticks))  # set_xticks would make the Tick objects at once
     _ticks_as_lines(ax, "x", major=False)  # after the major locator: a minor tick on a major one is left out
-    if not bottom:
-        _ticks_as_lines(ax, "x", major=True)
-    if spec is not None and not spec.is_first_col():
-        _ticks_as_lines(ax, "y", major=True)
+    xs = _ticks_as_lines(ax, "x", major=True)
+    if spec is None or spec.is_last_row():
+        _tick_labels(ax, "x", [(x, f"{int(x):,}") for x in xs])
+    locs = ax.yaxis.get_majorticklocs()  # labelled as Axis._update_ticks labels them: all locations at once
+    names = dict(zip(locs, ax.yaxis.get_major_formatter().format_ticks(cast(Any, locs)), strict=True))
+    ys = _ticks_as_lines(ax, "y", major=True)
+    if spec is None or spec.is_first_col():
+        _tick_labels(ax, "y", [(y, names[y]) for y in ys])
 
 
-def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
-    """An axis's unlabelled ticks (``name`` "x" or "y") and their grid lines as two lines instead of a Tick
+def _tick_labels(ax: Axes, name: str, labels: Sequence[tuple[float, str]]) -> None:
+    """Tick labels (``name`` "x" or "y": position and text) as the texts a matplotlib Tick would draw there,
+    and the axis's label placed where matplotlib puts it beside them (its labelpad beyond the labels'
+    extent): the labelled ticks' Tick objects were most of the rest of a panel's ticks' time."""
+    # lazy: matplotlib is heavy; only when a figure is drawn
+    from matplotlib import rcParams
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox, IdentityTransform, blended_transform_factory
+
+    rc = cast(Any, rcParams)  # canvas's fixed settings; keys built from ``name``
+    colour = (
+        rc[f"{name}tick.color"] if rc[f"{name}tick.labelcolor"] == "inherit" else rc[f"{name}tick.labelcolor"]
+    )
+    pad = rc[f"{name}tick.major.pad"] + rc[f"{name}tick.major.size"]  # Tick._pad of an outward tick
+    if name == "x":
+        place, va, ha = ax.get_xaxis_text1_transform(pad)
+    else:
+        place, va, ha = ax.get_yaxis_text1_transform(pad)
+    texts = []
+    for at, text in labels:
+        xy = (at, 0.0) if name == "x" else (0.0, at)
+        label = Text(*xy, text, fontsize=rc[f"{name}tick.labelsize"], color=colour, va=va, ha=ha)
+        label.set(transform=place, clip_on=False, zorder=1.5 if name == "x" else 1.6)
+        texts.append(ax.add_artist(label))
+    fig = ax.get_figure(root=True)
+    assert fig is not None
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg's: the one that draws them
+    side = "bottom" if name == "x" else "left"
+    extent = Bbox.union(
+        [*(t.get_window_extent(renderer) for t in texts), ax.spines[side].get_window_extent()]
+    )
+    axis = ax.xaxis if name == "x" else ax.yaxis
+    gap = axis.labelpad * fig.dpi / 72
+    if name == "x":  # Axis._update_label_position's arithmetic, in its transforms
+        axis.set_label_coords(
+            0.5, extent.y0 - gap, blended_transform_factory(ax.transAxes, IdentityTransform())
+        )
+    else:
+        axis.set_label_coords(
+            extent.x0 - gap, 0.5, blended_transform_factory(IdentityTransform(), ax.transAxes)
+        )
+
+
+def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> list[float]:
+    """An axis's ticks (``name`` "x" or "y") and their grid lines as two lines instead of a Tick
     object each: matplotlib makes a Tick of three lines and two texts per position, per panel, which was a
     fifth of a decision figure's time. The same positions (the axis's own locator, less minor ones on a
     major tick, those in view), the same marks and grid lines as matplotlib's ticks draw; the x axis's are
-    drawn just before the axes' own ticks, the y axis's just after (as the x axis's before the y axis's)."""
+    drawn just before the axes' own ticks, the y axis's just after (as the x axis's before the y axis's).
+    Returns the positions drawn (the labels of :func:`_tick_labels`)."""
     # lazy: matplotlib is heavy; only when a figure is drawn
     from matplotlib import rcParams
     from matplotlib.lines import Line2D
@@ -313,6 +357,7 @@ def _ticks_as_lines(ax: Axes, name: str, *, major: bool) -> None:
     )
     ax.add_line(grid)
     ax.add_line(marks)
+    return locs
 
 
 def _draw_intervals(ax: Axes, mine: Sequence[Mapping[str, Any]], colour: str) -> None:

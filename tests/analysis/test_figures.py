@@ -5,13 +5,15 @@ report's mean and bootstrap interval (points), its label is the table's run labe
 paired difference carries its Holm verdict's marker and fill; the decision figure puts each option of
 costs.json (the golden file's) at its p95 and nDCG@10 with its interval, its marker by k, filled when the
 live-search budget is met; the latency figure draws the medians over passes. And the PNG: fixed size, the
-same bytes for the same numbers (whatever the user's matplotlib settings), other bytes for other numbers, no
+same bytes for the same numbers (whatever the user's matplotlib settings or the figures drawn before with the
+same renderer), other bytes for other numbers, no
 text chunk (no software name, no time) until the report adds its analysis_code chunk."""
 
 from __future__ import annotations
 
 import json
 import struct
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -116,13 +118,24 @@ def test_size_and_the_same_bytes_on_a_rerun_and_other_bytes_for_other_numbers(
     numbers: StageFigure, tmp_path: Path
 ) -> None:
     a = stage_figure(numbers, tmp_path / "a.png").read_bytes()
+    moved = StageFigure(numbers.stage, numbers.first_stage + 0.5, numbers.rows, numbers.differences)
+    assert stage_figure(moved, tmp_path / "c.png").read_bytes() != a
+    # b drawn with the renderer that drew the other numbers just before (render.canvas: one per size and
+    # thread), the same bytes as a fresh renderer's (a new thread's first figure has its own)
     b = stage_figure(numbers, tmp_path / "b.png").read_bytes()
     assert a == b
     assert png_size(a) == figure_size(len(numbers.rows)) == (1100, round(100 * (1.4 + 0.22 * 5)))
     assert figure_size(7) == (1100, 294)  # tests/golden/report/figures.txt
     assert_bare_png(a)
-    moved = StageFigure(numbers.stage, numbers.first_stage + 0.5, numbers.rows, numbers.differences)
-    assert stage_figure(moved, tmp_path / "c.png").read_bytes() != a
+    with canvas(2.0, 1.0, 50) as one, canvas(2.0, 1.0, 50) as two:
+        assert one.canvas.get_renderer() is two.canvas.get_renderer()  # type: ignore[attr-defined]
+    fresh: list[bytes] = []
+    thread = threading.Thread(
+        target=lambda: fresh.append(stage_figure(numbers, tmp_path / "d.png").read_bytes())
+    )
+    thread.start()
+    thread.join()
+    assert fresh == [a]
 
 
 def test_the_users_matplotlib_settings_change_no_byte(numbers: StageFigure, tmp_path: Path) -> None:
@@ -248,6 +261,26 @@ def test_the_decision_figure_puts_each_option_at_its_numbers(tmp_path: Path) -> 
             np.testing.assert_allclose(np.reshape(ends, (-1, 4)), np.reshape(want, (-1, 4)), rtol=1e-12)
             labels = [t.get_text() for t in ax.texts if "€/1k" in t.get_text() or "missing" in t.get_text()]
             assert len(labels) == len(mine) and all(f"{o['model']}" in " ".join(labels) for o in mine)
+            # tick labels as texts: x in the bottom row, y in the left column, each axis label beyond them
+            spec = ax.get_subplotspec()
+            assert spec is not None
+            renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+            xs = {
+                t.get_text(): t.get_window_extent(renderer)
+                for t in ax.texts
+                if t.get_va() == "top" and t.get_ha() == "center"
+            }
+            ys = {
+                t.get_text(): t.get_window_extent(renderer)
+                for t in ax.texts
+                if t.get_va() == "center_baseline"
+            }
+            assert ({"500", "1,000", "2,000"} <= set(xs)) is spec.is_last_row() is (len(xs) > 3)
+            assert bool(ys) is spec.is_first_col() and all(float(y) == int(y) for y in ys)
+            if xs:
+                assert ax.xaxis.label.get_window_extent(renderer).y1 < min(b.y0 for b in xs.values())
+            if ys:
+                assert ax.yaxis.label.get_window_extent(renderer).x1 < min(b.x0 for b in ys.values())
     for o in options:
         colour = MACHINE_COLOURS[o["machine"]]
         marker, face = drawn[(o["machine"], o["latency"]["p95_ms"], 100 * o["ndcg@10"])]
