@@ -30,6 +30,28 @@ def release_memory() -> bool:
     return bool(trim(0))
 
 
+def freeze_long_lived() -> bool:
+    """Collect, then move every object that survives out of the cyclic collector's view (``gc.freeze``), once
+    the libraries a long command needs are imported (torch, transformers, sentence-transformers: about half a
+    million objects that live as long as the process). Every later full collection (``free_device_memory``'s
+    after each model) then walks only what was made since. A frozen object is still freed when its last
+    reference goes; only a reference cycle among frozen objects waits for ``thaw``.
+
+    Returns True when nothing was frozen before: the caller then runs ``thaw`` when it ends (the interpreter's
+    last collection skips frozen objects, and nanobind would report triton's as leaked). In a process that
+    froze objects itself (the tests' processes, tests/conftest.py and tests/support/heap.py) they stay frozen:
+    that process unfreezes at its exit."""
+    first = gc.get_freeze_count() == 0
+    gc.collect()
+    gc.freeze()
+    return first
+
+
+def thaw() -> None:
+    """Undo ``freeze_long_lived``: the frozen objects are the collector's again (``gc.unfreeze``)."""
+    gc.unfreeze()
+
+
 # --- the GPU's memory (torch's caching allocator), read and freed only where torch is already imported ---
 
 
