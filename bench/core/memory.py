@@ -12,6 +12,8 @@ import ctypes
 import ctypes.util
 import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -28,6 +30,22 @@ def release_memory() -> bool:
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return bool(trim(0))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a heavy library is imported (sentence-transformers with torch
+    and transformers, optimum with OpenVINO and nncf: hundreds of thousands of objects that live as long as
+    the process, over which its passes cost a CPU-second and more: ``import sentence_transformers`` 8.0 ->
+    7.0 CPU-s, 2026-12-06), on again afterwards if it was on. Garbage made meanwhile waits for the next
+    collection; results cannot change."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def freeze_long_lived() -> bool:
