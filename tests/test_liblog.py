@@ -59,11 +59,14 @@ import logging, os, sys, tempfile
 from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 from bench.core.liblog import library_log
+from bench.core.memory import collector_paused
 log = Path(sys.argv[1])
 with library_log(log):
-    # the rehearsal's int8 step, as its parent process does it: optimum imported inside the block, then an
-    # int8 folder loaded offline (a folder without a model here: the same warning, then an error)
-    from optimum.intel import OVModelForFeatureExtraction
+    # the rehearsal's int8 step, as its parent process does it (bench.rerankers.openvino.adapter): optimum
+    # imported inside the block with the garbage collector paused (1.5 CPU-s less), then an int8 folder
+    # loaded offline (a folder without a model here: the same warning, then an error)
+    with collector_paused():
+        from optimum.intel import OVModelForFeatureExtraction
     try:
         OVModelForFeatureExtraction.from_pretrained(tempfile.mkdtemp(), local_files_only=True)
     except Exception as exc:

@@ -12,6 +12,8 @@ import ctypes
 import ctypes.util
 import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -28,6 +30,44 @@ def release_memory() -> bool:
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return bool(trim(0))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a heavy library is imported (sentence-transformers with torch
+    and transformers, optimum with OpenVINO and nncf: hundreds of thousands of objects that live as long as
+    the process, over which its passes cost a CPU-second and more: ``import sentence_transformers`` 8.0 ->
+    7.0 CPU-s, 2026-12-06), on again afterwards if it was on. Garbage made meanwhile waits for the next
+    collection; results cannot change."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def freeze_long_lived() -> bool:
+    """Collect, then move every object that survives out of the cyclic collector's view (``gc.freeze``), once
+    the libraries a long command needs are imported (torch, transformers, sentence-transformers: about half a
+    million objects that live as long as the process). Every later full collection (``free_device_memory``'s
+    after each model) then walks only what was made since. A frozen object is still freed when its last
+    reference goes; only a reference cycle among frozen objects waits for ``thaw``.
+
+    Returns True when nothing was frozen before: the caller then runs ``thaw`` when it ends (the interpreter's
+    last collection skips frozen objects, and nanobind would report triton's as leaked). In a process that
+    froze objects itself (the tests' processes, tests/conftest.py and tests/support/heap.py) they stay frozen:
+    that process unfreezes at its exit."""
+    first = gc.get_freeze_count() == 0
+    gc.collect()
+    gc.freeze()
+    return first
+
+
+def thaw() -> None:
+    """Undo ``freeze_long_lived``: the frozen objects are the collector's again (``gc.unfreeze``)."""
+    gc.unfreeze()
 
 
 # --- the GPU's memory (torch's caching allocator), read and freed only where torch is already imported ---

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from bench.core.errors import BenchError
+from bench.core.memory import collector_paused
 from bench.core.paths import model_snapshot_dir, models_dir
 from bench.core.plan import EMBEDDING_DIMS, EMBEDDING_MODEL
 from bench.firststage.embed_cache import EmbeddingCache
@@ -74,8 +75,9 @@ class SentenceTransformerEmbedder:
         if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
             raise BenchError(f"{path}: not a model snapshot (no config.json / modules.json)")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        # lazy: sentence-transformers pulls torch; only when a model is loaded
-        from sentence_transformers import SentenceTransformer
+        with collector_paused():  # its objects live as long as the process: no collector passes over them
+            # lazy: sentence-transformers pulls torch; only when a model is loaded
+            from sentence_transformers import SentenceTransformer
 
         self._st: Any = SentenceTransformer(str(path), device=device, local_files_only=True)
         if max_seq_length is not None:  # else the snapshot's own sentence_bert_config.json

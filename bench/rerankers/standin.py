@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from bench.core.errors import BenchError
+from bench.core.memory import collector_paused
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
 
 STANDIN_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -75,8 +76,9 @@ class MiniLMStandin:
         chunk_size: int | None = None,
         max_seq: int = STANDIN_MAX_SEQ,
     ) -> None:
-        # lazy: sentence-transformers pulls torch; only when a model is loaded
-        from sentence_transformers import SentenceTransformer
+        with collector_paused():  # its objects live as long as the process: no collector passes over them
+            # lazy: sentence-transformers pulls torch; only when a model is loaded
+            from sentence_transformers import SentenceTransformer
 
         if dtype not in (None, "float32"):
             raise BenchError("minilm-standin runs in float32 only")

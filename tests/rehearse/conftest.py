@@ -3,11 +3,19 @@ embedding cache. The session's one rehearsal run is the ``rehearsal`` fixture of
 
 from __future__ import annotations
 
+import atexit
+import gc
 from pathlib import Path
 
 import pytest
 
 from tests.support.rehearsal import SMALL_JUDGED, SMALL_OTHER, SMALL_QUERIES, SMALL_WORDS, write_mini_beir
+
+# A rehearsal resumed in this process (test_end_to_end) freezes its long-lived objects after its first stages
+# (bench.core.memory.freeze_long_lived) and, since this process froze objects before it (tests/conftest.py),
+# leaves them frozen: unfrozen at exit, the interpreter's last collection sees them (nanobind reports
+# triton's objects as leaked otherwise)
+atexit.register(gc.unfreeze)
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ import numpy as np
 
 from analysis.core.plan import INT8_MODEL
 from bench.core.errors import BenchError
+from bench.core.memory import collector_paused
 from bench.rerankers.openvino.manifest import installed, verify_folder
 from bench.rerankers.openvino.runtime import compile_int8, decline_usage_telemetry, runtime_properties
 from bench.rerankers.protocol import RecordLog, RerankerMeta, ScoreResult, make_result, package_versions
@@ -36,9 +37,10 @@ def _load(folder: Path, task: str) -> tuple[Any, Any, dict[str, Any]]:
     if manifest["task"] != task:
         raise BenchError(f"{folder}: a {manifest['task']} model, expected {task}")
     decline_usage_telemetry()
-    # lazy: optimum and transformers are heavy; only for the int8 variant
-    from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
-    from transformers import AutoTokenizer
+    with collector_paused():  # their objects live as long as the process: no collector passes over them
+        # lazy: optimum and transformers are heavy; only for the int8 variant
+        from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
+        from transformers import AutoTokenizer
 
     cls = OVModelForSequenceClassification if task == "text-classification" else OVModelForFeatureExtraction
     model = compile_int8(cls, folder)
