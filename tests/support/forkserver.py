@@ -66,6 +66,13 @@ PRELOAD = (
     # the judge's client (bench.judged.run.make_client): `judged run` imported it after the fork (1.5 s CPU of
     # its 1.7 s, 2026-12-06); it reads ANTHROPIC_* when a client is made, not at import
     "anthropic",
+    # the tiny BERT's modelling code (transformers loads it lazily: every command that scores with bge-v2-m3
+    # or the int8 model's source imported it again) and pyarrow's dataset and CSV readers (the run and
+    # corpus readers): ~0.7 s CPU across the chain's commands, 2026-12-06 (py-spy of the forked commands)
+    "transformers.models.bert.configuration_bert",
+    "transformers.models.bert.modeling_bert",
+    "pyarrow.dataset",
+    "pyarrow.csv",
 )
 
 
