@@ -77,4 +77,6 @@ def test_miniaturise_sets_every_holder() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=600
     )
-    assert out.stdout.strip() == f"[{minibench.TEST_B_QUERIES}, {minibench.TEST_B_QUERIES}, 6]"
+    assert out.stdout.strip() == (
+        f"[{minibench.TEST_B_QUERIES}, {minibench.TEST_B_QUERIES}, {minibench.SIZES['DEV_QUERIES']}]"
+    )

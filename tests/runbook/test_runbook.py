@@ -9,7 +9,7 @@ server), ``VOYAGE_API_KEY`` and ``ANTHROPIC_API_KEY`` (with loopback base URLs).
 status`` must call that step done.
 
 What stands in for what, and why (each is named where it happens below):
-- Sizes: ``tests.support.minibench`` sets the miniature's counts (6 dev queries, 140 + 212 passages in 32
+- Sizes: ``tests.support.minibench`` sets the miniature's counts (4 dev queries, 140 + 212 passages in 32
   shards, ...) on bench.core.plan before the CLI is imported; the command line, defaults and paths are the
   real
   ones.
@@ -730,6 +730,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Study]:
         # op wait at its barrier (2026-12-01, AMD EPYC 2 cores, load 5-6: the tiny Qwen3 at k=20 took 0.96 s
         # with 2 threads, 0.022 s with 1)
         "OMP_NUM_THREADS": "1",
+        # and the tokenizers' Rust thread pool off for the same reason: a batch of 100 prompts took 11 ms CPU
+        # without it, 16 ms with it (its threads spin while they wait; the ids are the same)
+        "TOKENIZERS_PARALLELISM": "false",
         # the container sets these to its reference environments (docker/bench.Dockerfile)
         "BENCH_REFERENCE_PYTHON_TF457": str(sync_reference_env("tf457")),
         "BENCH_REFERENCE_PYTHON_MXBAI": str(sync_reference_env("mxbai")),

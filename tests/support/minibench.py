@@ -16,9 +16,9 @@ from __future__ import annotations
 import sys
 
 SIZES = {
-    "DEV_QUERIES": 6,
-    "DEV_JUDGMENTS": 18,
-    "DEV_RELEVANT": 8,
+    "DEV_QUERIES": 4,
+    "DEV_JUDGMENTS": 12,
+    "DEV_RELEVANT": 6,
     "CORPUS_71K_PASSAGES": 140,
     "CORPUS_FULL_PASSAGES": 352,  # 11 per shard, 32 shards: 212 outside the 71k, so the int8 calibration
     # draw (2 x 8 positions, the plan's seed) finds its 8 passages outside the 71k corpus
@@ -26,7 +26,7 @@ SIZES = {
     "RERANKING_QUERIES": 4,
     "INT8_CALIBRATION_PAIRS": 8,
     "INT8_SPEARMAN_QUERIES": 3,
-    "CPU_SAMPLE_QUERIES": 4,
+    "CPU_SAMPLE_QUERIES": 3,  # a sample of the dev queries, as the plan's 100 of 305
     "CPU_QWEN4B_QUERIES": 2,
     "DTYPE_CHECK_QUERIES": 3,
     "WARMUP_CALLS": 2,

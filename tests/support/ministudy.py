@@ -48,7 +48,8 @@ def dev_queries() -> dict[str, str]:
 
 
 def dev_qrels(queries: dict[str, str]) -> list[tuple[str, str, int]]:
-    """3 judgments per query (18), 8 of them relevant, all on 71k passages."""
+    """3 judgments per query (12), 5 of them relevant (the draw spends at most DEV_RELEVANT), all on 71k
+    passages."""
     rng = random.Random(11)
     out = []
     relevant_left = SIZES["DEV_RELEVANT"]
