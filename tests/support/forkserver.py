@@ -82,8 +82,8 @@ def decline_telemetry() -> None:
     counts a missing consent file as consent: `int8 quantize` then sent events to Google Analytics, each from
     a process forked from the command's (that fork of this server's memory, and the wait: 1.5-2 s CPU and 3 s
     wall of a 6 s command, 2026-12-06). NNCF decides at its import (here), OVC at each conversion. The
-    product does the same before its own imports (``bench.rerankers.openvino.runtime.decline_usage_telemetry``),
-    but this server imports NNCF first and imports no module of ``bench``, so it declines on its own."""
+    product declines before its own imports (``bench.rerankers.openvino.runtime.decline_usage_telemetry``);
+    this server imports NNCF first and no module of ``bench``, so it declines on its own."""
     from openvino_telemetry.utils.opt_in_checker import ConsentCheckResult, OptInChecker
 
     def declined(self: OptInChecker, *args: Any, **kwargs: Any) -> ConsentCheckResult:
