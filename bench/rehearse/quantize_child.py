@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from bench.core.errors import BenchError
 from bench.core.liblog import active, library_log
+from bench.core.memory import collector_paused
 from bench.firststage.launcher import EXIT_PARENT_GONE, set_parent_death_signal
 from bench.int8.quantize import quantize_model
 from bench.rerankers.openvino.config import QuantSpec
@@ -101,8 +102,7 @@ def _import_libraries() -> None:
     made (its full passes over the growing heap cost about a CPU-second) and they are frozen afterwards, so
     the export's and calibration's collections (the exporter calls ``gc.collect()`` itself) skip them."""
     decline_usage_telemetry()
-    gc.disable()
-    try:
+    with collector_paused():
         # lazy: heavy optional libraries, only in the child that quantises
         import nncf  # noqa: F401
         import optimum.intel
@@ -110,8 +110,6 @@ def _import_libraries() -> None:
         import torch  # noqa: F401
 
         optimum.utils.logging.get_logger("optimum")  # optimum adds its terminal handler on first use: now
-    finally:
-        gc.enable()
     gc.freeze()
 
 
