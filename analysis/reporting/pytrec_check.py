@@ -11,7 +11,10 @@ Two comparisons, both required to pass where they apply:
   ties the orders may legitimately differ (trec_eval breaks ties by docid), so such queries are left out of
   this comparison and counted.
 
-Queries of the qrels missing from the run count 0 on both sides (``trec_eval -c``). ``analysis report`` runs
+Both hand pytrec_eval only the rows that can stand among the first 10 of its order (:func:`_within_cutoff`):
+``ndcg_cut_10`` reads nothing after them, so its values are those of the whole run (tested against pytrec_eval
+on whole runs), at a tenth of the work. Queries of the qrels missing from the run count 0 on both sides
+(``trec_eval -c``). ``analysis report`` runs
 the check on one run per stage (:func:`check_runs`) and writes the verdict into ``quality/study.json``;
 ``bench quality`` calls :func:`compare_with_pytrec_eval`. Which run and both orderings: deviation
 D-015.
@@ -119,19 +122,50 @@ def _as_table(run: RunLike) -> RunTable:
     return RunTable(qids, offsets, docids, scores)
 
 
-def _scored(table: RunTable, rank_faithful: bool) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    bounds = table.offsets.tolist()
+CUTOFF = 10  # ndcg_cut_10 reads the first 10 rows of pytrec_eval's order and nothing after them
+
+
+def _within_cutoff(table: RunTable, rank_faithful: bool) -> np.ndarray:
+    """The rows (bool) that can stand among the first :data:`CUTOFF` of pytrec_eval's order; the rest cannot
+    change ``ndcg_cut_10`` (its ideal gain comes from the qrels), so they are not handed over.
+    Rank-faithful scores (``-rank``): each query's first rows. The run's own scores: every row whose score, as
+    pytrec_eval holds it (float32, :mod:`analysis.stats.ties`), is at least its query's tenth highest, so that
+    rows tied with the tenth stay and pytrec_eval's tie rule (docid descending) chooses among them as before.
+    """
     sizes = np.diff(table.offsets)
-    # rank-faithful: the scores -rank (0.0, -1.0, ...), each query's from one list
-    ranks = [float(-r) for r in range(int(sizes.max()) if len(sizes) else 0)]
-    scores = table.scores.tolist()
+    position = np.arange(len(table.scores), dtype=np.int64) - np.repeat(table.offsets[:-1], sizes)
+    if rank_faithful:
+        keep: np.ndarray = position < CUTOFF
+        return keep
+    row_q = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    s32 = table.scores.astype(np.float32)
+    if np.any((row_q[1:] == row_q[:-1]) & (s32[1:] > s32[:-1])):
+        descending = np.lexsort((-s32, row_q))  # each query's scores, highest first
+    else:  # the readers' tables: scores never rise within a query (nor do they once rounded to float32)
+        descending = np.arange(len(s32))
+    tenth = np.full(len(sizes), -np.inf, dtype=np.float32)
+    deep = np.flatnonzero(sizes > CUTOFF)
+    tenth[deep] = s32[descending[table.offsets[deep] + CUTOFF - 1]]
+    keep = s32 >= tenth[row_q]
+    return keep
+
+
+def _scored(table: RunTable, rank_faithful: bool) -> dict[str, dict[str, float]]:
+    """pytrec_eval's run: per query, docid -> score (``-rank`` when ``rank_faithful``), for the rows of
+    :func:`_within_cutoff` (in the table's order)."""
+    out: dict[str, dict[str, float]] = {}
+    kept = np.flatnonzero(_within_cutoff(table, rank_faithful))
+    bounds = np.searchsorted(kept, table.offsets).tolist()
+    rows = kept.tolist()
+    # rank-faithful: the score of a row is -(its position in the query): 0.0, -1.0, ...
+    positions = kept - np.repeat(table.offsets[:-1], np.diff(bounds))
+    values = ((-positions).astype(np.float64) if rank_faithful else table.scores[kept]).tolist()
+    docids = table.docids
     for i, q in enumerate(table.qids):
         a, b = bounds[i], bounds[i + 1]
         if b == a:
             continue
-        values = ranks[: b - a] if rank_faithful else scores[a:b]
-        out[q] = dict(zip(table.docids[a:b], values, strict=True))
+        out[q] = dict(zip([docids[r] for r in rows[a:b]], values[a:b], strict=True))
     return out
 
 

@@ -40,11 +40,14 @@ def tied_query_mask(table: RunTable) -> np.ndarray:
     (float32), wherever they are in the query. Rows need not be in rank order."""
     row_q = _row_queries(table)
     s32 = table.scores.astype(np.float32)
-    order = np.lexsort((s32, row_q))
-    q, s = row_q[order], s32[order]
-    tied = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    same_q = row_q[1:] == row_q[:-1]
+    if np.any(same_q & (s32[1:] > s32[:-1])):  # else (the readers' tables) equal scores are adjacent already
+        order = np.lexsort((s32, row_q))
+        row_q, s32 = row_q[order], s32[order]
+        same_q = row_q[1:] == row_q[:-1]
+    tied = same_q & (s32[1:] == s32[:-1])
     mask = np.zeros(len(table.qids), dtype=bool)
-    mask[q[1:][tied]] = True
+    mask[row_q[1:][tied]] = True
     return mask
 
 

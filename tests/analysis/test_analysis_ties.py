@@ -8,11 +8,13 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from analysis.cli import cli
 from analysis.inputs.trec import read_run_table, write_run
+from analysis.reporting import pytrec_check as pc
 from analysis.reporting.pytrec_check import compare_with_pytrec_eval, pytrec_ndcg10
 from analysis.stats.metrics import Judgments, evaluate_table
 from analysis.stats.ties import tied_query_mask, trec_eval_order
@@ -117,3 +119,49 @@ def test_check_pytrec_says_not_compared_when_every_query_is_tied(tmp_path: Path)
     # q3 is missing from the run: 0 on both sides in any order, so it does not count as compared
     result = compare_with_pytrec_eval(QRELS, read_run_table(path))
     assert result.own_order_queries == 1 and result.own_order_run_queries == 0 and result.passed
+
+
+def _deep_run(
+    rng: random.Random, qrels: dict[str, dict[str, int]], rising: bool
+) -> dict[str, list[tuple[str, float]]]:
+    """Up to 30 rows a query, scores drawn from a few values and their float32 twins (1.0 + 1e-9 ties with 1.0
+    in pytrec_eval), in rank order (never rising) or, with ``rising``, shuffled."""
+    levels = [0.25, 0.5, 0.5 + 1e-9, 1.0, 1.0 + 1e-9, 2.0]
+    run = {}
+    for q, judged in qrels.items():
+        docs = [*judged, *(f"{q}-u{i}" for i in range(rng.randint(0, 30 - len(judged))))]
+        rng.shuffle(docs)
+        scores = [rng.choice(levels) for _ in docs]
+        if not rising:
+            scores.sort(reverse=True)
+        run[q] = list(zip(docs, scores, strict=True))
+    return run
+
+
+@pytest.mark.parametrize("rising", [False, True])
+def test_pytrec_ndcg10_hands_over_only_rows_within_the_cutoff(rising: bool) -> None:
+    """pytrec_ndcg10 gives pytrec_eval only the rows that can stand among its first 10 (the first 10 by rank;
+    by score: every row at least as high as the tenth, as a float32, so the tenth's ties stay): over random
+    deep runs with ties at the cutoff, each query's value is pytrec_eval's on the whole run, in both
+    orders."""
+    rng = random.Random(77)
+    qrels = {f"q{i}": {f"q{i}-j{k}": rng.randint(0, 3) for k in range(rng.randint(1, 12))} for i in range(40)}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"})
+    trimmed = kept_past_tenth = 0
+    for _ in range(15):
+        run = _deep_run(rng, qrels, rising)
+        whole_raw = evaluator.evaluate({q: dict(rows) for q, rows in run.items()})
+        ranked = {q: {d: -float(r) for r, (d, _) in enumerate(rows)} for q, rows in run.items()}
+        whole_faithful = evaluator.evaluate(ranked)
+        raw = pytrec_ndcg10(qrels, run, rank_faithful=False, evaluator=evaluator)
+        faithful = pytrec_ndcg10(qrels, run, evaluator=evaluator)
+        assert raw == {q: whole_raw[q]["ndcg_cut_10"] for q in qrels}
+        assert faithful == {q: whole_faithful[q]["ndcg_cut_10"] for q in qrels}
+        handed = pc._scored(pc._as_table(run), rank_faithful=False)
+        trimmed += sum(len(run[q]) - len(handed[q]) for q in run)
+        kept_past_tenth += sum(len(handed[q]) > 10 for q in run)
+        assert all(len(rows) <= 10 for rows in pc._scored(pc._as_table(run), rank_faithful=True).values())
+        f32 = {q: [np.float32(s) for _, s in rows] for q, rows in run.items()}
+        tied = tied_query_mask(pc._as_table(run)).tolist()
+        assert tied == [len(set(f32[q])) < len(f32[q]) for q in sorted(run)]  # wherever the tie stands
+    assert trimmed > 1000 and kept_past_tenth > 20  # rows were left out, and ties at the tenth kept
