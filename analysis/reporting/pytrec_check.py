@@ -255,9 +255,12 @@ def checked_run(stage: StageResult) -> RunResult:
     return next(r for r in stage.runs if r.depth == depth and r.model == stage.best[depth])
 
 
-def check_stages(runs_dir: Path, qrels_path: Path, stages: Iterable[StageResult]) -> dict[str, Any]:
+def check_stages(
+    runs_dir: Path, qrels_path: Path, stages: Iterable[StageResult], judgments: Judgments | None = None
+) -> dict[str, Any]:
     """Plan check 2 on one run per stage (:func:`checked_run`; ``stages`` may arrive one at a time: a
-    :class:`analysis.reporting.study.StageFeed`): the verdict recorded in study.json.
+    :class:`analysis.reporting.study.StageFeed`): the verdict recorded in study.json. ``judgments``: those
+    of ``qrels_path`` where the caller has read them already (else they are read here).
 
     ``passed`` is None (and ``not_run`` says why) only when pytrec_eval cannot be imported."""
     verdict: dict[str, Any] = {
@@ -269,8 +272,8 @@ def check_stages(runs_dir: Path, qrels_path: Path, stages: Iterable[StageResult]
         _import_pytrec_eval()
     except RuntimeError as exc:
         return {**verdict, "passed": None, "verdict": "NOT RUN", "not_run": str(exc), "runs": []}
-    qrels = read_qrels(qrels_path)
-    judgments = Judgments.from_qrels(qrels)
+    judgments = judgments or Judgments.from_qrels(read_qrels(qrels_path))
+    qrels = judgments.qrels
     evaluator = _evaluator(qrels)  # one for every run (pytrec_eval's evaluate keeps no state between runs)
     results = []
     for s in stages:

@@ -424,7 +424,9 @@ def _write_report_locked(
     checks: dict[str, Future[dict[str, Any]]] = {}
 
     def start_check(stages: StageFeed) -> None:  # each stage as soon as its runs are scored
-        checks["plan_check_2"] = soon("plan-check-2", check_stages, runs_dir, qrels_path, stages)
+        checks["plan_check_2"] = soon(
+            "plan-check-2", check_stages, runs_dir, qrels_path, stages, stages.judgments
+        )
 
     stages, inputs = analyse_study(runs_dir, qrels_path, best_chosen=start_check)
     _write_analysed(

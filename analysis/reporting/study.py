@@ -599,7 +599,7 @@ def analyse_study(
     n = len(judgments.qids)
     drawn = soon("resamples", draw_resamples, n)
     analysed: list[Future[None]] = []
-    feed = StageFeed()
+    feed = StageFeed(judgments)
     if best_chosen is not None:
         best_chosen(feed)
 
@@ -624,9 +624,10 @@ def analyse_study(
 class StageFeed:
     """Stages handed over one at a time (:func:`analyse_study`'s ``best_chosen``): iterating waits for each
     next stage until the feed is closed (after the last stage, or when the reading failed); iterating
-    again gives the stages handed over so far."""
+    again gives the stages handed over so far. ``judgments``: the study's qrels as they were read for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, judgments: Judgments | None = None) -> None:
+        self.judgments = judgments
         self._stages: list[StageResult] = []
         self._closed = False
         self._changed = threading.Condition()
