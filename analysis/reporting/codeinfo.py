@@ -270,9 +270,20 @@ def _providers(modules: frozenset[str]) -> Mapping[str, set[str]]:
     return MappingProxyType(providers(modules))
 
 
-# uv's own layout of a package: its header, then its name and version, each a plain one-line string
-_LOCK_PACKAGE = re.compile(r'^\[\[package\]\]\nname = "([^"\\\n]*)"\nversion = "([^"\\\n]*)"$', re.MULTILINE)
+# uv's own layout of a package: its header, then its name and version, each a plain one-line string; the
+# header stands at a line's start (_lock_packages)
+_LOCK_PACKAGE = re.compile(r'\[\[package\]\]\nname = "([^"\\\n]*)"\nversion = "([^"\\\n]*)"$', re.MULTILINE)
 _TABLE_ARRAY = re.compile(r"^[ \t]*\[\[", re.MULTILINE)  # any line that may open an array of tables
+
+
+def _lock_packages(text: str) -> list[tuple[str, str]]:
+    """(name, version) of every :data:`_LOCK_PACKAGE` whose header starts a line. The pattern is searched by
+    its literal start (anchored at every line, a search takes 20 times as long) and a match elsewhere is
+    dropped: a match spans its header's line and the two after it, none of which can start a header, so a
+    dropped match hides no header."""
+    return [
+        (m[1], m[2]) for m in _LOCK_PACKAGE.finditer(text) if m.start() == 0 or text[m.start() - 1] == "\n"
+    ]
 
 
 @lru_cache(maxsize=4)
@@ -284,8 +295,10 @@ def _locked(uv_lock: bytes) -> Mapping[str, str]:
     and every line that may open an array of tables is a ``[[package]]`` header followed by its name and
     version, those are exactly the tables and values tomllib reads. Anything else is parsed by tomllib."""
     text = uv_lock.decode("utf-8")
-    found = _LOCK_PACKAGE.findall(text)
-    if found and '"""' not in text and "'''" not in text and len(_TABLE_ARRAY.findall(text)) == len(found):
+    found = _lock_packages(text)
+    # each header holds one "[[": as many of them as headers, and no other line can open a table array
+    tables = text.count("[[") == len(found) or len(_TABLE_ARRAY.findall(text)) == len(found)
+    if found and '"""' not in text and "'''" not in text and tables:
         return MappingProxyType({_norm(name): version for name, version in found})
     packages = tomllib.loads(text).get("package", [])
     return MappingProxyType({_norm(str(pkg.get("name"))): str(pkg.get("version")) for pkg in packages})

@@ -35,6 +35,8 @@ def _tomllib(data: bytes) -> list[tuple[str, str]]:
         HEAD + 'note = """\n[[package]]\nname = "ghost"\nversion = "9"\n"""\n' + TWO,  # hidden in a string
         HEAD + TWO + '[[other]]\nname = "x"\nversion = "1"\n',
         HEAD + TWO.replace('"1.0"', '"1.\\u0030"'),  # an escape: tomllib decodes it
+        HEAD + TWO + '[metadata] # [[package]]\nname = "ghost"\nversion = "9"\n',  # not a line's start
+        HEAD + TWO + 'x = ["[["]\n',  # "[[" elsewhere: the lines are counted
     ],
 )
 def test_locked_versions_are_tomllibs(text: str) -> None:
@@ -46,7 +48,7 @@ def test_locked_versions_are_tomllibs(text: str) -> None:
 def test_the_repositorys_lock_takes_the_pattern_and_reads_the_same() -> None:
     data = REPO_LOCK.read_bytes()
     text = data.decode()
-    assert len(codeinfo._LOCK_PACKAGE.findall(text)) == len(codeinfo._TABLE_ARRAY.findall(text)) > 100
+    assert len(codeinfo._lock_packages(text)) == len(codeinfo._TABLE_ARRAY.findall(text)) > 100
     codeinfo._locked.cache_clear()
     assert list(codeinfo._locked(data).items()) == _tomllib(data)
 
