@@ -115,8 +115,8 @@ def numpy_of(values: pa.Array | pa.ChunkedArray, null: int | None = None) -> np.
 
     pyarrow's own ``to_numpy`` and ``fill_null`` import pandas on their first call in a process (to check for
     pandas' types): 0.5 s of a cold ``analysis report``. The values are the same bits."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    if isinstance(values, pa.ChunkedArray):  # one chunk (a file of one block): read in place, not copied
+        values = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
     dtype = _NUMPY.get(values.type)
     if dtype is None or (values.null_count and null is None):
         raise TypeError(f"numpy_of: {values.type} with {values.null_count} nulls and no fill value")
@@ -195,17 +195,19 @@ def _no_empty_ids(table: pa.Table, qids: list[str]) -> bool:
 
 def _one_tag(table: pa.Table) -> bool:
     """Every line carries one run tag, and it is not empty (else the reference reader names the line): every
-    tag has the first tag's length, and the tags' bytes are the first tag repeated."""
+    tag has the first tag's length, and the tags' bytes are the first tag repeated: they start with it and
+    each byte equals the byte one tag before it (two comparisons of the buffer, no copy)."""
     chunks = table.column("tag").chunks
-    first: bytes = chunks[0][0].as_buffer().to_pybytes()
-    if not first:
+    first = chunks[0][0].as_buffer()
+    size = first.size
+    if not size:
         return False
     for chunk in chunks:
         offsets = _offsets(chunk)
-        if np.any(np.diff(offsets) != len(first)):
+        if np.any(np.diff(offsets) != size):
             return False
         values = chunk.buffers()[2][int(offsets[0]) : int(offsets[-1])]
-        if values.to_pybytes() != first * len(chunk):
+        if not (values[:size].equals(first) and values[size:].equals(values[: values.size - size])):
             return False
     return True
 

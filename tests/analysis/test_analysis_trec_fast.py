@@ -395,3 +395,23 @@ def read_fast_declines_early(data: bytes) -> bool:
     from analysis.inputs import trec_fast
 
     return trec_fast._read_table(data, trec_fast._CONVERT, None, False) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tags=st.lists(st.sampled_from(["ab", "ba", "aa", "a", "abc", ""]), min_size=1, max_size=12),
+    chunk=st.integers(min_value=1, max_value=12),
+)
+def test_one_tag_is_every_tag_the_first(tags: list[str], chunk: int) -> None:
+    """_one_tag (the tags' bytes compared with themselves one tag later, no copy) against the plain rule:
+    every tag equals the first, which is not empty; on tags that are rotations of each other ("ab", "ba"),
+    of other lengths, empty, and split into chunks as a file of several blocks is."""
+    import pyarrow as pa
+
+    from analysis.inputs import trec_fast
+
+    column = pa.chunked_array(
+        [pa.array(tags[i : i + chunk], pa.binary()) for i in range(0, len(tags), chunk)], pa.binary()
+    )
+    table = pa.table({"tag": column})
+    assert trec_fast._one_tag(table) == (tags[0] != "" and all(t == tags[0] for t in tags))
