@@ -397,7 +397,7 @@ def read_fast_declines_early(data: bytes) -> bool:
     return trec_fast._read_table(data, trec_fast._CONVERT, None, False) is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     tags=st.lists(st.sampled_from(["ab", "ba", "aa", "a", "abc", ""]), min_size=1, max_size=12),
     chunk=st.integers(min_value=1, max_value=12),
