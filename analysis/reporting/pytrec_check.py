@@ -14,10 +14,9 @@ Two comparisons, both required to pass where they apply:
 Both hand pytrec_eval only the rows that can stand among the first 10 of its order (:func:`_within_cutoff`):
 ``ndcg_cut_10`` reads nothing after them, so its values are those of the whole run (tested against pytrec_eval
 on whole runs), at a tenth of the work. Queries of the qrels missing from the run count 0 on both sides
-(``trec_eval -c``). ``analysis report`` runs
-the check on one run per stage (:func:`check_runs`) and writes the verdict into ``quality/study.json``;
-``bench quality`` calls :func:`compare_with_pytrec_eval`. Which run and both orderings: deviation
-D-015.
+(``trec_eval -c``). ``analysis report`` runs the check on one run per stage (:func:`check_stages`) and writes
+the verdict into ``quality/study.json``; ``bench quality`` calls :func:`compare_with_pytrec_eval`. Which run
+and both orderings: deviation D-015.
 """
 
 from __future__ import annotations
@@ -272,7 +271,7 @@ def check_stages(
         _import_pytrec_eval()
     except RuntimeError as exc:
         return {**verdict, "passed": None, "verdict": "NOT RUN", "not_run": str(exc), "runs": []}
-    judgments = judgments or Judgments.from_qrels(read_qrels(qrels_path))
+    judgments = judgments if judgments is not None else Judgments.from_qrels(read_qrels(qrels_path))
     qrels = judgments.qrels
     evaluator = _evaluator(qrels)  # one for every run (pytrec_eval's evaluate keeps no state between runs)
     results = []
