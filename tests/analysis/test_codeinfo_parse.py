@@ -107,10 +107,12 @@ def test_imported_modules_parses_only_where_a_new_name_may_stand(monkeypatch: py
 
 
 def test_the_names_of_the_text_hold_every_import_of_the_standard_library() -> None:
-    """The superset on real code: every 25th file of the standard library (about 70 files of every style; all
-    22,207 files of the standard library and site-packages here were checked so once, 2026-12-06)."""
+    """The superset on real code: about 70 files of the standard library, evenly spread (every 25th here; the
+    Python 3.14 run's Debian library, without its test suite, holds fewer files). All 22,207 files of the
+    standard library and site-packages here were checked so once, 2026-12-06."""
     root = Path(ast.__file__).parent
-    files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)[::25]
+    every = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    files = every[:: max(1, len(every) // 70)]
     checked = 0
     for path in files:
         data = path.read_bytes()
@@ -122,4 +124,4 @@ def test_the_names_of_the_text_hold_every_import_of_the_standard_library() -> No
         if named is not None:
             assert imports <= named, path
             checked += 1
-    assert checked > 60
+    assert len(files) >= 60 and checked >= 0.9 * len(files)
