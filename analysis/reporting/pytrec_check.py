@@ -32,7 +32,7 @@ from analysis.core.floatsum import ltr_sum
 from analysis.core.plan import PYTREC_EVAL_TOLERANCE, QUALITY_DEPTH
 from analysis.inputs.trec import RunTable, read_qrels, read_run_table
 from analysis.stats.metrics import Judgments, evaluate_table
-from analysis.stats.ties import tied_query_mask
+from analysis.stats.ties import row_queries, tied_query_mask
 
 if TYPE_CHECKING:
     from analysis.reporting.study import RunResult, StageResult
@@ -136,7 +136,7 @@ def _within_cutoff(table: RunTable, rank_faithful: bool) -> np.ndarray:
     if rank_faithful:
         keep: np.ndarray = position < CUTOFF
         return keep
-    row_q = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    row_q = row_queries(table)
     s32 = table.scores.astype(np.float32)
     if np.any((row_q[1:] == row_q[:-1]) & (s32[1:] > s32[:-1])):
         descending = np.lexsort((-s32, row_q))  # each query's scores, highest first

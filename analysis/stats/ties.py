@@ -23,7 +23,14 @@ import numpy as np
 from analysis.inputs.trec import RunTable
 from analysis.stats.metrics import Judgments, evaluate_table
 
-__all__ = ["TREC_EVAL_ORDER", "TrecEvalOrder", "tie_warning", "tied_query_mask", "trec_eval_order"]
+__all__ = [
+    "TREC_EVAL_ORDER",
+    "TrecEvalOrder",
+    "row_queries",
+    "tie_warning",
+    "tied_query_mask",
+    "trec_eval_order",
+]
 
 TREC_EVAL_ORDER = (
     "trec_eval's order: score descending (as a 32-bit float, as pytrec_eval compares it), "
@@ -31,14 +38,15 @@ TREC_EVAL_ORDER = (
 )
 
 
-def _row_queries(table: RunTable) -> np.ndarray:
+def row_queries(table: RunTable) -> np.ndarray:
+    """Each row's query index (int64; rows grouped by query, as a :class:`RunTable` holds them)."""
     return np.repeat(np.arange(len(table.qids), dtype=np.int64), np.diff(table.offsets))
 
 
 def tied_query_mask(table: RunTable) -> np.ndarray:
     """Per query of ``table`` (bool): at least two of its scores are equal as pytrec_eval compares them
     (float32), wherever they are in the query. Rows need not be in rank order."""
-    row_q = _row_queries(table)
+    row_q = row_queries(table)
     s32 = table.scores.astype(np.float32)
     same_q = row_q[1:] == row_q[:-1]
     if np.any(same_q & (s32[1:] > s32[:-1])):  # else (the readers' tables) equal scores are adjacent already
@@ -62,7 +70,7 @@ class TrecEvalOrder:
 def trec_eval_order(table: RunTable) -> TrecEvalOrder:
     """``table`` (rows in rank order, scores never rising) reordered as trec_eval orders it."""
     s32 = table.scores.astype(np.float32)
-    row_q = _row_queries(table)
+    row_q = row_queries(table)
     pair = np.flatnonzero((row_q[1:] == row_q[:-1]) & (s32[1:] == s32[:-1]))  # row i ties with row i + 1
     if pair.size == 0:
         return TrecEvalOrder(table, ())
