@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime as dt
 import os
 import subprocess
 import sys
@@ -31,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guard import machine, provenance
+
 from analysis.core.atomic import write_json_atomic
-from bench.integrity import git
-from bench.rerankers.openvino.manifest import cpu_flags
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -132,9 +131,8 @@ def run_suite(pytest_args: Sequence[str], folder: Path) -> tuple[int, float]:
 
 
 def measure(pytest_args: Sequence[str], top: int) -> dict[str, Any]:
-    """Run the suite once and gather every figure of the module docstring."""
-    commit = git.head_commit(REPO)
-    cpu = cpu_flags()
+    """Run the suite once and gather every figure of the module docstring (the machine and the commit as the
+    speed guard records them: ``guard.machine``, ``guard.provenance``)."""
     load_start = os.getloadavg()
     before = proc_stat()
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as tmp:
@@ -142,19 +140,11 @@ def measure(pytest_args: Sequence[str], top: int) -> dict[str, Any]:
         after = proc_stat()
         phases = read_timeline(Path(tmp))
     return {
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": commit,
-        "dirty": bool(git.dirty_paths(REPO)) if commit else None,
+        **provenance(),
         "command": ["pytest", "-q", *pytest_args],
         "exit_status": rc,
         "wall_s": round(wall, 2),
-        "machine": {
-            "cpu_model": cpu["cpu_model"],
-            "flags": cpu["flags"],
-            "cpus": os.cpu_count(),
-            "load_start": [round(x, 2) for x in load_start],
-            "load_end": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": machine(load_start),
         **machine_seconds(before, after, os.sysconf("SC_CLK_TCK")),
         **summarise(phases, top),
     }
@@ -163,7 +153,7 @@ def measure(pytest_args: Sequence[str], top: int) -> dict[str, Any]:
 def printed(fig: dict[str, Any]) -> str:
     """The figures as the terminal shows them."""
     m = fig["machine"]
-    flags = ", ".join(k for k, v in m["flags"].items() if v) or "none known"
+    flags = ", ".join(f for f, on in (m["flags"] or {}).items() if on) or "none of the int8 ones"
     busy = fig["busy_cpu_s"]
     lines = [
         f"pytest {' '.join(fig['command'][2:]) or '(no arguments)'}: exit {fig['exit_status']}, "
