@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from guard import machine, provenance
+from suite_timeline import ENV
 
 from analysis.core.atomic import write_json_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-PLUGIN = "suite_timeline"
-ENV = "BENCH_SUITE_TIMELINE"
+PLUGIN = "suite_timeline"  # loaded by pytest under this name (HERE on PYTHONPATH); it reads ENV
 STAT = Path("/proc/stat")
 
 
@@ -80,11 +80,9 @@ def proc_stat(path: Path = STAT) -> list[int] | None:
     file cannot be read (not Linux)."""
     try:
         first = path.read_text(encoding="ascii").splitlines()[0].split()
-    except (OSError, IndexError, UnicodeDecodeError):
+        return [int(x) for x in first[1:]] if first and first[0] == "cpu" else None
+    except (OSError, IndexError, UnicodeDecodeError, ValueError):
         return None
-    if not first or first[0] != "cpu":
-        return None
-    return [int(x) for x in first[1:]]
 
 
 def machine_seconds(before: list[int] | None, after: list[int] | None, ticks: int) -> dict[str, Any]:

@@ -132,8 +132,8 @@ def _within_cutoff(table: RunTable, rank_faithful: bool) -> np.ndarray:
     rows tied with the tenth stay and pytrec_eval's tie rule (docid descending) chooses among them as before.
     """
     sizes = np.diff(table.offsets)
-    position = np.arange(len(table.scores), dtype=np.int64) - np.repeat(table.offsets[:-1], sizes)
     if rank_faithful:
+        position = np.arange(len(table.scores), dtype=np.int64) - np.repeat(table.offsets[:-1], sizes)
         keep: np.ndarray = position < CUTOFF
         return keep
     row_q = row_queries(table)

@@ -49,7 +49,8 @@ def calibration_features(
 
 
 def _model_class(task: Task) -> Any:
-    decline_usage_telemetry()
+    """optimum's model class for ``task`` (called by :func:`quantize_model`, which has declined the libraries'
+    telemetry and imported them already)."""
     # lazy: optimum and OpenVINO are heavy; only for the int8 variant
     from optimum.intel import OVModelForFeatureExtraction, OVModelForSequenceClassification
 

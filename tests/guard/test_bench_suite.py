@@ -16,6 +16,7 @@ from tests.support.scripts import ROOT, benchmark
 
 benchmark("guard_compare")  # first: guard.py imports it by this name, and bench_suite.py imports guard
 benchmark("guard")
+benchmark("suite_timeline")  # bench_suite.py imports it by this name too
 suite = benchmark("bench_suite")
 SCRIPT = ROOT / "benchmarks" / "bench_suite.py"
 
@@ -60,6 +61,8 @@ def test_proc_stat_reads_the_cpu_line_and_refuses_anything_else(tmp_path: Path) 
     stat.write_text("cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 1 1 1 1 1 1 1 1 0 0\n", encoding="ascii")
     assert suite.proc_stat(stat) == [1, 2, 3, 4, 5, 6, 7, 8, 0, 0]
     stat.write_text("intr 1 2\n", encoding="ascii")
+    assert suite.proc_stat(stat) is None
+    stat.write_text("cpu  1 2 x 4\n", encoding="ascii")
     assert suite.proc_stat(stat) is None
     assert suite.proc_stat(tmp_path / "absent") is None
 
